@@ -1,0 +1,244 @@
+use bytemuck::Pod;
+
+use crate::{
+    ALIGN, FORMAT_VERSION, FormatError, Header, MAGIC, MAX_SECTIONS, SECTION_OPTIONAL,
+    SectionEntry, crc32c, kind_name,
+};
+
+/// A validated view of a segment container over borrowed bytes.
+///
+/// [`open`](Self::open) performs only the cheap structural checks of `docs/format.md`;
+/// [`verify_checksums`](Self::verify_checksums) reads every byte.
+#[derive(Clone, Copy, Debug)]
+pub struct SegmentReader<'a> {
+    bytes: &'a [u8],
+    header: &'a Header,
+    table: &'a [SectionEntry],
+}
+
+/// Casts a byte slice to a slice of records in place.
+///
+/// Fails with [`FormatError::BadSection`] if the length is not a multiple of the record size
+/// and with [`FormatError::Misaligned`] if the start is not aligned for `T`.
+pub fn cast_records<'b, T: Pod>(section: &'static str, bytes: &'b [u8]) -> Result<&'b [T], FormatError> {
+    if bytes.len() % core::mem::size_of::<T>() != 0 {
+        return Err(FormatError::BadSection { section, reason: "length is not a whole number of records" });
+    }
+    bytemuck::try_cast_slice(bytes).map_err(|_| FormatError::Misaligned)
+}
+
+fn truncated(what: &'static str, needed: u64, available: usize) -> FormatError {
+    FormatError::Truncated { what, needed, available: available as u64 }
+}
+
+impl<'a> SegmentReader<'a> {
+    /// Checks the header and section table of `bytes` (which must start 64-byte aligned).
+    pub fn open(bytes: &'a [u8]) -> Result<Self, FormatError> {
+        if (bytes.as_ptr() as usize) % ALIGN != 0 {
+            return Err(FormatError::Misaligned);
+        }
+        let header_size = core::mem::size_of::<Header>();
+        if bytes.len() < header_size {
+            return Err(truncated("header", header_size as u64, bytes.len()));
+        }
+        if bytes[..8] != MAGIC {
+            return Err(FormatError::BadMagic);
+        }
+        let header: &Header = bytemuck::from_bytes(&bytes[..header_size]);
+        let actual = crc32c(&bytes[..32]);
+        if actual != header.header_crc {
+            return Err(FormatError::ChecksumMismatch { what: "header", kind: 0, stored: header.header_crc, actual });
+        }
+        if header.version == 0 || header.version > FORMAT_VERSION {
+            return Err(FormatError::UnsupportedVersion { found: header.version, newest: FORMAT_VERSION });
+        }
+        if header.flags != 0 {
+            return Err(FormatError::UnsupportedFlags(header.flags));
+        }
+        if header.reserved.iter().any(|&b| b != 0) {
+            return Err(FormatError::Malformed("reserved header bytes are not zero"));
+        }
+        if header.file_len != bytes.len() as u64 {
+            return Err(if header.file_len > bytes.len() as u64 {
+                truncated("file", header.file_len, bytes.len())
+            } else {
+                FormatError::Malformed("buffer is longer than the header's file_len")
+            });
+        }
+        if header.section_count == 0 || header.section_count > MAX_SECTIONS {
+            return Err(FormatError::Malformed("section count out of range"));
+        }
+        let table_end = header_size + header.section_count as usize * core::mem::size_of::<SectionEntry>();
+        if bytes.len() < table_end {
+            return Err(truncated("section table", table_end as u64, bytes.len()));
+        }
+        let table_bytes = &bytes[header_size..table_end];
+        let actual = crc32c(table_bytes);
+        if actual != header.table_crc {
+            return Err(FormatError::ChecksumMismatch { what: "section table", kind: 0, stored: header.table_crc, actual });
+        }
+        let table: &[SectionEntry] = bytemuck::cast_slice(table_bytes);
+        let mut prev_end = table_end as u64;
+        for (i, e) in table.iter().enumerate() {
+            if e.reserved != 0 || e.flags & !SECTION_OPTIONAL != 0 {
+                return Err(FormatError::Malformed("reserved section bits are set"));
+            }
+            if e.offset % ALIGN as u64 != 0 {
+                return Err(FormatError::Malformed("section offset is not 64-byte aligned"));
+            }
+            if e.offset < prev_end {
+                return Err(FormatError::Malformed("sections overlap or are out of order"));
+            }
+            let end = e.offset.checked_add(e.length).ok_or(FormatError::Malformed("section length overflows"))?;
+            if end > header.file_len {
+                return Err(truncated("section", end, bytes.len()));
+            }
+            if table[..i].iter().any(|p| p.kind == e.kind) {
+                return Err(FormatError::Malformed("section kind appears twice"));
+            }
+            prev_end = end;
+        }
+        Ok(SegmentReader { bytes, header, table })
+    }
+
+    /// The header.
+    pub fn header(&self) -> &'a Header {
+        self.header
+    }
+
+    /// The section table.
+    pub fn sections(&self) -> &'a [SectionEntry] {
+        self.table
+    }
+
+    /// The whole buffer.
+    pub fn bytes(&self) -> &'a [u8] {
+        self.bytes
+    }
+
+    fn payload(&self, e: &SectionEntry) -> &'a [u8] {
+        // In bounds: `open` checked offset + length <= file_len == bytes.len().
+        &self.bytes[e.offset as usize..(e.offset + e.length) as usize]
+    }
+
+    /// The payload of the section of `kind`, if present.
+    pub fn section(&self, kind: u32) -> Option<&'a [u8]> {
+        self.table.iter().find(|e| e.kind == kind).map(|e| self.payload(e))
+    }
+
+    /// The payload of a required section, or [`FormatError::MissingSection`].
+    pub fn require(&self, kind: u32) -> Result<&'a [u8], FormatError> {
+        self.section(kind).ok_or(FormatError::MissingSection(kind_name(kind)))
+    }
+
+    /// Rejects required sections whose kind is not in `known`.
+    pub fn check_known_kinds(&self, known: &[u32]) -> Result<(), FormatError> {
+        match self.table.iter().find(|e| e.flags & SECTION_OPTIONAL == 0 && !known.contains(&e.kind)) {
+            Some(e) => Err(FormatError::UnknownSection(e.kind)),
+            None => Ok(()),
+        }
+    }
+
+    /// Checks the CRC-32C of every section.
+    pub fn verify_checksums(&self) -> Result<(), FormatError> {
+        for e in self.table {
+            let actual = crc32c(self.payload(e));
+            if actual != e.crc {
+                return Err(FormatError::ChecksumMismatch { what: kind_name(e.kind), kind: e.kind, stored: e.crc, actual });
+            }
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{AlignedBytes, SegmentWriter};
+    use alloc::vec::Vec;
+    use proptest::prelude::*;
+
+    fn build(sections: &[(u32, Vec<u8>)]) -> Vec<u8> {
+        let mut w = SegmentWriter::new();
+        for (k, p) in sections {
+            w.add_section(*k, SECTION_OPTIONAL, p);
+        }
+        w.finish()
+    }
+
+    proptest! {
+        #[test]
+        fn round_trip(payloads in proptest::collection::vec(proptest::collection::vec(any::<u8>(), 0..300), 1..6)) {
+            let sections: Vec<(u32, Vec<u8>)> = payloads.into_iter().enumerate().map(|(i, p)| (i as u32 + 10, p)).collect();
+            let file = build(&sections);
+            prop_assert_eq!(file.len() % ALIGN, 0);
+            let buf = AlignedBytes::from_slice(&file);
+            let r = SegmentReader::open(buf.as_slice()).unwrap();
+            r.verify_checksums().unwrap();
+            for (k, p) in &sections {
+                prop_assert_eq!(r.section(*k).unwrap(), &p[..]);
+                prop_assert_eq!(r.sections().iter().find(|e| e.kind == *k).unwrap().offset % 64, 0);
+            }
+            // Writing twice gives the same bytes.
+            prop_assert_eq!(build(&sections), file);
+        }
+
+        #[test]
+        fn any_single_byte_flip_is_detected(payload in proptest::collection::vec(any::<u8>(), 1..200), pos in any::<prop::sample::Index>(), bit in 0u8..8) {
+            let file = build(&[(10, payload)]);
+            let mut bad = file.clone();
+            let i = pos.index(bad.len());
+            bad[i] ^= 1 << bit;
+            let buf = AlignedBytes::from_slice(&bad);
+            let res = SegmentReader::open(buf.as_slice()).and_then(|r| r.verify_checksums());
+            // Padding bytes are not covered by any checksum; flips elsewhere must be caught.
+            let r = SegmentReader::open(AlignedBytes::from_slice(&file).as_slice()).unwrap().sections()[0];
+            let in_padding = (i as u64) >= r.offset + r.length || (i >= 96 && (i as u64) < r.offset);
+            if !in_padding {
+                prop_assert!(res.is_err(), "flip at {} not detected", i);
+            }
+        }
+
+        #[test]
+        fn arbitrary_bytes_never_panic(bytes in proptest::collection::vec(any::<u8>(), 0..512)) {
+            let buf = AlignedBytes::from_slice(&bytes);
+            if let Ok(r) = SegmentReader::open(buf.as_slice()) {
+                let _ = r.verify_checksums();
+            }
+        }
+
+        #[test]
+        fn every_truncation_is_an_error(payload in proptest::collection::vec(any::<u8>(), 0..200), cut in any::<prop::sample::Index>()) {
+            let file = build(&[(10, payload)]);
+            let n = cut.index(file.len());
+            let buf = AlignedBytes::from_slice(&file[..n]);
+            prop_assert!(SegmentReader::open(buf.as_slice()).is_err());
+        }
+    }
+
+    #[test]
+    fn typed_errors() {
+        let file = build(&[(10, alloc::vec![1, 2, 3])]);
+        let mut v2 = file.clone();
+        v2[8] = 2;
+        // Re-seal the header checksum so the version check itself is what fails.
+        let crc = crc32c(&v2[..32]);
+        v2[32..36].copy_from_slice(&crc.to_le_bytes());
+        let buf = AlignedBytes::from_slice(&v2);
+        assert_eq!(
+            SegmentReader::open(buf.as_slice()).unwrap_err(),
+            FormatError::UnsupportedVersion { found: 2, newest: 1 }
+        );
+        let mut bad = file.clone();
+        bad[0] = b'X';
+        assert_eq!(SegmentReader::open(AlignedBytes::from_slice(&bad).as_slice()).unwrap_err(), FormatError::BadMagic);
+        assert!(matches!(
+            SegmentReader::open(AlignedBytes::from_slice(&file[..40]).as_slice()).unwrap_err(),
+            FormatError::Truncated { .. }
+        ));
+        let buf = AlignedBytes::from_slice(&file);
+        assert_eq!(SegmentReader::open(&buf.as_slice()[1..]).unwrap_err(), FormatError::Misaligned);
+        let r = SegmentReader::open(buf.as_slice()).unwrap();
+        assert_eq!(r.check_known_kinds(&[]), Ok(()), "optional sections are skipped");
+    }
+}

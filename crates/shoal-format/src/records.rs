@@ -1,0 +1,120 @@
+//! Fixed-size records of the v1 format. Sizes are checked at compile time.
+
+use bytemuck::{Pod, Zeroable};
+
+/// File magic, the first eight bytes of every segment.
+pub const MAGIC: [u8; 8] = *b"SHOALSEG";
+/// Newest format version this build writes and reads.
+pub const FORMAT_VERSION: u32 = 1;
+/// Alignment of the header, the table and every section.
+pub const ALIGN: usize = 64;
+/// Largest section count a reader accepts.
+pub const MAX_SECTIONS: u32 = 1024;
+/// Section flag: a reader that does not know the kind skips the section.
+pub const SECTION_OPTIONAL: u32 = 1;
+
+/// Section kind: [`SegmentMeta`].
+pub const KIND_META: u32 = 1;
+/// Section kind: `u64` external ids, one per row.
+pub const KIND_IDS: u32 = 2;
+/// Section kind: `f32` vectors, row-major.
+pub const KIND_VECTORS: u32 = 3;
+/// Section kind: [`IdEntry`] records sorted by id.
+pub const KIND_ID_INDEX: u32 = 4;
+
+/// Human-readable name of a section kind.
+pub fn kind_name(kind: u32) -> &'static str {
+    match kind {
+        KIND_META => "META",
+        KIND_IDS => "IDS",
+        KIND_VECTORS => "VECTORS",
+        KIND_ID_INDEX => "ID_INDEX",
+        _ => "unknown",
+    }
+}
+
+/// The 64-byte file header.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Pod, Zeroable)]
+pub struct Header {
+    /// [`MAGIC`].
+    pub magic: [u8; 8],
+    /// Format version.
+    pub version: u32,
+    /// Header flags (none defined in v1).
+    pub flags: u32,
+    /// Number of section table entries.
+    pub section_count: u32,
+    /// CRC-32C of the section table.
+    pub table_crc: u32,
+    /// Total file length.
+    pub file_len: u64,
+    /// CRC-32C of header bytes 0..32.
+    pub header_crc: u32,
+    /// Zero.
+    pub reserved: [u8; 28],
+}
+
+/// One entry of the section table (32 bytes).
+#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Pod, Zeroable)]
+pub struct SectionEntry {
+    /// Section kind.
+    pub kind: u32,
+    /// Section flags ([`SECTION_OPTIONAL`]).
+    pub flags: u32,
+    /// Offset from the start of the file (multiple of 64).
+    pub offset: u64,
+    /// Payload length in bytes.
+    pub length: u64,
+    /// CRC-32C of the payload.
+    pub crc: u32,
+    /// Zero.
+    pub reserved: u32,
+}
+
+/// Metric codes stored in [`SegmentMeta::metric`].
+pub mod metric_code {
+    /// Squared Euclidean distance (lower is better).
+    pub const L2: u32 = 0;
+    /// Dot product (higher is better).
+    pub const DOT: u32 = 1;
+    /// Cosine similarity over vectors normalised at insert (higher is better).
+    pub const COSINE: u32 = 2;
+}
+
+/// Largest vector dimension a segment may declare.
+pub const MAX_DIM: u32 = 65536;
+
+/// The `META` section (64 bytes).
+#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Pod, Zeroable)]
+pub struct SegmentMeta {
+    /// Vector dimension.
+    pub dim: u32,
+    /// One of [`metric_code`].
+    pub metric: u32,
+    /// Number of rows (points).
+    pub rows: u64,
+    /// Element type of `VECTORS`: 0 = f32.
+    pub vector_type: u32,
+    /// Zero.
+    pub reserved: [u8; 44],
+}
+
+/// One record of the `ID_INDEX` section (16 bytes).
+#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Pod, Zeroable)]
+pub struct IdEntry {
+    /// External id.
+    pub id: u64,
+    /// Row of that id.
+    pub row: u32,
+    /// Zero.
+    pub reserved: u32,
+}
+
+const _: () = assert!(core::mem::size_of::<Header>() == 64);
+const _: () = assert!(core::mem::size_of::<SectionEntry>() == 32);
+const _: () = assert!(core::mem::size_of::<SegmentMeta>() == 64);
+const _: () = assert!(core::mem::size_of::<IdEntry>() == 16);

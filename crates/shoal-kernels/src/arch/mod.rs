@@ -1,0 +1,3 @@
+//! Kernel implementations, one folder per target; `all` is the portable scalar reference.
+
+pub mod all;
