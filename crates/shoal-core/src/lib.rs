@@ -1,1 +1,37 @@
-//! stub
+//! Shoal's collection: the one place where points are added, deleted, sealed and searched.
+//!
+//! A [`Collection`] holds at most one sealed segment (immutable, in the format of
+//! `docs/format.md`, over any [`SegmentBytes`]: a memory map natively, wasm memory in JS) plus
+//! a mutable segment that takes new points. [`Collection::seal`] merges both into a new sealed
+//! segment. Searches go through the JSON [`SearchRequest`] shared by every host.
+//!
+//! ```
+//! use shoal_core::{Collection, CollectionConfig, Metric, SearchRequest};
+//! let mut col = Collection::new(CollectionConfig { dim: 2, metric: Metric::L2 }).unwrap();
+//! col.insert(&[10, 11, 12], &[0.0, 0.0, 1.0, 0.0, 5.0, 5.0]).unwrap();
+//! let req = SearchRequest::from_json(r#"{"vector": [0.9, 0.1], "limit": 2}"#).unwrap();
+//! let res = col.search(&req).unwrap();
+//! assert_eq!(res.points.iter().map(|p| p.id).collect::<Vec<_>>(), [11, 10]);
+//! let bytes = col.to_bytes().to_vec();
+//! let again = Collection::from_bytes(&bytes).unwrap();
+//! assert_eq!(again.search(&req).unwrap(), res);
+//! ```
+#![no_std]
+#![deny(missing_docs)]
+
+extern crate alloc;
+
+mod bitset;
+mod collection;
+mod error;
+mod mutable;
+mod request;
+mod sealed;
+
+pub use collection::{Collection, CollectionConfig, IdEncoding};
+pub use error::Error;
+pub use request::{ScoredPoint, SearchParams, SearchRequest, SearchResponse, SearchStats, MAX_LIMIT, MAX_OFFSET};
+pub use sealed::{SealedSegment, SegmentBytes};
+pub use shoal_format::{AlignedBytes, FormatError};
+pub use shoal_index::Metric;
+pub use shoal_kernels::Kernels;

@@ -1,1 +1,18 @@
-//! stub
+//! Vector indexes over row-major `f32` data: the exact (flat) scan, the [`Metric`] rules and
+//! [`TopK`] selection shared by every index.
+//!
+//! Every index ranks by a *key* where lower is better (`l2` distance, or the negated
+//! similarity for `dot` and `cosine`) and breaks ties by ascending internal id, so a result
+//! never depends on scan order, threads or target.
+#![no_std]
+#![deny(missing_docs)]
+
+extern crate alloc;
+
+mod flat;
+mod metric;
+mod topk;
+
+pub use flat::{FlatScratch, scan_flat};
+pub use metric::{Metric, normalize};
+pub use topk::{Candidate, TopK};

@@ -1,0 +1,102 @@
+use alloc::string::String;
+use core::fmt;
+use shoal_format::FormatError;
+
+/// Everything that can go wrong in the core. Every variant leaves the collection unchanged.
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub enum Error {
+    /// The segment bytes are not a valid container, or a section is inconsistent.
+    Format(FormatError),
+    /// A vector's length is not the collection's dimension.
+    DimensionMismatch {
+        /// The collection's dimension.
+        expected: usize,
+        /// The length given.
+        found: usize,
+    },
+    /// A vector holds NaN or an infinity.
+    NonFinite {
+        /// Index of the point in its batch (0 for a query).
+        point: usize,
+        /// Index of the element in the vector.
+        element: usize,
+    },
+    /// The flat vector buffer does not hold `ids.len() * dim` floats.
+    LengthMismatch {
+        /// Number of ids.
+        ids: usize,
+        /// Number of floats.
+        floats: usize,
+        /// The collection's dimension.
+        dim: usize,
+    },
+    /// An id given as a JavaScript number is not an integer in `0..=2^53`.
+    InvalidId {
+        /// Index of the id in its batch.
+        point: usize,
+    },
+    /// The collection configuration is invalid.
+    InvalidConfig(&'static str),
+    /// The search request is not valid JSON of the expected shape, or breaks a limit.
+    InvalidRequest(String),
+    /// The request uses a capability this build does not have yet.
+    Unsupported(&'static str),
+    /// `commit` was called without a reserved batch.
+    NoPendingBatch,
+    /// The collection would exceed 2^32 - 1 points.
+    CapacityExceeded,
+}
+
+impl Error {
+    /// A stable machine-readable code, used in JSON error bodies.
+    pub fn code(&self) -> &'static str {
+        match self {
+            Error::Format(_) => "bad_segment",
+            Error::DimensionMismatch { .. } => "dimension_mismatch",
+            Error::NonFinite { .. } => "non_finite",
+            Error::LengthMismatch { .. } => "length_mismatch",
+            Error::InvalidId { .. } => "invalid_id",
+            Error::InvalidConfig(_) => "invalid_config",
+            Error::InvalidRequest(_) => "invalid_request",
+            Error::Unsupported(_) => "unsupported",
+            Error::NoPendingBatch => "no_pending_batch",
+            Error::CapacityExceeded => "capacity_exceeded",
+        }
+    }
+}
+
+impl fmt::Display for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Error::Format(e) => write!(f, "{e}"),
+            Error::DimensionMismatch { expected, found } => {
+                write!(f, "wrong vector dimension: expected {expected}, got {found}")
+            }
+            Error::NonFinite { point, element } => {
+                write!(f, "vector of point {point} has a non-finite value (NaN or infinity) at element {element}")
+            }
+            Error::LengthMismatch { ids, floats, dim } => write!(
+                f,
+                "{ids} ids need {} floats at dimension {dim}, got {floats}",
+                ids.saturating_mul(*dim)
+            ),
+            Error::InvalidId { point } => {
+                write!(f, "id of point {point} is not an integer in 0..=2^53 (use BigInt ids beyond)")
+            }
+            Error::InvalidConfig(why) => write!(f, "invalid collection config: {why}"),
+            Error::InvalidRequest(why) => write!(f, "invalid search request: {why}"),
+            Error::Unsupported(what) => write!(f, "not supported yet: {what}"),
+            Error::NoPendingBatch => f.write_str("commit without a reserved batch (call reserve first)"),
+            Error::CapacityExceeded => f.write_str("a collection holds at most 2^32 - 1 points"),
+        }
+    }
+}
+
+impl core::error::Error for Error {}
+
+impl From<FormatError> for Error {
+    fn from(e: FormatError) -> Self {
+        Error::Format(e)
+    }
+}

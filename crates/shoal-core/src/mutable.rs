@@ -1,0 +1,53 @@
+use alloc::vec::Vec;
+use hashbrown::HashMap;
+use rustc_hash::FxBuildHasher;
+
+/// Id map with a fixed (seedless) hasher: lookups only, never iterated.
+pub(crate) type IdMap = HashMap<u64, u32, FxBuildHasher>;
+
+use crate::bitset::Bitset;
+
+/// The append-only segment that takes new points.
+///
+/// Rows `0..committed` are visible; rows `committed..ids.len()` are a reserved batch that the
+/// caller is filling in place (zero-copy inserts from JS) and that becomes visible on commit.
+#[derive(Default)]
+pub(crate) struct Mutable {
+    pub(crate) ids: Vec<u64>,
+    pub(crate) vectors: Vec<f32>,
+    pub(crate) committed: usize,
+    pub(crate) reserved: bool,
+    pub(crate) deleted: Bitset,
+    /// Live external id -> row.
+    pub(crate) index: IdMap,
+}
+
+impl Mutable {
+    /// Rows committed, deleted or not.
+    pub(crate) fn rows(&self) -> usize {
+        self.committed
+    }
+
+    pub(crate) fn live(&self) -> usize {
+        self.committed - self.deleted.count()
+    }
+
+    /// Drops a reserved batch.
+    pub(crate) fn discard_pending(&mut self, dim: usize) {
+        self.ids.truncate(self.committed);
+        self.vectors.truncate(self.committed * dim);
+        self.reserved = false;
+    }
+
+    /// Deletes the live row holding `id`; returns whether there was one.
+    pub(crate) fn delete(&mut self, id: u64) -> bool {
+        match self.index.remove(&id) {
+            Some(row) => self.deleted.insert(row as usize),
+            None => false,
+        }
+    }
+
+    pub(crate) fn clear(&mut self) {
+        *self = Mutable::default();
+    }
+}

@@ -1,0 +1,148 @@
+use alloc::format;
+use alloc::string::String;
+use alloc::vec::Vec;
+use serde::{Deserialize, Serialize};
+
+use crate::Error;
+
+/// Largest `limit` a request may ask for.
+pub const MAX_LIMIT: usize = 10_000;
+/// Largest `offset` a request may ask for.
+pub const MAX_OFFSET: usize = 100_000;
+
+/// The search request of `DESIGN.md`, one JSON shape for every host.
+///
+/// ```
+/// let req = shoal_core::SearchRequest::from_json(r#"{"vector": [1, 2], "limit": 5}"#).unwrap();
+/// assert_eq!(req.limit, 5);
+/// assert!(shoal_core::SearchRequest::from_json(r#"{"vector": [1], "limt": 5}"#).is_err());
+/// ```
+#[derive(Clone, Debug, Default, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SearchRequest {
+    /// Query vector.
+    #[serde(default)]
+    pub vector: Option<Vec<f32>>,
+    /// Full-text query (not supported yet).
+    #[serde(default)]
+    pub text: Option<String>,
+    /// Number of results, 1..=[`MAX_LIMIT`]; default 10.
+    #[serde(default = "default_limit")]
+    pub limit: usize,
+    /// Results to skip, 0..=[`MAX_OFFSET`].
+    #[serde(default)]
+    pub offset: usize,
+    /// Payload filter (not supported yet).
+    #[serde(default)]
+    pub filter: Option<serde_json::Value>,
+    /// Index parameters.
+    #[serde(default)]
+    pub params: SearchParams,
+    /// Fusion of vector and text rankings (not supported yet).
+    #[serde(default)]
+    pub fusion: Option<String>,
+    /// Whether to return payloads (points carry no payload yet, so this changes nothing).
+    #[serde(default)]
+    pub with_payload: bool,
+    /// Time budget in milliseconds (not supported yet).
+    #[serde(default)]
+    pub timeout_ms: Option<u64>,
+}
+
+fn default_limit() -> usize {
+    10
+}
+
+/// Index parameters of a request.
+#[derive(Clone, Debug, Default, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SearchParams {
+    /// Scan every point exactly even when an approximate index exists.
+    #[serde(default)]
+    pub exact: bool,
+    /// Partitions to probe in an IVF index.
+    #[serde(default)]
+    pub nprobe: Option<u32>,
+    /// Candidates re-ranked exactly per result.
+    #[serde(default)]
+    pub rerank: Option<u32>,
+}
+
+impl SearchRequest {
+    /// Parses and checks a request. Errors name the offending field.
+    pub fn from_json(json: &str) -> Result<SearchRequest, Error> {
+        let req: SearchRequest =
+            serde_json::from_str(json).map_err(|e| Error::InvalidRequest(format!("{e}")))?;
+        req.check()?;
+        Ok(req)
+    }
+
+    /// A request for the `limit` nearest neighbours of `vector`.
+    pub fn nearest(vector: Vec<f32>, limit: usize) -> SearchRequest {
+        SearchRequest { vector: Some(vector), limit, ..SearchRequest::default() }
+    }
+
+    /// Checks the limits and the capabilities this build has.
+    pub fn check(&self) -> Result<(), Error> {
+        if self.limit == 0 || self.limit > MAX_LIMIT {
+            return Err(Error::InvalidRequest(format!("limit must be in 1..={MAX_LIMIT}, got {}", self.limit)));
+        }
+        if self.offset > MAX_OFFSET {
+            return Err(Error::InvalidRequest(format!("offset must be in 0..={MAX_OFFSET}, got {}", self.offset)));
+        }
+        if self.text.is_some() {
+            return Err(Error::Unsupported("text search"));
+        }
+        if self.filter.is_some() {
+            return Err(Error::Unsupported("filters"));
+        }
+        if self.fusion.is_some() {
+            return Err(Error::Unsupported("fusion"));
+        }
+        if self.timeout_ms.is_some() {
+            return Err(Error::Unsupported("timeout_ms"));
+        }
+        if self.vector.is_none() {
+            return Err(Error::InvalidRequest(String::from("missing field `vector`")));
+        }
+        Ok(())
+    }
+}
+
+/// One result.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
+pub struct ScoredPoint {
+    /// External id.
+    pub id: u64,
+    /// Similarity (`dot`, `cosine`: higher is better) or squared distance (`l2`: lower is better).
+    pub score: f32,
+}
+
+/// What a search did.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct SearchStats {
+    /// Points whose exact distance was computed.
+    pub scanned: u64,
+    /// Segments searched (sealed and mutable).
+    pub segments: u32,
+    /// Whether every live point was considered exactly.
+    pub exact: bool,
+}
+
+/// The response: results best first, whether a deadline cut the search short, and stats.
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+pub struct SearchResponse {
+    /// Results, best first; ties by ascending internal id.
+    pub points: Vec<ScoredPoint>,
+    /// True when the time budget ran out and these are the best results found so far.
+    pub partial: bool,
+    /// Statistics.
+    pub stats: SearchStats,
+}
+
+impl SearchResponse {
+    /// The response as JSON, the shape every host returns.
+    pub fn to_json(&self) -> String {
+        serde_json::to_string(self).expect("a response always serialises")
+    }
+}

@@ -1,0 +1,202 @@
+use alloc::boxed::Box;
+use alloc::vec::Vec;
+use core::ops::Range;
+
+use bytemuck::Zeroable;
+use shoal_format::{
+    AlignedBytes, FormatError, IdEntry, KIND_ID_INDEX, KIND_IDS, KIND_META, KIND_VECTORS, MAX_DIM,
+    SegmentMeta, SegmentReader, SegmentWriter, cast_records,
+};
+use shoal_index::Metric;
+
+use crate::Error;
+
+/// Bytes of a sealed segment file: a memory map natively, an [`AlignedBytes`] in wasm.
+///
+/// Implementations must return the same 64-byte-aligned slice on every call.
+pub trait SegmentBytes: Send + Sync + 'static {
+    /// The whole file.
+    fn bytes(&self) -> &[u8];
+}
+
+impl SegmentBytes for AlignedBytes {
+    fn bytes(&self) -> &[u8] {
+        self.as_slice()
+    }
+}
+
+/// An immutable segment, searched in place over its bytes.
+pub struct SealedSegment {
+    storage: Box<dyn SegmentBytes>,
+    dim: usize,
+    metric: Metric,
+    rows: usize,
+    ids: Range<usize>,
+    vectors: Range<usize>,
+    id_index: Range<usize>,
+}
+
+impl core::fmt::Debug for SealedSegment {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.debug_struct("SealedSegment")
+            .field("dim", &self.dim)
+            .field("metric", &self.metric)
+            .field("rows", &self.rows)
+            .field("bytes", &self.bytes().len())
+            .finish()
+    }
+}
+
+fn bad(section: &'static str, reason: &'static str) -> Error {
+    Error::Format(FormatError::BadSection { section, reason })
+}
+
+fn range_of(base: &[u8], part: &[u8]) -> Range<usize> {
+    let start = part.as_ptr() as usize - base.as_ptr() as usize;
+    start..start + part.len()
+}
+
+/// Known section kinds of format v1.
+const KNOWN_KINDS: [u32; 4] = [KIND_META, KIND_IDS, KIND_VECTORS, KIND_ID_INDEX];
+
+impl SealedSegment {
+    /// Opens a segment with the cheap checks of `docs/format.md` (no full read).
+    pub fn open(storage: Box<dyn SegmentBytes>) -> Result<SealedSegment, Error> {
+        let bytes = storage.bytes();
+        let reader = SegmentReader::open(bytes)?;
+        reader.check_known_kinds(&KNOWN_KINDS)?;
+        let meta_bytes = reader.require(KIND_META)?;
+        let meta: &SegmentMeta = match cast_records::<SegmentMeta>("META", meta_bytes)? {
+            [m] => m,
+            _ => return Err(bad("META", "must hold exactly one record")),
+        };
+        if meta.dim == 0 || meta.dim > MAX_DIM {
+            return Err(bad("META", "dimension out of range"));
+        }
+        let metric = Metric::from_code(meta.metric).ok_or(bad("META", "unknown metric"))?;
+        if meta.vector_type != 0 {
+            return Err(bad("META", "unknown vector type"));
+        }
+        if meta.reserved.iter().any(|&b| b != 0) {
+            return Err(bad("META", "reserved bytes are not zero"));
+        }
+        let rows = usize::try_from(meta.rows)
+            .ok()
+            .filter(|&r| r <= u32::MAX as usize)
+            .ok_or(bad("META", "row count out of range"))?;
+        let dim = meta.dim as usize;
+        let ids = reader.require(KIND_IDS)?;
+        if cast_records::<u64>("IDS", ids)?.len() != rows {
+            return Err(bad("IDS", "length does not match the row count"));
+        }
+        let vectors = reader.require(KIND_VECTORS)?;
+        if Some(cast_records::<f32>("VECTORS", vectors)?.len()) != rows.checked_mul(dim) {
+            return Err(bad("VECTORS", "length does not match rows x dim"));
+        }
+        let id_index = reader.require(KIND_ID_INDEX)?;
+        if cast_records::<IdEntry>("ID_INDEX", id_index)?.len() != rows {
+            return Err(bad("ID_INDEX", "length does not match the row count"));
+        }
+        let (ids, vectors, id_index) = (range_of(bytes, ids), range_of(bytes, vectors), range_of(bytes, id_index));
+        Ok(SealedSegment { storage, dim, metric, rows, ids, vectors, id_index })
+    }
+
+    /// Reads every byte: section checksums, the id index's order and agreement with `IDS`,
+    /// and finiteness of every vector element.
+    pub fn verify(&self) -> Result<(), Error> {
+        SegmentReader::open(self.bytes())?.verify_checksums()?;
+        let ids = self.ids();
+        let mut prev: Option<u64> = None;
+        for e in self.id_index() {
+            if prev.is_some_and(|p| p >= e.id) {
+                return Err(bad("ID_INDEX", "ids are not strictly ascending"));
+            }
+            if e.reserved != 0 || ids.get(e.row as usize) != Some(&e.id) {
+                return Err(bad("ID_INDEX", "entry disagrees with IDS"));
+            }
+            prev = Some(e.id);
+        }
+        if self.vectors().iter().any(|x| !x.is_finite()) {
+            return Err(bad("VECTORS", "non-finite element"));
+        }
+        Ok(())
+    }
+
+    /// The whole file.
+    pub fn bytes(&self) -> &[u8] {
+        self.storage.bytes()
+    }
+
+    /// The container reader over this segment (for inspection tools).
+    pub fn reader(&self) -> SegmentReader<'_> {
+        SegmentReader::open(self.bytes()).expect("checked at open")
+    }
+
+    /// Vector dimension.
+    pub fn dim(&self) -> usize {
+        self.dim
+    }
+
+    /// Metric.
+    pub fn metric(&self) -> Metric {
+        self.metric
+    }
+
+    /// Number of rows.
+    pub fn rows(&self) -> usize {
+        self.rows
+    }
+
+    /// External ids by row.
+    pub fn ids(&self) -> &[u64] {
+        bytemuck::cast_slice(&self.bytes()[self.ids.clone()])
+    }
+
+    /// All vectors, row-major.
+    pub fn vectors(&self) -> &[f32] {
+        bytemuck::cast_slice(&self.bytes()[self.vectors.clone()])
+    }
+
+    /// The vector of `row`.
+    pub fn vector(&self, row: usize) -> &[f32] {
+        &self.vectors()[row * self.dim..(row + 1) * self.dim]
+    }
+
+    fn id_index(&self) -> &[IdEntry] {
+        bytemuck::cast_slice(&self.bytes()[self.id_index.clone()])
+    }
+
+    /// The row holding external id `id`.
+    pub fn row_of(&self, id: u64) -> Option<usize> {
+        let index = self.id_index();
+        let i = index.binary_search_by_key(&id, |e| e.id).ok()?;
+        // A corrupt (unverified) file may name a row out of range: treat it as absent.
+        Some(index[i].row as usize).filter(|&r| r < self.rows)
+    }
+
+    /// Writes a segment of the given rows (external ids must be unique).
+    pub fn write(dim: usize, metric: Metric, ids: &[u64], vectors: &[f32]) -> AlignedBytes {
+        debug_assert_eq!(ids.len() * dim, vectors.len());
+        let mut meta = SegmentMeta::zeroed();
+        meta.dim = dim as u32;
+        meta.metric = metric.code();
+        meta.rows = ids.len() as u64;
+        let mut index: Vec<IdEntry> =
+            ids.iter().enumerate().map(|(row, &id)| IdEntry { id, row: row as u32, reserved: 0 }).collect();
+        index.sort_unstable();
+        let mut w = SegmentWriter::new();
+        w.add_section(KIND_META, 0, bytemuck::bytes_of(&meta))
+            .add_section(KIND_IDS, 0, bytemuck::cast_slice(ids))
+            .add_section(KIND_VECTORS, 0, bytemuck::cast_slice(vectors))
+            .add_section(KIND_ID_INDEX, 0, bytemuck::cast_slice(&index));
+        let mut out = AlignedBytes::zeroed(w.file_len() as usize);
+        let buf = out.as_mut_slice();
+        let mut at = 0;
+        let _ = w.write_with::<core::convert::Infallible>(|chunk| {
+            buf[at..at + chunk.len()].copy_from_slice(chunk);
+            at += chunk.len();
+            Ok(())
+        });
+        out
+    }
+}

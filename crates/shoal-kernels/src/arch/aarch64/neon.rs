@@ -1,0 +1,161 @@
+//! NEON kernels: `float32x4_t` floats (4 lanes, 8 accumulator registers, 2 rows at a time in
+//! the batch kernels) and a `vcnt` popcount.
+//!
+//! AArch64 Advanced SIMD arithmetic is IEEE single precision and honours `FPCR` (no
+//! flush-to-zero unless a program sets it, which Rust never does), unlike 32-bit ARM NEON.
+
+use core::arch::aarch64::*;
+
+use crate::arch::generic::{self, Dot, F32Vector, L2};
+
+impl F32Vector for float32x4_t {
+    const WIDTH: usize = 4;
+
+    #[inline(always)]
+    unsafe fn zero() -> Self {
+        vdupq_n_f32(0.0)
+    }
+
+    #[inline(always)]
+    unsafe fn load(ptr: *const f32) -> Self {
+        // SAFETY: the caller guarantees 4 readable floats; `ld1` needs no alignment.
+        unsafe { vld1q_f32(ptr) }
+    }
+
+    #[inline(always)]
+    unsafe fn load_partial(ptr: *const f32, len: usize) -> Self {
+        debug_assert!(len < 4);
+        let mut buf = [0.0f32; 4];
+        // SAFETY: the caller guarantees `len < 4` readable floats at `ptr`; `buf` holds 4.
+        unsafe {
+            core::ptr::copy_nonoverlapping(ptr, buf.as_mut_ptr(), len);
+            vld1q_f32(buf.as_ptr())
+        }
+    }
+
+    #[inline(always)]
+    unsafe fn add(self, other: Self) -> Self {
+        vaddq_f32(self, other)
+    }
+
+    #[inline(always)]
+    unsafe fn sub(self, other: Self) -> Self {
+        vsubq_f32(self, other)
+    }
+
+    #[inline(always)]
+    unsafe fn mul(self, other: Self) -> Self {
+        vmulq_f32(self, other)
+    }
+
+    #[inline(always)]
+    unsafe fn reduce(self) -> f32 {
+        // [x0+x2, x1+x3], then lane 0 + lane 1. (`vaddvq_f32` uses another tree.)
+        let s = vadd_f32(vget_low_f32(self), vget_high_f32(self));
+        vget_lane_f32::<0>(s) + vget_lane_f32::<1>(s)
+    }
+}
+
+/// Dot product in the canonical order (see [`crate::arch::all::dot`]).
+///
+/// # Safety
+///
+/// The CPU must support NEON (every aarch64 CPU does).
+#[target_feature(enable = "neon")]
+pub unsafe fn dot(a: &[f32], b: &[f32]) -> f32 {
+    // SAFETY: NEON is enabled here, the only requirement of the `float32x4_t` operations.
+    unsafe { generic::pair::<float32x4_t, Dot>(a, b) }
+}
+
+/// Squared L2 distance in the canonical order (see [`crate::arch::all::l2_sq`]).
+///
+/// # Safety
+///
+/// The CPU must support NEON (every aarch64 CPU does).
+#[target_feature(enable = "neon")]
+pub unsafe fn l2_sq(a: &[f32], b: &[f32]) -> f32 {
+    // SAFETY: NEON is enabled here, the only requirement of the `float32x4_t` operations.
+    unsafe { generic::pair::<float32x4_t, L2>(a, b) }
+}
+
+/// Batched dot products (see [`crate::arch::all::dot_batch`]).
+///
+/// # Safety
+///
+/// The CPU must support NEON (every aarch64 CPU does).
+#[target_feature(enable = "neon")]
+pub unsafe fn dot_batch(query: &[f32], rows: &[f32], out: &mut [f32]) {
+    // SAFETY: NEON is enabled here, the only requirement of the `float32x4_t` operations.
+    unsafe { generic::batch::<float32x4_t, Dot, 2>(query, rows, out) }
+}
+
+/// Batched squared L2 distances (see [`crate::arch::all::l2_sq_batch`]).
+///
+/// # Safety
+///
+/// The CPU must support NEON (every aarch64 CPU does).
+#[target_feature(enable = "neon")]
+pub unsafe fn l2_sq_batch(query: &[f32], rows: &[f32], out: &mut [f32]) {
+    // SAFETY: NEON is enabled here, the only requirement of the `float32x4_t` operations.
+    unsafe { generic::batch::<float32x4_t, L2, 2>(query, rows, out) }
+}
+
+/// Number of set bits over all words.
+///
+/// # Safety
+///
+/// The CPU must support NEON (every aarch64 CPU does).
+#[target_feature(enable = "neon")]
+pub unsafe fn popcount(a: &[u64]) -> u32 {
+    // SAFETY: NEON is enabled here; `b == a` has the same length.
+    unsafe { count_bits::<false>(a, a) }
+}
+
+/// Hamming distance between equal-length bit codes. Panics if the lengths differ.
+///
+/// # Safety
+///
+/// The CPU must support NEON (every aarch64 CPU does).
+#[target_feature(enable = "neon")]
+pub unsafe fn hamming(a: &[u64], b: &[u64]) -> u32 {
+    assert_eq!(a.len(), b.len(), "hamming: length mismatch");
+    // SAFETY: NEON is enabled here; the lengths are equal.
+    unsafe { count_bits::<true>(a, b) }
+}
+
+/// Popcount of `a` (or of `a ^ b` when `XOR`), 2 words per step: `vcnt` per byte, pairwise
+/// widened into 16-bit sums (at most 16 per step, flushed into 32-bit sums every 2048 steps).
+///
+/// # Safety
+/// NEON must be available and `b.len() >= a.len()`.
+#[inline(always)]
+unsafe fn count_bits<const XOR: bool>(a: &[u64], b: &[u64]) -> u32 {
+    debug_assert!(b.len() >= a.len());
+    let n = a.len();
+    let steps = n / 2;
+    // SAFETY: the caller guarantees NEON. Step `i` reads words `2i .. 2i + 2 <= n` of `a`
+    // and `b`.
+    let mut total = unsafe {
+        let mut sums = vdupq_n_u32(0);
+        let mut i = 0;
+        while i < steps {
+            let end = steps.min(i + 2048);
+            let mut halves = vdupq_n_u16(0);
+            while i < end {
+                let mut v = vld1q_u8(a.as_ptr().add(2 * i).cast());
+                if XOR {
+                    v = veorq_u8(v, vld1q_u8(b.as_ptr().add(2 * i).cast()));
+                }
+                halves = vpadalq_u8(halves, vcntq_u8(v));
+                i += 1;
+            }
+            sums = vpadalq_u16(sums, halves);
+        }
+        vaddvq_u32(sums)
+    };
+    if n % 2 == 1 {
+        let w = if XOR { a[n - 1] ^ b[n - 1] } else { a[n - 1] };
+        total = total.wrapping_add(w.count_ones());
+    }
+    total
+}

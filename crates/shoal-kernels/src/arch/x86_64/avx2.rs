@@ -1,0 +1,180 @@
+//! AVX2 kernels: `__m256` floats (8 lanes, 4 accumulator registers, 2 rows at a time in the
+//! batch kernels) and a nibble-table popcount (`vpshufb`, W. Muła's algorithm).
+
+use core::arch::x86_64::*;
+
+use crate::arch::generic::{self, Dot, F32Vector, L2};
+
+impl F32Vector for __m256 {
+    const WIDTH: usize = 8;
+
+    #[inline(always)]
+    unsafe fn zero() -> Self {
+        // SAFETY: the caller guarantees AVX.
+        unsafe { _mm256_setzero_ps() }
+    }
+
+    #[inline(always)]
+    unsafe fn load(ptr: *const f32) -> Self {
+        // SAFETY: the caller guarantees AVX and 8 readable floats; `loadu` needs no alignment.
+        unsafe { _mm256_loadu_ps(ptr) }
+    }
+
+    #[inline(always)]
+    unsafe fn load_partial(ptr: *const f32, len: usize) -> Self {
+        debug_assert!(len < 8);
+        // SAFETY: the caller guarantees AVX2 and `len` readable floats. `vmaskmovps` reads
+        // only the lanes whose mask sign bit is set (lanes `< len`), suppresses faults on the
+        // others and zeroes them.
+        unsafe {
+            let idx = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+            let mask = _mm256_cmpgt_epi32(_mm256_set1_epi32(len as i32), idx);
+            _mm256_maskload_ps(ptr, mask)
+        }
+    }
+
+    #[inline(always)]
+    unsafe fn add(self, other: Self) -> Self {
+        // SAFETY: the caller guarantees AVX.
+        unsafe { _mm256_add_ps(self, other) }
+    }
+
+    #[inline(always)]
+    unsafe fn sub(self, other: Self) -> Self {
+        // SAFETY: the caller guarantees AVX.
+        unsafe { _mm256_sub_ps(self, other) }
+    }
+
+    #[inline(always)]
+    unsafe fn mul(self, other: Self) -> Self {
+        // SAFETY: the caller guarantees AVX.
+        unsafe { _mm256_mul_ps(self, other) }
+    }
+
+    #[inline(always)]
+    unsafe fn reduce(self) -> f32 {
+        // SAFETY: the caller guarantees AVX; lanes l + l+4, then the 128-bit fold.
+        unsafe {
+            let lo = _mm256_castps256_ps128(self);
+            let hi = _mm256_extractf128_ps::<1>(self);
+            _mm_add_ps(lo, hi).reduce()
+        }
+    }
+}
+
+/// Dot product in the canonical order (see [`crate::arch::all::dot`]).
+///
+/// # Safety
+///
+/// The CPU must support AVX2.
+#[target_feature(enable = "avx2")]
+pub unsafe fn dot(a: &[f32], b: &[f32]) -> f32 {
+    // SAFETY: AVX2 is enabled here, the requirement of the `__m256` operations.
+    unsafe { generic::pair::<__m256, Dot>(a, b) }
+}
+
+/// Squared L2 distance in the canonical order (see [`crate::arch::all::l2_sq`]).
+///
+/// # Safety
+///
+/// The CPU must support AVX2.
+#[target_feature(enable = "avx2")]
+pub unsafe fn l2_sq(a: &[f32], b: &[f32]) -> f32 {
+    // SAFETY: AVX2 is enabled here, the requirement of the `__m256` operations.
+    unsafe { generic::pair::<__m256, L2>(a, b) }
+}
+
+/// Batched dot products (see [`crate::arch::all::dot_batch`]).
+///
+/// # Safety
+///
+/// The CPU must support AVX2.
+#[target_feature(enable = "avx2")]
+pub unsafe fn dot_batch(query: &[f32], rows: &[f32], out: &mut [f32]) {
+    // SAFETY: AVX2 is enabled here, the requirement of the `__m256` operations.
+    unsafe { generic::batch::<__m256, Dot, 2>(query, rows, out) }
+}
+
+/// Batched squared L2 distances (see [`crate::arch::all::l2_sq_batch`]).
+///
+/// # Safety
+///
+/// The CPU must support AVX2.
+#[target_feature(enable = "avx2")]
+pub unsafe fn l2_sq_batch(query: &[f32], rows: &[f32], out: &mut [f32]) {
+    // SAFETY: AVX2 is enabled here, the requirement of the `__m256` operations.
+    unsafe { generic::batch::<__m256, L2, 2>(query, rows, out) }
+}
+
+/// Number of set bits over all words.
+///
+/// # Safety
+///
+/// The CPU must support AVX2.
+#[target_feature(enable = "avx2")]
+pub unsafe fn popcount(a: &[u64]) -> u32 {
+    // SAFETY: AVX2 is enabled here; `b == a` has the same length.
+    unsafe { count_bits::<false>(a, a) }
+}
+
+/// Hamming distance between equal-length bit codes. Panics if the lengths differ.
+///
+/// # Safety
+///
+/// The CPU must support AVX2.
+#[target_feature(enable = "avx2")]
+pub unsafe fn hamming(a: &[u64], b: &[u64]) -> u32 {
+    assert_eq!(a.len(), b.len(), "hamming: length mismatch");
+    // SAFETY: AVX2 is enabled here; the lengths are equal.
+    unsafe { count_bits::<true>(a, b) }
+}
+
+/// Popcount of `a` (or of `a ^ b` when `XOR`), 4 words per step: each byte is split into
+/// nibbles that index a 16-entry bit-count table with `vpshufb`; byte counts are summed for up
+/// to 31 steps (at most 8 per step, so at most 248 per byte) and then widened with `vpsadbw`.
+///
+/// # Safety
+/// AVX2 must be available and `b.len() >= a.len()`.
+#[inline(always)]
+unsafe fn count_bits<const XOR: bool>(a: &[u64], b: &[u64]) -> u32 {
+    debug_assert!(b.len() >= a.len());
+    let n = a.len();
+    let steps = n / 4;
+    // SAFETY: the caller guarantees AVX2. Step `i` reads words `4i .. 4i + 4 <= n` of `a` and
+    // `b` (unaligned loads).
+    let mut total = unsafe {
+        let table = _mm256_setr_epi8(
+            0, 1, 1, 2, 1, 2, 2, 3, 1, 2, 2, 3, 2, 3, 3, 4, //
+            0, 1, 1, 2, 1, 2, 2, 3, 1, 2, 2, 3, 2, 3, 3, 4,
+        );
+        let low = _mm256_set1_epi8(0x0f);
+        let zero = _mm256_setzero_si256();
+        let mut sums = zero;
+        let mut i = 0;
+        while i < steps {
+            let end = steps.min(i + 31);
+            let mut bytes = zero;
+            while i < end {
+                let mut v = _mm256_loadu_si256(a.as_ptr().add(4 * i).cast());
+                if XOR {
+                    v = _mm256_xor_si256(v, _mm256_loadu_si256(b.as_ptr().add(4 * i).cast()));
+                }
+                let lo = _mm256_shuffle_epi8(table, _mm256_and_si256(v, low));
+                let hi = _mm256_shuffle_epi8(table, _mm256_and_si256(_mm256_srli_epi16::<4>(v), low));
+                bytes = _mm256_add_epi8(bytes, _mm256_add_epi8(lo, hi));
+                i += 1;
+            }
+            sums = _mm256_add_epi64(sums, _mm256_sad_epu8(bytes, zero));
+        }
+        let s = _mm_add_epi64(
+            _mm256_castsi256_si128(sums),
+            _mm256_extracti128_si256::<1>(sums),
+        );
+        (_mm_cvtsi128_si64(s) as u64).wrapping_add(_mm_cvtsi128_si64(_mm_unpackhi_epi64(s, s)) as u64)
+    };
+    for j in 4 * steps..n {
+        let w = if XOR { a[j] ^ b[j] } else { a[j] };
+        total += u64::from(w.count_ones());
+    }
+    total as u32
+}
