@@ -312,7 +312,8 @@ impl Collection {
     /// Runs a search request.
     pub fn search(&self, req: &SearchRequest) -> Result<SearchResponse, Error> {
         req.check()?;
-        let query = self.prepare_query(req.vector.as_deref().unwrap_or_default())?;
+        let vector = req.vector.as_deref().ok_or_else(|| Error::InvalidRequest("missing field `vector`".into()))?;
+        let query = self.prepare_query(vector)?;
         let k = req.offset + req.limit;
         let mut topk = TopK::new(k);
         let mut scratch = FlatScratch::default();

@@ -69,7 +69,8 @@ pub struct SearchParams {
 }
 
 impl SearchRequest {
-    /// Parses and checks a request. Errors name the offending field.
+    /// Parses and checks a request. Errors name the offending field. A host may leave out
+    /// `vector` and set it afterwards (the npm package passes it as a `Float32Array`).
     pub fn from_json(json: &str) -> Result<SearchRequest, Error> {
         let req: SearchRequest =
             serde_json::from_str(json).map_err(|e| Error::InvalidRequest(format!("{e}")))?;
@@ -101,9 +102,6 @@ impl SearchRequest {
         }
         if self.timeout_ms.is_some() {
             return Err(Error::Unsupported("timeout_ms"));
-        }
-        if self.vector.is_none() {
-            return Err(Error::InvalidRequest(String::from("missing field `vector`")));
         }
         Ok(())
     }

@@ -1,1 +1,82 @@
-//! stub
+//! Test support shared by every test suite: a seeded RNG, data generators, a brute-force
+//! oracle, the cross-target conformance scenario and the golden-file inputs.
+//!
+//! Everything here is deterministic: the same seed gives the same data on every target, which
+//! is what lets the native, wasmtime and Node runs of the conformance scenario be compared bit
+//! for bit.
+
+pub mod oracle;
+pub mod scenario;
+
+/// SplitMix64: a tiny, well-mixed, seedable generator (identical on every target).
+#[derive(Clone, Debug)]
+pub struct Rng(u64);
+
+impl Rng {
+    /// A generator from a seed.
+    pub fn new(seed: u64) -> Rng {
+        Rng(seed)
+    }
+
+    /// Next 64 random bits.
+    pub fn next_u64(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^ (z >> 31)
+    }
+
+    /// Uniform in `0..n` (n > 0).
+    pub fn below(&mut self, n: u64) -> u64 {
+        ((self.next_u64() as u128 * n as u128) >> 64) as u64
+    }
+
+    /// Uniform in `[0, 1)` with 24 random bits (exact in f32).
+    pub fn unit_f32(&mut self) -> f32 {
+        (self.next_u64() >> 40) as f32 / (1u64 << 24) as f32
+    }
+
+    /// Uniform in `[-1, 1)`.
+    pub fn signed_f32(&mut self) -> f32 {
+        self.unit_f32() * 2.0 - 1.0
+    }
+
+    /// Standard normal (Box-Muller in f64, rounded to f32; deterministic: f64 ln/cos/sqrt are
+    /// only used for test data, never compared across targets).
+    pub fn normal_f32(&mut self) -> f32 {
+        let u1 = ((self.next_u64() >> 11) as f64 + 1.0) / (1u64 << 53) as f64;
+        let u2 = (self.next_u64() >> 11) as f64 / (1u64 << 53) as f64;
+        ((-2.0 * u1.ln()).sqrt() * (2.0 * std::f64::consts::PI * u2).cos()) as f32
+    }
+}
+
+/// `n * dim` floats uniform in `[-1, 1)`.
+pub fn uniform_vectors(seed: u64, n: usize, dim: usize) -> Vec<f32> {
+    let mut rng = Rng::new(seed);
+    (0..n * dim).map(|_| rng.signed_f32()).collect()
+}
+
+/// `n * dim` floats drawn around `centers` random centres (a Gaussian mixture with a
+/// per-dimension scale, so clusters are anisotropic), as real embeddings are.
+pub fn clustered_vectors(seed: u64, n: usize, dim: usize, centers: usize) -> Vec<f32> {
+    let mut rng = Rng::new(seed);
+    let c: Vec<f32> = (0..centers * dim).map(|_| rng.normal_f32()).collect();
+    let scale: Vec<f32> = (0..dim).map(|_| 0.05 + 0.3 * rng.unit_f32()).collect();
+    let mut out = Vec::with_capacity(n * dim);
+    for _ in 0..n {
+        let k = rng.below(centers as u64) as usize;
+        for d in 0..dim {
+            out.push(c[k * dim + d] + scale[d] * rng.normal_f32());
+        }
+    }
+    out
+}
+
+/// The input of the v1 golden file `tests/golden/v1-flat.shoal`: 64 points, dim 12, cosine,
+/// ids `1000 + 7 * i`.
+pub fn golden_v1_input() -> (usize, shoal_core::Metric, Vec<u64>, Vec<f32>) {
+    let dim = 12;
+    let ids = (0..64u64).map(|i| 1000 + 7 * i).collect();
+    (dim, shoal_core::Metric::Cosine, ids, uniform_vectors(0x601d, 64, dim))
+}
