@@ -1,1 +1,1 @@
-//! stub
+//! Cross-target conformance, golden-file and end-to-end tests live in `tests/tests/`.

@@ -1,1 +1,54 @@
-//! stub
+//! Runs the conformance scenario inside wasm and hands the output to the host.
+//!
+//! ABI (all integers little-endian wasm32): `shoal_conformance_configs() -> u32` is the number
+//! of scenario configurations; `shoal_conformance_run(i) -> u32` runs configuration `i` with
+//! the build's best kernels and returns a pointer to an output buffer whose length is
+//! `shoal_conformance_output_len()`. The buffer is
+//! `kernel name length u32, name bytes, then for ids (u64), score bits (u32), counts (u32) and
+//! segment bytes (u8): a u32 element count followed by the elements`.
+
+use std::sync::Mutex;
+
+use shoal_core::Kernels;
+use shoal_testkit::scenario::{CONFIGS, run, scenario};
+
+static OUTPUT: Mutex<Vec<u8>> = Mutex::new(Vec::new());
+
+/// Number of scenario configurations.
+#[unsafe(no_mangle)]
+pub extern "C" fn shoal_conformance_configs() -> u32 {
+    CONFIGS.len() as u32
+}
+
+/// Encodes a scenario output as described in the crate docs.
+pub fn encode(kernels: &str, out: &shoal_testkit::scenario::Output) -> Vec<u8> {
+    let mut buf = Vec::new();
+    buf.extend_from_slice(&(kernels.len() as u32).to_le_bytes());
+    buf.extend_from_slice(kernels.as_bytes());
+    buf.extend_from_slice(&(out.ids.len() as u32).to_le_bytes());
+    out.ids.iter().for_each(|x| buf.extend_from_slice(&x.to_le_bytes()));
+    buf.extend_from_slice(&(out.score_bits.len() as u32).to_le_bytes());
+    out.score_bits.iter().for_each(|x| buf.extend_from_slice(&x.to_le_bytes()));
+    buf.extend_from_slice(&(out.counts.len() as u32).to_le_bytes());
+    out.counts.iter().for_each(|x| buf.extend_from_slice(&x.to_le_bytes()));
+    buf.extend_from_slice(&(out.segment.len() as u32).to_le_bytes());
+    buf.extend_from_slice(&out.segment);
+    buf
+}
+
+/// Runs configuration `i`; returns a pointer to the encoded output (null if `i` is out of range).
+#[unsafe(no_mangle)]
+pub extern "C" fn shoal_conformance_run(i: u32) -> *const u8 {
+    let Some(config) = CONFIGS.get(i as usize) else { return std::ptr::null() };
+    let kernels = Kernels::best();
+    let out = run(&scenario(*config), kernels);
+    let mut guard = OUTPUT.lock().unwrap_or_else(|e| e.into_inner());
+    *guard = encode(kernels.name(), &out);
+    guard.as_ptr()
+}
+
+/// Length of the last output.
+#[unsafe(no_mangle)]
+pub extern "C" fn shoal_conformance_output_len() -> u32 {
+    OUTPUT.lock().unwrap_or_else(|e| e.into_inner()).len() as u32
+}
