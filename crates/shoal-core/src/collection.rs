@@ -2,7 +2,7 @@ use alloc::boxed::Box;
 use alloc::vec::Vec;
 
 use shoal_format::AlignedBytes;
-use shoal_index::{FlatScratch, Metric, TopK, normalize, scan_flat};
+use shoal_index::{FlatScan, FlatScratch, Metric, TopK, normalize};
 use shoal_kernels::Kernels;
 
 use crate::bitset::Bitset;
@@ -319,11 +319,12 @@ impl Collection {
         let mut scratch = FlatScratch::default();
         let mut stats = SearchStats { exact: true, ..SearchStats::default() };
         let sealed_rows = self.sealed_rows();
+        let scan = FlatScan { kernels: self.kernels, metric: self.metric, query: &query };
         if let Some(seg) = &self.sealed {
             let deleted = &self.sealed_deleted;
             let skip = |r: usize| deleted.contains(r);
             let skip: Option<&dyn Fn(usize) -> bool> = (deleted.count() > 0).then_some(&skip);
-            scan_flat(&self.kernels, self.metric, &query, seg.vectors(), 0, skip, &mut scratch, &mut topk);
+            scan.scan(seg.vectors(), 0, skip, &mut scratch, &mut topk);
             stats.scanned += seg.rows() as u64;
             stats.segments += 1;
         }
@@ -332,7 +333,7 @@ impl Collection {
             let skip = |r: usize| m.deleted.contains(r);
             let skip: Option<&dyn Fn(usize) -> bool> = (m.deleted.count() > 0).then_some(&skip);
             let rows = &m.vectors[..m.rows() * self.dim];
-            scan_flat(&self.kernels, self.metric, &query, rows, sealed_rows as u64, skip, &mut scratch, &mut topk);
+            scan.scan(rows, sealed_rows as u64, skip, &mut scratch, &mut topk);
             stats.scanned += m.rows() as u64;
             stats.segments += 1;
         }

@@ -13,6 +13,6 @@ mod flat;
 mod metric;
 mod topk;
 
-pub use flat::{FlatScratch, scan_flat};
+pub use flat::{FlatScan, FlatScratch};
 pub use metric::{Metric, normalize};
 pub use topk::{Candidate, TopK};

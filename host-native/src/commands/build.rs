@@ -1,0 +1,137 @@
+//! `shoal build`: vector file in, sealed segment file out.
+
+use std::io::IsTerminal;
+use std::path::PathBuf;
+use std::time::Instant;
+
+use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+use shoal_core::{Collection, CollectionConfig, Error, IdEncoding, Metric};
+
+use crate::HostError;
+use crate::input::{InputFormat, VectorFile};
+use crate::storage::write_atomic;
+
+/// Arguments of `shoal build`.
+#[derive(Debug, clap::Args)]
+pub struct BuildArgs {
+    /// Vector file to read.
+    #[arg(long, value_name = "FILE")]
+    pub input: PathBuf,
+    /// Input format; inferred from the extension (.npy, .fvecs, .f32/.bin/.raw) if absent.
+    #[arg(long, value_enum)]
+    pub format: Option<InputFormat>,
+    /// Vector dimension: required for raw f32, checked against the file otherwise.
+    #[arg(long, value_name = "D")]
+    pub dim: Option<usize>,
+    /// How vectors are compared (cosine normalises stored vectors to unit length).
+    #[arg(long, value_enum, default_value_t = MetricArg::L2)]
+    pub metric: MetricArg,
+    /// External id of row 0; row r gets id r + N.
+    #[arg(long, value_name = "N", default_value_t = 0)]
+    pub ids_from: u64,
+    /// Segment file to write (atomically: OUT.tmp, fsync, rename).
+    #[arg(long, value_name = "SEGMENT")]
+    pub out: PathBuf,
+    /// Rows inserted per batch.
+    #[arg(long, value_name = "ROWS", default_value_t = 65_536, hide = true)]
+    pub batch_rows: usize,
+    /// No progress bar and no summary line.
+    #[arg(long, short)]
+    pub quiet: bool,
+}
+
+/// A metric name on the command line.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum MetricArg {
+    /// Cosine similarity (higher is better).
+    Cosine,
+    /// Dot product (higher is better).
+    Dot,
+    /// Squared Euclidean distance (lower is better).
+    L2,
+}
+
+impl From<MetricArg> for Metric {
+    fn from(m: MetricArg) -> Metric {
+        match m {
+            MetricArg::Cosine => Metric::Cosine,
+            MetricArg::Dot => Metric::Dot,
+            MetricArg::L2 => Metric::L2,
+        }
+    }
+}
+
+/// Runs `shoal build`.
+pub fn run(args: &BuildArgs) -> Result<(), HostError> {
+    let started = Instant::now();
+    if args.batch_rows == 0 {
+        return Err(HostError::Usage("--batch-rows must be at least 1".into()));
+    }
+    let input = VectorFile::open(&args.input, args.format, args.dim)?;
+    let (rows, dim) = (input.rows(), input.dim());
+    if args.ids_from.checked_add(rows as u64 - 1).is_none() {
+        return Err(HostError::Usage(format!(
+            "--ids-from {} + {rows} rows overflows u64 ids",
+            args.ids_from
+        )));
+    }
+    let metric = Metric::from(args.metric);
+    let mut col = Collection::new(CollectionConfig { dim, metric })
+        .map_err(|e| HostError::input(&args.input, format!("{e}")))?;
+
+    let bar = progress_bar(rows as u64, args.quiet);
+    let mut first = 0;
+    while first < rows {
+        let n = args.batch_rows.min(rows - first);
+        col.reserve(n)?;
+        for (i, id) in col.pending_ids().iter_mut().enumerate() {
+            *id = args.ids_from + (first + i) as u64;
+        }
+        input.read_rows(first, col.pending_vectors())?;
+        col.commit(IdEncoding::U64).map_err(|e| match e {
+            Error::NonFinite { point, element } => HostError::input(
+                &args.input,
+                format!(
+                    "row {}: element {element} is not finite (NaN or infinity)",
+                    first + point
+                ),
+            ),
+            e => HostError::Core(e),
+        })?;
+        first += n;
+        bar.set_position(first as u64);
+    }
+    bar.set_message("sealing");
+    let bytes = col.to_bytes();
+    bar.set_message("writing");
+    write_atomic(&args.out, bytes)?;
+    bar.finish_and_clear();
+    if !args.quiet {
+        eprintln!(
+            "built {}: {rows} vectors x {dim} ({}), {} bytes in {:.2} s",
+            args.out.display(),
+            metric.name(),
+            bytes.len(),
+            started.elapsed().as_secs_f64()
+        );
+    }
+    Ok(())
+}
+
+/// A progress bar on standard error, hidden when it is not a terminal or with `--quiet`.
+fn progress_bar(rows: u64, quiet: bool) -> ProgressBar {
+    let target = if quiet || !std::io::stderr().is_terminal() {
+        ProgressDrawTarget::hidden()
+    } else {
+        ProgressDrawTarget::stderr()
+    };
+    let bar = ProgressBar::with_draw_target(Some(rows), target);
+    let style = ProgressStyle::with_template(
+        "{msg:9} [{bar:40}] {human_pos}/{human_len} rows, {elapsed} (eta {eta})",
+    )
+    .expect("a valid template")
+    .progress_chars("=> ");
+    bar.set_style(style);
+    bar.set_message("inserting");
+    bar
+}

@@ -1,0 +1,129 @@
+//! `shoal inspect`: a segment's header, section table and `META`, without reading the file.
+//!
+//! Only the header, the table and `META` are read (the rest of the mapping is never touched),
+//! so inspecting a segment of any size is instant. The container must be readable; a segment
+//! whose container is fine but whose sections are inconsistent is still shown, then reported.
+
+use std::fmt::Write as _;
+use std::path::PathBuf;
+
+use serde_json::{Value, json};
+use shoal_core::{Collection, Error, Metric};
+use shoal_format::{
+    KIND_META, SECTION_OPTIONAL, SectionEntry, SegmentMeta, SegmentReader, cast_records, kind_name,
+};
+
+use super::print;
+use crate::HostError;
+use crate::storage::MmapSegment;
+
+/// Arguments of `shoal inspect`.
+#[derive(Debug, clap::Args)]
+pub struct InspectArgs {
+    /// Segment file.
+    pub segment: PathBuf,
+    /// Print one JSON object instead of text.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// Runs `shoal inspect`.
+pub fn run(args: &InspectArgs) -> Result<(), HostError> {
+    let path = &args.segment;
+    let seg = MmapSegment::open(path)?;
+    let reader = SegmentReader::open(seg.as_bytes())
+        .map_err(|e| HostError::segment(path, Error::Format(e)))?;
+    let h = *reader.header();
+    let meta: Option<SegmentMeta> = reader
+        .section(KIND_META)
+        .and_then(|b| cast_records::<SegmentMeta>("META", b).ok())
+        .and_then(|m| m.first().copied());
+    let metric_name = |code: u32| {
+        Metric::from_code(code).map_or_else(|| format!("unknown ({code})"), |m| m.name().into())
+    };
+    let entries: Vec<SectionEntry> = reader.sections().to_vec();
+    let sections: Vec<Value> = entries
+        .iter()
+        .map(|e| {
+            json!({
+                "kind": e.kind,
+                "name": kind_name(e.kind),
+                "optional": e.flags & SECTION_OPTIONAL != 0,
+                "offset": e.offset,
+                "length": e.length,
+                "crc32c": format!("{:#010x}", e.crc),
+            })
+        })
+        .collect();
+    let meta_json = meta.map(|m| {
+        json!({ "dim": m.dim, "metric": metric_name(m.metric), "rows": m.rows, "vector_type": m.vector_type })
+    });
+    // The core's cheap open: required sections, META ranges, section lengths.
+    let problem = Collection::open(Box::new(seg)).err();
+
+    if args.json {
+        let doc = json!({
+            "path": path.display().to_string(),
+            "magic": String::from_utf8_lossy(&h.magic),
+            "version": h.version,
+            "flags": h.flags,
+            "file_len": h.file_len,
+            "section_count": h.section_count,
+            "sections": sections,
+            "meta": meta_json,
+            "error": problem.as_ref().map(|e| e.to_string()),
+        });
+        print(&format!("{doc}\n"))?;
+    } else {
+        let mut out = String::new();
+        let _ = writeln!(out, "segment   {}", path.display());
+        let _ = writeln!(out, "magic     {}", String::from_utf8_lossy(&h.magic));
+        let _ = writeln!(out, "version   {}", h.version);
+        let _ = writeln!(out, "flags     {:#010x}", h.flags);
+        let _ = writeln!(out, "file_len  {}", h.file_len);
+        let _ = writeln!(out, "sections  {}", h.section_count);
+        let _ = writeln!(
+            out,
+            "  {:>4}  {:<9} {:>12} {:>12}  crc32c",
+            "kind", "name", "offset", "length"
+        );
+        for e in &entries {
+            let _ = writeln!(
+                out,
+                "  {:>4}  {:<9} {:>12} {:>12}  {:#010x}{}",
+                e.kind,
+                kind_name(e.kind),
+                e.offset,
+                e.length,
+                e.crc,
+                if e.flags & SECTION_OPTIONAL != 0 {
+                    "  (optional)"
+                } else {
+                    ""
+                }
+            );
+        }
+        match meta {
+            Some(m) => {
+                let _ = writeln!(
+                    out,
+                    "meta      dim {}  metric {}  rows {}  vector_type {}",
+                    m.dim,
+                    metric_name(m.metric),
+                    m.rows,
+                    if m.vector_type == 0 {
+                        "f32".to_string()
+                    } else {
+                        format!("unknown ({})", m.vector_type)
+                    }
+                );
+            }
+            None => out.push_str("meta      (missing or malformed)\n"),
+        }
+        print(&out)?;
+    }
+    match problem {
+        Some(e) => Err(HostError::segment(path, e)),
+        None => Ok(()),
+    }
+}

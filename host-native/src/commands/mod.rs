@@ -1,0 +1,61 @@
+//! The `shoal` subcommands. Each has an `Args` struct (parsed by clap) and a `run` function;
+//! results go to standard output, progress, timings and errors to standard error.
+
+use std::io::{self, Write};
+use std::path::Path;
+
+use crate::HostError;
+
+pub mod build;
+pub mod inspect;
+pub mod search;
+pub mod verify;
+
+/// The `shoal` command line.
+#[derive(Debug, clap::Parser)]
+#[command(
+    name = "shoal",
+    version,
+    about = "Shoal vector search: build, search, inspect and verify segment files"
+)]
+pub struct Cli {
+    /// The subcommand.
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+/// A subcommand.
+#[derive(Debug, clap::Subcommand)]
+pub enum Command {
+    /// Build a sealed segment file from a vector file (.npy, .fvecs or raw f32).
+    Build(build::BuildArgs),
+    /// Search a segment file (exact nearest neighbours).
+    Search(search::SearchArgs),
+    /// Print a segment's header, section table and META without reading the whole file.
+    Inspect(inspect::InspectArgs),
+    /// Read every byte of a segment and check it (checksums, id index, finite vectors).
+    Verify(verify::VerifyArgs),
+}
+
+/// Runs a subcommand.
+pub fn run(command: Command) -> Result<(), HostError> {
+    match command {
+        Command::Build(args) => build::run(&args),
+        Command::Search(args) => search::run(&args),
+        Command::Inspect(args) => inspect::run(&args),
+        Command::Verify(args) => verify::run(&args),
+    }
+}
+
+/// Writes `text` to standard output (errors, e.g. a closed pipe, become a [`HostError`]).
+pub(crate) fn print(text: &str) -> Result<(), HostError> {
+    let mut out = io::stdout().lock();
+    out.write_all(text.as_bytes())
+        .and_then(|()| out.flush())
+        .map_err(|e| HostError::io(Path::new("-"), "write to", e))
+}
+
+/// Milliseconds in a duration, for timing lines.
+pub(crate) fn ms(d: std::time::Duration) -> f64 {
+    d.as_secs_f64() * 1e3
+}

@@ -1,0 +1,233 @@
+//! `shoal search`: nearest neighbours in a segment file.
+
+use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+use shoal_core::{Collection, MAX_LIMIT, SearchRequest, SearchResponse};
+
+use super::{ms, print};
+use crate::HostError;
+use crate::storage::open_collection;
+
+/// Arguments of `shoal search`.
+#[derive(Debug, clap::Args)]
+pub struct SearchArgs {
+    /// Segment file to search.
+    #[arg(long, value_name = "SEGMENT")]
+    pub segment: PathBuf,
+    /// What to search for (exactly one).
+    #[command(flatten)]
+    pub query: QueryArgs,
+    /// Number of results [default: 10; for --request, the request's own limit].
+    #[arg(long, value_name = "K")]
+    pub limit: Option<usize>,
+    /// Labels file: line N (from 0) is the label of id N; adds a label column.
+    #[arg(long, value_name = "FILE")]
+    pub labels: Option<PathBuf>,
+    /// Print each response as one JSON line (the shape every Shoal host returns).
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// The query of `shoal search`: one of these.
+#[derive(Debug, clap::Args)]
+#[group(required = true, multiple = false)]
+pub struct QueryArgs {
+    /// Query vector, comma-separated: "0.1,0.2,...".
+    #[arg(long, value_name = "FLOATS", allow_hyphen_values = true)]
+    pub vector: Option<String>,
+    /// Use the stored vector of point ID as the query; the point itself is left out.
+    #[arg(long, value_name = "ID")]
+    pub query_id: Option<u64>,
+    /// A full JSON search request, e.g. '{"vector": [0.1, 0.2], "limit": 5}'.
+    #[arg(long, value_name = "JSON")]
+    pub request: Option<String>,
+    /// Like --query-id, with the id of WORD's line in --labels (comma-separated for several).
+    #[arg(long, value_name = "WORD", requires = "labels", value_delimiter = ',')]
+    pub words: Option<Vec<String>>,
+}
+
+/// One search to run.
+struct Query {
+    /// How to name it in a heading ("king", "id 42").
+    name: Option<String>,
+    request: SearchRequest,
+    /// The query point, left out of its own results.
+    exclude: Option<u64>,
+}
+
+/// Runs `shoal search`.
+pub fn run(args: &SearchArgs) -> Result<(), HostError> {
+    let t = Instant::now();
+    let col = open_collection(&args.segment)?;
+    let open_time = t.elapsed();
+    let labels_text = match &args.labels {
+        Some(path) => {
+            Some(std::fs::read_to_string(path).map_err(|e| HostError::io(path, "read labels", e))?)
+        }
+        None => None,
+    };
+    let labels: Option<Vec<&str>> = labels_text.as_deref().map(|t| t.lines().collect());
+    let queries = queries(args, &col, labels.as_deref())?;
+    let mut out = String::new();
+    for (i, q) in queries.iter().enumerate() {
+        let t = Instant::now();
+        let mut res = col.search(&q.request)?;
+        let took = t.elapsed();
+        if let Some(id) = q.exclude {
+            res.points.retain(|p| p.id != id);
+            res.points.truncate(args.limit.unwrap_or(10));
+        }
+        eprintln!(
+            "search{}: {:.3} ms ({} points scanned{}; open {:.3} ms)",
+            q.name
+                .as_deref()
+                .map(|n| format!(" {n}"))
+                .unwrap_or_default(),
+            ms(took),
+            res.stats.scanned,
+            if res.stats.exact { ", exact" } else { "" },
+            ms(open_time)
+        );
+        if args.json {
+            out.push_str(&res.to_json());
+            out.push('\n');
+        } else {
+            if let (Some(name), true) = (&q.name, queries.len() > 1) {
+                if i > 0 {
+                    out.push('\n');
+                }
+                let _ = writeln!(out, "# {name}");
+            }
+            table(&mut out, &res, labels.as_deref());
+        }
+    }
+    print(&out)
+}
+
+/// The searches the arguments ask for.
+fn queries(
+    args: &SearchArgs,
+    col: &Collection,
+    labels: Option<&[&str]>,
+) -> Result<Vec<Query>, HostError> {
+    let q = &args.query;
+    let limit = args.limit.unwrap_or(10);
+    let by_id = |id: u64, name: String| -> Result<Query, HostError> {
+        let vector = col.vector(id).ok_or_else(|| {
+            HostError::Usage(format!("id {id} is not in {}", args.segment.display()))
+        })?;
+        let mut request = SearchRequest::nearest(vector.to_vec(), limit);
+        request.check()?;
+        // Ask for one more: the query point itself comes back (first, for cosine) and is dropped.
+        request.limit = (limit + 1).min(MAX_LIMIT);
+        Ok(Query {
+            name: Some(name),
+            request,
+            exclude: Some(id),
+        })
+    };
+    if let Some(text) = &q.vector {
+        let request = SearchRequest::nearest(parse_vector(text)?, limit);
+        request.check()?;
+        Ok(vec![Query {
+            name: None,
+            request,
+            exclude: None,
+        }])
+    } else if let Some(id) = q.query_id {
+        Ok(vec![by_id(id, format!("id {id}"))?])
+    } else if let Some(json) = &q.request {
+        let mut request = SearchRequest::from_json(json)?;
+        if let Some(limit) = args.limit {
+            request.limit = limit;
+            request.check()?;
+        }
+        Ok(vec![Query {
+            name: None,
+            request,
+            exclude: None,
+        }])
+    } else if let Some(words) = &q.words {
+        let labels = labels.expect("clap requires --labels with --words");
+        let path = args.labels.as_deref().unwrap_or(Path::new("labels"));
+        words
+            .iter()
+            .map(|w| {
+                let line = labels.iter().position(|l| l == w).ok_or_else(|| {
+                    HostError::Usage(format!("'{w}' is not a line of {}", path.display()))
+                })?;
+                by_id(line as u64, w.clone())
+            })
+            .collect()
+    } else {
+        unreachable!("clap requires one of --vector, --query-id, --request, --words")
+    }
+}
+
+/// Parses "0.1,0.2,..." (brackets and spaces allowed).
+fn parse_vector(text: &str) -> Result<Vec<f32>, HostError> {
+    let inner = text.trim().trim_start_matches('[').trim_end_matches(']');
+    inner
+        .split(|c: char| c == ',' || c.is_whitespace())
+        .filter(|s| !s.is_empty())
+        .enumerate()
+        .map(|(i, s)| {
+            s.parse::<f32>().map_err(|_| {
+                HostError::Usage(format!("--vector: element {i} ('{s}') is not a number"))
+            })
+        })
+        .collect()
+}
+
+/// Appends the `rank id score [label]` table of `res`.
+fn table(out: &mut String, res: &SearchResponse, labels: Option<&[&str]>) {
+    let id_width = res
+        .points
+        .iter()
+        .map(|p| p.id.to_string().len())
+        .max()
+        .unwrap_or(0)
+        .max(2);
+    let _ = write!(out, "{:>4}  {:>id_width$}  {:>10}", "rank", "id", "score");
+    if labels.is_some() {
+        out.push_str("  label");
+    }
+    out.push('\n');
+    for (rank, p) in res.points.iter().enumerate() {
+        let _ = write!(
+            out,
+            "{:>4}  {:>id_width$}  {:>10.6}",
+            rank + 1,
+            p.id,
+            p.score
+        );
+        if let Some(labels) = labels {
+            let label = usize::try_from(p.id)
+                .ok()
+                .and_then(|i| labels.get(i))
+                .copied()
+                .unwrap_or("");
+            let _ = write!(out, "  {label}");
+        }
+        out.push('\n');
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn vectors_parse() {
+        assert_eq!(parse_vector("0.5,-1,2e3").unwrap(), [0.5, -1.0, 2000.0]);
+        assert_eq!(parse_vector("[0.5, -1, 2]").unwrap(), [0.5, -1.0, 2.0]);
+        assert!(
+            parse_vector("0.5,x")
+                .unwrap_err()
+                .to_string()
+                .contains("element 1 ('x')")
+        );
+    }
+}

@@ -1,0 +1,111 @@
+//! Segment files on disk: memory-mapped for reading, written atomically.
+
+use std::fs::{self, File, OpenOptions};
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use memmap2::Mmap;
+use shoal_core::{Collection, SegmentBytes};
+
+use crate::HostError;
+
+/// A sealed segment file mapped into memory, handed to the core as [`SegmentBytes`].
+///
+/// The mapping is page-aligned, which satisfies the reader's 64-byte alignment requirement
+/// without a copy. Opening a segment touches only the header and section table; other pages
+/// are read from disk when a search or `verify` reaches them.
+pub struct MmapSegment {
+    map: Mmap,
+}
+
+impl std::fmt::Debug for MmapSegment {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "MmapSegment({} bytes)", self.map.len())
+    }
+}
+
+impl MmapSegment {
+    /// Maps the segment file at `path` (read-only).
+    pub fn open(path: &Path) -> Result<MmapSegment, HostError> {
+        let file = File::open(path).map_err(|e| HostError::io(path, "open", e))?;
+        // SAFETY: `Mmap::map` is unsafe because another process could modify or truncate the
+        // file while it is mapped. Sealed segments are immutable by contract: Shoal never
+        // writes to a segment file in place (`write_atomic` writes a new file and renames it
+        // over the old one, so an existing mapping keeps the old inode). And the reader never
+        // trusts the contents: every offset and length is bounds-checked on open, and corrupt
+        // bytes give a typed error, never undefined behaviour.
+        let map = unsafe { Mmap::map(&file) }.map_err(|e| HostError::io(path, "memory-map", e))?;
+        Ok(MmapSegment { map })
+    }
+
+    /// The mapped bytes.
+    pub fn as_bytes(&self) -> &[u8] {
+        &self.map
+    }
+}
+
+impl SegmentBytes for MmapSegment {
+    fn bytes(&self) -> &[u8] {
+        &self.map
+    }
+}
+
+/// Maps the segment at `path` and opens it as a collection (cheap checks only: header, table,
+/// bounds, `META`; see [`Collection::verify`] for the full check).
+pub fn open_collection(path: &Path) -> Result<Collection, HostError> {
+    let seg = MmapSegment::open(path)?;
+    Collection::open(Box::new(seg)).map_err(|e| HostError::segment(path, e))
+}
+
+/// The temporary file `write_atomic` writes first: `path` with `.tmp` appended.
+pub fn tmp_path(path: &Path) -> PathBuf {
+    let mut name = path.as_os_str().to_owned();
+    name.push(".tmp");
+    PathBuf::from(name)
+}
+
+/// Writes `bytes` to `path` so that `path` holds either its old contents or all of `bytes`,
+/// even across a crash: write `path.tmp`, fsync it, rename it to `path`, fsync the directory.
+///
+/// On failure the temporary file is removed and `path` is untouched.
+pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), HostError> {
+    let tmp = tmp_path(path);
+    let result = write_and_rename(&tmp, path, bytes);
+    if result.is_err() {
+        let _ = fs::remove_file(&tmp);
+    }
+    result
+}
+
+fn write_and_rename(tmp: &Path, path: &Path, bytes: &[u8]) -> Result<(), HostError> {
+    let mut file = OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .open(tmp)
+        .map_err(|e| HostError::io(tmp, "create", e))?;
+    file.write_all(bytes)
+        .map_err(|e| HostError::io(tmp, "write", e))?;
+    file.sync_all()
+        .map_err(|e| HostError::io(tmp, "fsync", e))?;
+    drop(file);
+    fs::rename(tmp, path).map_err(|e| HostError::io(path, "rename the temporary file to", e))?;
+    sync_parent_dir(path)
+}
+
+/// Makes a rename in `path`'s directory durable.
+fn sync_parent_dir(path: &Path) -> Result<(), HostError> {
+    let dir = match path.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p,
+        _ => Path::new("."),
+    };
+    #[cfg(unix)]
+    {
+        let d = File::open(dir).map_err(|e| HostError::io(dir, "open directory", e))?;
+        d.sync_all()
+            .map_err(|e| HostError::io(dir, "fsync directory", e))?;
+    }
+    #[cfg(not(unix))]
+    let _ = dir; // Directories cannot be opened for syncing on Windows; rename is durable there.
+    Ok(())
+}
