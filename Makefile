@@ -1,0 +1,93 @@
+# Shoal: the two commands of the README, plus benchmarks.
+#   make demo   - builds everything, prepares GloVe 50-d, answers queries natively and in Node
+#   make test   - every test: Rust (native + wasm under wasmtime), JS (vitest in Node)
+#   make bench  - kernel, search and insert benchmarks (numbers go to docs/benchmarks.md)
+# Each target installs what it needs (idempotent), so a fresh machine needs only these.
+
+SHELL := /bin/bash
+.SHELLFLAGS := -eu -o pipefail -c
+CARGO ?= cargo
+export PATH := $(HOME)/.cargo/bin:$(PATH)
+WASM_BINDGEN_VERSION := 0.2.130
+CACHE := $(HOME)/.cache/shoal
+GLOVE := $(CACHE)/glove50
+
+.PHONY: demo test bench setup setup-rust setup-js build-js lint test-rust test-js check-targets \
+        bench-kernels bench-search bench-node fuzz
+
+## ---- setup ---------------------------------------------------------------------------
+
+setup: setup-rust setup-js
+
+setup-rust:
+	@rustup show active-toolchain >/dev/null
+	@rustup target list --installed | grep -q wasm32-unknown-unknown || rustup target add wasm32-unknown-unknown
+	@rustup target list --installed | grep -q aarch64-unknown-linux-gnu || rustup target add aarch64-unknown-linux-gnu
+	@if [ "$$(wasm-bindgen --version 2>/dev/null)" != "wasm-bindgen $(WASM_BINDGEN_VERSION)" ]; then \
+		echo "installing wasm-bindgen-cli $(WASM_BINDGEN_VERSION) (a few minutes, once)"; \
+		$(CARGO) install wasm-bindgen-cli --version $(WASM_BINDGEN_VERSION); \
+	fi
+
+setup-js:
+	@if [ ! -d node_modules ] || [ package-lock.json -nt node_modules/.package-lock.json ]; then npm ci --no-audit --no-fund; fi
+
+build-js: setup
+	npm run build:js
+
+## ---- test ----------------------------------------------------------------------------
+
+test: setup lint test-rust check-targets test-js
+
+lint:
+	$(CARGO) fmt --all -- --check
+	$(CARGO) clippy --workspace --all-targets -- -D warnings
+
+# Runs every Rust test; the conformance test also writes target/conformance/* for test-js.
+test-rust:
+	$(CARGO) test --workspace
+
+check-targets:
+	$(CARGO) check -p shoal-kernels -p shoal-core --target aarch64-unknown-linux-gnu
+	$(CARGO) clippy -p shoal-js --target wasm32-unknown-unknown -- -D warnings
+
+test-js: build-js
+	@test -f target/conformance/l2-50.json || $(CARGO) test -p shoal-tests --test conformance
+	npx vitest run --reporter=default --reporter=json --outputFile=target/vitest.json
+	@node scripts/vitest-summary.mjs target/vitest.json
+
+## ---- demo ----------------------------------------------------------------------------
+
+$(GLOVE)/vectors.npy:
+	python3 bench/prepare_glove.py
+
+demo: setup build-js $(GLOVE)/vectors.npy
+	$(CARGO) build --release -p shoal-host
+	@echo "== native: shoal build (GloVe 6B, 400,000 x 50-d, cosine)"
+	target/release/shoal build --input $(GLOVE)/vectors.npy --metric cosine --out $(CACHE)/glove50.shoal
+	target/release/shoal inspect $(CACHE)/glove50.shoal
+	@echo "== native: nearest neighbours"
+	target/release/shoal search --segment $(CACHE)/glove50.shoal --labels $(GLOVE)/words.txt --words king,france,computer
+	@echo "== Node (npm package, wasm): the same queries"
+	node examples/node/demo.mjs
+
+## ---- bench ---------------------------------------------------------------------------
+
+bench: setup build-js $(GLOVE)/vectors.npy bench-kernels bench-search bench-node
+
+bench-kernels:
+	$(CARGO) bench -p shoal-kernels --bench kernels
+
+bench-search:
+	$(CARGO) bench -p shoal-core --bench exact_search
+
+bench-node:
+	node bench/node/kernels.mjs
+	node bench/node/insert.mjs
+
+## ---- fuzz (nightly; not part of `make test`) -----------------------------------------
+
+FUZZ_SECONDS ?= 600
+fuzz:
+	@command -v cargo-fuzz >/dev/null || $(CARGO) install cargo-fuzz
+	cd fuzz && cargo +nightly fuzz run segment_open -- -max_total_time=$(FUZZ_SECONDS)
+	cd fuzz && cargo +nightly fuzz run search_request -- -max_total_time=$(FUZZ_SECONDS)
