@@ -1,1 +1,274 @@
-//! stub
+//! Shoal for JavaScript: the wasm-bindgen layer under the npm package `shoal`.
+//!
+//! This crate is deliberately thin: every call forwards to [`shoal_core::Collection`], and
+//! everything JavaScript-specific (typed arrays, `BigInt` ids, the `ShoalError` class) lives in
+//! `js/index.js`. Bulk inserts go through wasm memory without a per-float copy: JavaScript calls
+//! [`WasmCollection::reserve`], asks for [`WasmCollection::pending_ids_ptr`] and
+//! [`WasmCollection::pending_vectors_ptr`] (byte offsets into the module's linear memory, valid
+//! until the next call that may allocate), fills typed-array views at those offsets and calls
+//! [`WasmCollection::commit`].
+//!
+//! The module is built twice, with and without `-C target-feature=+simd128`; the kernels are
+//! chosen at compile time ([`Kernels::best`]), and both builds return bit-identical results.
+//!
+//! No function here may be named `memory`: the linear memory is exported under that name.
+
+use shoal_core::{
+    Collection, CollectionConfig, Error, IdEncoding, Kernels, Metric, SearchRequest, SearchResponse,
+};
+use wasm_bindgen::prelude::*;
+
+/// Largest id a JavaScript number represents exactly (2^53).
+const MAX_SAFE_ID: f64 = 9_007_199_254_740_992.0;
+
+/// Turns a core error into a JavaScript `Error` whose message is the error's `Display` and
+/// whose `code` property is [`Error::code`]. The JS wrapper rethrows it as a `ShoalError`.
+fn js_error(e: &Error) -> JsValue {
+    let err = js_sys::Error::new(&e.to_string());
+    err.set_name("ShoalError");
+    // Setting a property on a fresh ordinary object cannot fail.
+    let _ = js_sys::Reflect::set(
+        &err,
+        &JsValue::from_str("code"),
+        &JsValue::from_str(e.code()),
+    );
+    err.into()
+}
+
+/// A Shoal collection living in wasm memory.
+#[wasm_bindgen]
+pub struct WasmCollection {
+    inner: Collection,
+}
+
+#[wasm_bindgen]
+impl WasmCollection {
+    /// An empty collection of `dim`-dimensional vectors compared with `metric`
+    /// (`"l2"`, `"dot"` or `"cosine"`).
+    #[wasm_bindgen(constructor)]
+    pub fn new(dim: usize, metric: &str) -> Result<WasmCollection, JsValue> {
+        let metric = Metric::parse(metric).ok_or_else(|| {
+            js_error(&Error::InvalidConfig(
+                "metric must be \"l2\", \"dot\" or \"cosine\"",
+            ))
+        })?;
+        let inner = Collection::new(CollectionConfig { dim, metric }).map_err(|e| js_error(&e))?;
+        Ok(WasmCollection { inner })
+    }
+
+    /// Reserves a batch of `n` points, dropping any batch reserved before and not committed.
+    /// May grow wasm memory: call the `pending_*_ptr` methods afterwards.
+    pub fn reserve(&mut self, n: usize) -> Result<(), JsValue> {
+        self.inner.reserve(n).map_err(|e| js_error(&e))
+    }
+
+    /// Byte offset in wasm memory of the reserved batch's id slots (8 bytes each).
+    pub fn pending_ids_ptr(&mut self) -> usize {
+        self.inner.pending_ids().as_mut_ptr() as usize
+    }
+
+    /// Byte offset in wasm memory of the reserved batch's vectors (`n * dim` f32, row-major).
+    pub fn pending_vectors_ptr(&mut self) -> usize {
+        self.inner.pending_vectors().as_mut_ptr() as usize
+    }
+
+    /// Checks the reserved batch and makes it visible; returns the number of points committed.
+    ///
+    /// `ids_are_f64` says the id slots hold JavaScript numbers (written through a
+    /// `Float64Array` view) rather than `u64`s; they must then be integers in `0..=2^53`.
+    /// On error the batch is dropped and the collection is unchanged.
+    pub fn commit(&mut self, ids_are_f64: bool) -> Result<usize, JsValue> {
+        let enc = if ids_are_f64 {
+            IdEncoding::F64
+        } else {
+            IdEncoding::U64
+        };
+        self.inner.commit(enc).map_err(|e| js_error(&e))
+    }
+
+    /// Deletes points by id (a `BigUint64Array`); returns how many existed.
+    pub fn delete(&mut self, ids: &[u64]) -> usize {
+        self.inner.delete(ids)
+    }
+
+    /// Deletes points by id given as JavaScript numbers (a `Float64Array`); every id must be
+    /// an integer in `0..=2^53`, otherwise nothing is deleted. Returns how many existed.
+    pub fn delete_f64(&mut self, ids: &[f64]) -> Result<usize, JsValue> {
+        let mut converted = Vec::with_capacity(ids.len());
+        for (point, &x) in ids.iter().enumerate() {
+            if !(0.0..=MAX_SAFE_ID).contains(&x) || x != (x as u64) as f64 {
+                return Err(js_error(&Error::InvalidId { point }));
+            }
+            converted.push(x as u64);
+        }
+        Ok(self.inner.delete(&converted))
+    }
+
+    /// Merges everything into one sealed segment.
+    pub fn seal(&mut self) {
+        self.inner.seal();
+    }
+
+    /// Number of live points.
+    pub fn len(&self) -> usize {
+        self.inner.len()
+    }
+
+    /// Whether the collection holds no live point.
+    pub fn is_empty(&self) -> bool {
+        self.inner.is_empty()
+    }
+
+    /// Vector dimension.
+    pub fn dim(&self) -> usize {
+        self.inner.dim()
+    }
+
+    /// The metric's canonical name.
+    pub fn metric(&self) -> String {
+        self.inner.metric().name().to_string()
+    }
+
+    /// Runs a search request given as JSON (the shape of `DESIGN.md`). `vector`, when given,
+    /// is the query vector (it replaces any `vector` field of the JSON).
+    pub fn search(&self, json: &str, vector: Option<Vec<f32>>) -> Result<SearchOutput, JsValue> {
+        let mut req = SearchRequest::from_json(json).map_err(|e| js_error(&e))?;
+        if vector.is_some() {
+            req.vector = vector;
+        }
+        let res = self.inner.search(&req).map_err(|e| js_error(&e))?;
+        Ok(SearchOutput { res })
+    }
+
+    /// The collection as one sealed segment file (sealing first), copied into a `Uint8Array`.
+    pub fn to_bytes(&mut self) -> js_sys::Uint8Array {
+        js_sys::Uint8Array::from(self.inner.to_bytes())
+    }
+
+    /// Opens segment bytes (cheap checks only; see [`verify`](Self::verify)).
+    pub fn from_bytes(bytes: &[u8]) -> Result<WasmCollection, JsValue> {
+        let inner = Collection::from_bytes(bytes).map_err(|e| js_error(&e))?;
+        Ok(WasmCollection { inner })
+    }
+
+    /// Name of the kernel implementation in use: `"simd128"` or `"scalar"`.
+    pub fn kernels(&self) -> String {
+        self.inner.kernels().name().to_string()
+    }
+
+    /// Checks every checksum of the sealed segment.
+    pub fn verify(&self) -> Result<(), JsValue> {
+        self.inner.verify().map_err(|e| js_error(&e))
+    }
+}
+
+/// The result of [`WasmCollection::search`].
+#[wasm_bindgen]
+pub struct SearchOutput {
+    res: SearchResponse,
+}
+
+#[wasm_bindgen]
+impl SearchOutput {
+    /// External ids, best first (a `BigUint64Array`).
+    pub fn ids(&self) -> Vec<u64> {
+        self.res.points.iter().map(|p| p.id).collect()
+    }
+
+    /// Scores aligned with [`ids`](Self::ids) (a `Float32Array`).
+    pub fn scores(&self) -> Vec<f32> {
+        self.res.points.iter().map(|p| p.score).collect()
+    }
+
+    /// Whether a deadline cut the search short.
+    pub fn partial(&self) -> bool {
+        self.res.partial
+    }
+
+    /// The search statistics as JSON.
+    pub fn stats_json(&self) -> String {
+        serde_json::to_string(&self.res.stats).expect("stats always serialise")
+    }
+}
+
+/// Name of the kernel implementation this build uses: `"simd128"` or `"scalar"`.
+#[wasm_bindgen]
+pub fn kernels_name() -> String {
+    Kernels::best().name().to_string()
+}
+
+/// Synthetic data for the kernel benchmarks: a query and `rows` rows of `dim` floats.
+#[wasm_bindgen]
+pub struct KernelBench {
+    query: Vec<f32>,
+    rows: Vec<f32>,
+    out: Vec<f32>,
+    kernels: Kernels,
+}
+
+#[wasm_bindgen]
+impl KernelBench {
+    /// Generates the data (a fixed xorshift sequence in `[-1, 1)`).
+    #[wasm_bindgen(constructor)]
+    pub fn new(dim: usize, rows: usize) -> KernelBench {
+        let mut state = 0x9E37_79B9_7F4A_7C15u64;
+        let mut next = move || {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            ((state >> 40) as f32) / (1u64 << 23) as f32 - 1.0
+        };
+        let query = (0..dim).map(|_| next()).collect();
+        let rows_data = (0..dim * rows).map(|_| next()).collect();
+        KernelBench {
+            query,
+            rows: rows_data,
+            out: vec![0.0; rows],
+            kernels: Kernels::best(),
+        }
+    }
+
+    fn checksum(&self, iters: usize) -> f64 {
+        iters as f64 * self.out.iter().map(|&x| x as f64).sum::<f64>()
+    }
+
+    /// Runs `dot_batch` over all rows `iters` times; returns a checksum of the outputs.
+    pub fn dot(&mut self, iters: usize) -> f64 {
+        for _ in 0..iters {
+            let (q, r) = (
+                core::hint::black_box(&self.query[..]),
+                core::hint::black_box(&self.rows[..]),
+            );
+            self.kernels
+                .dot_batch(q, r, core::hint::black_box(&mut self.out[..]));
+        }
+        self.checksum(iters)
+    }
+
+    /// Runs `l2_sq_batch` over all rows `iters` times; returns a checksum of the outputs.
+    pub fn l2(&mut self, iters: usize) -> f64 {
+        for _ in 0..iters {
+            let (q, r) = (
+                core::hint::black_box(&self.query[..]),
+                core::hint::black_box(&self.rows[..]),
+            );
+            self.kernels
+                .l2_sq_batch(q, r, core::hint::black_box(&mut self.out[..]));
+        }
+        self.checksum(iters)
+    }
+}
+
+/// Kernel benchmark: `dot_batch` of one query against `rows` generated rows of `dim` floats,
+/// `iters` times, inside wasm. Returns a checksum (time the call from JavaScript; data
+/// generation is included, so use many `iters` or [`KernelBench`]).
+#[wasm_bindgen]
+pub fn bench_dot(dim: usize, rows: usize, iters: usize) -> f64 {
+    KernelBench::new(dim, rows).dot(iters)
+}
+
+/// Kernel benchmark: like [`bench_dot`] with `l2_sq_batch`.
+#[wasm_bindgen]
+pub fn bench_l2(dim: usize, rows: usize, iters: usize) -> f64 {
+    KernelBench::new(dim, rows).l2(iters)
+}

@@ -21,7 +21,7 @@ pub struct SegmentReader<'a> {
 /// Fails with [`FormatError::BadSection`] if the length is not a multiple of the record size
 /// and with [`FormatError::Misaligned`] if the start is not aligned for `T`.
 pub fn cast_records<'b, T: Pod>(section: &'static str, bytes: &'b [u8]) -> Result<&'b [T], FormatError> {
-    if bytes.len() % core::mem::size_of::<T>() != 0 {
+    if !bytes.len().is_multiple_of(core::mem::size_of::<T>()) {
         return Err(FormatError::BadSection { section, reason: "length is not a whole number of records" });
     }
     bytemuck::try_cast_slice(bytes).map_err(|_| FormatError::Misaligned)
@@ -34,7 +34,7 @@ fn truncated(what: &'static str, needed: u64, available: usize) -> FormatError {
 impl<'a> SegmentReader<'a> {
     /// Checks the header and section table of `bytes` (which must start 64-byte aligned).
     pub fn open(bytes: &'a [u8]) -> Result<Self, FormatError> {
-        if (bytes.as_ptr() as usize) % ALIGN != 0 {
+        if !(bytes.as_ptr() as usize).is_multiple_of(ALIGN) {
             return Err(FormatError::Misaligned);
         }
         let header_size = core::mem::size_of::<Header>();
@@ -83,7 +83,7 @@ impl<'a> SegmentReader<'a> {
             if e.reserved != 0 || e.flags & !SECTION_OPTIONAL != 0 {
                 return Err(FormatError::Malformed("reserved section bits are set"));
             }
-            if e.offset % ALIGN as u64 != 0 {
+            if !e.offset.is_multiple_of(ALIGN as u64) {
                 return Err(FormatError::Malformed("section offset is not 64-byte aligned"));
             }
             if e.offset < prev_end {

@@ -1,0 +1,153 @@
+// Types of the npm package `shoal`.
+
+/** How vectors are compared. `cosine` and `dot` scores are similarities (higher is better),
+ * `l2` scores are squared distances (lower is better). */
+export type Metric = "l2" | "dot" | "cosine";
+
+/** An id given to Shoal: a non-negative integer, as a number (at most 2^53) or a BigInt
+ * (below 2^64). */
+export type Id = number | bigint;
+
+/** Ids of a batch. Numbers must be integers in 0..=2^53; use a `BigUint64Array` (or BigInts)
+ * beyond. */
+export type Ids = ArrayLike<number> | readonly Id[] | Uint32Array | Float64Array | BigUint64Array;
+
+/** Stable error codes (`ShoalError.code`). */
+export type ErrorCode =
+  | "bad_segment"
+  | "dimension_mismatch"
+  | "non_finite"
+  | "length_mismatch"
+  | "invalid_id"
+  | "invalid_config"
+  | "invalid_request"
+  | "unsupported"
+  | "no_pending_batch"
+  | "capacity_exceeded"
+  // raised by the JavaScript wrapper itself
+  | "invalid_argument"
+  | "detached_batch"
+  | "not_initialized"
+  | "freed";
+
+/** Error thrown by every Shoal call. Nothing changed when it is thrown. */
+export class ShoalError extends Error {
+  constructor(code: ErrorCode | string, message: string, options?: ErrorOptions);
+  readonly name: "ShoalError";
+  /** Stable machine-readable code. */
+  readonly code: ErrorCode;
+}
+
+export interface InitOptions {
+  /** `false` forces the scalar build; `true` requires SIMD128 (throws without it). Default:
+   * SIMD128 when the engine supports it. */
+  simd?: boolean;
+  /** The wasm module of the chosen build, where the runtime or a bundler provides it. */
+  wasm?: WebAssembly.Module | BufferSource | URL | Response | Promise<Response>;
+}
+
+export interface InitResult {
+  /** Whether the SIMD128 build was loaded. */
+  readonly simd: boolean;
+  /** The kernel implementation in use: "simd128" or "scalar". */
+  readonly kernels: string;
+}
+
+/** Loads the WebAssembly module. Only the first call loads; later calls return the same. */
+export function init(opts?: InitOptions): Promise<InitResult>;
+
+/** Whether this engine supports WebAssembly SIMD128. */
+export function simdSupported(): boolean;
+
+export interface CollectionConfig {
+  /** Vector dimension, 1..=65536. */
+  dim: number;
+  /** Default "l2". */
+  metric?: Metric;
+}
+
+/** A reserved batch: views straight into wasm memory. Make no other Shoal call between
+ * `reserve()` and `commit()`. */
+export class Batch {
+  private constructor();
+  /** Number of points. */
+  readonly length: number;
+  /** Id slots as u64. */
+  readonly ids: BigUint64Array;
+  /** The same slots as JavaScript numbers; commit with `{ numberIds: true }` after writing here. */
+  readonly idsAsNumbers: Float64Array;
+  /** Vectors, row-major, `length * dim` floats. */
+  readonly vectors: Float32Array;
+  /** Checks the batch and makes it visible; returns the number of points committed. */
+  commit(opts?: { numberIds?: boolean }): number;
+}
+
+export interface SearchParams {
+  exact?: boolean;
+  nprobe?: number;
+  rerank?: number;
+}
+
+/** The search request of DESIGN.md. Unknown fields are rejected (`invalid_request`). */
+export interface SearchRequest {
+  vector?: Float32Array | readonly number[];
+  text?: string;
+  /** 1..=10000, default 10. */
+  limit?: number;
+  /** 0..=100000, default 0. */
+  offset?: number;
+  filter?: unknown;
+  params?: SearchParams;
+  fusion?: string;
+  with_payload?: boolean;
+  timeout_ms?: number;
+}
+
+export interface ScoredPoint {
+  /** A number when at most `Number.MAX_SAFE_INTEGER`, a BigInt otherwise. */
+  id: number | bigint;
+  score: number;
+}
+
+export interface SearchStats {
+  /** Points whose exact distance was computed. */
+  scanned: number;
+  /** Segments searched. */
+  segments: number;
+  /** Whether every live point was considered exactly. */
+  exact: boolean;
+}
+
+export interface SearchResponse {
+  /** Best first; ties by ascending internal id. */
+  points: ScoredPoint[];
+  /** Whether a deadline cut the search short. */
+  partial: boolean;
+  stats: SearchStats;
+}
+
+export class Collection {
+  constructor(config: CollectionConfig);
+  /** Number of live points. */
+  readonly len: number;
+  readonly dim: number;
+  readonly metric: Metric;
+  /** The kernel implementation in use: "simd128" or "scalar". */
+  readonly kernels: string;
+  /** Reserves `n` points; fill the returned views, then `commit()`. */
+  reserve(n: number): Batch;
+  /** Inserts (or replaces) points; returns how many were inserted. */
+  insert(points: { ids: Ids; vectors: Float32Array | ArrayLike<number> }): number;
+  /** Deletes points; returns how many existed. */
+  delete(ids: Ids | Id): number;
+  /** Merges everything into one sealed segment. */
+  seal(opts?: { index?: "flat" }): void;
+  search(req: SearchRequest): SearchResponse;
+  /** Full check of every checksum of the sealed segment. */
+  verify(): void;
+  /** The segment file (seals first). */
+  toBytes(): Uint8Array;
+  static fromBytes(bytes: Uint8Array | ArrayBuffer | ArrayBufferView): Collection;
+  /** Releases the collection's wasm memory now. */
+  free(): void;
+}

@@ -1,0 +1,462 @@
+// Shoal for JavaScript: vector search in WebAssembly.
+//
+// This file wraps the wasm-bindgen glue of one of two builds of the `shoal-js` crate:
+// `pkg/simd` (SIMD128 kernels) or `pkg/scalar` (for engines without SIMD128). Both return
+// bit-identical results. Everything that touches wasm memory directly (the reserve → fill →
+// commit batch path) lives here; the glue does the rest.
+//
+// Wasm memory can grow on any call that allocates, and growth detaches every typed-array view
+// on the old buffer: views are created right after the call that may grow memory and never
+// kept across calls.
+
+/** Error thrown by every Shoal call; `code` is stable and machine-readable. */
+export class ShoalError extends Error {
+  /**
+   * @param {string} code
+   * @param {string} message
+   * @param {ErrorOptions} [options]
+   */
+  constructor(code, message, options) {
+    super(message, options);
+    this.name = "ShoalError";
+    this.code = code;
+  }
+}
+
+// A minimal module using SIMD128 (i8x16.splat, i8x16.popcnt): validates only where the
+// engine supports it.
+const SIMD_PROBE = new Uint8Array([
+  0, 97, 115, 109, 1, 0, 0, 0, 1, 5, 1, 96, 0, 1, 123, 3, 2, 1, 0, 10, 10, 1, 8, 0, 65, 0, 253,
+  15, 253, 98, 11,
+]);
+
+/** Whether this engine supports WebAssembly SIMD128. */
+export function simdSupported() {
+  try {
+    return typeof WebAssembly === "object" && WebAssembly.validate(SIMD_PROBE);
+  } catch {
+    return false;
+  }
+}
+
+/** @type {any} the wasm-bindgen glue module of the loaded build */
+let glue = null;
+/** @type {any} the wasm exports (for `memory`) */
+let wasmExports = null;
+/** @type {{ simd: boolean, kernels: string } | null} */
+let loaded = null;
+/** @type {Promise<{ simd: boolean, kernels: string }> | null} */
+let loading = null;
+
+const isNode =
+  typeof process === "object" && process !== null && typeof process.versions?.node === "string";
+
+/**
+ * The glue module of one build and a function giving the default location of its wasm file
+ * (computed only when needed: some runtimes have no `import.meta.url`). The import paths are
+ * literals so bundlers can see them.
+ * @param {boolean} simd
+ */
+async function importGlue(simd) {
+  if (simd) {
+    return {
+      glue: await import("../pkg/simd/shoal_js.js"),
+      url: () => new URL("../pkg/simd/shoal_js_bg.wasm", import.meta.url),
+    };
+  }
+  return {
+    glue: await import("../pkg/scalar/shoal_js.js"),
+    url: () => new URL("../pkg/scalar/shoal_js_bg.wasm", import.meta.url),
+  };
+}
+
+/**
+ * Loads the WebAssembly module. Picks the SIMD128 build when the engine supports it and the
+ * scalar build otherwise; `{ simd: false }` forces the scalar build. Only the first call loads;
+ * later calls return the same result whatever their options.
+ *
+ * `wasm` may give the module for the chosen build (a `WebAssembly.Module`, bytes, a `URL` or a
+ * `Response`), e.g. where a bundler or an edge runtime provides it; by default the file next to
+ * the glue is read (Node, Deno: `fs/promises`) or fetched (browsers).
+ *
+ * @param {{ simd?: boolean, wasm?: any }} [opts]
+ * @returns {Promise<{ simd: boolean, kernels: string }>}
+ */
+export function init(opts = {}) {
+  if (loaded) return Promise.resolve(loaded);
+  if (!loading) {
+    loading = load(opts ?? {}).then(
+      (info) => {
+        loaded = info;
+        return info;
+      },
+      (e) => {
+        loading = null;
+        throw e;
+      },
+    );
+  }
+  return loading;
+}
+
+/** @param {{ simd?: boolean, wasm?: any }} opts */
+async function load(opts) {
+  const simd = opts.simd === false ? false : simdSupported();
+  if (opts.simd === true && !simd) {
+    throw new ShoalError("unsupported", "this engine does not support WebAssembly SIMD128");
+  }
+  const { glue: g, url } = await importGlue(simd);
+  let source = opts.wasm;
+  if (source === undefined) {
+    const file = url();
+    if (isNode || file.protocol === "file:") {
+      // Node and Deno: read the file (fetch does not take file: URLs in Node).
+      const { readFile } = await import(/* @vite-ignore */ /* webpackIgnore: true */ "node:fs/promises");
+      source = await readFile(file);
+    } else {
+      // Browsers: fetch it (instantiateStreaming when served as application/wasm).
+      source = file;
+    }
+  }
+  const ex = await g.default({ module_or_path: source });
+  glue = g;
+  wasmExports = ex;
+  return Object.freeze({ simd, kernels: g.kernels_name() });
+}
+
+function wasmGlue() {
+  if (!glue) throw new ShoalError("not_initialized", "call `await init()` before using Shoal");
+  return glue;
+}
+
+/** Runs `f`, turning errors thrown by the wasm side into `ShoalError`s. */
+function call(f) {
+  try {
+    return f();
+  } catch (e) {
+    if (e instanceof ShoalError) throw e;
+    if (e instanceof Error && typeof (/** @type {any} */ (e).code) === "string") {
+      throw new ShoalError(/** @type {any} */ (e).code, e.message, { cause: e });
+    }
+    throw e;
+  }
+}
+
+const MAX_SAFE = BigInt(Number.MAX_SAFE_INTEGER);
+const U64_MAX = (1n << 64n) - 1n;
+/** Marks a constructor call that wraps an existing wasm collection. */
+const WRAP = Symbol("wrap");
+
+/** An id as returned to users: a number when it is safe, a BigInt otherwise. */
+function userId(/** @type {bigint} */ id) {
+  return id <= MAX_SAFE ? Number(id) : id;
+}
+
+function isIdArray(ids) {
+  return (
+    Array.isArray(ids) ||
+    ids instanceof BigUint64Array ||
+    ids instanceof Float64Array ||
+    ids instanceof Uint32Array ||
+    ids instanceof Uint16Array ||
+    ids instanceof Uint8Array ||
+    ids instanceof Int32Array
+  );
+}
+
+/**
+ * Normalises user ids: a `BigUint64Array` as is (`u64`), a list of BigInts checked and
+ * converted to a `BigUint64Array`, anything else (numbers) as an array-like of numbers that
+ * the wasm side checks.
+ * @returns {{ big: BigUint64Array } | { numbers: ArrayLike<number> }}
+ */
+function normalizeIds(ids) {
+  if (typeof ids === "number" || typeof ids === "bigint") ids = [ids];
+  if (!isIdArray(ids)) {
+    throw new ShoalError(
+      "invalid_id",
+      "ids must be an array of numbers or BigInts, a Uint32Array, a Float64Array or a BigUint64Array",
+    );
+  }
+  if (ids instanceof BigUint64Array) return { big: ids };
+  if (Array.isArray(ids) && ids.some((x) => typeof x === "bigint")) {
+    const big = new BigUint64Array(ids.length);
+    for (let i = 0; i < ids.length; i++) {
+      const x = ids[i];
+      const v = typeof x === "bigint" ? x : Number.isSafeInteger(x) ? BigInt(x) : -1n;
+      if (v < 0n || v > U64_MAX) {
+        throw new ShoalError("invalid_id", `id of point ${i} is not an integer in 0..2^64`);
+      }
+      big[i] = v;
+    }
+    return { big };
+  }
+  return { numbers: ids };
+}
+
+/** A `Float32Array` of the given vector data, converted once if needed. */
+function toFloat32(/** @type {any} */ v, /** @type {string} */ code, /** @type {string} */ what) {
+  if (v instanceof Float32Array) return v;
+  if (Array.isArray(v) || ArrayBuffer.isView(v)) return Float32Array.from(/** @type {any} */ (v));
+  throw new ShoalError(code, `${what} must be a Float32Array or an array of numbers`);
+}
+
+/**
+ * A reserved batch: typed-array views straight into wasm memory. Fill `ids` (or
+ * `idsAsNumbers`) and `vectors`, then call `commit()`. Make no other Shoal call in between:
+ * one that allocates may grow wasm memory and detach these views.
+ */
+export class Batch {
+  #commit;
+  #numbers = null;
+
+  /** @internal */
+  constructor(commit, n, idsPtr, vectorsPtr, dim) {
+    this.#commit = commit;
+    const buffer = wasmExports.memory.buffer;
+    /** Number of points in the batch. */
+    this.length = n;
+    /** The id slots as unsigned 64-bit integers. @type {BigUint64Array} */
+    this.ids = new BigUint64Array(buffer, idsPtr, n);
+    /** The vectors, row-major, `length * dim` floats. @type {Float32Array} */
+    this.vectors = new Float32Array(buffer, vectorsPtr, n * dim);
+  }
+
+  /**
+   * The same id slots seen as JavaScript numbers (write ids <= 2^53 here, then
+   * `commit({ numberIds: true })`).
+   * @type {Float64Array}
+   */
+  get idsAsNumbers() {
+    if (!this.#numbers) {
+      this.#numbers = new Float64Array(this.ids.buffer, this.ids.byteOffset, this.length);
+    }
+    return this.#numbers;
+  }
+
+  /**
+   * Checks the batch and makes its points visible (replacing points with the same ids).
+   * On error nothing changes. Returns the number of points committed.
+   * @param {{ numberIds?: boolean }} [opts] `numberIds`: the ids were written as numbers
+   *   through `idsAsNumbers`.
+   */
+  commit(opts = {}) {
+    return this.#commit(this, opts?.numberIds === true);
+  }
+}
+
+/** A collection of vectors with `u64` ids. */
+export class Collection {
+  /** @type {any} */
+  #w;
+  #dim;
+  /** @type {Batch | null} the batch reserved last and not committed yet */
+  #pending = null;
+
+  /**
+   * @param {{ dim: number, metric?: "l2" | "dot" | "cosine" }} config
+   */
+  constructor(config) {
+    const g = wasmGlue();
+    if (config && config[WRAP]) {
+      this.#w = config[WRAP];
+    } else {
+      const { dim, metric = "l2" } = config ?? {};
+      if (!Number.isInteger(dim) || dim < 1 || dim > 65536) {
+        throw new ShoalError("invalid_config", "invalid collection config: dim must be an integer in 1..=65536");
+      }
+      if (typeof metric !== "string") {
+        throw new ShoalError("invalid_config", 'invalid collection config: metric must be "l2", "dot" or "cosine"');
+      }
+      this.#w = call(() => new g.WasmCollection(dim, metric));
+    }
+    this.#dim = this.#w.dim();
+  }
+
+  #get() {
+    if (!this.#w) throw new ShoalError("freed", "this collection was freed");
+    return this.#w;
+  }
+
+  /** Number of live points. */
+  get len() {
+    return this.#get().len();
+  }
+
+  /** Vector dimension. */
+  get dim() {
+    return this.#dim;
+  }
+
+  /** Metric: "l2", "dot" or "cosine". */
+  get metric() {
+    return this.#get().metric();
+  }
+
+  /** Kernel implementation in use: "simd128" or "scalar". */
+  get kernels() {
+    return this.#get().kernels();
+  }
+
+  /**
+   * Reserves room for `n` points and returns views into wasm memory to fill in place.
+   * A batch reserved before and not committed is dropped.
+   * @param {number} n
+   * @returns {Batch}
+   */
+  reserve(n) {
+    const w = this.#get();
+    if (!Number.isSafeInteger(n) || n < 0) {
+      throw new ShoalError("invalid_argument", "reserve(n): n must be a non-negative integer");
+    }
+    // wasm32 memory is at most 4 GiB: refuse what can never fit instead of aborting.
+    if (n * (this.#dim * 4 + 8) >= 2 ** 32) {
+      throw new ShoalError("capacity_exceeded", `a batch of ${n} points of dimension ${this.#dim} does not fit in wasm memory`);
+    }
+    this.#pending = null;
+    call(() => w.reserve(n));
+    // Pointers and views only now: reserve may have grown memory.
+    const idsPtr = w.pending_ids_ptr();
+    const vectorsPtr = w.pending_vectors_ptr();
+    const batch = new Batch((b, numberIds) => this.#commit(b, numberIds), n, idsPtr, vectorsPtr, this.#dim);
+    this.#pending = batch;
+    return batch;
+  }
+
+  #commit(/** @type {Batch} */ batch, /** @type {boolean} */ numberIds) {
+    const w = this.#get();
+    if (this.#pending !== batch) {
+      throw new ShoalError("no_pending_batch", "this batch was already committed or replaced by a later reserve()");
+    }
+    this.#pending = null;
+    if (batch.length > 0 && batch.vectors.buffer !== wasmExports.memory.buffer) {
+      // Memory grew while the batch was being filled: writes after that went nowhere.
+      call(() => w.reserve(0));
+      throw new ShoalError(
+        "detached_batch",
+        "wasm memory grew while the batch was being filled (another Shoal call allocated); " +
+          "reserve again and make no other Shoal call before commit()",
+      );
+    }
+    return call(() => w.commit(numberIds));
+  }
+
+  /**
+   * Inserts (or replaces) points with one bulk copy of the ids and one of the vectors.
+   * All input is checked before anything changes. Returns the number of points inserted.
+   * @param {{ ids: any, vectors: Float32Array | ArrayLike<number> }} points
+   */
+  insert({ ids, vectors } = /** @type {any} */ ({})) {
+    this.#get();
+    const norm = normalizeIds(ids);
+    const n = "big" in norm ? norm.big.length : norm.numbers.length;
+    const vec = toFloat32(vectors, "length_mismatch", "vectors");
+    if (vec.length !== n * this.#dim) {
+      throw new ShoalError(
+        "length_mismatch",
+        `${n} ids need ${n * this.#dim} floats at dimension ${this.#dim}, got ${vec.length}`,
+      );
+    }
+    const batch = this.reserve(n);
+    batch.vectors.set(vec);
+    if ("big" in norm) {
+      batch.ids.set(norm.big);
+      return batch.commit();
+    }
+    batch.idsAsNumbers.set(/** @type {any} */ (norm.numbers));
+    return batch.commit({ numberIds: true });
+  }
+
+  /**
+   * Deletes points by id; returns how many existed. Number ids must be integers in 0..=2^53;
+   * on an invalid id nothing is deleted.
+   * @param {any} ids
+   */
+  delete(ids) {
+    const w = this.#get();
+    const norm = normalizeIds(ids);
+    if ("big" in norm) return w.delete(norm.big);
+    const f = norm.numbers instanceof Float64Array ? norm.numbers : Float64Array.from(/** @type {any} */ (norm.numbers));
+    return call(() => w.delete_f64(f));
+  }
+
+  /**
+   * Merges everything into one sealed segment. `index` may only be "flat" (the default) for now.
+   * @param {{ index?: "flat" }} [opts]
+   */
+  seal(opts = {}) {
+    const w = this.#get();
+    const index = opts?.index;
+    if (index !== undefined && index !== "flat") {
+      throw new ShoalError("unsupported", `not supported yet: index ${JSON.stringify(index)} (only "flat")`);
+    }
+    w.seal();
+  }
+
+  /**
+   * Runs a search request (the JSON shape of DESIGN.md; `vector` may be a Float32Array).
+   * @param {Record<string, any>} req
+   */
+  search(req) {
+    const w = this.#get();
+    if (req === null || typeof req !== "object" || Array.isArray(req)) {
+      throw new ShoalError("invalid_request", "invalid search request: expected an object");
+    }
+    const { vector, ...rest } = req;
+    const v = vector === undefined || vector === null ? undefined : toFloat32(vector, "invalid_request", "vector");
+    let json;
+    try {
+      json = JSON.stringify(rest);
+    } catch (e) {
+      throw new ShoalError("invalid_request", `invalid search request: ${e instanceof Error ? e.message : e}`);
+    }
+    const out = call(() => w.search(json, v));
+    try {
+      const ids = out.ids();
+      const scores = out.scores();
+      const points = new Array(ids.length);
+      for (let i = 0; i < ids.length; i++) points[i] = { id: userId(ids[i]), score: scores[i] };
+      return { points, partial: out.partial(), stats: JSON.parse(out.stats_json()) };
+    } finally {
+      out.free();
+    }
+  }
+
+  /** Full check of every checksum of the sealed segment. */
+  verify() {
+    const w = this.#get();
+    call(() => w.verify());
+  }
+
+  /** The collection as one segment file (sealing first): the same bytes as natively. */
+  toBytes() {
+    return this.#get().to_bytes();
+  }
+
+  /**
+   * Opens segment bytes (a copy is made).
+   * @param {Uint8Array | ArrayBuffer | ArrayBufferView} bytes
+   */
+  static fromBytes(bytes) {
+    const g = wasmGlue();
+    let u8;
+    if (bytes instanceof Uint8Array) u8 = bytes;
+    else if (bytes instanceof ArrayBuffer) u8 = new Uint8Array(bytes);
+    else if (ArrayBuffer.isView(bytes)) u8 = new Uint8Array(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+    else throw new ShoalError("invalid_argument", "fromBytes expects a Uint8Array, an ArrayBuffer or a typed array");
+    const w = call(() => g.WasmCollection.from_bytes(u8));
+    return new Collection(/** @type {any} */ ({ [WRAP]: w }));
+  }
+
+  /** Releases the wasm memory of this collection now (otherwise at garbage collection). */
+  free() {
+    if (this.#w) {
+      this.#w.free();
+      this.#w = null;
+    }
+  }
+}
+
+if (typeof Symbol.dispose === "symbol") {
+  /** @type {any} */ (Collection.prototype)[Symbol.dispose] = Collection.prototype.free;
+}

@@ -1,0 +1,85 @@
+#!/usr/bin/env bash
+# Builds the npm package's two WebAssembly modules:
+#   pkg/simd    compiled with +simd128 (kernels: simd128)
+#   pkg/scalar  compiled without it     (kernels: scalar), for engines without SIMD128
+# Each one: cargo build (wasm32-unknown-unknown, profile wasm-release) -> wasm-bindgen
+# --target web -> wasm-opt -O3 (binaryen from npm; Debian's binaryen breaks the output).
+#
+# Environment:
+#   SHOAL_JS_TARGET_DIR  cargo target dir of the SIMD build (default: <repo>/target/js); the
+#                        scalar build uses "$SHOAL_JS_TARGET_DIR-scalar" so the two builds do
+#                        not evict each other.
+#   SHOAL_JS_PROFILE     cargo profile (default: wasm-release)
+#   SHOAL_JS_ONLY        "simd" or "scalar" to build one of them
+set -euo pipefail
+
+here="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)" # bindings-js/
+root="$(cd "$here/.." && pwd)"
+target_base="${SHOAL_JS_TARGET_DIR:-$root/target/js}"
+profile="${SHOAL_JS_PROFILE:-wasm-release}"
+only="${SHOAL_JS_ONLY:-}"
+wasm_bindgen_version="0.2.130"
+
+export PATH="$HOME/.cargo/bin:$PATH"
+
+# --- tools --------------------------------------------------------------------------------
+if ! rustup target list --installed 2>/dev/null | grep -qx wasm32-unknown-unknown; then
+  echo "build.sh: installing the rustup target wasm32-unknown-unknown"
+  rustup target add wasm32-unknown-unknown
+fi
+
+if [ "$(wasm-bindgen --version 2>/dev/null || true)" != "wasm-bindgen $wasm_bindgen_version" ]; then
+  echo "build.sh: installing wasm-bindgen-cli $wasm_bindgen_version (takes a few minutes)"
+  # No --locked: one of its locked dependencies is not on the registry here.
+  cargo install wasm-bindgen-cli --version "$wasm_bindgen_version"
+fi
+
+wasm_opt=""
+for candidate in "$root/node_modules/.bin/wasm-opt" "$here/node_modules/.bin/wasm-opt"; do
+  if [ -x "$candidate" ]; then wasm_opt="$candidate"; break; fi
+done
+if [ -z "$wasm_opt" ]; then
+  echo "build.sh: installing npm dependencies (for binaryen's wasm-opt)"
+  (cd "$root" && npm install --no-audit --no-fund)
+  wasm_opt="$root/node_modules/.bin/wasm-opt"
+fi
+case "$("$wasm_opt" --version)" in
+  *"version 132"*) ;;
+  *) echo "build.sh: expected binaryen 132's wasm-opt, got: $("$wasm_opt" --version)" >&2; exit 1 ;;
+esac
+
+# Features rustc 1.95 enables by default on wasm32-unknown-unknown; wasm-opt must accept them.
+base_features=(--enable-mutable-globals --enable-nontrapping-float-to-int --enable-sign-ext
+  --enable-bulk-memory --enable-bulk-memory-opt --enable-reference-types --enable-multivalue
+  --enable-call-indirect-overlong)
+
+# --- one build ----------------------------------------------------------------------------
+build() {
+  local variant="$1" rustflags="$2"
+  shift 2
+  local target_dir="$target_base"
+  if [ "$variant" = scalar ]; then target_dir="$target_base-scalar"; fi
+  local out="$here/pkg/$variant"
+  echo "build.sh: [$variant] cargo build (RUSTFLAGS='$rustflags', profile $profile)"
+  # Keep the `target_features` section for wasm-bindgen (the profile's `strip = true` would
+  # drop it); wasm-opt strips debug info and producers afterwards.
+  (cd "$root" && RUSTFLAGS="$rustflags" CARGO_TARGET_DIR="$target_dir" CARGO_PROFILE_WASM_RELEASE_STRIP=false \
+    cargo build -p shoal-js --target wasm32-unknown-unknown --profile "$profile")
+  local wasm="$target_dir/wasm32-unknown-unknown/$profile/shoal_js.wasm"
+  rm -rf "$out"
+  mkdir -p "$out"
+  echo "build.sh: [$variant] wasm-bindgen"
+  wasm-bindgen --target web --out-dir "$out" "$wasm"
+  echo "build.sh: [$variant] wasm-opt -O3"
+  "$wasm_opt" -O3 --strip-debug --strip-producers "${base_features[@]}" "$@" "$out/shoal_js_bg.wasm" -o "$out/shoal_js_bg.wasm.opt"
+  mv "$out/shoal_js_bg.wasm.opt" "$out/shoal_js_bg.wasm"
+  echo "build.sh: [$variant] $(wc -c < "$out/shoal_js_bg.wasm") bytes"
+}
+
+if [ -z "$only" ] || [ "$only" = simd ]; then
+  build simd "-C target-feature=+simd128" --enable-simd
+fi
+if [ -z "$only" ] || [ "$only" = scalar ]; then
+  # An empty RUSTFLAGS overrides .cargo/config.toml's +simd128.
+  build scalar ""
+fi

@@ -1,0 +1,436 @@
+// The npm API: inserts, searches, deletes, upserts, seal, byte round trips, the zero-copy batch
+// path, id types, and typed errors that change nothing.
+import { beforeAll, describe, expect, it } from "vitest";
+import { Collection, ShoalError, init } from "../js/index.js";
+
+let info;
+beforeAll(async () => {
+  info = await init();
+});
+
+/** A deterministic generator (xorshift32) of floats in [-1, 1). */
+function rng(seed) {
+  let s = seed >>> 0 || 1;
+  return () => {
+    s ^= s << 13;
+    s >>>= 0;
+    s ^= s >>> 17;
+    s ^= s << 5;
+    s >>>= 0;
+    return s / 2 ** 31 - 1;
+  };
+}
+
+function randomVectors(n, dim, seed) {
+  const next = rng(seed);
+  const v = new Float32Array(n * dim);
+  for (let i = 0; i < v.length; i++) v[i] = next();
+  return v;
+}
+
+/** Brute-force top-k in f64: [{ id, score }] best first (ties by insertion order). */
+function bruteForce(metric, ids, vectors, dim, query, k) {
+  const norm = (v) => {
+    let s = 0;
+    for (const x of v) s += x * x;
+    s = Math.sqrt(s);
+    return s === 0 ? v : v.map((x) => x / s);
+  };
+  const q = metric === "cosine" ? norm(Array.from(query)) : Array.from(query);
+  const scored = [];
+  for (let r = 0; r < ids.length; r++) {
+    let row = Array.from(vectors.subarray(r * dim, (r + 1) * dim));
+    if (metric === "cosine") row = norm(row);
+    let score = 0;
+    for (let i = 0; i < dim; i++) score += metric === "l2" ? (row[i] - q[i]) ** 2 : row[i] * q[i];
+    scored.push({ id: ids[r], score, r });
+  }
+  const sign = metric === "l2" ? 1 : -1;
+  scored.sort((a, b) => sign * (a.score - b.score) || a.r - b.r);
+  return scored.slice(0, k);
+}
+
+/** Runs `f`, expecting a ShoalError with `code`; returns it. */
+function expectShoalError(f, code) {
+  let err;
+  try {
+    f();
+  } catch (e) {
+    err = e;
+  }
+  expect(err, `expected a ShoalError ${code}`).toBeInstanceOf(ShoalError);
+  expect(err).toBeInstanceOf(Error);
+  expect(err.name).toBe("ShoalError");
+  expect(err.code).toBe(code);
+  expect(typeof err.message).toBe("string");
+  expect(err.message.length).toBeGreaterThan(0);
+  return err;
+}
+
+/** A small collection with ids 100.. and random vectors. */
+function filled(metric = "l2", n = 50, dim = 8) {
+  const col = new Collection({ dim, metric });
+  const ids = Array.from({ length: n }, (_, i) => 100 + i);
+  const vectors = randomVectors(n, dim, 7);
+  col.insert({ ids, vectors });
+  return { col, ids, vectors, dim };
+}
+
+describe("init", () => {
+  it("loads the SIMD128 build on Node and returns the same result twice", async () => {
+    expect(info.simd).toBe(true);
+    expect(info.kernels).toBe("simd128");
+    const again = await init({ simd: false });
+    expect(again).toBe(info);
+  });
+});
+
+describe("insert and search", () => {
+  for (const metric of ["l2", "dot", "cosine"]) {
+    it(`nearest neighbours match a brute force (${metric})`, () => {
+      const dim = 19;
+      const n = 300;
+      const col = new Collection({ dim, metric });
+      expect(col.dim).toBe(dim);
+      expect(col.metric).toBe(metric);
+      expect(col.kernels).toBe("simd128");
+      const ids = Array.from({ length: n }, (_, i) => i * 3 + 1);
+      const vectors = randomVectors(n, dim, 11);
+      expect(col.insert({ ids, vectors })).toBe(n);
+      expect(col.len).toBe(n);
+      const queries = randomVectors(20, dim, 12);
+      for (let q = 0; q < 20; q++) {
+        const query = queries.subarray(q * dim, (q + 1) * dim);
+        const res = col.search({ vector: query, limit: 5 });
+        const want = bruteForce(metric, ids, vectors, dim, query, 5);
+        expect(res.points.map((p) => p.id)).toEqual(want.map((p) => p.id));
+        res.points.forEach((p, i) => expect(p.score).toBeCloseTo(want[i].score, 4));
+        expect(res.partial).toBe(false);
+        expect(res.stats).toEqual({ scanned: n, segments: 1, exact: true });
+        // The same query as a plain array gives the same answer.
+        expect(col.search({ vector: Array.from(query), limit: 5 })).toEqual(res);
+      }
+      col.free();
+    });
+  }
+
+  it("accepts ids as number[], Uint32Array, Float64Array, BigUint64Array and BigInt[]", () => {
+    const dim = 3;
+    const col = new Collection({ dim, metric: "l2" });
+    col.insert({ ids: [1, 2], vectors: [1, 0, 0, 2, 0, 0] });
+    col.insert({ ids: new Uint32Array([3, 4]), vectors: new Float32Array([3, 0, 0, 4, 0, 0]) });
+    col.insert({ ids: new Float64Array([5]), vectors: [5, 0, 0] });
+    col.insert({ ids: new BigUint64Array([6n]), vectors: [6, 0, 0] });
+    col.insert({ ids: [7n, 8], vectors: [7, 0, 0, 8, 0, 0] });
+    expect(col.len).toBe(8);
+    const res = col.search({ vector: [0, 0, 0], limit: 8 });
+    expect(res.points.map((p) => p.id)).toEqual([1, 2, 3, 4, 5, 6, 7, 8]);
+    expect(res.points.map((p) => p.score)).toEqual([1, 4, 9, 16, 25, 36, 49, 64]);
+  });
+
+  it("returns ids beyond 2^53 as BigInt and safe ids as numbers", () => {
+    const col = new Collection({ dim: 2, metric: "l2" });
+    const big = [2n ** 53n - 1n, 2n ** 53n, 2n ** 53n + 7n, 2n ** 64n - 1n];
+    col.insert({ ids: new BigUint64Array(big), vectors: [0, 0, 1, 0, 2, 0, 3, 0] });
+    const ids = col.search({ vector: [0, 0], limit: 4 }).points.map((p) => p.id);
+    expect(ids).toEqual([Number.MAX_SAFE_INTEGER, 2n ** 53n, 2n ** 53n + 7n, 2n ** 64n - 1n]);
+    expect(typeof ids[0]).toBe("number");
+    // 2^53 itself is accepted as a number id.
+    col.insert({ ids: [2 ** 53], vectors: [9, 9] });
+    expect(col.len).toBe(4);
+    expect(col.search({ vector: [9, 9], limit: 1 }).points[0].id).toBe(2n ** 53n);
+    // Deleting by BigInt works, and survives a round trip.
+    expect(col.delete([2n ** 64n - 1n])).toBe(1);
+    const again = Collection.fromBytes(col.toBytes());
+    expect(again.search({ vector: [0, 0], limit: 4 }).points.map((p) => p.id)).toEqual([
+      Number.MAX_SAFE_INTEGER,
+      2n ** 53n + 7n,
+      2n ** 53n,
+    ]);
+  });
+
+  it("upserts: an existing id gets the new vector", () => {
+    const { col, ids, dim } = filled();
+    const v = new Float32Array(dim).fill(50);
+    col.insert({ ids: [ids[3]], vectors: v });
+    expect(col.len).toBe(ids.length);
+    const top = col.search({ vector: v, limit: 1 }).points[0];
+    expect(top).toEqual({ id: ids[3], score: 0 });
+    // Upsert into a sealed segment too.
+    col.seal();
+    const w = new Float32Array(dim).fill(-50);
+    col.insert({ ids: [ids[3]], vectors: w });
+    expect(col.len).toBe(ids.length);
+    expect(col.search({ vector: w, limit: 1 }).points[0]).toEqual({ id: ids[3], score: 0 });
+    expect(col.search({ vector: v, limit: ids.length }).points.filter((p) => p.id === ids[3])).toHaveLength(1);
+  });
+
+  it("delete removes points, returns how many existed, before and after seal", () => {
+    const { col, ids, vectors, dim } = filled();
+    expect(col.delete([ids[0], ids[1], 99999])).toBe(2);
+    expect(col.delete(new BigUint64Array([BigInt(ids[0])]))).toBe(0);
+    expect(col.len).toBe(ids.length - 2);
+    col.seal();
+    expect(col.delete(new Uint32Array([ids[2]]))).toBe(1);
+    expect(col.delete(ids[3])).toBe(1);
+    expect(col.len).toBe(ids.length - 4);
+    const res = col.search({ vector: vectors.subarray(0, dim), limit: ids.length });
+    const got = new Set(res.points.map((p) => p.id));
+    expect(got.size).toBe(ids.length - 4);
+    for (const id of ids.slice(0, 4)) expect(got.has(id)).toBe(false);
+  });
+
+  it("limit and offset page through the results", () => {
+    const { col, dim } = filled("dot");
+    const q = randomVectors(1, dim, 3);
+    const all = col.search({ vector: q, limit: 20 }).points;
+    const page = col.search({ vector: q, limit: 5, offset: 10 }).points;
+    expect(page).toEqual(all.slice(10, 15));
+    expect(col.search({ vector: q }).points).toHaveLength(10);
+  });
+});
+
+describe("seal, toBytes, fromBytes", () => {
+  it("give the same results and the same bytes", () => {
+    const { col, ids, dim } = filled("cosine", 200, 16);
+    col.delete(ids.slice(0, 10));
+    const queries = randomVectors(10, dim, 5);
+    const before = [];
+    for (let q = 0; q < 10; q++) before.push(col.search({ vector: queries.subarray(q * dim, (q + 1) * dim), limit: 7 }));
+    col.seal({ index: "flat" });
+    col.verify();
+    const bytes = col.toBytes();
+    expect(bytes).toBeInstanceOf(Uint8Array);
+    const again = Collection.fromBytes(bytes);
+    again.verify();
+    expect(again.len).toBe(190);
+    expect(again.dim).toBe(dim);
+    expect(again.metric).toBe("cosine");
+    for (let q = 0; q < 10; q++) {
+      const query = queries.subarray(q * dim, (q + 1) * dim);
+      const a = col.search({ vector: query, limit: 7 });
+      const b = again.search({ vector: query, limit: 7 });
+      expect(a.points).toEqual(before[q].points);
+      expect(b.points).toEqual(before[q].points);
+    }
+    expect(Buffer.from(again.toBytes()).equals(Buffer.from(bytes))).toBe(true);
+    // fromBytes also takes an ArrayBuffer or an unaligned view.
+    const padded = new Uint8Array(bytes.length + 3);
+    padded.set(bytes, 3);
+    expect(Collection.fromBytes(padded.subarray(3)).len).toBe(190);
+    expect(Collection.fromBytes(bytes.slice().buffer).len).toBe(190);
+    // An empty collection round-trips too.
+    const empty = new Collection({ dim: 4, metric: "dot" });
+    const e2 = Collection.fromBytes(empty.toBytes());
+    expect(e2.len).toBe(0);
+    expect(e2.search({ vector: [1, 2, 3, 4] }).points).toEqual([]);
+  });
+});
+
+describe("reserve/commit", () => {
+  it("fills wasm memory in place", () => {
+    const dim = 4;
+    const col = new Collection({ dim, metric: "l2" });
+    const batch = col.reserve(3);
+    expect(batch.length).toBe(3);
+    expect(batch.ids).toBeInstanceOf(BigUint64Array);
+    expect(batch.ids.length).toBe(3);
+    expect(batch.vectors).toBeInstanceOf(Float32Array);
+    expect(batch.vectors.length).toBe(3 * dim);
+    batch.ids.set([10n, 20n, 2n ** 63n]);
+    for (let i = 0; i < 3 * dim; i++) batch.vectors[i] = Math.floor(i / dim);
+    expect(col.len).toBe(0); // nothing visible before commit
+    expect(batch.commit()).toBe(3);
+    expect(col.len).toBe(3);
+    const res = col.search({ vector: [2, 2, 2, 2], limit: 3 });
+    expect(res.points.map((p) => p.id)).toEqual([2n ** 63n, 20, 10]);
+    // Committing twice is an error and changes nothing.
+    expectShoalError(() => batch.commit(), "no_pending_batch");
+    expect(col.len).toBe(3);
+  });
+
+  it("takes number ids through idsAsNumbers", () => {
+    const col = new Collection({ dim: 2, metric: "dot" });
+    const batch = col.reserve(2);
+    batch.idsAsNumbers.set([5, 2 ** 53]);
+    batch.vectors.set([1, 0, 0, 1]);
+    expect(batch.commit({ numberIds: true })).toBe(2);
+    expect(col.search({ vector: [1, 0], limit: 2 }).points.map((p) => p.id)).toEqual([5, 2n ** 53n]);
+  });
+
+  it("a later reserve replaces an uncommitted batch", () => {
+    const col = new Collection({ dim: 2, metric: "l2" });
+    const first = col.reserve(2);
+    first.ids.set([1n, 2n]);
+    const second = col.reserve(1);
+    second.ids.set([3n]);
+    second.vectors.set([1, 1]);
+    expectShoalError(() => first.commit(), "no_pending_batch");
+    expect(second.commit()).toBe(1);
+    expect(col.len).toBe(1);
+    expect(col.search({ vector: [1, 1], limit: 5 }).points.map((p) => p.id)).toEqual([3]);
+  });
+
+  it("reserve(0) and an empty insert are no-ops", () => {
+    const col = new Collection({ dim: 2, metric: "l2" });
+    expect(col.reserve(0).commit()).toBe(0);
+    expect(col.insert({ ids: [], vectors: [] })).toBe(0);
+    expect(col.len).toBe(0);
+  });
+
+  it("refuses a batch whose views were detached by memory growth", () => {
+    const dim = 16;
+    const col = new Collection({ dim, metric: "l2" });
+    col.insert({ ids: [1], vectors: new Float32Array(dim) });
+    const batch = col.reserve(2);
+    batch.ids.set([7n, 8n]);
+    // Allocate in another collection until wasm memory grows and detaches the views.
+    const other = new Collection({ dim, metric: "l2" });
+    for (let n = 1 << 16; batch.vectors.byteLength !== 0 && n <= 1 << 24; n *= 2) other.reserve(n);
+    expect(batch.vectors.byteLength).toBe(0);
+    expectShoalError(() => batch.commit(), "detached_batch");
+    expect(col.len).toBe(1);
+    other.free();
+    // The collection still works.
+    col.insert({ ids: [2], vectors: new Float32Array(dim).fill(1) });
+    expect(col.len).toBe(2);
+  });
+});
+
+describe("bad input throws a ShoalError and changes nothing", () => {
+  /** Asserts that `f` throws `code` and that the collection answers exactly as before. */
+  function rejects(col, f, code, dim = col.dim) {
+    const q = new Float32Array(dim).fill(0.25);
+    const len = col.len;
+    const before = col.search({ vector: q, limit: 10 });
+    const err = expectShoalError(f, code);
+    expect(col.len).toBe(len);
+    expect(col.search({ vector: q, limit: 10 })).toEqual(before);
+    return err;
+  }
+
+  it("wrong query dimension → dimension_mismatch", () => {
+    const { col } = filled();
+    const err = rejects(col, () => col.search({ vector: [1, 2, 3], limit: 3 }), "dimension_mismatch");
+    expect(err.message).toMatch(/expected 8, got 3/);
+  });
+
+  it("NaN or infinity in vectors → non_finite", () => {
+    const { col, dim } = filled();
+    const bad = randomVectors(3, dim, 1);
+    bad[dim + 2] = NaN;
+    const err = rejects(col, () => col.insert({ ids: [1, 2, 3], vectors: bad }), "non_finite");
+    expect(err.message).toMatch(/point 1/);
+    bad[dim + 2] = Infinity;
+    rejects(col, () => col.insert({ ids: [1, 2, 3], vectors: bad }), "non_finite");
+    rejects(col, () => col.insert({ ids: [100], vectors: new Float32Array(dim).fill(-Infinity) }), "non_finite");
+    const q = new Float32Array(dim);
+    q[0] = NaN;
+    rejects(col, () => col.search({ vector: q }), "non_finite");
+    // The same through reserve/commit.
+    rejects(
+      col,
+      () => {
+        const b = col.reserve(1);
+        b.ids[0] = 5n;
+        b.vectors.fill(NaN);
+        b.commit();
+      },
+      "non_finite",
+    );
+  });
+
+  it("ids/vectors length mismatch → length_mismatch (before touching wasm)", () => {
+    const { col, dim } = filled();
+    rejects(col, () => col.insert({ ids: [1, 2], vectors: new Float32Array(dim) }), "length_mismatch");
+    rejects(col, () => col.insert({ ids: [1], vectors: new Float32Array(dim + 1) }), "length_mismatch");
+    rejects(col, () => col.insert({ ids: new BigUint64Array(3), vectors: [] }), "length_mismatch");
+  });
+
+  it("fractional, negative, too large or non-numeric ids → invalid_id", () => {
+    const { col, ids, dim } = filled();
+    const v2 = randomVectors(2, dim, 9);
+    rejects(col, () => col.insert({ ids: [1, 2.5], vectors: v2 }), "invalid_id");
+    rejects(col, () => col.insert({ ids: [-1, 2], vectors: v2 }), "invalid_id");
+    rejects(col, () => col.insert({ ids: new Float64Array([1, 2 ** 53 + 2]), vectors: v2 }), "invalid_id");
+    rejects(col, () => col.insert({ ids: [1, NaN], vectors: v2 }), "invalid_id");
+    rejects(col, () => col.insert({ ids: [1n, -2n], vectors: v2 }), "invalid_id");
+    rejects(col, () => col.insert({ ids: [1n, 2n ** 64n], vectors: v2 }), "invalid_id");
+    rejects(col, () => col.insert({ ids: "12", vectors: v2 }), "invalid_id");
+    // Through the batch path with number ids.
+    rejects(
+      col,
+      () => {
+        const b = col.reserve(1);
+        b.idsAsNumbers[0] = 0.5;
+        b.commit({ numberIds: true });
+      },
+      "invalid_id",
+    );
+    // Delete with an invalid id deletes nothing, not even the valid ones.
+    rejects(col, () => col.delete([ids[0], -3]), "invalid_id");
+    rejects(col, () => col.delete([ids[0], 1.5]), "invalid_id");
+  });
+
+  it("malformed requests or unknown fields → invalid_request", () => {
+    const { col, dim } = filled();
+    const v = new Float32Array(dim);
+    rejects(col, () => col.search({ vector: v, limt: 3 }), "invalid_request");
+    rejects(col, () => col.search({ vector: v, limit: "3" }), "invalid_request");
+    rejects(col, () => col.search({ vector: v, limit: 0 }), "invalid_request");
+    rejects(col, () => col.search({ vector: v, limit: 10001 }), "invalid_request");
+    rejects(col, () => col.search({ vector: v, offset: -1 }), "invalid_request");
+    rejects(col, () => col.search({ vector: v, params: { exact: true, bogus: 1 } }), "invalid_request");
+    rejects(col, () => col.search({ vector: v, limit: 3n }), "invalid_request"); // not JSON-serialisable
+    rejects(col, () => col.search({ limit: 3 }), "invalid_request"); // no vector
+    rejects(col, () => col.search({ vector: "1,2,3" }), "invalid_request");
+    rejects(col, () => col.search(null), "invalid_request");
+    rejects(col, () => col.search("{"), "invalid_request");
+  });
+
+  it("capabilities not built yet → unsupported", () => {
+    const { col, dim } = filled();
+    const v = new Float32Array(dim);
+    rejects(col, () => col.search({ vector: v, text: "hello" }), "unsupported");
+    rejects(col, () => col.search({ vector: v, filter: { must: [] } }), "unsupported");
+    rejects(col, () => col.seal({ index: "ivf-rabitq" }), "unsupported");
+  });
+
+  it("corrupt or truncated bytes → bad_segment", () => {
+    const { col } = filled("dot", 100, 8);
+    const bytes = col.toBytes();
+    const len = col.len;
+    expectShoalError(() => Collection.fromBytes(bytes.subarray(0, bytes.length - 64)), "bad_segment");
+    expectShoalError(() => Collection.fromBytes(bytes.subarray(0, 10)), "bad_segment");
+    expectShoalError(() => Collection.fromBytes(new Uint8Array(0)), "bad_segment");
+    const badMagic = bytes.slice();
+    badMagic[0] ^= 0xff;
+    expectShoalError(() => Collection.fromBytes(badMagic), "bad_segment");
+    const garbage = new Uint8Array(4096);
+    for (let i = 0; i < garbage.length; i++) garbage[i] = (i * 2654435761) >>> 24;
+    expectShoalError(() => Collection.fromBytes(garbage), "bad_segment");
+    // A flipped byte in the data is caught by the full check at the latest.
+    const flipped = bytes.slice();
+    flipped[flipped.length - 100] ^= 0x01;
+    expectShoalError(() => Collection.fromBytes(flipped).verify(), "bad_segment");
+    expect(col.len).toBe(len);
+    expect(Buffer.from(col.toBytes()).equals(Buffer.from(bytes))).toBe(true);
+    expectShoalError(() => Collection.fromBytes("not bytes"), "invalid_argument");
+  });
+
+  it("invalid configs → invalid_config", () => {
+    expectShoalError(() => new Collection({ dim: 0, metric: "l2" }), "invalid_config");
+    expectShoalError(() => new Collection({ dim: 70000, metric: "l2" }), "invalid_config");
+    expectShoalError(() => new Collection({ dim: 1.5, metric: "l2" }), "invalid_config");
+    expectShoalError(() => new Collection({ dim: 4, metric: "hamming" }), "invalid_config");
+    expectShoalError(() => new Collection(), "invalid_config");
+  });
+
+  it("a freed collection refuses calls", () => {
+    const { col } = filled();
+    col.free();
+    col.free(); // twice is fine
+    expectShoalError(() => col.len, "freed");
+    expectShoalError(() => col.search({ vector: [1] }), "freed");
+  });
+});
