@@ -199,6 +199,7 @@ impl Collection {
                 normalize(&self.kernels, v);
             }
         }
+        self.mutable.index.reserve(end - first);
         for row in first..end {
             let id = self.mutable.ids[row];
             match self.mutable.index.insert(id, row as u32) {
@@ -229,10 +230,9 @@ impl Collection {
             }
         }
         let dim = self.dim;
-        for (point, v) in self.mutable.vectors[first * dim..].chunks_exact(dim).enumerate() {
-            if let Some(element) = v.iter().position(|x| !x.is_finite()) {
-                return Err(Error::NonFinite { point, element });
-            }
+        let pending = &self.mutable.vectors[first * dim..];
+        if let Some(at) = first_non_finite(pending) {
+            return Err(Error::NonFinite { point: at / dim, element: at % dim });
         }
         Ok(())
     }
@@ -299,7 +299,7 @@ impl Collection {
         if vector.len() != self.dim {
             return Err(Error::DimensionMismatch { expected: self.dim, found: vector.len() });
         }
-        if let Some(element) = vector.iter().position(|x| !x.is_finite()) {
+        if let Some(element) = first_non_finite(vector) {
             return Err(Error::NonFinite { point: 0, element });
         }
         let mut q = vector.to_vec();
@@ -354,4 +354,18 @@ impl Collection {
             _ => self.mutable.ids[internal - sealed_rows],
         }
     }
+}
+
+/// Index of the first NaN or infinity. The common all-finite case is a branch-free pass
+/// (exponent bits all ones means non-finite) that compilers vectorise, so validating a large
+/// batch runs at memory speed.
+fn first_non_finite(v: &[f32]) -> Option<usize> {
+    const EXP: u32 = 0x7f80_0000;
+    for (i, chunk) in v.chunks(1024).enumerate() {
+        let bad = chunk.iter().fold(0u32, |bad, x| bad | u32::from((x.to_bits() & EXP) == EXP));
+        if bad != 0 {
+            return chunk.iter().position(|x| !x.is_finite()).map(|j| i * 1024 + j);
+        }
+    }
+    None
 }

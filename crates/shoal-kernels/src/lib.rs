@@ -67,16 +67,193 @@ impl Kernels {
     }
 
     /// The fastest implementation for the running CPU.
+    ///
+    /// * x86_64 with the `std` feature: the CPU is probed once (`is_x86_feature_detected!`)
+    ///   and the choice cached; AVX-512, then AVX2, then SSE2.
+    /// * x86_64 without `std`: the same preference over the features enabled at compile time.
+    /// * aarch64: NEON (baseline).
+    /// * wasm32: SIMD128 if the module is compiled with `+simd128`, else the scalar reference.
+    /// * anything else: the scalar reference.
+    ///
+    /// Every choice returns the same bits as [`Kernels::scalar`].
     pub fn best() -> Kernels {
-        Kernels::scalar()
+        #[cfg(all(target_arch = "x86_64", feature = "std"))]
+        {
+            static BEST: std::sync::OnceLock<Kernels> = std::sync::OnceLock::new();
+            *BEST.get_or_init(Kernels::detect_best)
+        }
+        #[cfg(not(all(target_arch = "x86_64", feature = "std")))]
+        {
+            Kernels::detect_best()
+        }
     }
 
-    /// Every implementation usable on the running CPU, the scalar reference first.
+    /// The preferred usable implementation, probed anew.
+    fn detect_best() -> Kernels {
+        Kernels::avx512()
+            .or_else(Kernels::avx2)
+            .or_else(Kernels::sse2)
+            .or_else(Kernels::neon)
+            .or_else(Kernels::simd128)
+            .unwrap_or_else(Kernels::scalar)
+    }
+
+    /// Every implementation usable on the running CPU, the scalar reference first, then by
+    /// increasing vector width.
     pub fn available() -> impl Iterator<Item = Kernels> {
-        [Some(Kernels::scalar())].into_iter().flatten()
+        [
+            Some(Kernels::scalar()),
+            Kernels::sse2(),
+            Kernels::avx2(),
+            Kernels::avx512(),
+            Kernels::neon(),
+            Kernels::simd128(),
+        ]
+        .into_iter()
+        .flatten()
     }
 
-    /// Short name of this implementation (`"scalar"`, `"avx2"`, `"simd128"`, ...).
+    /// The usable implementation called `name` (see [`Kernels::name`]), if any.
+    ///
+    /// ```
+    /// use shoal_kernels::Kernels;
+    /// assert_eq!(Kernels::by_name("scalar").unwrap().name(), "scalar");
+    /// assert!(Kernels::by_name("no-such-variant").is_none());
+    /// ```
+    pub fn by_name(name: &str) -> Option<Kernels> {
+        Kernels::available().find(|k| k.name == name)
+    }
+
+    /// x86_64 SSE2 float kernels (4 lanes per register) with the `popcnt` instruction for the
+    /// bit kernels when the CPU has it (else the scalar bit kernels). `None` off x86_64.
+    pub fn sse2() -> Option<Kernels> {
+        #[cfg(target_arch = "x86_64")]
+        {
+            use arch::x86_64::{popcnt, sse2};
+            let popcount: BitOne;
+            let hamming: BitPair;
+            if arch::x86_64::has_popcnt() {
+                (popcount, hamming) = (popcnt::popcount, popcnt::hamming);
+            } else {
+                (popcount, hamming) = (arch::all::popcount, arch::all::hamming);
+            }
+            Some(Kernels {
+                name: "sse2",
+                dot: sse2::dot,
+                l2_sq: sse2::l2_sq,
+                dot_batch: sse2::dot_batch,
+                l2_sq_batch: sse2::l2_sq_batch,
+                popcount,
+                hamming,
+            })
+        }
+        #[cfg(not(target_arch = "x86_64"))]
+        {
+            None
+        }
+    }
+
+    /// x86_64 AVX2 kernels (8 lanes per register; bit kernels: `popcnt` for short inputs, a
+    /// nibble-table popcount for long ones). `None` unless the CPU supports AVX2 and `popcnt`
+    /// (or, without the `std` feature, unless they are enabled at compile time).
+    pub fn avx2() -> Option<Kernels> {
+        #[cfg(target_arch = "x86_64")]
+        {
+            use arch::x86_64::avx2;
+            arch::x86_64::has_avx2().then_some(Kernels {
+                name: "avx2",
+                dot: avx2::dot,
+                l2_sq: avx2::l2_sq,
+                dot_batch: avx2::dot_batch,
+                l2_sq_batch: avx2::l2_sq_batch,
+                popcount: avx2::popcount,
+                hamming: avx2::hamming,
+            })
+        }
+        #[cfg(not(target_arch = "x86_64"))]
+        {
+            None
+        }
+    }
+
+    /// x86_64 AVX-512F kernels (16 lanes per register), with `vpopcntq` for the bit kernels
+    /// when the CPU has AVX-512 VPOPCNTDQ (else the AVX2 ones). `None` unless the CPU supports
+    /// AVX-512F (or, without the `std` feature, unless it is enabled at compile time).
+    pub fn avx512() -> Option<Kernels> {
+        #[cfg(target_arch = "x86_64")]
+        {
+            use arch::x86_64::{avx2, avx512};
+            if !arch::x86_64::has_avx512f() {
+                return None;
+            }
+            let popcount: BitOne;
+            let hamming: BitPair;
+            if arch::x86_64::has_avx512_vpopcntdq() {
+                (popcount, hamming) = (avx512::popcount, avx512::hamming);
+            } else {
+                (popcount, hamming) = (avx2::popcount, avx2::hamming);
+            }
+            Some(Kernels {
+                name: "avx512",
+                dot: avx512::dot,
+                l2_sq: avx512::l2_sq,
+                dot_batch: avx512::dot_batch,
+                l2_sq_batch: avx512::l2_sq_batch,
+                popcount,
+                hamming,
+            })
+        }
+        #[cfg(not(target_arch = "x86_64"))]
+        {
+            None
+        }
+    }
+
+    /// aarch64 NEON kernels (4 lanes per register, `vcnt` popcount). `None` off aarch64.
+    pub fn neon() -> Option<Kernels> {
+        #[cfg(all(target_arch = "aarch64", target_feature = "neon"))]
+        {
+            use arch::aarch64::neon;
+            Some(Kernels {
+                name: "neon",
+                dot: neon::dot,
+                l2_sq: neon::l2_sq,
+                dot_batch: neon::dot_batch,
+                l2_sq_batch: neon::l2_sq_batch,
+                popcount: neon::popcount,
+                hamming: neon::hamming,
+            })
+        }
+        #[cfg(not(all(target_arch = "aarch64", target_feature = "neon")))]
+        {
+            None
+        }
+    }
+
+    /// wasm32 SIMD128 kernels (4 lanes per register, `i8x16.popcnt`). `None` unless the
+    /// module is compiled for wasm32 with `-C target-feature=+simd128`.
+    pub fn simd128() -> Option<Kernels> {
+        #[cfg(all(target_arch = "wasm32", target_feature = "simd128"))]
+        {
+            use arch::wasm32::simd128;
+            Some(Kernels {
+                name: "simd128",
+                dot: simd128::dot,
+                l2_sq: simd128::l2_sq,
+                dot_batch: simd128::dot_batch,
+                l2_sq_batch: simd128::l2_sq_batch,
+                popcount: simd128::popcount,
+                hamming: simd128::hamming,
+            })
+        }
+        #[cfg(not(all(target_arch = "wasm32", target_feature = "simd128")))]
+        {
+            None
+        }
+    }
+
+    /// Short name of this implementation: `"scalar"`, `"sse2"`, `"avx2"`, `"avx512"`, `"neon"`
+    /// or `"simd128"`.
     pub fn name(&self) -> &'static str {
         self.name
     }

@@ -13,7 +13,8 @@ impl F32Vector for float32x4_t {
 
     #[inline(always)]
     unsafe fn zero() -> Self {
-        vdupq_n_f32(0.0)
+        // SAFETY: NEON is part of the aarch64 baseline.
+        unsafe { vdupq_n_f32(0.0) }
     }
 
     #[inline(always)]
@@ -35,24 +36,30 @@ impl F32Vector for float32x4_t {
 
     #[inline(always)]
     unsafe fn add(self, other: Self) -> Self {
-        vaddq_f32(self, other)
+        // SAFETY: NEON is part of the aarch64 baseline.
+        unsafe { vaddq_f32(self, other) }
     }
 
     #[inline(always)]
     unsafe fn sub(self, other: Self) -> Self {
-        vsubq_f32(self, other)
+        // SAFETY: NEON is part of the aarch64 baseline.
+        unsafe { vsubq_f32(self, other) }
     }
 
     #[inline(always)]
     unsafe fn mul(self, other: Self) -> Self {
-        vmulq_f32(self, other)
+        // SAFETY: NEON is part of the aarch64 baseline.
+        unsafe { vmulq_f32(self, other) }
     }
 
     #[inline(always)]
     unsafe fn reduce(self) -> f32 {
         // [x0+x2, x1+x3], then lane 0 + lane 1. (`vaddvq_f32` uses another tree.)
-        let s = vadd_f32(vget_low_f32(self), vget_high_f32(self));
-        vget_lane_f32::<0>(s) + vget_lane_f32::<1>(s)
+        // SAFETY: NEON is part of the aarch64 baseline.
+        unsafe {
+            let s = vadd_f32(vget_low_f32(self), vget_high_f32(self));
+            vget_lane_f32::<0>(s) + vget_lane_f32::<1>(s)
+        }
     }
 }
 

@@ -1,5 +1,7 @@
 //! AVX2 kernels: `__m256` floats (8 lanes, 4 accumulator registers, 2 rows at a time in the
-//! batch kernels) and a nibble-table popcount (`vpshufb`, W. Muła's algorithm).
+//! batch kernels) and a nibble-table popcount (`vpshufb`, W. Muła's algorithm) for inputs of
+//! at least [`MULA_MIN_WORDS`] words, the `popcnt` instruction below that (measured crossover:
+//! the table pays off from about 2048 bits).
 
 use core::arch::x86_64::*;
 
@@ -106,14 +108,17 @@ pub unsafe fn l2_sq_batch(query: &[f32], rows: &[f32], out: &mut [f32]) {
     unsafe { generic::batch::<__m256, L2, 2>(query, rows, out) }
 }
 
+/// Shortest input (in 64-bit words) counted with the nibble table rather than `popcnt`.
+pub const MULA_MIN_WORDS: usize = 32;
+
 /// Number of set bits over all words.
 ///
 /// # Safety
 ///
-/// The CPU must support AVX2.
-#[target_feature(enable = "avx2")]
+/// The CPU must support AVX2 and `popcnt`.
+#[target_feature(enable = "avx2,popcnt")]
 pub unsafe fn popcount(a: &[u64]) -> u32 {
-    // SAFETY: AVX2 is enabled here; `b == a` has the same length.
+    // SAFETY: AVX2 and popcnt are enabled here; `b == a` has the same length.
     unsafe { count_bits::<false>(a, a) }
 }
 
@@ -121,25 +126,26 @@ pub unsafe fn popcount(a: &[u64]) -> u32 {
 ///
 /// # Safety
 ///
-/// The CPU must support AVX2.
-#[target_feature(enable = "avx2")]
+/// The CPU must support AVX2 and `popcnt`.
+#[target_feature(enable = "avx2,popcnt")]
 pub unsafe fn hamming(a: &[u64], b: &[u64]) -> u32 {
     assert_eq!(a.len(), b.len(), "hamming: length mismatch");
-    // SAFETY: AVX2 is enabled here; the lengths are equal.
+    // SAFETY: AVX2 and popcnt are enabled here; the lengths are equal.
     unsafe { count_bits::<true>(a, b) }
 }
 
-/// Popcount of `a` (or of `a ^ b` when `XOR`), 4 words per step: each byte is split into
-/// nibbles that index a 16-entry bit-count table with `vpshufb`; byte counts are summed for up
-/// to 31 steps (at most 8 per step, so at most 248 per byte) and then widened with `vpsadbw`.
+/// Popcount of `a` (or of `a ^ b` when `XOR`). Short inputs: `popcnt` per word. Long inputs:
+/// 4 words per step, each byte split into nibbles that index a 16-entry bit-count table with
+/// `vpshufb`; byte counts are summed for up to 31 steps (at most 8 per step, so at most 248
+/// per byte) and then widened with `vpsadbw`.
 ///
 /// # Safety
-/// AVX2 must be available and `b.len() >= a.len()`.
+/// AVX2 and popcnt must be available and `b.len() >= a.len()`.
 #[inline(always)]
 unsafe fn count_bits<const XOR: bool>(a: &[u64], b: &[u64]) -> u32 {
     debug_assert!(b.len() >= a.len());
     let n = a.len();
-    let steps = n / 4;
+    let steps = if n < MULA_MIN_WORDS { 0 } else { n / 4 };
     // SAFETY: the caller guarantees AVX2. Step `i` reads words `4i .. 4i + 4 <= n` of `a` and
     // `b` (unaligned loads).
     let mut total = unsafe {
@@ -160,7 +166,8 @@ unsafe fn count_bits<const XOR: bool>(a: &[u64], b: &[u64]) -> u32 {
                     v = _mm256_xor_si256(v, _mm256_loadu_si256(b.as_ptr().add(4 * i).cast()));
                 }
                 let lo = _mm256_shuffle_epi8(table, _mm256_and_si256(v, low));
-                let hi = _mm256_shuffle_epi8(table, _mm256_and_si256(_mm256_srli_epi16::<4>(v), low));
+                let hi =
+                    _mm256_shuffle_epi8(table, _mm256_and_si256(_mm256_srli_epi16::<4>(v), low));
                 bytes = _mm256_add_epi8(bytes, _mm256_add_epi8(lo, hi));
                 i += 1;
             }
@@ -170,7 +177,8 @@ unsafe fn count_bits<const XOR: bool>(a: &[u64], b: &[u64]) -> u32 {
             _mm256_castsi256_si128(sums),
             _mm256_extracti128_si256::<1>(sums),
         );
-        (_mm_cvtsi128_si64(s) as u64).wrapping_add(_mm_cvtsi128_si64(_mm_unpackhi_epi64(s, s)) as u64)
+        (_mm_cvtsi128_si64(s) as u64)
+            .wrapping_add(_mm_cvtsi128_si64(_mm_unpackhi_epi64(s, s)) as u64)
     };
     for j in 4 * steps..n {
         let w = if XOR { a[j] ^ b[j] } else { a[j] };

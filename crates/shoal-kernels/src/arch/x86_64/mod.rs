@@ -21,27 +21,29 @@ pub(crate) fn has_popcnt() -> bool {
     }
 }
 
-/// Whether AVX2 is usable.
+/// Whether AVX2 and `popcnt` are usable (every AVX2 CPU has `popcnt`; the AVX2 bit kernels
+/// use it for short inputs).
 pub(crate) fn has_avx2() -> bool {
     #[cfg(feature = "std")]
     {
-        std::is_x86_feature_detected!("avx2")
+        std::is_x86_feature_detected!("avx2") && std::is_x86_feature_detected!("popcnt")
     }
     #[cfg(not(feature = "std"))]
     {
-        cfg!(target_feature = "avx2")
+        cfg!(all(target_feature = "avx2", target_feature = "popcnt"))
     }
 }
 
-/// Whether AVX-512F (and the AVX2 it implies) is usable.
+/// Whether AVX-512F and everything [`has_avx2`] requires are usable (the AVX-512 variant falls
+/// back to the AVX2 bit kernels without VPOPCNTDQ).
 pub(crate) fn has_avx512f() -> bool {
     #[cfg(feature = "std")]
     {
-        std::is_x86_feature_detected!("avx512f") && std::is_x86_feature_detected!("avx2")
+        std::is_x86_feature_detected!("avx512f") && has_avx2()
     }
     #[cfg(not(feature = "std"))]
     {
-        cfg!(all(target_feature = "avx512f", target_feature = "avx2"))
+        cfg!(target_feature = "avx512f") && has_avx2()
     }
 }
 
@@ -49,8 +51,7 @@ pub(crate) fn has_avx512f() -> bool {
 pub(crate) fn has_avx512_vpopcntdq() -> bool {
     #[cfg(feature = "std")]
     {
-        std::is_x86_feature_detected!("avx512f")
-            && std::is_x86_feature_detected!("avx512vpopcntdq")
+        std::is_x86_feature_detected!("avx512f") && std::is_x86_feature_detected!("avx512vpopcntdq")
     }
     #[cfg(not(feature = "std"))]
     {

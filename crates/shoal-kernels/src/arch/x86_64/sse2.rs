@@ -12,7 +12,8 @@ impl F32Vector for __m128 {
 
     #[inline(always)]
     unsafe fn zero() -> Self {
-        _mm_setzero_ps()
+        // SAFETY: SSE is part of the x86_64 baseline.
+        unsafe { _mm_setzero_ps() }
     }
 
     #[inline(always)]
@@ -34,24 +35,30 @@ impl F32Vector for __m128 {
 
     #[inline(always)]
     unsafe fn add(self, other: Self) -> Self {
-        _mm_add_ps(self, other)
+        // SAFETY: SSE is part of the x86_64 baseline.
+        unsafe { _mm_add_ps(self, other) }
     }
 
     #[inline(always)]
     unsafe fn sub(self, other: Self) -> Self {
-        _mm_sub_ps(self, other)
+        // SAFETY: SSE is part of the x86_64 baseline.
+        unsafe { _mm_sub_ps(self, other) }
     }
 
     #[inline(always)]
     unsafe fn mul(self, other: Self) -> Self {
-        _mm_mul_ps(self, other)
+        // SAFETY: SSE is part of the x86_64 baseline.
+        unsafe { _mm_mul_ps(self, other) }
     }
 
     #[inline(always)]
     unsafe fn reduce(self) -> f32 {
         // [x0+x2, x1+x3, ..] then lane 0 + lane 1.
-        let s = _mm_add_ps(self, _mm_movehl_ps(self, self));
-        _mm_cvtss_f32(_mm_add_ss(s, _mm_shuffle_ps::<0b01>(s, s)))
+        // SAFETY: SSE is part of the x86_64 baseline.
+        unsafe {
+            let s = _mm_add_ps(self, _mm_movehl_ps(self, self));
+            _mm_cvtss_f32(_mm_add_ss(s, _mm_shuffle_ps::<0b01>(s, s)))
+        }
     }
 }
 
