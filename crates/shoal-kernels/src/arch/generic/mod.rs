@@ -59,6 +59,26 @@ pub(crate) trait F32Vector: Copy {
     unsafe fn reduce(self) -> f32;
 }
 
+/// The first `len < 4` floats at `ptr`, zero-padded to 4: the tail of 4-lane vector types
+/// without masked loads. A `match` rather than a copy of `len` floats, which would compile to a
+/// call to `memcpy`.
+///
+/// # Safety
+/// `ptr .. ptr + len` must be readable and `len < 4`.
+#[inline(always)]
+pub(crate) unsafe fn zero_padded4(ptr: *const f32, len: usize) -> [f32; 4] {
+    debug_assert!(len < 4);
+    // SAFETY: the caller guarantees `len` readable floats at `ptr`; each arm reads `len`.
+    unsafe {
+        match len {
+            0 => [0.0; 4],
+            1 => [*ptr, 0.0, 0.0, 0.0],
+            2 => [*ptr, *ptr.add(1), 0.0, 0.0],
+            _ => [*ptr, *ptr.add(1), *ptr.add(2), 0.0],
+        }
+    }
+}
+
 /// The per-element term of a float kernel.
 pub(crate) trait Term {
     /// Kernel name, for panic messages.

@@ -26,10 +26,9 @@ impl F32Vector for v128 {
     #[inline(always)]
     unsafe fn load_partial(ptr: *const f32, len: usize) -> Self {
         debug_assert!(len < 4);
-        let mut buf = [0.0f32; 4];
         // SAFETY: the caller guarantees `len < 4` readable floats at `ptr`; `buf` holds 4.
         unsafe {
-            core::ptr::copy_nonoverlapping(ptr, buf.as_mut_ptr(), len);
+            let buf = generic::zero_padded4(ptr, len);
             v128_load(buf.as_ptr().cast())
         }
     }
