@@ -30,7 +30,9 @@ mod sealed;
 
 pub use collection::{Collection, CollectionConfig, IdEncoding};
 pub use error::Error;
-pub use request::{ScoredPoint, SearchParams, SearchRequest, SearchResponse, SearchStats, MAX_LIMIT, MAX_OFFSET};
+pub use request::{
+    MAX_LIMIT, MAX_OFFSET, ScoredPoint, SearchParams, SearchRequest, SearchResponse, SearchStats,
+};
 pub use sealed::{SealedSegment, SegmentBytes};
 pub use shoal_format::{AlignedBytes, FormatError};
 pub use shoal_index::Metric;

@@ -80,16 +80,26 @@ impl SearchRequest {
 
     /// A request for the `limit` nearest neighbours of `vector`.
     pub fn nearest(vector: Vec<f32>, limit: usize) -> SearchRequest {
-        SearchRequest { vector: Some(vector), limit, ..SearchRequest::default() }
+        SearchRequest {
+            vector: Some(vector),
+            limit,
+            ..SearchRequest::default()
+        }
     }
 
     /// Checks the limits and the capabilities this build has.
     pub fn check(&self) -> Result<(), Error> {
         if self.limit == 0 || self.limit > MAX_LIMIT {
-            return Err(Error::InvalidRequest(format!("limit must be in 1..={MAX_LIMIT}, got {}", self.limit)));
+            return Err(Error::InvalidRequest(format!(
+                "limit must be in 1..={MAX_LIMIT}, got {}",
+                self.limit
+            )));
         }
         if self.offset > MAX_OFFSET {
-            return Err(Error::InvalidRequest(format!("offset must be in 0..={MAX_OFFSET}, got {}", self.offset)));
+            return Err(Error::InvalidRequest(format!(
+                "offset must be in 0..={MAX_OFFSET}, got {}",
+                self.offset
+            )));
         }
         if self.text.is_some() {
             return Err(Error::Unsupported("text search"));

@@ -97,8 +97,20 @@ impl SealedSegment {
         if cast_records::<IdEntry>("ID_INDEX", id_index)?.len() != rows {
             return Err(bad("ID_INDEX", "length does not match the row count"));
         }
-        let (ids, vectors, id_index) = (range_of(bytes, ids), range_of(bytes, vectors), range_of(bytes, id_index));
-        Ok(SealedSegment { storage, dim, metric, rows, ids, vectors, id_index })
+        let (ids, vectors, id_index) = (
+            range_of(bytes, ids),
+            range_of(bytes, vectors),
+            range_of(bytes, id_index),
+        );
+        Ok(SealedSegment {
+            storage,
+            dim,
+            metric,
+            rows,
+            ids,
+            vectors,
+            id_index,
+        })
     }
 
     /// Reads every byte: section checksums, the id index's order and agreement with `IDS`,
@@ -181,8 +193,15 @@ impl SealedSegment {
         meta.dim = dim as u32;
         meta.metric = metric.code();
         meta.rows = ids.len() as u64;
-        let mut index: Vec<IdEntry> =
-            ids.iter().enumerate().map(|(row, &id)| IdEntry { id, row: row as u32, reserved: 0 }).collect();
+        let mut index: Vec<IdEntry> = ids
+            .iter()
+            .enumerate()
+            .map(|(row, &id)| IdEntry {
+                id,
+                row: row as u32,
+                reserved: 0,
+            })
+            .collect();
         index.sort_unstable();
         let mut w = SegmentWriter::new();
         w.add_section(KIND_META, 0, bytemuck::bytes_of(&meta))

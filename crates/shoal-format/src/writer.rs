@@ -15,7 +15,9 @@ pub struct SegmentWriter<'a> {
 impl<'a> SegmentWriter<'a> {
     /// An empty writer.
     pub fn new() -> Self {
-        SegmentWriter { sections: Vec::new() }
+        SegmentWriter {
+            sections: Vec::new(),
+        }
     }
 
     /// Adds a section with the given kind, flags and payload. Panics if `kind` was added before.

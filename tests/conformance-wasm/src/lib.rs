@@ -26,11 +26,17 @@ pub fn encode(kernels: &str, out: &shoal_testkit::scenario::Output) -> Vec<u8> {
     buf.extend_from_slice(&(kernels.len() as u32).to_le_bytes());
     buf.extend_from_slice(kernels.as_bytes());
     buf.extend_from_slice(&(out.ids.len() as u32).to_le_bytes());
-    out.ids.iter().for_each(|x| buf.extend_from_slice(&x.to_le_bytes()));
+    out.ids
+        .iter()
+        .for_each(|x| buf.extend_from_slice(&x.to_le_bytes()));
     buf.extend_from_slice(&(out.score_bits.len() as u32).to_le_bytes());
-    out.score_bits.iter().for_each(|x| buf.extend_from_slice(&x.to_le_bytes()));
+    out.score_bits
+        .iter()
+        .for_each(|x| buf.extend_from_slice(&x.to_le_bytes()));
     buf.extend_from_slice(&(out.counts.len() as u32).to_le_bytes());
-    out.counts.iter().for_each(|x| buf.extend_from_slice(&x.to_le_bytes()));
+    out.counts
+        .iter()
+        .for_each(|x| buf.extend_from_slice(&x.to_le_bytes()));
     buf.extend_from_slice(&(out.segment.len() as u32).to_le_bytes());
     buf.extend_from_slice(&out.segment);
     buf
@@ -39,7 +45,9 @@ pub fn encode(kernels: &str, out: &shoal_testkit::scenario::Output) -> Vec<u8> {
 /// Runs configuration `i`; returns a pointer to the encoded output (null if `i` is out of range).
 #[unsafe(no_mangle)]
 pub extern "C" fn shoal_conformance_run(i: u32) -> *const u8 {
-    let Some(config) = CONFIGS.get(i as usize) else { return std::ptr::null() };
+    let Some(config) = CONFIGS.get(i as usize) else {
+        return std::ptr::null();
+    };
     let kernels = Kernels::best();
     let out = run(&scenario(*config), kernels);
     let mut guard = OUTPUT.lock().unwrap_or_else(|e| e.into_inner());
