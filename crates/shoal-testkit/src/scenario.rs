@@ -151,28 +151,26 @@ pub fn scenario(config: Config) -> Scenario {
     let mut rng = Rng::new(config.seed);
     let dim = config.dim;
     let mut existing = Vec::new();
-    let mut ops = Vec::new();
-    ops.push(insert_op(&mut rng, dim, 0..800, &mut existing));
-    ops.push(insert_op(&mut rng, dim, 700..1300, &mut existing)); // 700..800 are upserts
-    ops.push(Op::Delete {
-        ids: (0..1300).step_by(13).chain([5000, 5001]).collect(),
-    });
-    ops.push(Op::Search);
-    ops.push(Op::Seal);
-    ops.push(Op::Search);
     let big = [1u64 << 53, (1u64 << 53) + 7, u64::MAX - 3, u64::MAX];
-    ops.push(insert_op(
-        &mut rng,
-        dim,
-        (1200..1600).chain(big),
-        &mut existing,
-    )); // upserts into the sealed segment
-    ops.push(Op::Delete {
-        ids: (3..1600).step_by(17).collect(),
-    });
-    ops.push(Op::Search);
-    ops.push(Op::RoundTrip);
-    ops.push(Op::Search);
+    // Evaluated in order: the inserts draw from `rng` one after the other.
+    let ops = vec![
+        insert_op(&mut rng, dim, 0..800, &mut existing),
+        insert_op(&mut rng, dim, 700..1300, &mut existing), // 700..800 are upserts
+        Op::Delete {
+            ids: (0..1300).step_by(13).chain([5000, 5001]).collect(),
+        },
+        Op::Search,
+        Op::Seal,
+        Op::Search,
+        // Upserts into the sealed segment, and ids at the edges of the u64 and f64 ranges.
+        insert_op(&mut rng, dim, (1200..1600).chain(big), &mut existing),
+        Op::Delete {
+            ids: (3..1600).step_by(17).collect(),
+        },
+        Op::Search,
+        Op::RoundTrip,
+        Op::Search,
+    ];
     let mut queries = Vec::with_capacity(config.queries * dim);
     for q in 0..config.queries {
         match q % 4 {
