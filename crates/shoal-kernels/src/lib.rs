@@ -28,6 +28,7 @@ type FloatPair = unsafe fn(&[f32], &[f32]) -> f32;
 type FloatBatch = unsafe fn(&[f32], &[f32], &mut [f32]);
 type BitPair = unsafe fn(&[u64], &[u64]) -> u32;
 type BitOne = unsafe fn(&[u64]) -> u32;
+type FastScan = unsafe fn(&[u8], &[u8], &mut [u32]);
 
 /// A set of kernel implementations that is valid on the running CPU.
 ///
@@ -43,6 +44,7 @@ pub struct Kernels {
     l2_sq_batch: FloatBatch,
     popcount: BitOne,
     hamming: BitPair,
+    fastscan: FastScan,
 }
 
 impl core::fmt::Debug for Kernels {
@@ -63,6 +65,7 @@ impl Kernels {
             l2_sq_batch: all::l2_sq_batch,
             popcount: all::popcount,
             hamming: all::hamming,
+            fastscan: all::fastscan,
         }
     }
 
@@ -145,6 +148,8 @@ impl Kernels {
                 l2_sq_batch: sse2::l2_sq_batch,
                 popcount,
                 hamming,
+                // pshufb needs SSSE3, which x86_64's baseline lacks.
+                fastscan: arch::all::fastscan,
             })
         }
         #[cfg(not(target_arch = "x86_64"))]
@@ -168,6 +173,7 @@ impl Kernels {
                 l2_sq_batch: avx2::l2_sq_batch,
                 popcount: avx2::popcount,
                 hamming: avx2::hamming,
+                fastscan: avx2::fastscan,
             })
         }
         #[cfg(not(target_arch = "x86_64"))]
@@ -201,6 +207,7 @@ impl Kernels {
                 l2_sq_batch: avx512::l2_sq_batch,
                 popcount,
                 hamming,
+                fastscan: avx2::fastscan,
             })
         }
         #[cfg(not(target_arch = "x86_64"))]
@@ -222,6 +229,7 @@ impl Kernels {
                 l2_sq_batch: neon::l2_sq_batch,
                 popcount: neon::popcount,
                 hamming: neon::hamming,
+                fastscan: neon::fastscan,
             })
         }
         #[cfg(not(all(target_arch = "aarch64", target_feature = "neon")))]
@@ -244,6 +252,7 @@ impl Kernels {
                 l2_sq_batch: simd128::l2_sq_batch,
                 popcount: simd128::popcount,
                 hamming: simd128::hamming,
+                fastscan: simd128::fastscan,
             })
         }
         #[cfg(not(all(target_arch = "wasm32", target_feature = "simd128")))]
@@ -288,6 +297,14 @@ impl Kernels {
     pub fn l2_sq_batch(&self, query: &[f32], rows: &[f32], out: &mut [f32]) {
         // SAFETY: a `Kernels` is only constructed with functions whose CPU features are present.
         unsafe { (self.l2_sq_batch)(query, rows, out) }
+    }
+
+    /// FastScan lookup sums over blocks of 32 4-bit codes; see [`arch::all::fastscan`] for the
+    /// layout. Exact integers: every implementation returns the same values.
+    #[inline]
+    pub fn fastscan(&self, luts: &[u8], blocks: &[u8], out: &mut [u32]) {
+        // SAFETY: a `Kernels` is only constructed with functions whose CPU features are present.
+        unsafe { (self.fastscan)(luts, blocks, out) }
     }
 
     /// Number of set bits.

@@ -189,6 +189,48 @@ fn bit_kernels(k: Kernels) {
     }
 }
 
+/// FastScan equals the reference for every group count around the u16 flush boundary (255
+/// groups, or pairs of groups), odd counts, several blocks, and full-range (0..=255) tables.
+fn fastscan_blocks(k: Kernels) {
+    let mut rng = Rng::new(0x5eed_0005);
+    for groups in (0..=40).chain([254, 255, 256, 509, 510, 511, 512, 513, 600]) {
+        for blocks in [0usize, 1, 3] {
+            let luts: Vec<u8> = (0..groups * 16)
+                .map(|i| {
+                    if i % 5 == 0 {
+                        255
+                    } else {
+                        rng.next_u64() as u8
+                    }
+                })
+                .collect();
+            let codes: Vec<u8> = (0..blocks * groups * 16)
+                .map(|_| rng.next_u64() as u8)
+                .collect();
+            let mut want = vec![0u32; blocks * 32];
+            let mut got = vec![7u32; blocks * 32];
+            all::fastscan(&luts, &codes, &mut want);
+            k.fastscan(&luts, &codes, &mut got);
+            assert_eq!(
+                got,
+                want,
+                "{}: fastscan differs, groups {groups}, blocks {blocks}",
+                k.name()
+            );
+            // Saturated: every lookup hits 255, the largest sums.
+            let full = vec![255u8; groups * 16];
+            all::fastscan(&full, &codes, &mut want);
+            k.fastscan(&full, &codes, &mut got);
+            assert_eq!(
+                got,
+                want,
+                "{}: saturated fastscan differs, groups {groups}",
+                k.name()
+            );
+        }
+    }
+}
+
 /// Length mismatches panic (no out-of-bounds reads) in every variant.
 fn mismatches_panic(k: Kernels) {
     let a = [1.0f32; 40];
@@ -300,6 +342,11 @@ macro_rules! variant_tests {
             #[test]
             fn popcount_and_hamming() {
                 kernels().map(bit_kernels);
+            }
+
+            #[test]
+            fn fastscan_equals_reference() {
+                kernels().map(fastscan_blocks);
             }
 
             #[test]

@@ -165,3 +165,55 @@ unsafe fn count_bits<const XOR: bool>(a: &[u64], b: &[u64]) -> u32 {
     }
     total
 }
+
+/// FastScan ([`crate::arch::all::fastscan`]) with `tbl`, widening adds into u16 flushed to u32
+/// before they can overflow.
+///
+/// # Safety
+/// The CPU must support NEON.
+#[target_feature(enable = "neon")]
+pub unsafe fn fastscan(luts: &[u8], blocks: &[u8], out: &mut [u32]) {
+    let groups = crate::arch::all::check_fastscan(luts, blocks, out);
+    if groups == 0 {
+        out.fill(0);
+        return;
+    }
+    for (block, out) in blocks
+        .chunks_exact(groups * 16)
+        .zip(out.chunks_exact_mut(32))
+    {
+        let mut total = [0u32; 32];
+        let low4 = vdupq_n_u8(0x0f);
+        let mut g = 0;
+        while g < groups {
+            let end = groups.min(g + 255);
+            let mut acc = [vdupq_n_u16(0); 4];
+            while g < end {
+                // SAFETY: `check_fastscan` guarantees both slices hold `groups * 16` bytes and
+                // `g < groups`, so both 16-byte loads are in bounds.
+                let (lut, codes) = unsafe {
+                    (
+                        vld1q_u8(luts.as_ptr().add(g * 16)),
+                        vld1q_u8(block.as_ptr().add(g * 16)),
+                    )
+                };
+                let r_lo = vqtbl1q_u8(lut, vandq_u8(codes, low4));
+                let r_hi = vqtbl1q_u8(lut, vshrq_n_u8(codes, 4));
+                acc[0] = vaddw_u8(acc[0], vget_low_u8(r_lo));
+                acc[1] = vaddw_high_u8(acc[1], r_lo);
+                acc[2] = vaddw_u8(acc[2], vget_low_u8(r_hi));
+                acc[3] = vaddw_high_u8(acc[3], r_hi);
+                g += 1;
+            }
+            let mut lanes = [0u16; 32];
+            for (k, v) in acc.iter().enumerate() {
+                // SAFETY: `lanes[k * 8..]` holds 8 writable u16.
+                unsafe { vst1q_u16(lanes.as_mut_ptr().add(k * 8), *v) };
+            }
+            for (t, l) in total.iter_mut().zip(lanes) {
+                *t += l as u32;
+            }
+        }
+        out.copy_from_slice(&total);
+    }
+}

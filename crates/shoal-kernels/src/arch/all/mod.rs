@@ -103,3 +103,85 @@ pub(crate) fn check_batch(query: &[f32], rows: &[f32], out: &[f32]) {
         "batch kernel: rows.len() must equal out.len() * query.len()"
     );
 }
+
+/// Vectors per FastScan block.
+pub const FASTSCAN_BLOCK: usize = 32;
+
+/// FastScan: sums of 4-bit-indexed lookup-table entries for blocks of 32 codes.
+///
+/// A code is a sequence of `groups` 4-bit nibbles. `luts` holds one 16-byte table per group
+/// (`luts[g * 16 + m]`). `blocks` holds whole blocks of 32 codes, each `groups * 16` bytes, where
+/// byte `g * 16 + j` packs nibble `g` of code `j` (low half) and of code `j + 16` (high half).
+/// Then `out[b * 32 + j] = sum over g of luts[g * 16 + nibble(b, j, g)]` — an exact integer, so
+/// every implementation returns the same values whatever its order.
+///
+/// Panics unless `luts.len() == groups * 16`, `blocks.len()` is a multiple of `groups * 16` and
+/// `out.len() == 32 * blocks.len() / (groups * 16)`.
+pub fn fastscan(luts: &[u8], blocks: &[u8], out: &mut [u32]) {
+    let groups = check_fastscan(luts, blocks, out);
+    if groups == 0 {
+        out.fill(0);
+        return;
+    }
+    for (block, out) in blocks
+        .chunks_exact(groups * 16)
+        .zip(out.chunks_exact_mut(FASTSCAN_BLOCK))
+    {
+        out.fill(0);
+        for (g, bytes) in block.chunks_exact(16).enumerate() {
+            let lut = &luts[g * 16..g * 16 + 16];
+            for (j, &b) in bytes.iter().enumerate() {
+                out[j] += lut[(b & 0x0f) as usize] as u32;
+                out[j + 16] += lut[(b >> 4) as usize] as u32;
+            }
+        }
+    }
+}
+
+/// Shared precondition of the FastScan kernels; returns the number of groups.
+#[inline]
+pub(crate) fn check_fastscan(luts: &[u8], blocks: &[u8], out: &[u32]) -> usize {
+    assert!(
+        luts.len().is_multiple_of(16),
+        "fastscan: luts must hold whole 16-byte tables"
+    );
+    let groups = luts.len() / 16;
+    let block_bytes = groups * 16;
+    let ok = if block_bytes == 0 {
+        blocks.is_empty()
+    } else {
+        blocks.len().is_multiple_of(block_bytes)
+            && out.len() == blocks.len() / block_bytes * FASTSCAN_BLOCK
+    };
+    assert!(
+        ok,
+        "fastscan: blocks and out must hold whole blocks of 32 codes"
+    );
+    groups
+}
+
+#[cfg(test)]
+mod fastscan_tests {
+    use super::*;
+
+    #[test]
+    fn layout_by_hand() {
+        // Two groups; code j has nibbles (j % 16, 15 - j % 16) for j < 16 and (1, 2) above.
+        let mut luts = [0u8; 32];
+        for m in 0..16 {
+            luts[m] = m as u8; // group 0: value = nibble
+            luts[16 + m] = 100 + m as u8; // group 1
+        }
+        let mut block = [0u8; 32];
+        for j in 0..16 {
+            block[j] = (j as u8) | (1 << 4);
+            block[16 + j] = (15 - j as u8) | (2 << 4);
+        }
+        let mut out = [0u32; 32];
+        fastscan(&luts, &block, &mut out);
+        for j in 0..16 {
+            assert_eq!(out[j], j as u32 + 100 + 15 - j as u32);
+            assert_eq!(out[16 + j], 1 + 102);
+        }
+    }
+}

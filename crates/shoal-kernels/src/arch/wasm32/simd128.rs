@@ -162,3 +162,60 @@ unsafe fn count_bits<const XOR: bool>(a: &[u64], b: &[u64]) -> u32 {
     }
     total
 }
+
+/// FastScan ([`crate::arch::all::fastscan`]) with `i8x16.swizzle`, u16 accumulators flushed to
+/// u32 before they can overflow.
+///
+/// # Safety
+/// Requires SIMD128 (guaranteed: this module is compiled only with it).
+#[target_feature(enable = "simd128")]
+pub unsafe fn fastscan(luts: &[u8], blocks: &[u8], out: &mut [u32]) {
+    let groups = crate::arch::all::check_fastscan(luts, blocks, out);
+    if groups == 0 {
+        out.fill(0);
+        return;
+    }
+    for (block, out) in blocks
+        .chunks_exact(groups * 16)
+        .zip(out.chunks_exact_mut(32))
+    {
+        let mut total = [0u32; 32];
+        let low4 = u8x16_splat(0x0f);
+        let low8 = u16x8_splat(0x00ff);
+        let mut g = 0;
+        while g < groups {
+            let end = groups.min(g + 255);
+            let (mut lo_even, mut lo_odd) = (u16x8_splat(0), u16x8_splat(0));
+            let (mut hi_even, mut hi_odd) = (u16x8_splat(0), u16x8_splat(0));
+            while g < end {
+                // SAFETY: `check_fastscan` guarantees both slices hold `groups * 16` bytes and
+                // `g < groups`, so both 16-byte loads are in bounds.
+                let (lut, codes) = unsafe {
+                    (
+                        v128_load(luts.as_ptr().add(g * 16).cast()),
+                        v128_load(block.as_ptr().add(g * 16).cast()),
+                    )
+                };
+                let r_lo = i8x16_swizzle(lut, v128_and(codes, low4));
+                let r_hi = i8x16_swizzle(lut, u8x16_shr(codes, 4));
+                lo_even = u16x8_add(lo_even, v128_and(r_lo, low8));
+                lo_odd = u16x8_add(lo_odd, u16x8_shr(r_lo, 8));
+                hi_even = u16x8_add(hi_even, v128_and(r_hi, low8));
+                hi_odd = u16x8_add(hi_odd, u16x8_shr(r_hi, 8));
+                g += 1;
+            }
+            let mut lanes = [[0u16; 8]; 4];
+            for (dst, v) in lanes.iter_mut().zip([lo_even, lo_odd, hi_even, hi_odd]) {
+                // SAFETY: `dst` is 16 writable bytes; v128 stores need no alignment.
+                unsafe { v128_store(dst.as_mut_ptr().cast(), v) };
+            }
+            for i in 0..8 {
+                total[2 * i] += lanes[0][i] as u32;
+                total[2 * i + 1] += lanes[1][i] as u32;
+                total[16 + 2 * i] += lanes[2][i] as u32;
+                total[16 + 2 * i + 1] += lanes[3][i] as u32;
+            }
+        }
+        out.copy_from_slice(&total);
+    }
+}

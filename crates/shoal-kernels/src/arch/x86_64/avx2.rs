@@ -186,3 +186,74 @@ unsafe fn count_bits<const XOR: bool>(a: &[u64], b: &[u64]) -> u32 {
     }
     total as u32
 }
+
+/// FastScan ([`crate::arch::all::fastscan`]) with `vpshufb`: two groups per 256-bit shuffle,
+/// u16 accumulators flushed to u32 before they can overflow.
+///
+/// # Safety
+/// The CPU must support AVX2.
+#[target_feature(enable = "avx2")]
+pub unsafe fn fastscan(luts: &[u8], blocks: &[u8], out: &mut [u32]) {
+    let groups = crate::arch::all::check_fastscan(luts, blocks, out);
+    if groups == 0 {
+        out.fill(0);
+        return;
+    }
+    let pairs = groups / 2;
+    for (block, out) in blocks
+        .chunks_exact(groups * 16)
+        .zip(out.chunks_exact_mut(32))
+    {
+        let mut total = [0u32; 32];
+        let low4 = _mm256_set1_epi8(0x0f);
+        let low8 = _mm256_set1_epi16(0x00ff);
+        let mut p = 0;
+        while p < pairs {
+            // At most 255 pairs per flush: each u16 lane gains at most 255 per pair.
+            let end = pairs.min(p + 255);
+            let (mut lo_even, mut lo_odd) = (_mm256_setzero_si256(), _mm256_setzero_si256());
+            let (mut hi_even, mut hi_odd) = (_mm256_setzero_si256(), _mm256_setzero_si256());
+            while p < end {
+                // SAFETY: `check_fastscan` guarantees `luts` and `block` hold `groups * 16`
+                // bytes and `2 * p + 1 < groups`, so both 32-byte loads are in bounds.
+                let (lut, codes) = unsafe {
+                    (
+                        _mm256_loadu_si256(luts.as_ptr().add(p * 32).cast()),
+                        _mm256_loadu_si256(block.as_ptr().add(p * 32).cast()),
+                    )
+                };
+                let lo = _mm256_and_si256(codes, low4);
+                let hi = _mm256_and_si256(_mm256_srli_epi16(codes, 4), low4);
+                let r_lo = _mm256_shuffle_epi8(lut, lo);
+                let r_hi = _mm256_shuffle_epi8(lut, hi);
+                lo_even = _mm256_add_epi16(lo_even, _mm256_and_si256(r_lo, low8));
+                lo_odd = _mm256_add_epi16(lo_odd, _mm256_srli_epi16(r_lo, 8));
+                hi_even = _mm256_add_epi16(hi_even, _mm256_and_si256(r_hi, low8));
+                hi_odd = _mm256_add_epi16(hi_odd, _mm256_srli_epi16(r_hi, 8));
+                p += 1;
+            }
+            let mut lanes = [[0u16; 16]; 4];
+            for (dst, v) in lanes.iter_mut().zip([lo_even, lo_odd, hi_even, hi_odd]) {
+                // SAFETY: `dst` is 32 writable bytes; unaligned store.
+                unsafe { _mm256_storeu_si256(dst.as_mut_ptr().cast(), v) };
+            }
+            // u16 lane i of the low 128 bits is group 2p, of the high 128 bits group 2p + 1;
+            // "even" lanes hold codes 2i, "odd" lanes codes 2i + 1.
+            for i in 0..8 {
+                total[2 * i] += lanes[0][i] as u32 + lanes[0][i + 8] as u32;
+                total[2 * i + 1] += lanes[1][i] as u32 + lanes[1][i + 8] as u32;
+                total[16 + 2 * i] += lanes[2][i] as u32 + lanes[2][i + 8] as u32;
+                total[16 + 2 * i + 1] += lanes[3][i] as u32 + lanes[3][i + 8] as u32;
+            }
+        }
+        if groups % 2 == 1 {
+            let g = groups - 1;
+            let lut = &luts[g * 16..g * 16 + 16];
+            for (j, &b) in block[g * 16..g * 16 + 16].iter().enumerate() {
+                total[j] += lut[(b & 0x0f) as usize] as u32;
+                total[j + 16] += lut[(b >> 4) as usize] as u32;
+            }
+        }
+        out.copy_from_slice(&total);
+    }
+}

@@ -1,0 +1,157 @@
+//! Deterministic k-means: seeded sample, seeded initial centres, Lloyd iterations in a fixed
+//! order with f64 sums, empty clusters refilled by splitting the largest one. The same input
+//! and seed give the same centroids, bit for bit, on every target.
+
+use alloc::vec;
+use alloc::vec::Vec;
+use shoal_kernels::Kernels;
+
+use crate::rng::Rng;
+
+/// k-means settings.
+#[derive(Clone, Copy, Debug)]
+pub struct KMeans {
+    /// Number of centroids.
+    pub k: usize,
+    /// Lloyd iterations.
+    pub iterations: usize,
+    /// Training points per centroid (the sample is `k * per_centroid` points at most).
+    pub per_centroid: usize,
+    /// Seed of the sample and the initial centres.
+    pub seed: u64,
+}
+
+impl KMeans {
+    /// Default settings for `k` centroids.
+    pub fn new(k: usize, seed: u64) -> KMeans {
+        KMeans { k, iterations: 10, per_centroid: 64, seed }
+    }
+
+    /// Trains on the rows of `data` (`dim` floats each); returns `k * dim` centroid floats.
+    /// `k` is capped at the number of rows.
+    pub fn train(&self, kernels: &Kernels, data: &[f32], dim: usize) -> Vec<f32> {
+        let n = data.len() / dim;
+        let k = self.k.clamp(1, n.max(1));
+        if n == 0 {
+            return vec![0.0; dim];
+        }
+        let mut rng = Rng::new(self.seed);
+        // Seeded sample without replacement (partial Fisher-Yates), kept in ascending order
+        // so the sums below run in row order.
+        let m = n.min(k.saturating_mul(self.per_centroid));
+        let mut idx: Vec<u32> = (0..n as u32).collect();
+        for i in 0..m {
+            let j = i + rng.below(n - i);
+            idx.swap(i, j);
+        }
+        let mut sample_rows: Vec<u32> = idx[..m].to_vec();
+        drop(idx);
+        // Initial centres: the first k of the shuffled sample.
+        let mut centroids = Vec::with_capacity(k * dim);
+        for &r in &sample_rows[..k] {
+            centroids.extend_from_slice(row(data, dim, r as usize));
+        }
+        sample_rows.sort_unstable();
+        let mut assign = vec![0u32; m];
+        let mut dists = vec![0f32; k];
+        let mut sums = vec![0f64; k * dim];
+        let mut counts = vec![0usize; k];
+        for _ in 0..self.iterations {
+            for (a, &r) in assign.iter_mut().zip(&sample_rows) {
+                *a = nearest(kernels, row(data, dim, r as usize), &centroids, &mut dists) as u32;
+            }
+            sums.fill(0.0);
+            counts.fill(0);
+            for (&a, &r) in assign.iter().zip(&sample_rows) {
+                let a = a as usize;
+                counts[a] += 1;
+                for (s, &x) in sums[a * dim..(a + 1) * dim].iter_mut().zip(row(data, dim, r as usize)) {
+                    *s += x as f64;
+                }
+            }
+            for c in 0..k {
+                if counts[c] > 0 {
+                    let inv = 1.0 / counts[c] as f64;
+                    for (o, s) in centroids[c * dim..(c + 1) * dim].iter_mut().zip(&sums[c * dim..]) {
+                        *o = (*s * inv) as f32;
+                    }
+                }
+            }
+            split_empty(&mut centroids, &mut counts, dim);
+        }
+        centroids
+    }
+}
+
+fn row(data: &[f32], dim: usize, r: usize) -> &[f32] {
+    &data[r * dim..(r + 1) * dim]
+}
+
+/// Index of the centroid nearest to `x` (squared L2, ties to the lower index).
+pub fn nearest(kernels: &Kernels, x: &[f32], centroids: &[f32], dists: &mut [f32]) -> usize {
+    kernels.l2_sq_batch(x, centroids, dists);
+    let mut best = 0;
+    for (i, &d) in dists.iter().enumerate() {
+        if d.total_cmp(&dists[best]).is_lt() {
+            best = i;
+        }
+    }
+    best
+}
+
+/// Gives every empty cluster half of the largest cluster: both centres move apart by a relative
+/// 1/1024 (FAISS's rule), so the next assignment splits the large cluster's points.
+fn split_empty(centroids: &mut [f32], counts: &mut [usize], dim: usize) {
+    const EPS: f32 = 1.0 / 1024.0;
+    for empty in 0..counts.len() {
+        if counts[empty] > 0 {
+            continue;
+        }
+        let big = (0..counts.len()).fold(0, |b, i| if counts[i] > counts[b] { i } else { b });
+        if counts[big] < 2 {
+            return;
+        }
+        for d in 0..dim {
+            let sign = if d % 2 == 0 { 1.0 } else { -1.0 };
+            let c = centroids[big * dim + d];
+            centroids[empty * dim + d] = c * (1.0 + sign * EPS);
+            centroids[big * dim + d] = c * (1.0 - sign * EPS);
+        }
+        let half = counts[big] / 2;
+        counts[empty] = half;
+        counts[big] -= half;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn blobs(n: usize, dim: usize, centers: usize, seed: u64) -> Vec<f32> {
+        let mut rng = Rng::new(seed);
+        let c: Vec<f32> = (0..centers * dim).map(|_| rng.below(2000) as f32 / 100.0).collect();
+        (0..n * dim).map(|i| c[(i / dim) % centers * dim + i % dim] + rng.below(100) as f32 / 1000.0).collect()
+    }
+
+    #[test]
+    fn deterministic_and_finds_separated_blobs() {
+        let k = Kernels::best();
+        let data = blobs(2000, 8, 10, 5);
+        let a = KMeans::new(10, 9).train(&k, &data, 8);
+        let b = KMeans::new(10, 9).train(&Kernels::scalar(), &data, 8);
+        assert_eq!(a.iter().map(|x| x.to_bits()).collect::<Vec<_>>(), b.iter().map(|x| x.to_bits()).collect::<Vec<_>>());
+        // Every point is close to its centre: the blobs were found.
+        let mut dists = vec![0.0; 10];
+        for x in data.chunks_exact(8) {
+            let c = nearest(&k, x, &a, &mut dists);
+            assert!(dists[c] < 0.1, "distance {}", dists[c]);
+        }
+    }
+
+    #[test]
+    fn small_inputs() {
+        let k = Kernels::scalar();
+        assert_eq!(KMeans::new(5, 1).train(&k, &[1.0, 2.0], 2), [1.0, 2.0]);
+        assert_eq!(KMeans::new(5, 1).train(&k, &[], 2), [0.0, 0.0]);
+    }
+}
