@@ -24,7 +24,12 @@ pub struct KMeans {
 impl KMeans {
     /// Default settings for `k` centroids.
     pub fn new(k: usize, seed: u64) -> KMeans {
-        KMeans { k, iterations: 10, per_centroid: 64, seed }
+        KMeans {
+            k,
+            iterations: 10,
+            per_centroid: 64,
+            seed,
+        }
     }
 
     /// Trains on the rows of `data` (`dim` floats each); returns `k * dim` centroid floats.
@@ -46,12 +51,8 @@ impl KMeans {
         }
         let mut sample_rows: Vec<u32> = idx[..m].to_vec();
         drop(idx);
-        // Initial centres: the first k of the shuffled sample.
-        let mut centroids = Vec::with_capacity(k * dim);
-        for &r in &sample_rows[..k] {
-            centroids.extend_from_slice(row(data, dim, r as usize));
-        }
         sample_rows.sort_unstable();
+        let mut centroids = plus_plus(kernels, data, dim, &sample_rows, k, &mut rng);
         let mut assign = vec![0u32; m];
         let mut dists = vec![0f32; k];
         let mut sums = vec![0f64; k * dim];
@@ -65,14 +66,20 @@ impl KMeans {
             for (&a, &r) in assign.iter().zip(&sample_rows) {
                 let a = a as usize;
                 counts[a] += 1;
-                for (s, &x) in sums[a * dim..(a + 1) * dim].iter_mut().zip(row(data, dim, r as usize)) {
+                for (s, &x) in sums[a * dim..(a + 1) * dim]
+                    .iter_mut()
+                    .zip(row(data, dim, r as usize))
+                {
                     *s += x as f64;
                 }
             }
             for c in 0..k {
                 if counts[c] > 0 {
                     let inv = 1.0 / counts[c] as f64;
-                    for (o, s) in centroids[c * dim..(c + 1) * dim].iter_mut().zip(&sums[c * dim..]) {
+                    for (o, s) in centroids[c * dim..(c + 1) * dim]
+                        .iter_mut()
+                        .zip(&sums[c * dim..])
+                    {
                         *o = (*s * inv) as f32;
                     }
                 }
@@ -81,6 +88,50 @@ impl KMeans {
         }
         centroids
     }
+}
+
+/// k-means++ seeding over the sample: each next centre is a sample point drawn with probability
+/// proportional to its squared distance to the nearest centre so far (f64 running sums in row
+/// order, so the draw is the same on every target).
+fn plus_plus(
+    kernels: &Kernels,
+    data: &[f32],
+    dim: usize,
+    rows: &[u32],
+    k: usize,
+    rng: &mut Rng,
+) -> Vec<f32> {
+    let mut centroids = Vec::with_capacity(k * dim);
+    centroids.extend_from_slice(row(data, dim, rows[rng.below(rows.len())] as usize));
+    let mut best = vec![f32::INFINITY; rows.len()];
+    let mut d = [0f32];
+    for c in 1..k {
+        let last = &centroids[(c - 1) * dim..c * dim];
+        let mut total = 0f64;
+        for (b, &r) in best.iter_mut().zip(rows) {
+            kernels.l2_sq_batch(last, row(data, dim, r as usize), &mut d);
+            *b = b.min(d[0]);
+            total += *b as f64;
+        }
+        let pick = if total > 0.0 {
+            let target = (rng.next_u64() >> 11) as f64 / (1u64 << 53) as f64 * total;
+            let mut acc = 0f64;
+            let mut pick = rows.len() - 1;
+            for (i, &b) in best.iter().enumerate() {
+                acc += b as f64;
+                if acc > target {
+                    pick = i;
+                    break;
+                }
+            }
+            pick
+        } else {
+            rng.below(rows.len())
+        };
+        let next = row(data, dim, rows[pick] as usize).to_vec();
+        centroids.extend_from_slice(&next);
+    }
+    centroids
 }
 
 fn row(data: &[f32], dim: usize, r: usize) -> &[f32] {
@@ -129,8 +180,12 @@ mod tests {
 
     fn blobs(n: usize, dim: usize, centers: usize, seed: u64) -> Vec<f32> {
         let mut rng = Rng::new(seed);
-        let c: Vec<f32> = (0..centers * dim).map(|_| rng.below(2000) as f32 / 100.0).collect();
-        (0..n * dim).map(|i| c[(i / dim) % centers * dim + i % dim] + rng.below(100) as f32 / 1000.0).collect()
+        let c: Vec<f32> = (0..centers * dim)
+            .map(|_| rng.below(2000) as f32 / 100.0)
+            .collect();
+        (0..n * dim)
+            .map(|i| c[(i / dim) % centers * dim + i % dim] + rng.below(100) as f32 / 1000.0)
+            .collect()
     }
 
     #[test]
@@ -139,7 +194,10 @@ mod tests {
         let data = blobs(2000, 8, 10, 5);
         let a = KMeans::new(10, 9).train(&k, &data, 8);
         let b = KMeans::new(10, 9).train(&Kernels::scalar(), &data, 8);
-        assert_eq!(a.iter().map(|x| x.to_bits()).collect::<Vec<_>>(), b.iter().map(|x| x.to_bits()).collect::<Vec<_>>());
+        assert_eq!(
+            a.iter().map(|x| x.to_bits()).collect::<Vec<_>>(),
+            b.iter().map(|x| x.to_bits()).collect::<Vec<_>>()
+        );
         // Every point is close to its centre: the blobs were found.
         let mut dists = vec![0.0; 10];
         for x in data.chunks_exact(8) {

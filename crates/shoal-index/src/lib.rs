@@ -1,5 +1,5 @@
-//! Vector indexes over row-major `f32` data: the exact (flat) scan, the [`Metric`] rules and
-//! [`TopK`] selection shared by every index.
+//! Vector indexes over row-major `f32` data: the exact (flat) scan, IVF partitions with RaBitQ
+//! codes, the [`Metric`] rules and [`TopK`] selection shared by every index.
 //!
 //! Every index ranks by a *key* where lower is better (`l2` distance, or the negated
 //! similarity for `dot` and `cosine`) and breaks ties by ascending internal id, so a result
@@ -10,7 +10,11 @@
 extern crate alloc;
 
 mod flat;
+pub mod kmeans;
 mod metric;
+pub mod rabitq;
+pub mod rng;
+pub mod rotation;
 mod topk;
 
 pub use flat::{FlatScan, FlatScratch};
