@@ -10,6 +10,7 @@
 extern crate alloc;
 
 mod flat;
+pub mod ivf;
 pub mod kmeans;
 mod metric;
 pub mod rabitq;

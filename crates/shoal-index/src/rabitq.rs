@@ -126,7 +126,7 @@ pub fn quantize_query(
         hi = hi.max(x);
     }
     let mut delta = (hi - lo) / QUERY_LEVELS as f32;
-    if !(delta > 0.0) {
+    if delta.is_nan() || delta <= 0.0 {
         delta = 1.0;
     }
     let mut sum = 0u32;

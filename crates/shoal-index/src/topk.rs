@@ -79,6 +79,11 @@ impl TopK {
         }
     }
 
+    /// The `k` this selection keeps.
+    pub fn capacity_k(&self) -> usize {
+        self.k
+    }
+
     /// Number of candidates held.
     pub fn len(&self) -> usize {
         self.heap.len()

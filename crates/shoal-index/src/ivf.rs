@@ -1,0 +1,365 @@
+//! IVF partitions over RaBitQ codes: k-means assigns every vector to a partition; a query
+//! probes the `nprobe` nearest partitions, estimates every distance there with FastScan
+//! lookups, keeps the `rerank * k` best estimates, and computes exact distances for those
+//! (in order of their lower bounds) until the bound proves no remaining candidate can enter.
+//!
+//! Rows are stored sorted by partition, so partition `p` is the row range
+//! `offsets[p]..offsets[p + 1]` and its codes are FastScan blocks
+//! `block_offsets[p]..block_offsets[p + 1]`.
+
+use alloc::collections::BinaryHeap;
+use alloc::vec;
+use alloc::vec::Vec;
+use core::cmp::Ordering;
+
+use shoal_kernels::Kernels;
+
+use crate::kmeans::{KMeans, nearest};
+use crate::rabitq::{self, EPSILON0, Factors, QueryTerms};
+use crate::rotation::{Rotation, padded_dim};
+use crate::{Candidate, Metric, TopK};
+
+/// Build settings.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct IvfParams {
+    /// Number of partitions; `None` picks [`default_partitions`].
+    pub partitions: Option<usize>,
+    /// Seed of k-means and the rotation.
+    pub seed: u64,
+}
+
+impl Default for IvfParams {
+    fn default() -> Self {
+        IvfParams { partitions: None, seed: 0x5ea1 }
+    }
+}
+
+/// Partitions for `n` vectors: about `2 √n` (at least 1, at most `n`).
+pub fn default_partitions(n: usize) -> usize {
+    let p = 2.0 * libm::sqrt(n as f64);
+    (libm::round(p) as usize).clamp(1, n.max(1))
+}
+
+/// Default `nprobe` for `nlist` partitions: about 1/16 of them, at least 8.
+pub fn default_nprobe(nlist: usize) -> usize {
+    nlist.div_ceil(16).max(8).min(nlist)
+}
+
+/// Default re-ranking depth: exact distances for up to this many candidates per result.
+pub const DEFAULT_RERANK: usize = 8;
+
+/// What a build produces: the row order and the index data, ready to be written as sections.
+#[derive(Clone, Debug)]
+pub struct IvfBuild {
+    /// Number of partitions.
+    pub nlist: usize,
+    /// Padded (rotated) dimension.
+    pub padded: usize,
+    /// New row `r` is old row `order[r]` (rows sorted by partition, stable).
+    pub order: Vec<u32>,
+    /// `nlist + 1` row offsets.
+    pub offsets: Vec<u32>,
+    /// Centroids, `nlist * dim`.
+    pub centroids: Vec<f32>,
+    /// Rotated centroids, `nlist * padded`.
+    pub rot_centroids: Vec<f32>,
+    /// The rotation.
+    pub rotation: Rotation,
+    /// `nlist + 1` FastScan block offsets.
+    pub block_offsets: Vec<u32>,
+    /// FastScan blocks of all partitions.
+    pub codes: Vec<u8>,
+    /// Factors in new row order.
+    pub factors: Vec<Factors>,
+}
+
+/// Bytes of one FastScan block for a padded dimension.
+pub fn block_bytes(padded: usize) -> usize {
+    padded / 4 * 16
+}
+
+/// Builds the index over `data` (row-major, `dim` floats per row, already normalised for cosine).
+pub fn build(kernels: &Kernels, data: &[f32], dim: usize, params: IvfParams) -> IvfBuild {
+    let n = data.len() / dim;
+    let nlist = params.partitions.unwrap_or_else(|| default_partitions(n)).clamp(1, n.max(1));
+    let centroids = KMeans::new(nlist, params.seed).train(kernels, data, dim);
+    let nlist = centroids.len() / dim;
+    // Assign and sort rows by partition (counting sort: stable, row order within a partition).
+    let mut dists = vec![0f32; nlist];
+    let assign: Vec<u32> =
+        data.chunks_exact(dim).map(|x| nearest(kernels, x, &centroids, &mut dists) as u32).collect();
+    let mut offsets = vec![0u32; nlist + 1];
+    for &a in &assign {
+        offsets[a as usize + 1] += 1;
+    }
+    for p in 0..nlist {
+        offsets[p + 1] += offsets[p];
+    }
+    let mut next = offsets.clone();
+    let mut order = vec![0u32; n];
+    for (row, &a) in assign.iter().enumerate() {
+        order[next[a as usize] as usize] = row as u32;
+        next[a as usize] += 1;
+    }
+    let padded = padded_dim(dim);
+    let rotation = Rotation::new(padded, params.seed ^ 0x0005_4a1b_17e0_7a7e);
+    let mut rot_centroids = vec![0f32; nlist * padded];
+    for (c, out) in centroids.chunks_exact(dim).zip(rot_centroids.chunks_exact_mut(padded)) {
+        rotation.apply(c, out);
+    }
+    let words = padded / 64;
+    let bb = block_bytes(padded);
+    let mut block_offsets = vec![0u32; nlist + 1];
+    for p in 0..nlist {
+        let size = (offsets[p + 1] - offsets[p]) as usize;
+        block_offsets[p + 1] = block_offsets[p] + size.div_ceil(32) as u32;
+    }
+    let mut codes = vec![0u8; block_offsets[nlist] as usize * bb];
+    let mut factors = vec![Factors::default(); n];
+    let mut rotated = vec![0f32; padded];
+    let mut block_codes = vec![0u64; 32 * words];
+    for p in 0..nlist {
+        let rows = offsets[p] as usize..offsets[p + 1] as usize;
+        let rc = &rot_centroids[p * padded..(p + 1) * padded];
+        for (b, chunk) in rows.clone().step_by(32).enumerate() {
+            let end = (chunk + 32).min(rows.end);
+            for (j, new_row) in (chunk..end).enumerate() {
+                let old = order[new_row] as usize;
+                rotation.apply(&data[old * dim..(old + 1) * dim], &mut rotated);
+                for (x, c) in rotated.iter_mut().zip(rc) {
+                    *x -= c;
+                }
+                factors[new_row] = rabitq::encode(kernels, &rotated, &mut block_codes[j * words..(j + 1) * words]);
+            }
+            let refs: Vec<&[u64]> = block_codes.chunks_exact(words).take(end - chunk).collect();
+            let at = (block_offsets[p] as usize + b) * bb;
+            rabitq::pack_block(&refs, words, &mut codes[at..at + bb]);
+        }
+    }
+    IvfBuild { nlist, padded, order, offsets, centroids, rot_centroids, rotation, block_offsets, codes, factors }
+}
+
+/// The index's data as borrowed slices (from a segment's sections).
+#[derive(Clone, Copy, Debug)]
+pub struct IvfData<'a> {
+    /// Vector dimension.
+    pub dim: usize,
+    /// Centroids, `nlist * dim`.
+    pub centroids: &'a [f32],
+    /// Rotated centroids, `nlist * padded`.
+    pub rot_centroids: &'a [f32],
+    /// `nlist + 1` row offsets.
+    pub offsets: &'a [u32],
+    /// `nlist + 1` block offsets.
+    pub block_offsets: &'a [u32],
+    /// FastScan blocks.
+    pub codes: &'a [u8],
+    /// Factors by row.
+    pub factors: &'a [Factors],
+    /// Full vectors by row (for re-ranking).
+    pub vectors: &'a [f32],
+}
+
+/// One search: kernels, metric, the prepared query and its settings.
+#[derive(Clone, Copy, Debug)]
+pub struct IvfSearch<'q> {
+    /// Kernel implementation.
+    pub kernels: Kernels,
+    /// Metric.
+    pub metric: Metric,
+    /// Query vector, normalised for cosine.
+    pub query: &'q [f32],
+    /// Settings.
+    pub params: IvfQuery,
+}
+
+/// Query-time settings.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct IvfQuery {
+    /// Partitions to probe.
+    pub nprobe: usize,
+    /// Candidates re-ranked exactly per result.
+    pub rerank: usize,
+    /// Confidence of the error bound, in standard deviations.
+    pub epsilon: f32,
+}
+
+/// A candidate of the estimate phase.
+#[derive(Clone, Copy, Debug)]
+struct Estimate {
+    key: f32,
+    lower: f32,
+    row: u32,
+}
+
+impl PartialEq for Estimate {
+    fn eq(&self, other: &Self) -> bool {
+        self.cmp(other) == Ordering::Equal
+    }
+}
+impl Eq for Estimate {}
+impl PartialOrd for Estimate {
+    fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
+        Some(self.cmp(other))
+    }
+}
+impl Ord for Estimate {
+    fn cmp(&self, other: &Self) -> Ordering {
+        self.key.total_cmp(&other.key).then(self.row.cmp(&other.row))
+    }
+}
+
+/// Reusable buffers of one query; sized on first use, then reused without allocating.
+#[derive(Debug, Default)]
+pub struct IvfScratch {
+    qrot: Vec<f32>,
+    y: Vec<f32>,
+    levels: Vec<u8>,
+    luts: Vec<u8>,
+    sums: Vec<u32>,
+    probes: Vec<(f32, u32)>,
+    centroid_keys: Vec<f32>,
+    heap: BinaryHeap<Estimate>,
+    sorted: Vec<Estimate>,
+    one: [f32; 1],
+}
+
+/// Counters of one IVF search.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct IvfStats {
+    /// Codes whose distance was estimated.
+    pub estimated: u64,
+    /// Vectors whose exact distance was computed.
+    pub reranked: u64,
+    /// Partitions probed.
+    pub probed: u32,
+}
+
+/// The static part of a loaded index.
+#[derive(Clone, Debug)]
+pub struct IvfIndex {
+    /// Number of partitions.
+    pub nlist: usize,
+    /// Padded dimension.
+    pub padded: usize,
+    /// The rotation.
+    pub rotation: Rotation,
+}
+
+impl IvfIndex {
+    /// Runs `search` over `data`, offering exact results to `topk` with internal ids
+    /// `first_id + row`. Rows with `skip(row)` are ignored.
+    pub fn search(
+        &self,
+        search: &IvfSearch<'_>,
+        data: &IvfData<'_>,
+        skip: Option<&dyn Fn(usize) -> bool>,
+        first_id: u64,
+        scratch: &mut IvfScratch,
+        topk: &mut TopK,
+    ) -> IvfStats {
+        let IvfSearch { kernels, metric, query, params: q } = *search;
+        let kernels = &kernels;
+        let (dim, padded, nlist) = (data.dim, self.padded, self.nlist);
+        let mut stats = IvfStats::default();
+        let s = scratch;
+        s.qrot.resize(padded, 0.0);
+        s.y.resize(padded, 0.0);
+        s.levels.resize(padded, 0);
+        s.luts.resize(padded / 4 * 16, 0);
+        self.rotation.apply(query, &mut s.qrot);
+        // Probe order: nearest centroids (l2; inner product for dot), ties by partition.
+        s.probes.clear();
+        s.centroid_keys.resize(nlist, 0.0);
+        let keys = &mut s.centroid_keys[..];
+        match metric {
+            Metric::Dot => metric.keys(kernels, query, data.centroids, keys),
+            Metric::L2 | Metric::Cosine => kernels.l2_sq_batch(query, data.centroids, keys),
+        }
+        s.probes.extend(keys.iter().enumerate().map(|(p, &k)| (if k.is_nan() { f32::INFINITY } else { k }, p as u32)));
+        let nprobe = q.nprobe.clamp(1, nlist);
+        let by_key = |a: &(f32, u32), b: &(f32, u32)| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1));
+        if nprobe < nlist {
+            s.probes.select_nth_unstable_by(nprobe - 1, by_key);
+        }
+        s.probes[..nprobe].sort_unstable_by(by_key);
+        let k = topk.capacity_k();
+        let depth = k.saturating_mul(q.rerank.max(1)).max(k);
+        s.heap.clear();
+        let bb = block_bytes(padded);
+        // Inner-product metrics quantize the query once; l2 per partition (residual to it).
+        let mut terms = QueryTerms::default();
+        if metric != Metric::L2 {
+            terms = rabitq::quantize_query(kernels, &s.qrot, q.epsilon, &mut s.levels, &mut s.luts);
+        }
+        for pi in 0..nprobe {
+            let p = s.probes[pi].1 as usize;
+            let (r0, r1) = (data.offsets[p] as usize, data.offsets[p + 1] as usize);
+            if r0 == r1 {
+                continue;
+            }
+            stats.probed += 1;
+            let mut centroid_ip = 0.0;
+            if metric == Metric::L2 {
+                for ((y, x), c) in s.y.iter_mut().zip(&s.qrot).zip(&data.rot_centroids[p * padded..(p + 1) * padded]) {
+                    *y = x - c;
+                }
+                terms = rabitq::quantize_query(kernels, &s.y, q.epsilon, &mut s.levels, &mut s.luts);
+            } else {
+                centroid_ip = kernels.dot(query, &data.centroids[p * dim..(p + 1) * dim]);
+            }
+            let (b0, b1) = (data.block_offsets[p] as usize, data.block_offsets[p + 1] as usize);
+            if s.sums.len() < (b1 - b0) * 32 {
+                s.sums.resize((b1 - b0) * 32, 0);
+            }
+            let sums = &mut s.sums[..(b1 - b0) * 32];
+            kernels.fastscan(&s.luts, &data.codes[b0 * bb..b1 * bb], sums);
+            for (i, &sum) in sums[..r1 - r0].iter().enumerate() {
+                let row = r0 + i;
+                if skip.is_some_and(|f| f(row)) {
+                    continue;
+                }
+                let f = &data.factors[row];
+                let (key, err) = if metric == Metric::L2 {
+                    terms.l2(f, sum)
+                } else {
+                    let (ip, err) = terms.ip(f, sum);
+                    (-(centroid_ip + ip), err)
+                };
+                let key = if key.is_nan() { f32::INFINITY } else { key };
+                let e = Estimate { key, lower: key - err, row: row as u32 };
+                if s.heap.len() < depth {
+                    s.heap.push(e);
+                } else if let Some(mut top) = s.heap.peek_mut()
+                    && e < *top
+                {
+                    *top = e;
+                }
+            }
+            stats.estimated += (r1 - r0) as u64;
+        }
+        // Exact distances in order of lower bounds, until no remaining bound can beat the k-th.
+        s.sorted.clear();
+        s.sorted.extend(s.heap.drain());
+        s.sorted.sort_unstable_by(|a, b| {
+            let lower = |e: &Estimate| if e.lower.is_nan() { f32::INFINITY } else { e.lower };
+            lower(a).total_cmp(&lower(b)).then(a.row.cmp(&b.row))
+        });
+        for e in &s.sorted {
+            if topk.len() >= k && e.lower > topk.threshold() {
+                break;
+            }
+            let row = e.row as usize;
+            metric.keys(kernels, query, &data.vectors[row * dim..(row + 1) * dim], &mut s.one);
+            let key = if s.one[0].is_nan() { f32::INFINITY } else { s.one[0] };
+            topk.push(Candidate { key, id: first_id + row as u64 });
+            stats.reranked += 1;
+        }
+        stats
+    }
+}
+
+/// Default query settings for an index of `nlist` partitions.
+pub fn default_query(nlist: usize) -> IvfQuery {
+    IvfQuery { nprobe: default_nprobe(nlist), rerank: DEFAULT_RERANK, epsilon: EPSILON0 }
+}
