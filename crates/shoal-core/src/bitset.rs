@@ -9,9 +9,7 @@ pub(crate) struct Bitset {
 
 impl Bitset {
     pub(crate) fn contains(&self, i: usize) -> bool {
-        self.words
-            .get(i / 64)
-            .is_some_and(|w| w & (1 << (i % 64)) != 0)
+        self.words.get(i / 64).is_some_and(|w| w & (1 << (i % 64)) != 0)
     }
 
     /// Inserts `i`; returns whether it was new.

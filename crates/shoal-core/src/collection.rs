@@ -2,14 +2,13 @@ use alloc::boxed::Box;
 use alloc::vec::Vec;
 
 use shoal_format::AlignedBytes;
+use shoal_index::ivf::{IvfQuery, IvfScratch, IvfSearch};
 use shoal_index::{FlatScan, FlatScratch, Metric, TopK, normalize};
 use shoal_kernels::Kernels;
 
 use crate::bitset::Bitset;
 use crate::mutable::Mutable;
-use crate::{
-    Error, ScoredPoint, SealedSegment, SearchRequest, SearchResponse, SearchStats, SegmentBytes,
-};
+use crate::{Error, IndexKind, ScoredPoint, SealedSegment, SearchRequest, SearchResponse, SearchStats, SegmentBytes};
 
 /// What a new collection holds.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -44,6 +43,10 @@ pub struct Collection {
     sealed: Option<SealedSegment>,
     sealed_deleted: Bitset,
     mutable: Mutable,
+    /// The index the next seal builds.
+    index: IndexKind,
+    /// Whether `index` differs from what the sealed segment carries.
+    reindex: bool,
 }
 
 impl core::fmt::Debug for Collection {
@@ -70,16 +73,16 @@ impl Collection {
             sealed: None,
             sealed_deleted: Bitset::default(),
             mutable: Mutable::default(),
+            index: IndexKind::Flat,
+            reindex: false,
         })
     }
 
     /// Opens a sealed segment (cheap checks only; see [`verify`](Self::verify)).
     pub fn open(storage: Box<dyn SegmentBytes>) -> Result<Collection, Error> {
         let seg = SealedSegment::open(storage)?;
-        let mut col = Collection::new(CollectionConfig {
-            dim: seg.dim(),
-            metric: seg.metric(),
-        })?;
+        let mut col = Collection::new(CollectionConfig { dim: seg.dim(), metric: seg.metric() })?;
+        col.index = seg.index_kind();
         col.sealed = Some(seg);
         Ok(col)
     }
@@ -140,9 +143,7 @@ impl Collection {
             return Some(&self.mutable.vectors[row * self.dim..(row + 1) * self.dim]);
         }
         let seg = self.sealed.as_ref()?;
-        let row = seg
-            .row_of(id)
-            .filter(|&r| !self.sealed_deleted.contains(r))?;
+        let row = seg.row_of(id).filter(|&r| !self.sealed_deleted.contains(r))?;
         Some(seg.vector(row))
     }
 
@@ -151,11 +152,7 @@ impl Collection {
     /// All input is checked before anything changes: on error the collection is as before.
     pub fn insert(&mut self, ids: &[u64], vectors: &[f32]) -> Result<(), Error> {
         if Some(vectors.len()) != ids.len().checked_mul(self.dim) {
-            return Err(Error::LengthMismatch {
-                ids: ids.len(),
-                floats: vectors.len(),
-                dim: self.dim,
-            });
+            return Err(Error::LengthMismatch { ids: ids.len(), floats: vectors.len(), dim: self.dim });
         }
         self.reserve(ids.len())?;
         self.pending_ids().copy_from_slice(ids);
@@ -173,13 +170,8 @@ impl Collection {
     pub fn reserve(&mut self, n: usize) -> Result<(), Error> {
         self.mutable.discard_pending(self.dim);
         let total = self.sealed_rows() + self.mutable.rows();
-        let rows = total
-            .checked_add(n)
-            .filter(|&t| t < u32::MAX as usize)
-            .ok_or(Error::CapacityExceeded)?;
-        let floats = (self.mutable.rows() + n)
-            .checked_mul(self.dim)
-            .ok_or(Error::CapacityExceeded)?;
+        let rows = total.checked_add(n).filter(|&t| t < u32::MAX as usize).ok_or(Error::CapacityExceeded)?;
+        let floats = (self.mutable.rows() + n).checked_mul(self.dim).ok_or(Error::CapacityExceeded)?;
         let _ = rows;
         self.mutable.ids.resize(self.mutable.rows() + n, 0);
         self.mutable.vectors.resize(floats, 0.0);
@@ -248,10 +240,7 @@ impl Collection {
         let dim = self.dim;
         let pending = &self.mutable.vectors[first * dim..];
         if let Some(at) = first_non_finite(pending) {
-            return Err(Error::NonFinite {
-                point: at / dim,
-                element: at % dim,
-            });
+            return Err(Error::NonFinite { point: at / dim, element: at % dim });
         }
         Ok(())
     }
@@ -265,16 +254,26 @@ impl Collection {
 
     /// Deletes points by id; returns how many existed.
     pub fn delete(&mut self, ids: &[u64]) -> usize {
-        ids.iter()
-            .filter(|&&id| self.mutable.delete(id) || self.delete_sealed(id))
-            .count()
+        ids.iter().filter(|&&id| self.mutable.delete(id) || self.delete_sealed(id)).count()
+    }
+
+    /// Seals with a (new) index: later seals rebuild the same kind of index.
+    pub fn seal_with(&mut self, index: IndexKind) {
+        self.reindex |= index != self.index;
+        self.index = index;
+        self.seal();
+    }
+
+    /// The index the next seal builds.
+    pub fn index_kind(&self) -> IndexKind {
+        self.index
     }
 
     /// Merges the sealed segment's and the mutable segment's live points into a new sealed
-    /// segment (sealed rows first, then mutable rows in insertion order).
+    /// segment (sealed rows first, then mutable rows in insertion order; with an IVF index the
+    /// new segment stores them sorted by partition, stably).
     pub fn seal(&mut self) {
-        let dirty =
-            self.mutable.rows() > 0 || self.sealed_deleted.count() > 0 || self.sealed.is_none();
+        let dirty = self.mutable.rows() > 0 || self.sealed_deleted.count() > 0 || self.sealed.is_none() || self.reindex;
         if !dirty {
             return;
         }
@@ -298,12 +297,12 @@ impl Collection {
                 vectors.extend_from_slice(&m.vectors[row * dim..(row + 1) * dim]);
             }
         }
-        let bytes = SealedSegment::write(dim, self.metric, &ids, &vectors);
+        let bytes = SealedSegment::write(&self.kernels, dim, self.metric, &ids, &vectors, self.index);
         drop((ids, vectors));
-        self.sealed =
-            Some(SealedSegment::open(Box::new(bytes)).expect("a freshly written segment opens"));
+        self.sealed = Some(SealedSegment::open(Box::new(bytes)).expect("a freshly written segment opens"));
         self.sealed_deleted.clear();
         self.mutable.clear();
+        self.reindex = false;
     }
 
     /// The collection as one sealed segment file (sealing first if needed).
@@ -320,10 +319,7 @@ impl Collection {
     /// Checks a query vector and prepares it for the metric (normalised for cosine).
     fn prepare_query(&self, vector: &[f32]) -> Result<Vec<f32>, Error> {
         if vector.len() != self.dim {
-            return Err(Error::DimensionMismatch {
-                expected: self.dim,
-                found: vector.len(),
-            });
+            return Err(Error::DimensionMismatch { expected: self.dim, found: vector.len() });
         }
         if let Some(element) = first_non_finite(vector) {
             return Err(Error::NonFinite { point: 0, element });
@@ -338,30 +334,37 @@ impl Collection {
     /// Runs a search request.
     pub fn search(&self, req: &SearchRequest) -> Result<SearchResponse, Error> {
         req.check()?;
-        let vector = req
-            .vector
-            .as_deref()
-            .ok_or_else(|| Error::InvalidRequest("missing field `vector`".into()))?;
+        let vector = req.vector.as_deref().ok_or_else(|| Error::InvalidRequest("missing field `vector`".into()))?;
         let query = self.prepare_query(vector)?;
         let k = req.offset + req.limit;
         let mut topk = TopK::new(k);
         let mut scratch = FlatScratch::default();
-        let mut stats = SearchStats {
-            exact: true,
-            ..SearchStats::default()
-        };
+        let mut stats = SearchStats { exact: true, ..SearchStats::default() };
         let sealed_rows = self.sealed_rows();
-        let scan = FlatScan {
-            kernels: self.kernels,
-            metric: self.metric,
-            query: &query,
-        };
+        let scan = FlatScan { kernels: self.kernels, metric: self.metric, query: &query };
         if let Some(seg) = &self.sealed {
             let deleted = &self.sealed_deleted;
             let skip = |r: usize| deleted.contains(r);
             let skip: Option<&dyn Fn(usize) -> bool> = (deleted.count() > 0).then_some(&skip);
-            scan.scan(seg.vectors(), 0, skip, &mut scratch, &mut topk);
-            stats.scanned += seg.rows() as u64;
+            match seg.ivf().filter(|_| !req.params.exact) {
+                Some((index, data, defaults)) => {
+                    let params = IvfQuery {
+                        nprobe: req.params.nprobe.map_or(defaults.nprobe, |n| n as usize),
+                        rerank: req.params.rerank.map_or(defaults.rerank, |r| r as usize),
+                        epsilon: defaults.epsilon,
+                    };
+                    let search = IvfSearch { kernels: self.kernels, metric: self.metric, query: &query, params };
+                    let mut scratch = IvfScratch::default();
+                    let s = index.search(&search, &data, skip, 0, &mut scratch, &mut topk);
+                    stats.scanned += s.reranked;
+                    stats.estimated += s.estimated;
+                    stats.exact = false;
+                }
+                None => {
+                    scan.scan(seg.vectors(), 0, skip, &mut scratch, &mut topk);
+                    stats.scanned += seg.rows() as u64;
+                }
+            }
             stats.segments += 1;
         }
         let m = &self.mutable;
@@ -378,16 +381,9 @@ impl Collection {
         let points = best
             .iter()
             .skip(req.offset)
-            .map(|c| ScoredPoint {
-                id: self.external_id(c.id as usize),
-                score: self.metric.score(c.key),
-            })
+            .map(|c| ScoredPoint { id: self.external_id(c.id as usize), score: self.metric.score(c.key) })
             .collect();
-        Ok(SearchResponse {
-            points,
-            partial: false,
-            stats,
-        })
+        Ok(SearchResponse { points, partial: false, stats })
     }
 
     fn external_id(&self, internal: usize) -> u64 {
@@ -405,14 +401,9 @@ impl Collection {
 fn first_non_finite(v: &[f32]) -> Option<usize> {
     const EXP: u32 = 0x7f80_0000;
     for (i, chunk) in v.chunks(1024).enumerate() {
-        let bad = chunk
-            .iter()
-            .fold(0u32, |bad, x| bad | u32::from((x.to_bits() & EXP) == EXP));
+        let bad = chunk.iter().fold(0u32, |bad, x| bad | u32::from((x.to_bits() & EXP) == EXP));
         if bad != 0 {
-            return chunk
-                .iter()
-                .position(|x| !x.is_finite())
-                .map(|j| i * 1024 + j);
+            return chunk.iter().position(|x| !x.is_finite()).map(|j| i * 1024 + j);
         }
     }
     None

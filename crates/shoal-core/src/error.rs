@@ -71,34 +71,21 @@ impl fmt::Display for Error {
         match self {
             Error::Format(e) => write!(f, "{e}"),
             Error::DimensionMismatch { expected, found } => {
-                write!(
-                    f,
-                    "wrong vector dimension: expected {expected}, got {found}"
-                )
+                write!(f, "wrong vector dimension: expected {expected}, got {found}")
             }
             Error::NonFinite { point, element } => {
-                write!(
-                    f,
-                    "vector of point {point} has a non-finite value (NaN or infinity) at element {element}"
-                )
+                write!(f, "vector of point {point} has a non-finite value (NaN or infinity) at element {element}")
             }
-            Error::LengthMismatch { ids, floats, dim } => write!(
-                f,
-                "{ids} ids need {} floats at dimension {dim}, got {floats}",
-                ids.saturating_mul(*dim)
-            ),
+            Error::LengthMismatch { ids, floats, dim } => {
+                write!(f, "{ids} ids need {} floats at dimension {dim}, got {floats}", ids.saturating_mul(*dim))
+            }
             Error::InvalidId { point } => {
-                write!(
-                    f,
-                    "id of point {point} is not an integer in 0..=2^53 (use BigInt ids beyond)"
-                )
+                write!(f, "id of point {point} is not an integer in 0..=2^53 (use BigInt ids beyond)")
             }
             Error::InvalidConfig(why) => write!(f, "invalid collection config: {why}"),
             Error::InvalidRequest(why) => write!(f, "invalid search request: {why}"),
             Error::Unsupported(what) => write!(f, "not supported yet: {what}"),
-            Error::NoPendingBatch => {
-                f.write_str("commit without a reserved batch (call reserve first)")
-            }
+            Error::NoPendingBatch => f.write_str("commit without a reserved batch (call reserve first)"),
             Error::CapacityExceeded => f.write_str("a collection holds at most 2^32 - 1 points"),
         }
     }

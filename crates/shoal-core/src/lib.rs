@@ -24,16 +24,16 @@ extern crate alloc;
 mod bitset;
 mod collection;
 mod error;
+mod ivf_sections;
 mod mutable;
 mod request;
 mod sealed;
 
 pub use collection::{Collection, CollectionConfig, IdEncoding};
 pub use error::Error;
-pub use request::{
-    MAX_LIMIT, MAX_OFFSET, ScoredPoint, SearchParams, SearchRequest, SearchResponse, SearchStats,
-};
-pub use sealed::{SealedSegment, SegmentBytes};
+pub use request::{MAX_LIMIT, MAX_OFFSET, ScoredPoint, SearchParams, SearchRequest, SearchResponse, SearchStats};
+pub use sealed::{IndexKind, SealedSegment, SegmentBytes};
 pub use shoal_format::{AlignedBytes, FormatError};
 pub use shoal_index::Metric;
+pub use shoal_index::ivf::IvfParams;
 pub use shoal_kernels::Kernels;

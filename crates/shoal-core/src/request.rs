@@ -72,34 +72,26 @@ impl SearchRequest {
     /// Parses and checks a request. Errors name the offending field. A host may leave out
     /// `vector` and set it afterwards (the npm package passes it as a `Float32Array`).
     pub fn from_json(json: &str) -> Result<SearchRequest, Error> {
-        let req: SearchRequest =
-            serde_json::from_str(json).map_err(|e| Error::InvalidRequest(format!("{e}")))?;
+        let req: SearchRequest = serde_json::from_str(json).map_err(|e| Error::InvalidRequest(format!("{e}")))?;
         req.check()?;
         Ok(req)
     }
 
     /// A request for the `limit` nearest neighbours of `vector`.
     pub fn nearest(vector: Vec<f32>, limit: usize) -> SearchRequest {
-        SearchRequest {
-            vector: Some(vector),
-            limit,
-            ..SearchRequest::default()
-        }
+        SearchRequest { vector: Some(vector), limit, ..SearchRequest::default() }
     }
 
     /// Checks the limits and the capabilities this build has.
     pub fn check(&self) -> Result<(), Error> {
         if self.limit == 0 || self.limit > MAX_LIMIT {
-            return Err(Error::InvalidRequest(format!(
-                "limit must be in 1..={MAX_LIMIT}, got {}",
-                self.limit
-            )));
+            return Err(Error::InvalidRequest(format!("limit must be in 1..={MAX_LIMIT}, got {}", self.limit)));
         }
         if self.offset > MAX_OFFSET {
-            return Err(Error::InvalidRequest(format!(
-                "offset must be in 0..={MAX_OFFSET}, got {}",
-                self.offset
-            )));
+            return Err(Error::InvalidRequest(format!("offset must be in 0..={MAX_OFFSET}, got {}", self.offset)));
+        }
+        if self.params.nprobe == Some(0) || self.params.rerank == Some(0) {
+            return Err(Error::InvalidRequest(String::from("params.nprobe and params.rerank must be at least 1")));
         }
         if self.text.is_some() {
             return Err(Error::Unsupported("text search"));
@@ -131,6 +123,8 @@ pub struct ScoredPoint {
 pub struct SearchStats {
     /// Points whose exact distance was computed.
     pub scanned: u64,
+    /// Points whose distance was estimated from quantized codes.
+    pub estimated: u64,
     /// Segments searched (sealed and mutable).
     pub segments: u32,
     /// Whether every live point was considered exactly.

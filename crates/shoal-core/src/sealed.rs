@@ -4,12 +4,25 @@ use core::ops::Range;
 
 use bytemuck::Zeroable;
 use shoal_format::{
-    AlignedBytes, FormatError, IdEntry, KIND_ID_INDEX, KIND_IDS, KIND_META, KIND_VECTORS, MAX_DIM,
-    SegmentMeta, SegmentReader, SegmentWriter, cast_records,
+    AlignedBytes, FormatError, IdEntry, KIND_ID_INDEX, KIND_IDS, KIND_META, KIND_VECTORS, MAX_DIM, SegmentMeta,
+    SegmentReader, SegmentWriter, cast_records,
 };
 use shoal_index::Metric;
+use shoal_index::ivf::{IvfData, IvfIndex, IvfParams, IvfQuery};
+use shoal_kernels::Kernels;
 
 use crate::Error;
+use crate::ivf_sections::{self, IvfSections};
+
+/// The index a sealed segment carries besides its vectors.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum IndexKind {
+    /// None: every search scans all vectors exactly.
+    #[default]
+    Flat,
+    /// IVF partitions with RaBitQ codes and exact re-ranking.
+    IvfRabitq(IvfParams),
+}
 
 /// Bytes of a sealed segment file: a memory map natively, an [`AlignedBytes`] in wasm.
 ///
@@ -34,6 +47,7 @@ pub struct SealedSegment {
     ids: Range<usize>,
     vectors: Range<usize>,
     id_index: Range<usize>,
+    ivf: Option<IvfSections>,
 }
 
 impl core::fmt::Debug for SealedSegment {
@@ -56,7 +70,7 @@ fn range_of(base: &[u8], part: &[u8]) -> Range<usize> {
     start..start + part.len()
 }
 
-/// Known section kinds of format v1.
+/// Required section kinds of format v1 (the IVF kinds are optional).
 const KNOWN_KINDS: [u32; 4] = [KIND_META, KIND_IDS, KIND_VECTORS, KIND_ID_INDEX];
 
 impl SealedSegment {
@@ -97,20 +111,9 @@ impl SealedSegment {
         if cast_records::<IdEntry>("ID_INDEX", id_index)?.len() != rows {
             return Err(bad("ID_INDEX", "length does not match the row count"));
         }
-        let (ids, vectors, id_index) = (
-            range_of(bytes, ids),
-            range_of(bytes, vectors),
-            range_of(bytes, id_index),
-        );
-        Ok(SealedSegment {
-            storage,
-            dim,
-            metric,
-            rows,
-            ids,
-            vectors,
-            id_index,
-        })
+        let ivf = IvfSections::open(&reader, dim, rows)?;
+        let (ids, vectors, id_index) = (range_of(bytes, ids), range_of(bytes, vectors), range_of(bytes, id_index));
+        Ok(SealedSegment { storage, dim, metric, rows, ids, vectors, id_index, ivf })
     }
 
     /// Reads every byte: section checksums, the id index's order and agreement with `IDS`,
@@ -131,7 +134,7 @@ impl SealedSegment {
         if self.vectors().iter().any(|x| !x.is_finite()) {
             return Err(bad("VECTORS", "non-finite element"));
         }
-        Ok(())
+        self.ivf.as_ref().map_or(Ok(()), |ivf| ivf.verify(self.bytes()))
     }
 
     /// The whole file.
@@ -178,6 +181,20 @@ impl SealedSegment {
         bytemuck::cast_slice(&self.bytes()[self.id_index.clone()])
     }
 
+    /// The index this segment carries.
+    pub fn index_kind(&self) -> IndexKind {
+        match &self.ivf {
+            Some(ivf) => IndexKind::IvfRabitq(IvfParams { partitions: Some(ivf.index.nlist), seed: ivf.seed }),
+            None => IndexKind::Flat,
+        }
+    }
+
+    /// The IVF index, its data and its default query settings, if the segment has one.
+    pub fn ivf(&self) -> Option<(&IvfIndex, IvfData<'_>, IvfQuery)> {
+        let ivf = self.ivf.as_ref()?;
+        Some((&ivf.index, ivf.data(self.bytes(), self.dim, self.vectors()), ivf.defaults))
+    }
+
     /// The row holding external id `id`.
     pub fn row_of(&self, id: u64) -> Option<usize> {
         let index = self.id_index();
@@ -186,28 +203,44 @@ impl SealedSegment {
         Some(index[i].row as usize).filter(|&r| r < self.rows)
     }
 
-    /// Writes a segment of the given rows (external ids must be unique).
-    pub fn write(dim: usize, metric: Metric, ids: &[u64], vectors: &[f32]) -> AlignedBytes {
+    /// Writes a segment of the given rows (external ids must be unique; vectors already
+    /// normalised for cosine). With an IVF index, rows are stored sorted by partition.
+    pub fn write(
+        kernels: &Kernels,
+        dim: usize,
+        metric: Metric,
+        ids: &[u64],
+        vectors: &[f32],
+        index: IndexKind,
+    ) -> AlignedBytes {
         debug_assert_eq!(ids.len() * dim, vectors.len());
         let mut meta = SegmentMeta::zeroed();
         meta.dim = dim as u32;
         meta.metric = metric.code();
         meta.rows = ids.len() as u64;
-        let mut index: Vec<IdEntry> = ids
-            .iter()
-            .enumerate()
-            .map(|(row, &id)| IdEntry {
-                id,
-                row: row as u32,
-                reserved: 0,
-            })
-            .collect();
+        let (build, ivf_meta) = match index {
+            IndexKind::IvfRabitq(params) => {
+                let build = shoal_index::ivf::build(kernels, vectors, dim, params);
+                let meta = ivf_sections::meta_of(&build, params.seed);
+                (Some(build), Some(meta))
+            }
+            IndexKind::Flat => (None, None),
+        };
+        let (ids, vectors) = match &build {
+            Some(b) => (ivf_sections::permute(ids, 1, &b.order), ivf_sections::permute(vectors, dim, &b.order)),
+            None => (ids.to_vec(), vectors.to_vec()),
+        };
+        let mut index: Vec<IdEntry> =
+            ids.iter().enumerate().map(|(row, &id)| IdEntry { id, row: row as u32, reserved: 0 }).collect();
         index.sort_unstable();
         let mut w = SegmentWriter::new();
         w.add_section(KIND_META, 0, bytemuck::bytes_of(&meta))
-            .add_section(KIND_IDS, 0, bytemuck::cast_slice(ids))
-            .add_section(KIND_VECTORS, 0, bytemuck::cast_slice(vectors))
+            .add_section(KIND_IDS, 0, bytemuck::cast_slice(&ids))
+            .add_section(KIND_VECTORS, 0, bytemuck::cast_slice(&vectors))
             .add_section(KIND_ID_INDEX, 0, bytemuck::cast_slice(&index));
+        if let (Some(build), Some(ivf_meta)) = (&build, &ivf_meta) {
+            ivf_sections::add_sections(&mut w, ivf_meta, build);
+        }
         let mut out = AlignedBytes::zeroed(w.file_len() as usize);
         let buf = out.as_mut_slice();
         let mut at = 0;

@@ -2,9 +2,7 @@
 //! rejected with a typed error while changing nothing.
 
 use proptest::prelude::*;
-use shoal_core::{
-    Collection, CollectionConfig, Error, FormatError, IdEncoding, Metric, SearchRequest,
-};
+use shoal_core::{Collection, CollectionConfig, Error, FormatError, IdEncoding, Metric, SearchRequest};
 use shoal_testkit::{oracle, uniform_vectors};
 
 fn col(dim: usize, metric: Metric) -> Collection {
@@ -12,25 +10,14 @@ fn col(dim: usize, metric: Metric) -> Collection {
 }
 
 fn ids_of(c: &Collection, q: &[f32], k: usize) -> Vec<u64> {
-    c.search(&SearchRequest::nearest(q.to_vec(), k))
-        .unwrap()
-        .points
-        .iter()
-        .map(|p| p.id)
-        .collect()
+    c.search(&SearchRequest::nearest(q.to_vec(), k)).unwrap().points.iter().map(|p| p.id).collect()
 }
 
 /// Everything observable about a collection, to prove a failed call changed nothing.
 fn snapshot(c: &Collection) -> (usize, Vec<(u64, u32)>) {
     let q = vec![0.25; c.dim()];
     let res = c.search(&SearchRequest::nearest(q, 1000)).unwrap();
-    (
-        c.len(),
-        res.points
-            .iter()
-            .map(|p| (p.id, p.score.to_bits()))
-            .collect(),
-    )
+    (c.len(), res.points.iter().map(|p| (p.id, p.score.to_bits())).collect())
 }
 
 fn filled() -> Collection {
@@ -66,8 +53,7 @@ fn upsert_replaces_and_delete_removes() {
 fn ties_break_by_internal_id_and_offset_pages() {
     let mut c = col(2, Metric::Dot);
     // Same vector under ids inserted in a scrambled order: ties go by insertion order.
-    c.insert(&[30, 10, 20], &[1.0, 0.0, 1.0, 0.0, 1.0, 0.0])
-        .unwrap();
+    c.insert(&[30, 10, 20], &[1.0, 0.0, 1.0, 0.0, 1.0, 0.0]).unwrap();
     assert_eq!(ids_of(&c, &[1.0, 0.0], 3), [30, 10, 20]);
     let req = SearchRequest::from_json(r#"{"vector": [1, 0], "limit": 1, "offset": 1}"#).unwrap();
     assert_eq!(c.search(&req).unwrap().points[0].id, 10);
@@ -76,21 +62,11 @@ fn ties_break_by_internal_id_and_offset_pages() {
 #[test]
 fn cosine_normalises_and_scores_similarity() {
     let mut c = col(2, Metric::Cosine);
-    c.insert(&[1, 2, 3], &[3.0, 4.0, 0.0, 0.0, -1.0, 0.0])
-        .unwrap();
+    c.insert(&[1, 2, 3], &[3.0, 4.0, 0.0, 0.0, -1.0, 0.0]).unwrap();
     assert_eq!(c.vector(1), Some(&[0.6, 0.8][..]));
-    assert_eq!(
-        c.vector(2),
-        Some(&[0.0, 0.0][..]),
-        "a zero vector stays zero"
-    );
-    let res = c
-        .search(&SearchRequest::nearest(vec![6.0, 8.0], 3))
-        .unwrap();
-    assert_eq!(
-        res.points.iter().map(|p| p.id).collect::<Vec<_>>(),
-        [1, 2, 3]
-    );
+    assert_eq!(c.vector(2), Some(&[0.0, 0.0][..]), "a zero vector stays zero");
+    let res = c.search(&SearchRequest::nearest(vec![6.0, 8.0], 3)).unwrap();
+    assert_eq!(res.points.iter().map(|p| p.id).collect::<Vec<_>>(), [1, 2, 3]);
     assert_eq!(res.points[0].score, 1.0);
     assert_eq!(res.points[2].score, -0.6);
 }
@@ -99,10 +75,8 @@ fn cosine_normalises_and_scores_similarity() {
 fn zero_copy_batch_commits_and_converts_number_ids() {
     let mut c = col(3, Metric::L2);
     c.reserve(2).unwrap();
-    c.pending_ids()
-        .copy_from_slice(&[7f64.to_bits(), 9_007_199_254_740_992f64.to_bits()]);
-    c.pending_vectors()
-        .copy_from_slice(&[1.0, 2.0, 3.0, 4.0, 5.0, 6.0]);
+    c.pending_ids().copy_from_slice(&[7f64.to_bits(), 9_007_199_254_740_992f64.to_bits()]);
+    c.pending_vectors().copy_from_slice(&[1.0, 2.0, 3.0, 4.0, 5.0, 6.0]);
     assert_eq!(c.commit(IdEncoding::F64).unwrap(), 2);
     assert!(c.contains(7) && c.contains(1 << 53));
     assert_eq!(c.commit(IdEncoding::U64), Err(Error::NoPendingBatch));
@@ -112,130 +86,46 @@ fn zero_copy_batch_commits_and_converts_number_ids() {
 fn bad_inserts_change_nothing() {
     let mut c = filled();
     let before = snapshot(&c);
-    assert_eq!(
-        c.insert(&[9], &[1.0, 2.0, 3.0]),
-        Err(Error::LengthMismatch {
-            ids: 1,
-            floats: 3,
-            dim: 4
-        })
-    );
-    assert_eq!(
-        c.insert(&[9, 10], &[0.0; 4]),
-        Err(Error::LengthMismatch {
-            ids: 2,
-            floats: 4,
-            dim: 4
-        })
-    );
+    assert_eq!(c.insert(&[9], &[1.0, 2.0, 3.0]), Err(Error::LengthMismatch { ids: 1, floats: 3, dim: 4 }));
+    assert_eq!(c.insert(&[9, 10], &[0.0; 4]), Err(Error::LengthMismatch { ids: 2, floats: 4, dim: 4 }));
     assert_eq!(
         c.insert(&[1, 9], &[0.0, 0.0, 0.0, 0.0, 0.0, f32::NAN, 0.0, 0.0]),
-        Err(Error::NonFinite {
-            point: 1,
-            element: 1
-        })
+        Err(Error::NonFinite { point: 1, element: 1 })
     );
-    assert_eq!(
-        c.insert(&[9], &[0.0, f32::INFINITY, 0.0, 0.0]),
-        Err(Error::NonFinite {
-            point: 0,
-            element: 1
-        })
-    );
-    for bad in [
-        -1.0f64,
-        0.5,
-        9_007_199_254_740_994.0,
-        f64::NAN,
-        f64::INFINITY,
-    ] {
+    assert_eq!(c.insert(&[9], &[0.0, f32::INFINITY, 0.0, 0.0]), Err(Error::NonFinite { point: 0, element: 1 }));
+    for bad in [-1.0f64, 0.5, 9_007_199_254_740_994.0, f64::NAN, f64::INFINITY] {
         c.reserve(1).unwrap();
         c.pending_ids()[0] = bad.to_bits();
-        assert_eq!(
-            c.commit(IdEncoding::F64),
-            Err(Error::InvalidId { point: 0 }),
-            "{bad}"
-        );
+        assert_eq!(c.commit(IdEncoding::F64), Err(Error::InvalidId { point: 0 }), "{bad}");
     }
     c.reserve(2).unwrap();
     c.pending_vectors()[5] = f32::NEG_INFINITY;
-    assert_eq!(
-        c.commit(IdEncoding::U64),
-        Err(Error::NonFinite {
-            point: 1,
-            element: 1
-        })
-    );
+    assert_eq!(c.commit(IdEncoding::U64), Err(Error::NonFinite { point: 1, element: 1 }));
     assert_eq!(snapshot(&c), before, "failed writes must change nothing");
-    assert!(matches!(
-        Collection::new(CollectionConfig {
-            dim: 0,
-            metric: Metric::L2
-        }),
-        Err(Error::InvalidConfig(_))
-    ));
+    assert!(matches!(Collection::new(CollectionConfig { dim: 0, metric: Metric::L2 }), Err(Error::InvalidConfig(_))));
 }
 
 #[test]
 fn bad_requests_are_typed_errors() {
     let c = filled();
-    let err = |json: &str| {
-        SearchRequest::from_json(json)
-            .and_then(|r| c.search(&r))
-            .unwrap_err()
-    };
-    assert_eq!(
-        err(r#"{"vector": [1, 2]}"#),
-        Error::DimensionMismatch {
-            expected: 4,
-            found: 2
-        }
-    );
+    let err = |json: &str| SearchRequest::from_json(json).and_then(|r| c.search(&r)).unwrap_err();
+    assert_eq!(err(r#"{"vector": [1, 2]}"#), Error::DimensionMismatch { expected: 4, found: 2 });
     // JSON has no NaN; a number beyond f32 is rejected by the parser, NaN from a host by search.
-    assert!(matches!(
-        err(r#"{"vector": [1, 2, 3, 4e39]}"#),
-        Error::InvalidRequest(_)
-    ));
+    assert!(matches!(err(r#"{"vector": [1, 2, 3, 4e39]}"#), Error::InvalidRequest(_)));
     let nan = SearchRequest::nearest(vec![1.0, f32::NAN, 0.0, 0.0], 3);
-    assert_eq!(
-        c.search(&nan).unwrap_err(),
-        Error::NonFinite {
-            point: 0,
-            element: 1
-        }
-    );
-    assert!(
-        matches!(err(r#"{"vector": [1, 2, 3, 4], "limt": 3}"#), Error::InvalidRequest(m) if m.contains("limt"))
-    );
-    assert!(matches!(
-        err(r#"{"vector": [1, 2, 3, 4], "limit": 0}"#),
-        Error::InvalidRequest(_)
-    ));
-    assert!(matches!(
-        err(r#"{"vector": [1, 2, 3, 4], "limit": 100001}"#),
-        Error::InvalidRequest(_)
-    ));
-    assert!(matches!(
-        err(r#"{"vector": [1, 2, 3, 4], "offset": 100001}"#),
-        Error::InvalidRequest(_)
-    ));
-    assert!(matches!(
-        err(r#"{"vector": [1, 2, 3, "x"]}"#),
-        Error::InvalidRequest(_)
-    ));
-    assert!(matches!(
-        err(r#"{"vector": [1, 2, 3, 4]"#),
-        Error::InvalidRequest(_)
-    ));
+    assert_eq!(c.search(&nan).unwrap_err(), Error::NonFinite { point: 0, element: 1 });
+    assert!(matches!(err(r#"{"vector": [1, 2, 3, 4], "limt": 3}"#), Error::InvalidRequest(m) if m.contains("limt")));
+    assert!(matches!(err(r#"{"vector": [1, 2, 3, 4], "limit": 0}"#), Error::InvalidRequest(_)));
+    assert!(matches!(err(r#"{"vector": [1, 2, 3, 4], "limit": 100001}"#), Error::InvalidRequest(_)));
+    assert!(matches!(err(r#"{"vector": [1, 2, 3, 4], "offset": 100001}"#), Error::InvalidRequest(_)));
+    assert!(matches!(err(r#"{"vector": [1, 2, 3, "x"]}"#), Error::InvalidRequest(_)));
+    assert!(matches!(err(r#"{"vector": [1, 2, 3, 4]"#), Error::InvalidRequest(_)));
     assert!(matches!(err(r#"{"limit": 3}"#), Error::InvalidRequest(m) if m.contains("vector")));
     assert!(matches!(
         err(r#"{"vector": [1, 2, 3, 4], "params": {"exact": true, "bogus": 1}}"#),
         Error::InvalidRequest(_)
     ));
-    assert_eq!(
-        err(r#"{"vector": [1, 2, 3, 4], "text": "hi"}"#),
-        Error::Unsupported("text search")
-    );
+    assert_eq!(err(r#"{"vector": [1, 2, 3, 4], "text": "hi"}"#), Error::Unsupported("text search"));
     let ok = SearchRequest::from_json(
         r#"{"vector": [1, 2, 3, 4], "params": {"exact": true, "nprobe": 4}, "with_payload": true}"#,
     );
@@ -247,10 +137,7 @@ fn corrupt_segments_are_typed_errors() {
     let mut c = filled();
     let bytes = c.to_bytes().to_vec();
     for n in 0..bytes.len() {
-        assert!(
-            Collection::from_bytes(&bytes[..n]).is_err(),
-            "truncated to {n} bytes must not open"
-        );
+        assert!(Collection::from_bytes(&bytes[..n]).is_err(), "truncated to {n} bytes must not open");
     }
     let mut v9 = bytes.clone();
     v9[8] = 9;
@@ -258,25 +145,15 @@ fn corrupt_segments_are_typed_errors() {
     v9[32..36].copy_from_slice(&crc.to_le_bytes());
     assert_eq!(
         Collection::from_bytes(&v9).unwrap_err(),
-        Error::Format(FormatError::UnsupportedVersion {
-            found: 9,
-            newest: 1
-        })
+        Error::Format(FormatError::UnsupportedVersion { found: 9, newest: 1 })
     );
     // A flipped bit inside the vectors opens (open is cheap) but fails verification.
     let reader = shoal_format::SegmentReader::open(c.sealed().unwrap().bytes()).unwrap();
-    let vectors = reader
-        .sections()
-        .iter()
-        .find(|e| e.kind == shoal_format::KIND_VECTORS)
-        .unwrap();
+    let vectors = reader.sections().iter().find(|e| e.kind == shoal_format::KIND_VECTORS).unwrap();
     let mut flipped = bytes.clone();
     flipped[vectors.offset as usize + 3] ^= 0x10;
     let opened = Collection::from_bytes(&flipped).unwrap();
-    assert!(matches!(
-        opened.verify(),
-        Err(Error::Format(FormatError::ChecksumMismatch { kind: 3, .. }))
-    ));
+    assert!(matches!(opened.verify(), Err(Error::Format(FormatError::ChecksumMismatch { kind: 3, .. }))));
 }
 
 #[derive(Clone, Debug)]

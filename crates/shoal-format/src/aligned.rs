@@ -17,10 +17,7 @@ pub struct AlignedBytes {
 impl AlignedBytes {
     /// A zero-filled buffer of `len` bytes.
     pub fn zeroed(len: usize) -> AlignedBytes {
-        AlignedBytes {
-            blocks: alloc::vec![Block([0; 64]); len.div_ceil(64)],
-            len,
-        }
+        AlignedBytes { blocks: alloc::vec![Block([0; 64]); len.div_ceil(64)], len }
     }
 
     /// Copies `bytes` into a new aligned buffer.

@@ -55,33 +55,17 @@ pub enum FormatError {
 impl fmt::Display for FormatError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            FormatError::Truncated {
-                what,
-                needed,
-                available,
-            } => {
-                write!(
-                    f,
-                    "truncated segment: {what} needs {needed} bytes, {available} available"
-                )
+            FormatError::Truncated { what, needed, available } => {
+                write!(f, "truncated segment: {what} needs {needed} bytes, {available} available")
             }
             FormatError::BadMagic => f.write_str("not a Shoal segment (bad magic)"),
             FormatError::UnsupportedVersion { found, newest } => {
-                write!(
-                    f,
-                    "unsupported segment format version {found} (this build reads 1..={newest})"
-                )
+                write!(f, "unsupported segment format version {found} (this build reads 1..={newest})")
             }
             FormatError::UnsupportedFlags(x) => write!(f, "unsupported segment flags {x:#x}"),
-            FormatError::ChecksumMismatch {
-                what,
-                kind,
-                stored,
-                actual,
-            } => write!(
-                f,
-                "checksum mismatch in {what} (kind {kind}): stored {stored:#010x}, computed {actual:#010x}"
-            ),
+            FormatError::ChecksumMismatch { what, kind, stored, actual } => {
+                write!(f, "checksum mismatch in {what} (kind {kind}): stored {stored:#010x}, computed {actual:#010x}")
+            }
             FormatError::Misaligned => f.write_str("segment bytes are not 64-byte aligned"),
             FormatError::Malformed(why) => write!(f, "malformed segment: {why}"),
             FormatError::UnknownSection(k) => write!(f, "unknown required section kind {k}"),

@@ -33,8 +33,7 @@ pub use writer::SegmentWriter;
 
 /// CRC-32C (Castagnoli) of `bytes`: the checksum of every header, table and section.
 pub fn crc32c(bytes: &[u8]) -> u32 {
-    const CRC: crc::Crc<u32, crc::Table<16>> =
-        crc::Crc::<u32, crc::Table<16>>::new(&crc::CRC_32_ISCSI);
+    const CRC: crc::Crc<u32, crc::Table<16>> = crc::Crc::<u32, crc::Table<16>>::new(&crc::CRC_32_ISCSI);
     CRC.checksum(bytes)
 }
 
@@ -44,6 +43,4 @@ pub const fn align_up(n: u64) -> u64 {
 }
 
 #[cfg(target_endian = "big")]
-compile_error!(
-    "the Shoal segment format is little-endian and is cast in place; big-endian targets are not supported"
-);
+compile_error!("the Shoal segment format is little-endian and is cast in place; big-endian targets are not supported");

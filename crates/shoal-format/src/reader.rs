@@ -1,8 +1,7 @@
 use bytemuck::Pod;
 
 use crate::{
-    ALIGN, FORMAT_VERSION, FormatError, Header, MAGIC, MAX_SECTIONS, SECTION_OPTIONAL,
-    SectionEntry, crc32c, kind_name,
+    ALIGN, FORMAT_VERSION, FormatError, Header, MAGIC, MAX_SECTIONS, SECTION_OPTIONAL, SectionEntry, crc32c, kind_name,
 };
 
 /// A validated view of a segment container over borrowed bytes.
@@ -20,25 +19,15 @@ pub struct SegmentReader<'a> {
 ///
 /// Fails with [`FormatError::BadSection`] if the length is not a multiple of the record size
 /// and with [`FormatError::Misaligned`] if the start is not aligned for `T`.
-pub fn cast_records<'b, T: Pod>(
-    section: &'static str,
-    bytes: &'b [u8],
-) -> Result<&'b [T], FormatError> {
+pub fn cast_records<'b, T: Pod>(section: &'static str, bytes: &'b [u8]) -> Result<&'b [T], FormatError> {
     if !bytes.len().is_multiple_of(core::mem::size_of::<T>()) {
-        return Err(FormatError::BadSection {
-            section,
-            reason: "length is not a whole number of records",
-        });
+        return Err(FormatError::BadSection { section, reason: "length is not a whole number of records" });
     }
     bytemuck::try_cast_slice(bytes).map_err(|_| FormatError::Misaligned)
 }
 
 fn truncated(what: &'static str, needed: u64, available: usize) -> FormatError {
-    FormatError::Truncated {
-        what,
-        needed,
-        available: available as u64,
-    }
+    FormatError::Truncated { what, needed, available: available as u64 }
 }
 
 impl<'a> SegmentReader<'a> {
@@ -57,18 +46,10 @@ impl<'a> SegmentReader<'a> {
         let header: &Header = bytemuck::from_bytes(&bytes[..header_size]);
         let actual = crc32c(&bytes[..32]);
         if actual != header.header_crc {
-            return Err(FormatError::ChecksumMismatch {
-                what: "header",
-                kind: 0,
-                stored: header.header_crc,
-                actual,
-            });
+            return Err(FormatError::ChecksumMismatch { what: "header", kind: 0, stored: header.header_crc, actual });
         }
         if header.version == 0 || header.version > FORMAT_VERSION {
-            return Err(FormatError::UnsupportedVersion {
-                found: header.version,
-                newest: FORMAT_VERSION,
-            });
+            return Err(FormatError::UnsupportedVersion { found: header.version, newest: FORMAT_VERSION });
         }
         if header.flags != 0 {
             return Err(FormatError::UnsupportedFlags(header.flags));
@@ -86,8 +67,7 @@ impl<'a> SegmentReader<'a> {
         if header.section_count == 0 || header.section_count > MAX_SECTIONS {
             return Err(FormatError::Malformed("section count out of range"));
         }
-        let table_end =
-            header_size + header.section_count as usize * core::mem::size_of::<SectionEntry>();
+        let table_end = header_size + header.section_count as usize * core::mem::size_of::<SectionEntry>();
         if bytes.len() < table_end {
             return Err(truncated("section table", table_end as u64, bytes.len()));
         }
@@ -108,19 +88,12 @@ impl<'a> SegmentReader<'a> {
                 return Err(FormatError::Malformed("reserved section bits are set"));
             }
             if !e.offset.is_multiple_of(ALIGN as u64) {
-                return Err(FormatError::Malformed(
-                    "section offset is not 64-byte aligned",
-                ));
+                return Err(FormatError::Malformed("section offset is not 64-byte aligned"));
             }
             if e.offset < prev_end {
-                return Err(FormatError::Malformed(
-                    "sections overlap or are out of order",
-                ));
+                return Err(FormatError::Malformed("sections overlap or are out of order"));
             }
-            let end = e
-                .offset
-                .checked_add(e.length)
-                .ok_or(FormatError::Malformed("section length overflows"))?;
+            let end = e.offset.checked_add(e.length).ok_or(FormatError::Malformed("section length overflows"))?;
             if end > header.file_len {
                 return Err(truncated("section", end, bytes.len()));
             }
@@ -129,11 +102,7 @@ impl<'a> SegmentReader<'a> {
             }
             prev_end = end;
         }
-        Ok(SegmentReader {
-            bytes,
-            header,
-            table,
-        })
+        Ok(SegmentReader { bytes, header, table })
     }
 
     /// The header.
@@ -158,25 +127,17 @@ impl<'a> SegmentReader<'a> {
 
     /// The payload of the section of `kind`, if present.
     pub fn section(&self, kind: u32) -> Option<&'a [u8]> {
-        self.table
-            .iter()
-            .find(|e| e.kind == kind)
-            .map(|e| self.payload(e))
+        self.table.iter().find(|e| e.kind == kind).map(|e| self.payload(e))
     }
 
     /// The payload of a required section, or [`FormatError::MissingSection`].
     pub fn require(&self, kind: u32) -> Result<&'a [u8], FormatError> {
-        self.section(kind)
-            .ok_or(FormatError::MissingSection(kind_name(kind)))
+        self.section(kind).ok_or(FormatError::MissingSection(kind_name(kind)))
     }
 
     /// Rejects required sections whose kind is not in `known`.
     pub fn check_known_kinds(&self, known: &[u32]) -> Result<(), FormatError> {
-        match self
-            .table
-            .iter()
-            .find(|e| e.flags & SECTION_OPTIONAL == 0 && !known.contains(&e.kind))
-        {
+        match self.table.iter().find(|e| e.flags & SECTION_OPTIONAL == 0 && !known.contains(&e.kind)) {
             Some(e) => Err(FormatError::UnknownSection(e.kind)),
             None => Ok(()),
         }
@@ -275,31 +236,18 @@ mod tests {
         let buf = AlignedBytes::from_slice(&v2);
         assert_eq!(
             SegmentReader::open(buf.as_slice()).unwrap_err(),
-            FormatError::UnsupportedVersion {
-                found: 2,
-                newest: 1
-            }
+            FormatError::UnsupportedVersion { found: 2, newest: 1 }
         );
         let mut bad = file.clone();
         bad[0] = b'X';
-        assert_eq!(
-            SegmentReader::open(AlignedBytes::from_slice(&bad).as_slice()).unwrap_err(),
-            FormatError::BadMagic
-        );
+        assert_eq!(SegmentReader::open(AlignedBytes::from_slice(&bad).as_slice()).unwrap_err(), FormatError::BadMagic);
         assert!(matches!(
             SegmentReader::open(AlignedBytes::from_slice(&file[..40]).as_slice()).unwrap_err(),
             FormatError::Truncated { .. }
         ));
         let buf = AlignedBytes::from_slice(&file);
-        assert_eq!(
-            SegmentReader::open(&buf.as_slice()[1..]).unwrap_err(),
-            FormatError::Misaligned
-        );
+        assert_eq!(SegmentReader::open(&buf.as_slice()[1..]).unwrap_err(), FormatError::Misaligned);
         let r = SegmentReader::open(buf.as_slice()).unwrap();
-        assert_eq!(
-            r.check_known_kinds(&[]),
-            Ok(()),
-            "optional sections are skipped"
-        );
+        assert_eq!(r.check_known_kinds(&[]), Ok(()), "optional sections are skipped");
     }
 }

@@ -22,6 +22,23 @@ pub const KIND_VECTORS: u32 = 3;
 /// Section kind: [`IdEntry`] records sorted by id.
 pub const KIND_ID_INDEX: u32 = 4;
 
+/// Section kind (optional): [`IvfMeta`].
+pub const KIND_IVF_META: u32 = 16;
+/// Section kind (optional): `f32` centroids, `nlist * dim`.
+pub const KIND_IVF_CENTROIDS: u32 = 17;
+/// Section kind (optional): `f32` rotated centroids, `nlist * padded`.
+pub const KIND_IVF_ROT_CENTROIDS: u32 = 18;
+/// Section kind (optional): `u32` row offsets of the partitions, `nlist + 1`.
+pub const KIND_IVF_OFFSETS: u32 = 19;
+/// Section kind (optional): `u64` sign words of the rotation, `rounds * padded / 64`.
+pub const KIND_RABITQ_ROTATION: u32 = 20;
+/// Section kind (optional): `u32` FastScan block offsets of the partitions, `nlist + 1`.
+pub const KIND_RABITQ_BLOCK_OFFSETS: u32 = 21;
+/// Section kind (optional): FastScan blocks, `padded / 4 * 16` bytes each.
+pub const KIND_RABITQ_CODES: u32 = 22;
+/// Section kind (optional): per-row RaBitQ factors, 4 `f32` each.
+pub const KIND_RABITQ_FACTORS: u32 = 23;
+
 /// Human-readable name of a section kind.
 pub fn kind_name(kind: u32) -> &'static str {
     match kind {
@@ -29,8 +46,40 @@ pub fn kind_name(kind: u32) -> &'static str {
         KIND_IDS => "IDS",
         KIND_VECTORS => "VECTORS",
         KIND_ID_INDEX => "ID_INDEX",
+        KIND_IVF_META => "IVF_META",
+        KIND_IVF_CENTROIDS => "IVF_CENTROIDS",
+        KIND_IVF_ROT_CENTROIDS => "IVF_ROT_CENTROIDS",
+        KIND_IVF_OFFSETS => "IVF_OFFSETS",
+        KIND_RABITQ_ROTATION => "RABITQ_ROTATION",
+        KIND_RABITQ_BLOCK_OFFSETS => "RABITQ_BLOCK_OFFSETS",
+        KIND_RABITQ_CODES => "RABITQ_CODES",
+        KIND_RABITQ_FACTORS => "RABITQ_FACTORS",
         _ => "unknown",
     }
+}
+
+/// The `IVF_META` section (64 bytes).
+#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Pod, Zeroable)]
+pub struct IvfMeta {
+    /// Number of partitions.
+    pub nlist: u32,
+    /// Padded dimension of the rotation and the codes (multiple of 64).
+    pub padded: u32,
+    /// Seed of k-means and the rotation (kept so a re-seal builds the same way).
+    pub seed: u64,
+    /// Rounds of the rotation.
+    pub rounds: u32,
+    /// Bits per coordinate of the data codes (1 in this version).
+    pub code_bits: u32,
+    /// Bits per coordinate of the quantized query (4).
+    pub query_bits: u32,
+    /// Default partitions probed per query.
+    pub default_nprobe: u32,
+    /// Default candidates re-ranked per result.
+    pub default_rerank: u32,
+    /// Zero.
+    pub reserved: [u8; 28],
 }
 
 /// The 64-byte file header.
@@ -118,3 +167,4 @@ const _: () = assert!(core::mem::size_of::<Header>() == 64);
 const _: () = assert!(core::mem::size_of::<SectionEntry>() == 32);
 const _: () = assert!(core::mem::size_of::<SegmentMeta>() == 64);
 const _: () = assert!(core::mem::size_of::<IdEntry>() == 16);
+const _: () = assert!(core::mem::size_of::<IvfMeta>() == 64);

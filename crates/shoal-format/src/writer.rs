@@ -15,17 +15,12 @@ pub struct SegmentWriter<'a> {
 impl<'a> SegmentWriter<'a> {
     /// An empty writer.
     pub fn new() -> Self {
-        SegmentWriter {
-            sections: Vec::new(),
-        }
+        SegmentWriter { sections: Vec::new() }
     }
 
     /// Adds a section with the given kind, flags and payload. Panics if `kind` was added before.
     pub fn add_section(&mut self, kind: u32, flags: u32, payload: &'a [u8]) -> &mut Self {
-        assert!(
-            self.sections.iter().all(|s| s.0 != kind),
-            "section kind {kind} added twice"
-        );
+        assert!(self.sections.iter().all(|s| s.0 != kind), "section kind {kind} added twice");
         self.sections.push((kind, flags, payload));
         self
     }

@@ -46,12 +46,7 @@ impl FlatScan<'_> {
         while start < n {
             let count = BLOCK_ROWS.min(n - start);
             let keys = &mut scratch.keys[..count];
-            self.metric.keys(
-                &self.kernels,
-                self.query,
-                &rows[start * dim..(start + count) * dim],
-                keys,
-            );
+            self.metric.keys(&self.kernels, self.query, &rows[start * dim..(start + count) * dim], keys);
             let mut threshold = topk.threshold();
             for (i, &key) in keys.iter().enumerate() {
                 // Overflow can make a key NaN (inf - inf), and wasm leaves a NaN's sign bit
@@ -63,10 +58,7 @@ impl FlatScan<'_> {
                     if skip.is_some_and(|s| s(r)) {
                         continue;
                     }
-                    topk.push(Candidate {
-                        key,
-                        id: first_id + r as u64,
-                    });
+                    topk.push(Candidate { key, id: first_id + r as u64 });
                     threshold = topk.threshold();
                 }
             }

@@ -46,7 +46,7 @@ pub fn default_nprobe(nlist: usize) -> usize {
 }
 
 /// Default re-ranking depth: exact distances for up to this many candidates per result.
-pub const DEFAULT_RERANK: usize = 8;
+pub const DEFAULT_RERANK: usize = 16;
 
 /// What a build produces: the row order and the index data, ready to be written as sections.
 #[derive(Clone, Debug)]
@@ -86,8 +86,7 @@ pub fn build(kernels: &Kernels, data: &[f32], dim: usize, params: IvfParams) -> 
     let nlist = centroids.len() / dim;
     // Assign and sort rows by partition (counting sort: stable, row order within a partition).
     let mut dists = vec![0f32; nlist];
-    let assign: Vec<u32> =
-        data.chunks_exact(dim).map(|x| nearest(kernels, x, &centroids, &mut dists) as u32).collect();
+    let assign: Vec<u32> = data.chunks_exact(dim).map(|x| nearest(kernels, x, &centroids, &mut dists) as u32).collect();
     let mut offsets = vec![0u32; nlist + 1];
     for &a in &assign {
         offsets[a as usize + 1] += 1;

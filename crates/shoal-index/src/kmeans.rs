@@ -24,12 +24,7 @@ pub struct KMeans {
 impl KMeans {
     /// Default settings for `k` centroids.
     pub fn new(k: usize, seed: u64) -> KMeans {
-        KMeans {
-            k,
-            iterations: 10,
-            per_centroid: 64,
-            seed,
-        }
+        KMeans { k, iterations: 10, per_centroid: 64, seed }
     }
 
     /// Trains on the rows of `data` (`dim` floats each); returns `k * dim` centroid floats.
@@ -66,20 +61,14 @@ impl KMeans {
             for (&a, &r) in assign.iter().zip(&sample_rows) {
                 let a = a as usize;
                 counts[a] += 1;
-                for (s, &x) in sums[a * dim..(a + 1) * dim]
-                    .iter_mut()
-                    .zip(row(data, dim, r as usize))
-                {
+                for (s, &x) in sums[a * dim..(a + 1) * dim].iter_mut().zip(row(data, dim, r as usize)) {
                     *s += x as f64;
                 }
             }
             for c in 0..k {
                 if counts[c] > 0 {
                     let inv = 1.0 / counts[c] as f64;
-                    for (o, s) in centroids[c * dim..(c + 1) * dim]
-                        .iter_mut()
-                        .zip(&sums[c * dim..])
-                    {
+                    for (o, s) in centroids[c * dim..(c + 1) * dim].iter_mut().zip(&sums[c * dim..]) {
                         *o = (*s * inv) as f32;
                     }
                 }
@@ -93,14 +82,7 @@ impl KMeans {
 /// k-means++ seeding over the sample: each next centre is a sample point drawn with probability
 /// proportional to its squared distance to the nearest centre so far (f64 running sums in row
 /// order, so the draw is the same on every target).
-fn plus_plus(
-    kernels: &Kernels,
-    data: &[f32],
-    dim: usize,
-    rows: &[u32],
-    k: usize,
-    rng: &mut Rng,
-) -> Vec<f32> {
+fn plus_plus(kernels: &Kernels, data: &[f32], dim: usize, rows: &[u32], k: usize, rng: &mut Rng) -> Vec<f32> {
     let mut centroids = Vec::with_capacity(k * dim);
     centroids.extend_from_slice(row(data, dim, rows[rng.below(rows.len())] as usize));
     let mut best = vec![f32::INFINITY; rows.len()];
@@ -180,12 +162,8 @@ mod tests {
 
     fn blobs(n: usize, dim: usize, centers: usize, seed: u64) -> Vec<f32> {
         let mut rng = Rng::new(seed);
-        let c: Vec<f32> = (0..centers * dim)
-            .map(|_| rng.below(2000) as f32 / 100.0)
-            .collect();
-        (0..n * dim)
-            .map(|i| c[(i / dim) % centers * dim + i % dim] + rng.below(100) as f32 / 1000.0)
-            .collect()
+        let c: Vec<f32> = (0..centers * dim).map(|_| rng.below(2000) as f32 / 100.0).collect();
+        (0..n * dim).map(|i| c[(i / dim) % centers * dim + i % dim] + rng.below(100) as f32 / 1000.0).collect()
     }
 
     #[test]

@@ -53,24 +53,14 @@ pub fn encode(kernels: &Kernels, r: &[f32], code: &mut [u64]) -> Factors {
     let pop_term = (2 * pop) as f32 - d as f32;
     if !(norm_sq > 0.0 && abs_sum > 0.0) {
         // The vector is its centroid: the estimate `‖r‖² + ‖y‖² - 0` is exact.
-        return Factors {
-            norm_sq: 0.0,
-            scale: 0.0,
-            pop_term,
-            err: 0.0,
-        };
+        return Factors { norm_sq: 0.0, scale: 0.0, pop_term, err: 0.0 };
     }
     let norm = libm::sqrtf(norm_sq);
     let sqrt_d = libm::sqrtf(d as f32);
     let ip = (abs_sum / (sqrt_d * norm)).min(1.0);
     let spread = libm::sqrtf((1.0 - ip * ip).max(0.0));
     let err = 2.0 * norm * spread / (ip * libm::sqrtf((d as f32 - 1.0).max(1.0)));
-    Factors {
-        norm_sq,
-        scale: 2.0 * norm_sq / abs_sum,
-        pop_term,
-        err,
-    }
+    Factors { norm_sq, scale: 2.0 * norm_sq / abs_sum, pop_term, err }
 }
 
 /// Nibble `g` of a code: bits `4g .. 4g + 4`.
@@ -113,13 +103,7 @@ pub struct QueryTerms {
 /// Quantizes the rotated query (residual) `y` to 4 bits per coordinate (round to nearest) and
 /// fills the FastScan tables `luts` (`D / 4 * 16` bytes); `levels` is scratch of `D` bytes.
 /// `epsilon` is the bound's confidence in standard deviations ([`EPSILON0`] by default).
-pub fn quantize_query(
-    kernels: &Kernels,
-    y: &[f32],
-    epsilon: f32,
-    levels: &mut [u8],
-    luts: &mut [u8],
-) -> QueryTerms {
+pub fn quantize_query(kernels: &Kernels, y: &[f32], epsilon: f32, levels: &mut [u8], luts: &mut [u8]) -> QueryTerms {
     let (mut lo, mut hi) = (f32::INFINITY, f32::NEG_INFINITY);
     for &x in y {
         lo = lo.min(x);
@@ -142,13 +126,7 @@ pub fn quantize_query(
         }
     }
     let norm_sq = kernels.dot(y, y);
-    QueryTerms {
-        lo,
-        delta,
-        sum_levels: sum as f32,
-        norm_sq,
-        err_scale: epsilon * libm::sqrtf(norm_sq),
-    }
+    QueryTerms { lo, delta, sum_levels: sum as f32, norm_sq, err_scale: epsilon * libm::sqrtf(norm_sq) }
 }
 
 impl QueryTerms {
@@ -161,10 +139,7 @@ impl QueryTerms {
     /// Estimated squared distance `‖r - y‖²` and its error bound.
     #[inline]
     pub fn l2(&self, f: &Factors, s: u32) -> (f32, f32) {
-        (
-            f.norm_sq + self.norm_sq - self.twice_ip(f, s),
-            f.err * self.err_scale,
-        )
+        (f.norm_sq + self.norm_sq - self.twice_ip(f, s), f.err * self.err_scale)
     }
 
     /// Estimated `<r, y>` and its error bound.
@@ -183,10 +158,7 @@ mod tests {
 
     fn gauss(rng: &mut Rng) -> f32 {
         // Sum of uniforms: close enough to Gaussian for these tests.
-        (0..6)
-            .map(|_| rng.below(1 << 20) as f32 / (1 << 20) as f32)
-            .sum::<f32>()
-            - 3.0
+        (0..6).map(|_| rng.below(1 << 20) as f32 / (1 << 20) as f32).sum::<f32>() - 3.0
     }
 
     #[test]
@@ -207,19 +179,14 @@ mod tests {
                 let mut levels = vec![0u8; d];
                 let mut luts = vec![0u8; d / 4 * 16];
                 let t = quantize_query(&k, &y, epsilon, &mut levels, &mut luts);
-                let s: u32 = (0..d / 4)
-                    .map(|g| luts[g * 16 + nibble(&code, g) as usize] as u32)
-                    .sum();
+                let s: u32 = (0..d / 4).map(|g| luts[g * 16 + nibble(&code, g) as usize] as u32).sum();
                 let exact: f32 = r.iter().zip(&y).map(|(a, b)| (a - b) * (a - b)).sum();
                 let (est, err) = t.l2(&f, s);
                 if (est - exact).abs() <= err {
                     within += 1;
                 }
             }
-            assert!(
-                within as f64 >= share * total as f64,
-                "ε {epsilon}: {within} of {total} within the bound"
-            );
+            assert!(within as f64 >= share * total as f64, "ε {epsilon}: {within} of {total} within the bound");
         }
     }
 
@@ -227,9 +194,7 @@ mod tests {
     fn block_packing_matches_nibbles() {
         let words = 2;
         let mut rng = Rng::new(3);
-        let codes: Vec<Vec<u64>> = (0..20)
-            .map(|_| (0..words).map(|_| rng.next_u64()).collect())
-            .collect();
+        let codes: Vec<Vec<u64>> = (0..20).map(|_| (0..words).map(|_| rng.next_u64()).collect()).collect();
         let refs: Vec<&[u64]> = codes.iter().map(|c| c.as_slice()).collect();
         let mut block = vec![0u8; words * 16 * 16];
         pack_block(&refs, words, &mut block);
@@ -241,11 +206,7 @@ mod tests {
         let mut out = vec![0u32; 32];
         shoal_kernels::arch::all::fastscan(&luts, &block, &mut out);
         for j in 0..32 {
-            let want = if j < 20 {
-                nibble(&codes[j], 3) as u32
-            } else {
-                0
-            };
+            let want = if j < 20 { nibble(&codes[j], 3) as u32 } else { 0 };
             assert_eq!(out[j], want, "code {j}");
         }
     }

@@ -39,12 +39,7 @@ impl Rotation {
     pub fn from_signs(padded: usize, signs: Vec<u64>) -> Rotation {
         assert!(padded > 0 && padded.is_multiple_of(64) && signs.len() == ROUNDS * padded / 64);
         let block = 1usize << (usize::BITS - 1 - padded.leading_zeros());
-        Rotation {
-            padded,
-            block,
-            scale: 1.0 / libm::sqrtf(block as f32),
-            signs,
-        }
+        Rotation { padded, block, scale: 1.0 / libm::sqrtf(block as f32), signs }
     }
 
     /// Padded dimension.
@@ -108,30 +103,15 @@ mod tests {
         for padded in [64, 128, 192, 384] {
             let r = Rotation::new(padded, 7);
             let mut rng = Rng::new(1);
-            let a: Vec<f32> = (0..padded - 3)
-                .map(|_| (rng.below(1000) as f32 - 500.0) / 100.0)
-                .collect();
-            let b: Vec<f32> = (0..padded - 3)
-                .map(|_| (rng.below(1000) as f32 - 500.0) / 100.0)
-                .collect();
+            let a: Vec<f32> = (0..padded - 3).map(|_| (rng.below(1000) as f32 - 500.0) / 100.0).collect();
+            let b: Vec<f32> = (0..padded - 3).map(|_| (rng.below(1000) as f32 - 500.0) / 100.0).collect();
             let (mut ra, mut rb) = (alloc::vec![0.0; padded], alloc::vec![0.0; padded]);
             r.apply(&a, &mut ra);
             r.apply(&b, &mut rb);
-            let dot = |x: &[f32], y: &[f32]| {
-                x.iter()
-                    .zip(y)
-                    .map(|(p, q)| (*p as f64) * (*q as f64))
-                    .sum::<f64>()
-            };
+            let dot = |x: &[f32], y: &[f32]| x.iter().zip(y).map(|(p, q)| (*p as f64) * (*q as f64)).sum::<f64>();
             let rel = |x: f64, y: f64| (x - y).abs() / y.abs().max(1.0);
-            assert!(
-                rel(dot(&ra, &ra), dot(&a, &a)) < 1e-4,
-                "norm, padded {padded}"
-            );
-            assert!(
-                rel(dot(&ra, &rb), dot(&a, &b)) < 1e-3,
-                "inner product, padded {padded}"
-            );
+            assert!(rel(dot(&ra, &ra), dot(&a, &a)) < 1e-4, "norm, padded {padded}");
+            assert!(rel(dot(&ra, &rb), dot(&a, &b)) < 1e-3, "inner product, padded {padded}");
         }
     }
 

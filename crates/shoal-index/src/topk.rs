@@ -39,10 +39,7 @@ pub struct TopK {
 impl TopK {
     /// An empty selection of `k` candidates.
     pub fn new(k: usize) -> TopK {
-        TopK {
-            k,
-            heap: BinaryHeap::with_capacity(k + 1),
-        }
+        TopK { k, heap: BinaryHeap::with_capacity(k + 1) }
     }
 
     /// Empties the selection and sets a new `k`, keeping the allocation.
@@ -57,11 +54,7 @@ impl TopK {
     /// The key a new candidate must beat (or tie with a lower id) to enter; `+inf` when not full.
     #[inline]
     pub fn threshold(&self) -> f32 {
-        if self.heap.len() < self.k {
-            f32::INFINITY
-        } else {
-            self.heap.peek().map_or(f32::INFINITY, |c| c.key)
-        }
+        if self.heap.len() < self.k { f32::INFINITY } else { self.heap.peek().map_or(f32::INFINITY, |c| c.key) }
     }
 
     /// Offers a candidate.

@@ -33,17 +33,11 @@ fn values(seed: u64, n: usize) -> Vec<f32> {
 }
 
 fn words(seed: u64, n: usize) -> Vec<u64> {
-    values(seed, 2 * n)
-        .chunks_exact(2)
-        .map(|p| u64::from(p[0].to_bits()) << 32 | u64::from(p[1].to_bits()))
-        .collect()
+    values(seed, 2 * n).chunks_exact(2).map(|p| u64::from(p[0].to_bits()) << 32 | u64::from(p[1].to_bits())).collect()
 }
 
 fn pair_kernels(c: &mut Criterion) {
-    for (kernel, f) in [
-        ("dot", Kernels::dot as fn(&Kernels, &[f32], &[f32]) -> f32),
-        ("l2_sq", Kernels::l2_sq),
-    ] {
+    for (kernel, f) in [("dot", Kernels::dot as fn(&Kernels, &[f32], &[f32]) -> f32), ("l2_sq", Kernels::l2_sq)] {
         let mut group = c.benchmark_group(kernel);
         for d in DIMS {
             let (a, b) = (values(1, d), values(2, d));
@@ -85,10 +79,7 @@ fn hamming(c: &mut Criterion) {
             group.bench_with_input(BenchmarkId::new(k.name(), d), &d, |bench, _| {
                 bench.iter(|| {
                     let q = black_box(&query[..]);
-                    black_box(&codes)
-                        .chunks_exact(w)
-                        .map(|code| k.hamming(q, code))
-                        .fold(0u32, u32::wrapping_add)
+                    black_box(&codes).chunks_exact(w).map(|code| k.hamming(q, code)).fold(0u32, u32::wrapping_add)
                 })
             });
         }

@@ -78,20 +78,10 @@ fn assert_dot_everywhere(terms: &[f32], want: f32) {
     assert_eq!(spec_model(terms).to_bits(), want.to_bits(), "spec model");
     for k in Kernels::available() {
         let got = k.dot(terms, &ones);
-        assert_eq!(
-            got.to_bits(),
-            want.to_bits(),
-            "{}: got {got:e}, want {want:e}",
-            k.name()
-        );
+        assert_eq!(got.to_bits(), want.to_bits(), "{}: got {got:e}, want {want:e}", k.name());
         let mut out = [f32::NAN; 3];
         k.dot_batch(&ones, &[terms, terms, terms].concat(), &mut out);
-        assert_eq!(
-            out.map(f32::to_bits),
-            [want.to_bits(); 3],
-            "{} batch",
-            k.name()
-        );
+        assert_eq!(out.map(f32::to_bits), [want.to_bits(); 3], "{} batch", k.name());
     }
 }
 
@@ -175,12 +165,7 @@ fn l2_sq_rounds_the_difference_first() {
     let want = 16_777_216.0f32 * 16_777_216.0;
     assert_ne!(want, ((f64::from(x) - f64::from(y)).powi(2)) as f32);
     for k in Kernels::available() {
-        assert_eq!(
-            k.l2_sq(&[x], &[y]).to_bits(),
-            want.to_bits(),
-            "{}",
-            k.name()
-        );
+        assert_eq!(k.l2_sq(&[x], &[y]).to_bits(), want.to_bits(), "{}", k.name());
     }
 }
 
@@ -253,11 +238,7 @@ fn reference_matches_spec_model() {
         let want = spec_model(&terms);
         assert_eq!(all::dot(&a, &b).to_bits(), want.to_bits(), "dot n={n}");
         let sq: Vec<f32> = a.iter().zip(&b).map(|(x, y)| (x - y) * (x - y)).collect();
-        assert_eq!(
-            all::l2_sq(&a, &b).to_bits(),
-            spec_model(&sq).to_bits(),
-            "l2_sq n={n}"
-        );
+        assert_eq!(all::l2_sq(&a, &b).to_bits(), spec_model(&sq).to_bits(), "l2_sq n={n}");
         let others = [
             sequential(&terms),
             lanes_then_halving(&terms, 16),
@@ -270,9 +251,6 @@ fn reference_matches_spec_model() {
         }
     }
     for count in others_differ {
-        assert!(
-            count > 300,
-            "another order matched too often: {others_differ:?}"
-        );
+        assert!(count > 300, "another order matched too often: {others_differ:?}");
     }
 }

@@ -13,9 +13,7 @@ use proptest::prelude::*;
 use shoal_kernels::{Kernels, arch::all};
 
 /// Dimensions of the batch tests: tails of every kind and the common embedding sizes.
-const DIMS: &[usize] = &[
-    0, 1, 2, 7, 15, 16, 17, 31, 32, 33, 50, 63, 64, 65, 128, 384, 768, 1536,
-];
+const DIMS: &[usize] = &[0, 1, 2, 7, 15, 16, 17, 31, 32, 33, 50, 63, 64, 65, 128, 384, 768, 1536];
 /// Row counts of the batch tests: around the 1, 2 and 4-row blocks of the variants.
 const ROWS: &[usize] = &[0, 1, 2, 3, 4, 5, 7, 8, 9, 13];
 
@@ -44,10 +42,8 @@ fn check_batch(k: Kernels, query: &[f32], rows: &[f32], n_rows: usize) {
     let d = query.len();
     type Batch = fn(&Kernels, &[f32], &[f32], &mut [f32]);
     type Pair = fn(&[f32], &[f32]) -> f32;
-    let cases: [(&str, Batch, Pair); 2] = [
-        ("dot_batch", Kernels::dot_batch, all::dot),
-        ("l2_sq_batch", Kernels::l2_sq_batch, all::l2_sq),
-    ];
+    let cases: [(&str, Batch, Pair); 2] =
+        [("dot_batch", Kernels::dot_batch, all::dot), ("l2_sq_batch", Kernels::l2_sq_batch, all::l2_sq)];
     for (name, batch, pair) in cases {
         // Pre-fill with NaN so that a row the kernel forgets to write is caught.
         let mut out = vec![f32::NAN; n_rows];
@@ -59,11 +55,7 @@ fn check_batch(k: Kernels, query: &[f32], rows: &[f32], n_rows: usize) {
             all::l2_sq_batch(query, rows, &mut reference);
         }
         for r in 0..n_rows {
-            let want = if d == 0 {
-                0.0
-            } else {
-                pair(query, &rows[r * d..(r + 1) * d])
-            };
+            let want = if d == 0 { 0.0 } else { pair(query, &rows[r * d..(r + 1) * d]) };
             assert!(
                 same_bits(out[r], want) && same_bits(reference[r], want),
                 "{}: {name} d={d} rows={n_rows} row {r}: got {:e} ({:#010x}), reference {:e}, pair {want:e}",
@@ -77,20 +69,8 @@ fn check_batch(k: Kernels, query: &[f32], rows: &[f32], n_rows: usize) {
 }
 
 fn check_bits(k: Kernels, a: &[u64], b: &[u64]) {
-    assert_eq!(
-        k.popcount(a),
-        all::popcount(a),
-        "{}: popcount of {} words",
-        k.name(),
-        a.len()
-    );
-    assert_eq!(
-        k.hamming(a, b),
-        all::hamming(a, b),
-        "{}: hamming of {} words",
-        k.name(),
-        a.len()
-    );
+    assert_eq!(k.popcount(a), all::popcount(a), "{}: popcount of {} words", k.name(), a.len());
+    assert_eq!(k.hamming(a, b), all::hamming(a, b), "{}: hamming of {} words", k.name(), a.len());
 }
 
 /// Every length `0..=4099`, random values, and a start offset that varies the alignment.
@@ -120,9 +100,7 @@ fn adversarial(k: Kernels) {
     for n in [1, 31, 32, 33, 64, 100, 1536] {
         let ones = vec![1.0f32; n];
         let huge = vec![1e38f32; n];
-        let alt: Vec<f32> = (0..n)
-            .map(|i| if i % 2 == 0 { 3e38 } else { -3e38 })
-            .collect();
+        let alt: Vec<f32> = (0..n).map(|i| if i % 2 == 0 { 3e38 } else { -3e38 }).collect();
         let alt_lane: Vec<f32> = (0..n).map(|i| if i < 32 { 3e38 } else { -3e38 }).collect();
         let sub = vec![f32::from_bits(3); n];
         let neg_zero = vec![-0.0f32; n];
@@ -168,23 +146,12 @@ fn bit_kernels(k: Kernels) {
         let b: Vec<u64> = (0..n).map(|_| rng.next_u64()).collect();
         check_bits(k, &a, &b);
         // Sparse words and saturated words (every byte count at its maximum).
-        let sparse: Vec<u64> = a
-            .iter()
-            .zip(&b)
-            .map(|(x, y)| x & y & rng.next_u64())
-            .collect();
+        let sparse: Vec<u64> = a.iter().zip(&b).map(|(x, y)| x & y & rng.next_u64()).collect();
         check_bits(k, &sparse, &a);
         check_bits(k, &vec![u64::MAX; n], &vec![0; n]);
     }
     // Long all-ones inputs: exercise the periodic widening of narrow (byte/16-bit) counters.
-    for n in [
-        4 * 31,
-        4 * 31 + 1,
-        4 * 62 + 3,
-        2 * 2048,
-        2 * 2048 + 1,
-        20_000,
-    ] {
+    for n in [4 * 31, 4 * 31 + 1, 4 * 62 + 3, 2 * 2048, 2 * 2048 + 1, 20_000] {
         check_bits(k, &vec![u64::MAX; n], &vec![0; n]);
     }
 }
@@ -195,38 +162,18 @@ fn fastscan_blocks(k: Kernels) {
     let mut rng = Rng::new(0x5eed_0005);
     for groups in (0..=40).chain([254, 255, 256, 509, 510, 511, 512, 513, 600]) {
         for blocks in [0usize, 1, 3] {
-            let luts: Vec<u8> = (0..groups * 16)
-                .map(|i| {
-                    if i % 5 == 0 {
-                        255
-                    } else {
-                        rng.next_u64() as u8
-                    }
-                })
-                .collect();
-            let codes: Vec<u8> = (0..blocks * groups * 16)
-                .map(|_| rng.next_u64() as u8)
-                .collect();
+            let luts: Vec<u8> = (0..groups * 16).map(|i| if i % 5 == 0 { 255 } else { rng.next_u64() as u8 }).collect();
+            let codes: Vec<u8> = (0..blocks * groups * 16).map(|_| rng.next_u64() as u8).collect();
             let mut want = vec![0u32; blocks * 32];
             let mut got = vec![7u32; blocks * 32];
             all::fastscan(&luts, &codes, &mut want);
             k.fastscan(&luts, &codes, &mut got);
-            assert_eq!(
-                got,
-                want,
-                "{}: fastscan differs, groups {groups}, blocks {blocks}",
-                k.name()
-            );
+            assert_eq!(got, want, "{}: fastscan differs, groups {groups}, blocks {blocks}", k.name());
             // Saturated: every lookup hits 255, the largest sums.
             let full = vec![255u8; groups * 16];
             all::fastscan(&full, &codes, &mut want);
             k.fastscan(&full, &codes, &mut got);
-            assert_eq!(
-                got,
-                want,
-                "{}: saturated fastscan differs, groups {groups}",
-                k.name()
-            );
+            assert_eq!(got, want, "{}: saturated fastscan differs, groups {groups}", k.name());
         }
     }
 }
@@ -268,18 +215,10 @@ fn nan_inputs(k: Kernels) {
             let mut a = vec![1.0f32; n];
             a[pos] = f32::NAN;
             let b = vec![2.0f32; n];
-            assert!(
-                k.dot(&a, &b).is_nan() && k.l2_sq(&b, &a).is_nan(),
-                "{}",
-                k.name()
-            );
+            assert!(k.dot(&a, &b).is_nan() && k.l2_sq(&b, &a).is_nan(), "{}", k.name());
             let mut out = vec![0.0; 3];
             k.dot_batch(&b, &[b.clone(), a.clone(), b.clone()].concat(), &mut out);
-            assert!(
-                !out[0].is_nan() && out[1].is_nan() && !out[2].is_nan(),
-                "{}",
-                k.name()
-            );
+            assert!(!out[0].is_nan() && out[1].is_nan() && !out[2].is_nan(), "{}", k.name());
         }
     }
 }
@@ -432,10 +371,7 @@ fn available_is_covered() {
         assert_eq!(Kernels::by_name(n).unwrap().name(), *n);
     }
     assert!(names.contains(&Kernels::best().name()));
-    eprintln!(
-        "available variants: {names:?}, best: {}",
-        Kernels::best().name()
-    );
+    eprintln!("available variants: {names:?}, best: {}", Kernels::best().name());
 }
 
 /// On x86_64 the detected CPU features decide exactly which variants exist.
@@ -470,10 +406,7 @@ fn test_data_detects_a_wrong_order() {
             naive.to_bits() != all::dot(&a[..n], &b[..n]).to_bits()
         })
         .count();
-    assert!(
-        differs > 3000,
-        "only {differs} lengths tell the orders apart"
-    );
+    assert!(differs > 3000, "only {differs} lengths tell the orders apart");
     // The same for the adversarial family, with the dot of 16-lane halves swapped in the fold
     // (a one-step error in the tree).
     let mut rng = Rng::new(0x5eed_0002);
@@ -495,8 +428,5 @@ fn test_data_detects_a_wrong_order() {
         }
         differs += usize::from(acc[0].to_bits() != all::dot(&a, &b).to_bits());
     }
-    assert!(
-        differs > 20,
-        "only {differs} of 200 adversarial cases tell the trees apart"
-    );
+    assert!(differs > 20, "only {differs} of 200 adversarial cases tell the trees apart");
 }

@@ -78,10 +78,5 @@ pub fn clustered_vectors(seed: u64, n: usize, dim: usize, centers: usize) -> Vec
 pub fn golden_v1_input() -> (usize, shoal_core::Metric, Vec<u64>, Vec<f32>) {
     let dim = 12;
     let ids = (0..64u64).map(|i| 1000 + 7 * i).collect();
-    (
-        dim,
-        shoal_core::Metric::Cosine,
-        ids,
-        uniform_vectors(0x601d, 64, dim),
-    )
+    (dim, shoal_core::Metric::Cosine, ids, uniform_vectors(0x601d, 64, dim))
 }

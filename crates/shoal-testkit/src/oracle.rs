@@ -8,26 +8,13 @@ use shoal_kernels::arch::all;
 pub fn normalized(v: &[f32]) -> Vec<f32> {
     // f32::sqrt is correctly rounded like libm::sqrtf, so the oracle may use std's.
     let norm = all::dot(v, v).sqrt();
-    if norm > 0.0 {
-        v.iter().map(|x| x / norm).collect()
-    } else {
-        v.to_vec()
-    }
+    if norm > 0.0 { v.iter().map(|x| x / norm).collect() } else { v.to_vec() }
 }
 
 /// Top `k` `(id, score)` of `query` over live points given as `(id, vector)` in internal-id
 /// order (the order that breaks ties).
-pub fn top_k(
-    metric: Metric,
-    points: &[(u64, Vec<f32>)],
-    query: &[f32],
-    k: usize,
-) -> Vec<(u64, f32)> {
-    let q = if metric == Metric::Cosine {
-        normalized(query)
-    } else {
-        query.to_vec()
-    };
+pub fn top_k(metric: Metric, points: &[(u64, Vec<f32>)], query: &[f32], k: usize) -> Vec<(u64, f32)> {
+    let q = if metric == Metric::Cosine { normalized(query) } else { query.to_vec() };
     let mut scored: Vec<(f32, usize, u64)> = points
         .iter()
         .enumerate()
@@ -40,9 +27,5 @@ pub fn top_k(
         })
         .collect();
     scored.sort_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)));
-    scored
-        .into_iter()
-        .take(k)
-        .map(|(key, _, id)| (id, if metric == Metric::L2 { key } else { -key }))
-        .collect()
+    scored.into_iter().take(k).map(|(key, _, id)| (id, if metric == Metric::L2 { key } else { -key })).collect()
 }

@@ -27,38 +27,10 @@ pub struct Config {
 /// The configurations every target runs: each metric, GloVe's 50-d, an odd dimension whose
 /// tail splits a SIMD register, and a common embedding size.
 pub const CONFIGS: [Config; 4] = [
-    Config {
-        name: "l2-50",
-        metric: Metric::L2,
-        dim: 50,
-        queries: 1000,
-        k: 10,
-        seed: 1,
-    },
-    Config {
-        name: "dot-131",
-        metric: Metric::Dot,
-        dim: 131,
-        queries: 1000,
-        k: 10,
-        seed: 2,
-    },
-    Config {
-        name: "cosine-384",
-        metric: Metric::Cosine,
-        dim: 384,
-        queries: 1000,
-        k: 10,
-        seed: 3,
-    },
-    Config {
-        name: "cosine-50",
-        metric: Metric::Cosine,
-        dim: 50,
-        queries: 1000,
-        k: 10,
-        seed: 4,
-    },
+    Config { name: "l2-50", metric: Metric::L2, dim: 50, queries: 1000, k: 10, seed: 1 },
+    Config { name: "dot-131", metric: Metric::Dot, dim: 131, queries: 1000, k: 10, seed: 2 },
+    Config { name: "cosine-384", metric: Metric::Cosine, dim: 384, queries: 1000, k: 10, seed: 3 },
+    Config { name: "cosine-50", metric: Metric::Cosine, dim: 50, queries: 1000, k: 10, seed: 4 },
 ];
 
 /// One step of the scenario.
@@ -120,12 +92,7 @@ fn row(rng: &mut Rng, dim: usize, i: u64) -> Vec<f32> {
     (0..dim).map(|_| rng.signed_f32() * scale).collect()
 }
 
-fn insert_op(
-    rng: &mut Rng,
-    dim: usize,
-    ids: impl Iterator<Item = u64>,
-    existing: &mut Vec<Vec<f32>>,
-) -> Op {
+fn insert_op(rng: &mut Rng, dim: usize, ids: impl Iterator<Item = u64>, existing: &mut Vec<Vec<f32>>) -> Op {
     let mut all_ids = Vec::new();
     let mut vectors = Vec::new();
     for id in ids {
@@ -140,10 +107,7 @@ fn insert_op(
         all_ids.push(id);
         vectors.extend_from_slice(&v);
     }
-    Op::Insert {
-        ids: all_ids,
-        vectors,
-    }
+    Op::Insert { ids: all_ids, vectors }
 }
 
 /// Builds the scenario of `config`.
@@ -156,17 +120,13 @@ pub fn scenario(config: Config) -> Scenario {
     let ops = vec![
         insert_op(&mut rng, dim, 0..800, &mut existing),
         insert_op(&mut rng, dim, 700..1300, &mut existing), // 700..800 are upserts
-        Op::Delete {
-            ids: (0..1300).step_by(13).chain([5000, 5001]).collect(),
-        },
+        Op::Delete { ids: (0..1300).step_by(13).chain([5000, 5001]).collect() },
         Op::Search,
         Op::Seal,
         Op::Search,
         // Upserts into the sealed segment, and ids at the edges of the u64 and f64 ranges.
         insert_op(&mut rng, dim, (1200..1600).chain(big), &mut existing),
-        Op::Delete {
-            ids: (3..1600).step_by(17).collect(),
-        },
+        Op::Delete { ids: (3..1600).step_by(17).collect() },
         Op::Search,
         Op::RoundTrip,
         Op::Search,
@@ -177,36 +137,19 @@ pub fn scenario(config: Config) -> Scenario {
             // A stored vector itself: its point (and its exact copies) tie at the top.
             0 => queries.extend_from_slice(&existing[rng.below(existing.len() as u64) as usize]),
             // A stored vector scaled by two (exact).
-            1 => queries.extend(
-                existing[rng.below(existing.len() as u64) as usize]
-                    .iter()
-                    .map(|x| x * 2.0),
-            ),
+            1 => queries.extend(existing[rng.below(existing.len() as u64) as usize].iter().map(|x| x * 2.0)),
             _ => queries.extend(row(&mut rng, dim, 1 + q as u64 % 49)),
         }
     }
-    Scenario {
-        config,
-        ops,
-        queries,
-    }
+    Scenario { config, ops, queries }
 }
 
 /// Runs a scenario with the given kernels.
 pub fn run(s: &Scenario, kernels: Kernels) -> Output {
     let c = s.config;
-    let mut col = Collection::new(CollectionConfig {
-        dim: c.dim,
-        metric: c.metric,
-    })
-    .expect("valid config");
+    let mut col = Collection::new(CollectionConfig { dim: c.dim, metric: c.metric }).expect("valid config");
     col.set_kernels(kernels);
-    let mut out = Output {
-        ids: Vec::new(),
-        score_bits: Vec::new(),
-        counts: Vec::new(),
-        segment: Vec::new(),
-    };
+    let mut out = Output { ids: Vec::new(), score_bits: Vec::new(), counts: Vec::new(), segment: Vec::new() };
     for op in &s.ops {
         match op {
             Op::Insert { ids, vectors } => col.insert(ids, vectors).expect("valid insert"),
@@ -221,9 +164,7 @@ pub fn run(s: &Scenario, kernels: Kernels) -> Output {
             }
             Op::Search => {
                 for q in s.queries.chunks_exact(c.dim) {
-                    let res = col
-                        .search(&SearchRequest::nearest(q.to_vec(), c.k))
-                        .expect("valid search");
+                    let res = col.search(&SearchRequest::nearest(q.to_vec(), c.k)).expect("valid search");
                     out.counts.push(res.points.len() as u32);
                     for p in res.points {
                         out.ids.push(p.id);
@@ -242,11 +183,7 @@ pub fn run(s: &Scenario, kernels: Kernels) -> Output {
 pub fn live_points_at_searches(s: &Scenario) -> Vec<Vec<(u64, Vec<f32>)>> {
     let c = s.config;
     let prep = |v: &[f32]| {
-        if c.metric == Metric::Cosine {
-            crate::oracle::normalized(v)
-        } else {
-            v.to_vec()
-        }
+        if c.metric == Metric::Cosine { crate::oracle::normalized(v) } else { v.to_vec() }
     };
     // (sealed rows, mutable rows) with deletion flags, mirroring the collection's model.
     let mut sealed: Vec<(u64, Vec<f32>)> = Vec::new();
@@ -281,23 +218,15 @@ pub fn live_points_at_searches(s: &Scenario) -> Vec<Vec<(u64, Vec<f32>)>> {
                 }
             }
             Op::Seal | Op::RoundTrip => {
-                let mut next: Vec<(u64, Vec<f32>)> = sealed
-                    .iter()
-                    .zip(&sealed_live)
-                    .filter(|(_, l)| **l)
-                    .map(|(p, _)| p.clone())
-                    .collect();
+                let mut next: Vec<(u64, Vec<f32>)> =
+                    sealed.iter().zip(&sealed_live).filter(|(_, l)| **l).map(|(p, _)| p.clone()).collect();
                 next.extend(mutable.drain(..).filter(|m| m.2).map(|m| (m.0, m.1)));
                 sealed_live = vec![true; next.len()];
                 sealed = next;
             }
             Op::Search => {
-                let mut live: Vec<(u64, Vec<f32>)> = sealed
-                    .iter()
-                    .zip(&sealed_live)
-                    .filter(|(_, l)| **l)
-                    .map(|(p, _)| p.clone())
-                    .collect();
+                let mut live: Vec<(u64, Vec<f32>)> =
+                    sealed.iter().zip(&sealed_live).filter(|(_, l)| **l).map(|(p, _)| p.clone()).collect();
                 live.extend(mutable.iter().filter(|m| m.2).map(|m| (m.0, m.1.clone())));
                 snapshots.push(live);
             }

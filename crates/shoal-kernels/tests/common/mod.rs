@@ -94,20 +94,8 @@ pub const SMALL_SPECIALS: &[f32] = &[
 ];
 
 /// Values whose products overflow (or are infinite).
-pub const HUGE: &[f32] = &[
-    1e38,
-    -1e38,
-    3e38,
-    -3e38,
-    f32::MAX,
-    f32::MIN,
-    2e19,
-    -2e19,
-    1e20,
-    -1e20,
-    f32::INFINITY,
-    f32::NEG_INFINITY,
-];
+pub const HUGE: &[f32] =
+    &[1e38, -1e38, 3e38, -3e38, f32::MAX, f32::MIN, 2e19, -2e19, 1e20, -1e20, f32::INFINITY, f32::NEG_INFINITY];
 
 /// Values that stress the order and the edge cases of IEEE arithmetic (no NaN: NaN payloads
 /// are not part of the bit-identity promise, see the NaN test).

@@ -178,10 +178,7 @@ pub unsafe fn fastscan(luts: &[u8], blocks: &[u8], out: &mut [u32]) {
         out.fill(0);
         return;
     }
-    for (block, out) in blocks
-        .chunks_exact(groups * 16)
-        .zip(out.chunks_exact_mut(32))
-    {
+    for (block, out) in blocks.chunks_exact(groups * 16).zip(out.chunks_exact_mut(32)) {
         let mut total = [0u32; 32];
         let low4 = vdupq_n_u8(0x0f);
         let mut g = 0;
@@ -191,12 +188,8 @@ pub unsafe fn fastscan(luts: &[u8], blocks: &[u8], out: &mut [u32]) {
             while g < end {
                 // SAFETY: `check_fastscan` guarantees both slices hold `groups * 16` bytes and
                 // `g < groups`, so both 16-byte loads are in bounds.
-                let (lut, codes) = unsafe {
-                    (
-                        vld1q_u8(luts.as_ptr().add(g * 16)),
-                        vld1q_u8(block.as_ptr().add(g * 16)),
-                    )
-                };
+                let (lut, codes) =
+                    unsafe { (vld1q_u8(luts.as_ptr().add(g * 16)), vld1q_u8(block.as_ptr().add(g * 16))) };
                 let r_lo = vqtbl1q_u8(lut, vandq_u8(codes, low4));
                 let r_hi = vqtbl1q_u8(lut, vshrq_n_u8(codes, 4));
                 acc[0] = vaddw_u8(acc[0], vget_low_u8(r_lo));

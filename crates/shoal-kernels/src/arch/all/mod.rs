@@ -123,10 +123,7 @@ pub fn fastscan(luts: &[u8], blocks: &[u8], out: &mut [u32]) {
         out.fill(0);
         return;
     }
-    for (block, out) in blocks
-        .chunks_exact(groups * 16)
-        .zip(out.chunks_exact_mut(FASTSCAN_BLOCK))
-    {
+    for (block, out) in blocks.chunks_exact(groups * 16).zip(out.chunks_exact_mut(FASTSCAN_BLOCK)) {
         out.fill(0);
         for (g, bytes) in block.chunks_exact(16).enumerate() {
             let lut = &luts[g * 16..g * 16 + 16];
@@ -141,22 +138,15 @@ pub fn fastscan(luts: &[u8], blocks: &[u8], out: &mut [u32]) {
 /// Shared precondition of the FastScan kernels; returns the number of groups.
 #[inline]
 pub(crate) fn check_fastscan(luts: &[u8], blocks: &[u8], out: &[u32]) -> usize {
-    assert!(
-        luts.len().is_multiple_of(16),
-        "fastscan: luts must hold whole 16-byte tables"
-    );
+    assert!(luts.len().is_multiple_of(16), "fastscan: luts must hold whole 16-byte tables");
     let groups = luts.len() / 16;
     let block_bytes = groups * 16;
     let ok = if block_bytes == 0 {
         blocks.is_empty()
     } else {
-        blocks.len().is_multiple_of(block_bytes)
-            && out.len() == blocks.len() / block_bytes * FASTSCAN_BLOCK
+        blocks.len().is_multiple_of(block_bytes) && out.len() == blocks.len() / block_bytes * FASTSCAN_BLOCK
     };
-    assert!(
-        ok,
-        "fastscan: blocks and out must hold whole blocks of 32 codes"
-    );
+    assert!(ok, "fastscan: blocks and out must hold whole blocks of 32 codes");
     groups
 }
 

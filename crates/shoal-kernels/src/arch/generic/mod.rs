@@ -127,13 +127,7 @@ impl Term for L2 {
 unsafe fn load_upto<V: F32Vector>(ptr: *const f32, len: usize) -> V {
     // SAFETY: forwarded from the caller; `load` reads `WIDTH <= len` floats, `load_partial`
     // reads `len < WIDTH` floats.
-    unsafe {
-        if len >= V::WIDTH {
-            V::load(ptr)
-        } else {
-            V::load_partial(ptr, len)
-        }
-    }
+    unsafe { if len >= V::WIDTH { V::load(ptr) } else { V::load_partial(ptr, len) } }
 }
 
 /// Folds the accumulator registers by halves, then the lanes of the last one.
@@ -187,10 +181,7 @@ pub(crate) unsafe fn pair<V: F32Vector, T: Term>(a: &[f32], b: &[f32]) -> f32 {
                 break;
             }
             let off = full + start;
-            let t = T::term(
-                load_upto::<V>(pa.add(off), rem - start),
-                load_upto::<V>(pb.add(off), rem - start),
-            );
+            let t = T::term(load_upto::<V>(pa.add(off), rem - start), load_upto::<V>(pb.add(off), rem - start));
             *r = r.add(t);
         }
         finish(acc)
@@ -205,11 +196,7 @@ pub(crate) unsafe fn pair<V: F32Vector, T: Term>(a: &[f32], b: &[f32]) -> f32 {
 /// # Safety
 /// `V`'s target feature must be available.
 #[inline(always)]
-pub(crate) unsafe fn batch<V: F32Vector, T: Term, const B: usize>(
-    query: &[f32],
-    rows: &[f32],
-    out: &mut [f32],
-) {
+pub(crate) unsafe fn batch<V: F32Vector, T: Term, const B: usize>(query: &[f32], rows: &[f32], out: &mut [f32]) {
     const { assert!(V::WIDTH * V::REGS == LANES && V::REGS <= MAX_REGS && B >= 1) };
     check_batch(query, rows, out);
     let d = query.len();

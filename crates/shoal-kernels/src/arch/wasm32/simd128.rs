@@ -175,10 +175,7 @@ pub unsafe fn fastscan(luts: &[u8], blocks: &[u8], out: &mut [u32]) {
         out.fill(0);
         return;
     }
-    for (block, out) in blocks
-        .chunks_exact(groups * 16)
-        .zip(out.chunks_exact_mut(32))
-    {
+    for (block, out) in blocks.chunks_exact(groups * 16).zip(out.chunks_exact_mut(32)) {
         let mut total = [0u32; 32];
         let low4 = u8x16_splat(0x0f);
         let low8 = u16x8_splat(0x00ff);
@@ -191,10 +188,7 @@ pub unsafe fn fastscan(luts: &[u8], blocks: &[u8], out: &mut [u32]) {
                 // SAFETY: `check_fastscan` guarantees both slices hold `groups * 16` bytes and
                 // `g < groups`, so both 16-byte loads are in bounds.
                 let (lut, codes) = unsafe {
-                    (
-                        v128_load(luts.as_ptr().add(g * 16).cast()),
-                        v128_load(block.as_ptr().add(g * 16).cast()),
-                    )
+                    (v128_load(luts.as_ptr().add(g * 16).cast()), v128_load(block.as_ptr().add(g * 16).cast()))
                 };
                 let r_lo = i8x16_swizzle(lut, v128_and(codes, low4));
                 let r_hi = i8x16_swizzle(lut, u8x16_shr(codes, 4));

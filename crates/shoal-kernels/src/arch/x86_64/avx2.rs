@@ -166,19 +166,14 @@ unsafe fn count_bits<const XOR: bool>(a: &[u64], b: &[u64]) -> u32 {
                     v = _mm256_xor_si256(v, _mm256_loadu_si256(b.as_ptr().add(4 * i).cast()));
                 }
                 let lo = _mm256_shuffle_epi8(table, _mm256_and_si256(v, low));
-                let hi =
-                    _mm256_shuffle_epi8(table, _mm256_and_si256(_mm256_srli_epi16::<4>(v), low));
+                let hi = _mm256_shuffle_epi8(table, _mm256_and_si256(_mm256_srli_epi16::<4>(v), low));
                 bytes = _mm256_add_epi8(bytes, _mm256_add_epi8(lo, hi));
                 i += 1;
             }
             sums = _mm256_add_epi64(sums, _mm256_sad_epu8(bytes, zero));
         }
-        let s = _mm_add_epi64(
-            _mm256_castsi256_si128(sums),
-            _mm256_extracti128_si256::<1>(sums),
-        );
-        (_mm_cvtsi128_si64(s) as u64)
-            .wrapping_add(_mm_cvtsi128_si64(_mm_unpackhi_epi64(s, s)) as u64)
+        let s = _mm_add_epi64(_mm256_castsi256_si128(sums), _mm256_extracti128_si256::<1>(sums));
+        (_mm_cvtsi128_si64(s) as u64).wrapping_add(_mm_cvtsi128_si64(_mm_unpackhi_epi64(s, s)) as u64)
     };
     for j in 4 * steps..n {
         let w = if XOR { a[j] ^ b[j] } else { a[j] };
@@ -200,10 +195,7 @@ pub unsafe fn fastscan(luts: &[u8], blocks: &[u8], out: &mut [u32]) {
         return;
     }
     let pairs = groups / 2;
-    for (block, out) in blocks
-        .chunks_exact(groups * 16)
-        .zip(out.chunks_exact_mut(32))
-    {
+    for (block, out) in blocks.chunks_exact(groups * 16).zip(out.chunks_exact_mut(32)) {
         let mut total = [0u32; 32];
         let low4 = _mm256_set1_epi8(0x0f);
         let low8 = _mm256_set1_epi16(0x00ff);

@@ -55,9 +55,6 @@ pub(crate) fn has_avx512_vpopcntdq() -> bool {
     }
     #[cfg(not(feature = "std"))]
     {
-        cfg!(all(
-            target_feature = "avx512f",
-            target_feature = "avx512vpopcntdq"
-        ))
+        cfg!(all(target_feature = "avx512f", target_feature = "avx512vpopcntdq"))
     }
 }

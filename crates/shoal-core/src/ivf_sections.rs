@@ -1,0 +1,190 @@
+//! The IVF + RaBitQ sections of a segment (`docs/format.md`): writing them from an
+//! [`IvfBuild`], and opening them with the cheap structural checks that make every slice a
+//! search takes in bounds.
+
+use alloc::vec::Vec;
+use core::ops::Range;
+
+use bytemuck::Zeroable;
+use shoal_format::{
+    FormatError, IvfMeta, KIND_IVF_CENTROIDS, KIND_IVF_META, KIND_IVF_OFFSETS, KIND_IVF_ROT_CENTROIDS,
+    KIND_RABITQ_BLOCK_OFFSETS, KIND_RABITQ_CODES, KIND_RABITQ_FACTORS, KIND_RABITQ_ROTATION, SECTION_OPTIONAL,
+    SegmentReader, SegmentWriter, cast_records,
+};
+use shoal_index::ivf::{DEFAULT_RERANK, IvfBuild, IvfData, IvfIndex, IvfQuery, block_bytes, default_nprobe};
+use shoal_index::rabitq::{EPSILON0, Factors};
+use shoal_index::rotation::{ROUNDS, Rotation, padded_dim};
+
+use crate::Error;
+
+fn bad(section: &'static str, reason: &'static str) -> Error {
+    Error::Format(FormatError::BadSection { section, reason })
+}
+
+fn range_of(base: &[u8], part: &[u8]) -> Range<usize> {
+    let start = part.as_ptr() as usize - base.as_ptr() as usize;
+    start..start + part.len()
+}
+
+/// A loaded IVF index: its static part and where its sections lie in the segment.
+#[derive(Clone, Debug)]
+pub(crate) struct IvfSections {
+    pub(crate) index: IvfIndex,
+    pub(crate) seed: u64,
+    pub(crate) defaults: IvfQuery,
+    centroids: Range<usize>,
+    rot_centroids: Range<usize>,
+    offsets: Range<usize>,
+    block_offsets: Range<usize>,
+    codes: Range<usize>,
+    factors: Range<usize>,
+}
+
+/// The IVF metadata record of a build.
+pub(crate) fn meta_of(build: &IvfBuild, seed: u64) -> IvfMeta {
+    let mut meta = IvfMeta::zeroed();
+    meta.nlist = build.nlist as u32;
+    meta.padded = build.padded as u32;
+    meta.rounds = ROUNDS as u32;
+    meta.code_bits = 1;
+    meta.query_bits = 4;
+    meta.default_nprobe = default_nprobe(build.nlist) as u32;
+    meta.default_rerank = DEFAULT_RERANK as u32;
+    meta.seed = seed;
+    meta
+}
+
+/// Adds the IVF sections of `build` to `w` (all optional: a reader without IVF searches exactly).
+pub(crate) fn add_sections<'a>(w: &mut SegmentWriter<'a>, meta: &'a IvfMeta, build: &'a IvfBuild) {
+    w.add_section(KIND_IVF_META, SECTION_OPTIONAL, bytemuck::bytes_of(meta))
+        .add_section(KIND_IVF_CENTROIDS, SECTION_OPTIONAL, bytemuck::cast_slice(&build.centroids))
+        .add_section(KIND_IVF_ROT_CENTROIDS, SECTION_OPTIONAL, bytemuck::cast_slice(&build.rot_centroids))
+        .add_section(KIND_IVF_OFFSETS, SECTION_OPTIONAL, bytemuck::cast_slice(&build.offsets))
+        .add_section(KIND_RABITQ_ROTATION, SECTION_OPTIONAL, bytemuck::cast_slice(build.rotation.signs()))
+        .add_section(KIND_RABITQ_BLOCK_OFFSETS, SECTION_OPTIONAL, bytemuck::cast_slice(&build.block_offsets))
+        .add_section(KIND_RABITQ_CODES, SECTION_OPTIONAL, &build.codes)
+        .add_section(KIND_RABITQ_FACTORS, SECTION_OPTIONAL, bytemuck::cast_slice(&build.factors));
+}
+
+/// Checks that `offsets` has `n + 1` entries, starts at 0, never decreases and ends at `end`.
+fn check_offsets(section: &'static str, offsets: &[u32], n: usize, end: usize) -> Result<(), Error> {
+    if offsets.len() != n + 1 || offsets[0] != 0 || offsets[n] as usize != end {
+        return Err(bad(section, "wrong length or bounds"));
+    }
+    if offsets.windows(2).any(|w| w[0] > w[1]) {
+        return Err(bad(section, "offsets decrease"));
+    }
+    Ok(())
+}
+
+impl IvfSections {
+    /// Opens the IVF sections if the segment has them (`IVF_META` present).
+    pub(crate) fn open(reader: &SegmentReader<'_>, dim: usize, rows: usize) -> Result<Option<IvfSections>, Error> {
+        let Some(meta) = reader.section(KIND_IVF_META) else { return Ok(None) };
+        let meta: &IvfMeta = match cast_records::<IvfMeta>("IVF_META", meta)? {
+            [m] => m,
+            _ => return Err(bad("IVF_META", "must hold exactly one record")),
+        };
+        let (nlist, padded) = (meta.nlist as usize, meta.padded as usize);
+        if nlist == 0 || nlist > rows.max(1) {
+            return Err(bad("IVF_META", "partition count out of range"));
+        }
+        if padded != padded_dim(dim) || meta.rounds as usize != ROUNDS || meta.code_bits != 1 || meta.query_bits != 4 {
+            return Err(bad("IVF_META", "unsupported code layout"));
+        }
+        if meta.default_nprobe == 0 || meta.default_nprobe as usize > nlist || meta.default_rerank == 0 {
+            return Err(bad("IVF_META", "default query settings out of range"));
+        }
+        if meta.reserved.iter().any(|&b| b != 0) {
+            return Err(bad("IVF_META", "reserved bytes are not zero"));
+        }
+        let bytes = reader.bytes();
+        let centroids = reader.require(KIND_IVF_CENTROIDS)?;
+        if Some(cast_records::<f32>("IVF_CENTROIDS", centroids)?.len()) != nlist.checked_mul(dim) {
+            return Err(bad("IVF_CENTROIDS", "length does not match nlist x dim"));
+        }
+        let rot = reader.require(KIND_IVF_ROT_CENTROIDS)?;
+        if Some(cast_records::<f32>("IVF_ROT_CENTROIDS", rot)?.len()) != nlist.checked_mul(padded) {
+            return Err(bad("IVF_ROT_CENTROIDS", "length does not match nlist x padded"));
+        }
+        let offsets_bytes = reader.require(KIND_IVF_OFFSETS)?;
+        let offsets = cast_records::<u32>("IVF_OFFSETS", offsets_bytes)?;
+        check_offsets("IVF_OFFSETS", offsets, nlist, rows)?;
+        let signs_bytes = reader.require(KIND_RABITQ_ROTATION)?;
+        let signs = cast_records::<u64>("RABITQ_ROTATION", signs_bytes)?;
+        if signs.len() != ROUNDS * padded / 64 {
+            return Err(bad("RABITQ_ROTATION", "length does not match rounds x padded"));
+        }
+        let blocks_bytes = reader.require(KIND_RABITQ_BLOCK_OFFSETS)?;
+        let blocks = cast_records::<u32>("RABITQ_BLOCK_OFFSETS", blocks_bytes)?;
+        let total_blocks = (0..nlist).map(|p| ((offsets[p + 1] - offsets[p]) as usize).div_ceil(32)).sum();
+        check_offsets("RABITQ_BLOCK_OFFSETS", blocks, nlist, total_blocks)?;
+        if (0..nlist)
+            .any(|p| (blocks[p + 1] - blocks[p]) as usize != ((offsets[p + 1] - offsets[p]) as usize).div_ceil(32))
+        {
+            return Err(bad("RABITQ_BLOCK_OFFSETS", "block counts do not match partition sizes"));
+        }
+        let codes = reader.require(KIND_RABITQ_CODES)?;
+        if Some(codes.len()) != total_blocks.checked_mul(block_bytes(padded)) {
+            return Err(bad("RABITQ_CODES", "length does not match the blocks"));
+        }
+        let factors = reader.require(KIND_RABITQ_FACTORS)?;
+        if cast_records::<Factors>("RABITQ_FACTORS", factors)?.len() != rows {
+            return Err(bad("RABITQ_FACTORS", "length does not match the row count"));
+        }
+        Ok(Some(IvfSections {
+            index: IvfIndex { nlist, padded, rotation: Rotation::from_signs(padded, signs.to_vec()) },
+            seed: meta.seed,
+            defaults: IvfQuery {
+                nprobe: meta.default_nprobe as usize,
+                rerank: meta.default_rerank as usize,
+                epsilon: EPSILON0,
+            },
+            centroids: range_of(bytes, centroids),
+            rot_centroids: range_of(bytes, rot),
+            offsets: range_of(bytes, offsets_bytes),
+            block_offsets: range_of(bytes, blocks_bytes),
+            codes: range_of(bytes, codes),
+            factors: range_of(bytes, factors),
+        }))
+    }
+
+    /// The index data over the segment's bytes.
+    pub(crate) fn data<'a>(&self, bytes: &'a [u8], dim: usize, vectors: &'a [f32]) -> IvfData<'a> {
+        IvfData {
+            dim,
+            centroids: bytemuck::cast_slice(&bytes[self.centroids.clone()]),
+            rot_centroids: bytemuck::cast_slice(&bytes[self.rot_centroids.clone()]),
+            offsets: bytemuck::cast_slice(&bytes[self.offsets.clone()]),
+            block_offsets: bytemuck::cast_slice(&bytes[self.block_offsets.clone()]),
+            codes: &bytes[self.codes.clone()],
+            factors: bytemuck::cast_slice(&bytes[self.factors.clone()]),
+            vectors,
+        }
+    }
+
+    /// Full check: every float of the index is finite.
+    pub(crate) fn verify(&self, bytes: &[u8]) -> Result<(), Error> {
+        let floats: [(&'static str, &Range<usize>); 3] = [
+            ("IVF_CENTROIDS", &self.centroids),
+            ("IVF_ROT_CENTROIDS", &self.rot_centroids),
+            ("RABITQ_FACTORS", &self.factors),
+        ];
+        for (name, r) in floats {
+            let v: &[f32] = bytemuck::cast_slice(&bytes[r.clone()]);
+            if v.iter().any(|x| !x.is_finite()) {
+                return Err(bad(name, "non-finite value"));
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Reorders rows: `out[r] = rows[order[r]]` for `width` values per row.
+pub(crate) fn permute<T: Copy>(rows: &[T], width: usize, order: &[u32]) -> Vec<T> {
+    let mut out = Vec::with_capacity(order.len() * width);
+    for &o in order {
+        out.extend_from_slice(&rows[o as usize * width..(o as usize + 1) * width]);
+    }
+    out
+}
