@@ -13,9 +13,7 @@
 //!
 //! No function here may be named `memory`: the linear memory is exported under that name.
 
-use shoal_core::{
-    Collection, CollectionConfig, Error, IdEncoding, Kernels, Metric, SearchRequest, SearchResponse,
-};
+use shoal_core::{Collection, CollectionConfig, Error, IdEncoding, Kernels, Metric, SearchRequest, SearchResponse};
 use wasm_bindgen::prelude::*;
 
 /// Largest id a JavaScript number represents exactly (2^53).
@@ -27,11 +25,7 @@ fn js_error(e: &Error) -> JsValue {
     let err = js_sys::Error::new(&e.to_string());
     err.set_name("ShoalError");
     // Setting a property on a fresh ordinary object cannot fail.
-    let _ = js_sys::Reflect::set(
-        &err,
-        &JsValue::from_str("code"),
-        &JsValue::from_str(e.code()),
-    );
+    let _ = js_sys::Reflect::set(&err, &JsValue::from_str("code"), &JsValue::from_str(e.code()));
     err.into()
 }
 
@@ -47,11 +41,8 @@ impl WasmCollection {
     /// (`"l2"`, `"dot"` or `"cosine"`).
     #[wasm_bindgen(constructor)]
     pub fn new(dim: usize, metric: &str) -> Result<WasmCollection, JsValue> {
-        let metric = Metric::parse(metric).ok_or_else(|| {
-            js_error(&Error::InvalidConfig(
-                "metric must be \"l2\", \"dot\" or \"cosine\"",
-            ))
-        })?;
+        let metric = Metric::parse(metric)
+            .ok_or_else(|| js_error(&Error::InvalidConfig("metric must be \"l2\", \"dot\" or \"cosine\"")))?;
         let inner = Collection::new(CollectionConfig { dim, metric }).map_err(|e| js_error(&e))?;
         Ok(WasmCollection { inner })
     }
@@ -78,11 +69,7 @@ impl WasmCollection {
     /// `Float64Array` view) rather than `u64`s; they must then be integers in `0..=2^53`.
     /// On error the batch is dropped and the collection is unchanged.
     pub fn commit(&mut self, ids_are_f64: bool) -> Result<usize, JsValue> {
-        let enc = if ids_are_f64 {
-            IdEncoding::F64
-        } else {
-            IdEncoding::U64
-        };
+        let enc = if ids_are_f64 { IdEncoding::F64 } else { IdEncoding::U64 };
         self.inner.commit(enc).map_err(|e| js_error(&e))
     }
 
@@ -220,12 +207,7 @@ impl KernelBench {
         };
         let query = (0..dim).map(|_| next()).collect();
         let rows_data = (0..dim * rows).map(|_| next()).collect();
-        KernelBench {
-            query,
-            rows: rows_data,
-            out: vec![0.0; rows],
-            kernels: Kernels::best(),
-        }
+        KernelBench { query, rows: rows_data, out: vec![0.0; rows], kernels: Kernels::best() }
     }
 
     fn checksum(&self, iters: usize) -> f64 {
@@ -235,12 +217,8 @@ impl KernelBench {
     /// Runs `dot_batch` over all rows `iters` times; returns a checksum of the outputs.
     pub fn dot(&mut self, iters: usize) -> f64 {
         for _ in 0..iters {
-            let (q, r) = (
-                core::hint::black_box(&self.query[..]),
-                core::hint::black_box(&self.rows[..]),
-            );
-            self.kernels
-                .dot_batch(q, r, core::hint::black_box(&mut self.out[..]));
+            let (q, r) = (core::hint::black_box(&self.query[..]), core::hint::black_box(&self.rows[..]));
+            self.kernels.dot_batch(q, r, core::hint::black_box(&mut self.out[..]));
         }
         self.checksum(iters)
     }
@@ -248,12 +226,8 @@ impl KernelBench {
     /// Runs `l2_sq_batch` over all rows `iters` times; returns a checksum of the outputs.
     pub fn l2(&mut self, iters: usize) -> f64 {
         for _ in 0..iters {
-            let (q, r) = (
-                core::hint::black_box(&self.query[..]),
-                core::hint::black_box(&self.rows[..]),
-            );
-            self.kernels
-                .l2_sq_batch(q, r, core::hint::black_box(&mut self.out[..]));
+            let (q, r) = (core::hint::black_box(&self.query[..]), core::hint::black_box(&self.rows[..]));
+            self.kernels.l2_sq_batch(q, r, core::hint::black_box(&mut self.out[..]));
         }
         self.checksum(iters)
     }

@@ -31,22 +31,13 @@ fn read_pass(words: &[u64]) -> f64 {
 }
 
 fn load() -> (String, usize, Vec<f32>) {
-    let path = std::env::var_os("HOME")
-        .map(PathBuf::from)
-        .unwrap_or_default()
-        .join(".cache/shoal/glove50/vectors.npy");
+    let path = std::env::var_os("HOME").map(PathBuf::from).unwrap_or_default().join(".cache/shoal/glove50/vectors.npy");
     if let Ok(file) = shoal_host::input::VectorFile::open(&path, None, None) {
         let mut v = vec![0f32; file.rows() * file.dim()];
         file.read_rows(0, &mut v).expect("read GloVe");
-        return (
-            format!("GloVe 6B {} x {}-d", file.rows(), file.dim()),
-            file.dim(),
-            v,
-        );
+        return (format!("GloVe 6B {} x {}-d", file.rows(), file.dim()), file.dim(), v);
     }
-    eprintln!(
-        "GloVe not prepared (python3 bench/prepare_glove.py): using clustered synthetic data"
-    );
+    eprintln!("GloVe not prepared (python3 bench/prepare_glove.py): using clustered synthetic data");
     (
         String::from("clustered synthetic 400000 x 50-d (seed 42)"),
         50,
@@ -58,17 +49,12 @@ fn main() {
     let (name, dim, vectors) = load();
     let n = vectors.len() / dim;
     let ids: Vec<u64> = (0..n as u64).collect();
-    let mut col = Collection::new(CollectionConfig {
-        dim,
-        metric: Metric::Cosine,
-    })
-    .unwrap();
+    let mut col = Collection::new(CollectionConfig { dim, metric: Metric::Cosine }).unwrap();
     col.insert(&ids, &vectors).unwrap();
     col.seal();
     let seg = col.sealed().unwrap();
     let bytes = (seg.vectors().len() * 4) as f64;
-    let words: Vec<u64> =
-        bytemuck::cast_slice::<f32, u64>(&seg.vectors()[..seg.vectors().len() / 2 * 2]).to_vec();
+    let words: Vec<u64> = bytemuck::cast_slice::<f32, u64>(&seg.vectors()[..seg.vectors().len() / 2 * 2]).to_vec();
     let queries: Vec<Vec<f32>> = (0..32).map(|i| seg.vector(i * 997 % n).to_vec()).collect();
 
     println!("exact search, {name}, cosine, top-10, one thread");
@@ -80,10 +66,7 @@ fn main() {
         base * 1e3,
         bytes / 1e6
     );
-    println!(
-        "{:<8} {:>10} {:>9} {:>12}",
-        "kernels", "ms/query", "GB/s", "vs baseline"
-    );
+    println!("{:<8} {:>10} {:>9} {:>12}", "kernels", "ms/query", "GB/s", "vs baseline");
     for k in Kernels::available() {
         col.set_kernels(k);
         let mut times = Vec::new();

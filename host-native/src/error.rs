@@ -40,27 +40,17 @@ pub enum HostError {
 impl HostError {
     /// An I/O error on `path`.
     pub fn io(path: &Path, action: &'static str, source: io::Error) -> HostError {
-        HostError::Io {
-            path: path.to_path_buf(),
-            action,
-            source,
-        }
+        HostError::Io { path: path.to_path_buf(), action, source }
     }
 
     /// A malformed input file.
     pub fn input(path: &Path, message: impl Into<String>) -> HostError {
-        HostError::Input {
-            path: path.to_path_buf(),
-            message: message.into(),
-        }
+        HostError::Input { path: path.to_path_buf(), message: message.into() }
     }
 
     /// A rejected segment file.
     pub fn segment(path: &Path, source: shoal_core::Error) -> HostError {
-        HostError::Segment {
-            path: path.to_path_buf(),
-            source,
-        }
+        HostError::Segment { path: path.to_path_buf(), source }
     }
 
     /// Whether this is a broken pipe on standard output (`shoal ... | head`), which is not a
@@ -73,11 +63,7 @@ impl HostError {
 impl fmt::Display for HostError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            HostError::Io {
-                path,
-                action,
-                source,
-            } => {
+            HostError::Io { path, action, source } => {
                 write!(f, "cannot {action} {}: {source}", path.display())
             }
             HostError::Input { path, message } => write!(f, "{}: {message}", path.display()),

@@ -64,19 +64,10 @@ const F32: usize = 4;
 impl VectorFile {
     /// Opens and checks `path`. `format` defaults to the one the extension implies; `dim`,
     /// required for raw `f32`, must otherwise agree with the file.
-    pub fn open(
-        path: &Path,
-        format: Option<InputFormat>,
-        dim: Option<usize>,
-    ) -> Result<VectorFile, HostError> {
-        let format = format
-            .or_else(|| InputFormat::from_path(path))
-            .ok_or_else(|| {
-                HostError::input(
-                    path,
-                    "cannot tell the input format from the extension: pass --format npy|fvecs|f32",
-                )
-            })?;
+    pub fn open(path: &Path, format: Option<InputFormat>, dim: Option<usize>) -> Result<VectorFile, HostError> {
+        let format = format.or_else(|| InputFormat::from_path(path)).ok_or_else(|| {
+            HostError::input(path, "cannot tell the input format from the extension: pass --format npy|fvecs|f32")
+        })?;
         if dim == Some(0) {
             return Err(HostError::Usage("--dim must be at least 1".into()));
         }
@@ -93,18 +84,12 @@ impl VectorFile {
             InputFormat::Npy => {
                 let h = crate::npy::parse_header(bytes).map_err(bad)?;
                 if let Some(d) = dim.filter(|&d| d != h.dim) {
-                    return Err(bad(format!(
-                        "--dim {d} does not match the array's shape ({}, {})",
-                        h.rows, h.dim
-                    )));
+                    return Err(bad(format!("--dim {d} does not match the array's shape ({}, {})", h.rows, h.dim)));
                 }
                 if h.dim == 0 {
                     return Err(bad("the array has dimension 0".into()));
                 }
-                let row_bytes = h
-                    .dim
-                    .checked_mul(F32)
-                    .ok_or_else(|| bad("dimension too large".into()))?;
+                let row_bytes = h.dim.checked_mul(F32).ok_or_else(|| bad("dimension too large".into()))?;
                 let data = bytes.len() - h.data_offset;
                 let expected = h.rows.checked_mul(row_bytes);
                 if expected != Some(data) {
@@ -132,9 +117,7 @@ impl VectorFile {
                     return Err(bad("the file is empty".into()));
                 }
                 if bytes.len() < 4 {
-                    return Err(bad(
-                        "truncated: row 0 is incomplete (no dimension prefix)".into()
-                    ));
+                    return Err(bad("truncated: row 0 is incomplete (no dimension prefix)".into()));
                 }
                 let d = i32::from_le_bytes([bytes[0], bytes[1], bytes[2], bytes[3]]);
                 let d = usize::try_from(d)
@@ -142,9 +125,7 @@ impl VectorFile {
                     .filter(|&d| d >= 1)
                     .ok_or_else(|| bad(format!("row 0 declares dimension {d}")))?;
                 if let Some(want) = dim.filter(|&w| w != d) {
-                    return Err(bad(format!(
-                        "--dim {want} does not match the dimension {d} of row 0"
-                    )));
+                    return Err(bad(format!("--dim {want} does not match the dimension {d} of row 0")));
                 }
                 let record = d
                     .checked_mul(F32)
@@ -167,9 +148,7 @@ impl VectorFile {
                         path.display()
                     )));
                 };
-                let row_bytes = d
-                    .checked_mul(F32)
-                    .ok_or_else(|| bad("dimension too large".into()))?;
+                let row_bytes = d.checked_mul(F32).ok_or_else(|| bad("dimension too large".into()))?;
                 let rows = bytes.len() / row_bytes;
                 let rest = bytes.len() % row_bytes;
                 if rest != 0 {
@@ -185,14 +164,7 @@ impl VectorFile {
         if rows == 0 {
             return Err(bad("the file holds no vectors".into()));
         }
-        Ok(VectorFile {
-            path: path.to_path_buf(),
-            map,
-            format,
-            dim,
-            rows,
-            data_offset,
-        })
+        Ok(VectorFile { path: path.to_path_buf(), map, format, dim, rows, data_offset })
     }
 
     /// The file's format.
@@ -222,12 +194,7 @@ impl VectorFile {
         let dim = self.dim;
         assert!(out.len().is_multiple_of(dim), "out holds whole rows");
         let n = out.len() / dim;
-        assert!(
-            first + n <= self.rows,
-            "rows {first}..{} out of 0..{}",
-            first + n,
-            self.rows
-        );
+        assert!(first + n <= self.rows, "rows {first}..{} out of 0..{}", first + n, self.rows);
         let bytes: &[u8] = &self.map;
         let row_bytes = dim * F32;
         match self.format {
@@ -235,30 +202,21 @@ impl VectorFile {
                 let start = self.data_offset + first * row_bytes;
                 // One copy of the whole batch; the destination is f32-aligned, the source need
                 // not be (copying bytes, not casting the map).
-                bytemuck::cast_slice_mut::<f32, u8>(out)
-                    .copy_from_slice(&bytes[start..start + n * row_bytes]);
+                bytemuck::cast_slice_mut::<f32, u8>(out).copy_from_slice(&bytes[start..start + n * row_bytes]);
             }
             InputFormat::Fvecs => {
                 let record = 4 + row_bytes;
                 for (i, dst) in out.chunks_exact_mut(dim).enumerate() {
                     let row = first + i;
                     let at = row * record;
-                    let d = i32::from_le_bytes([
-                        bytes[at],
-                        bytes[at + 1],
-                        bytes[at + 2],
-                        bytes[at + 3],
-                    ]);
+                    let d = i32::from_le_bytes([bytes[at], bytes[at + 1], bytes[at + 2], bytes[at + 3]]);
                     if usize::try_from(d).ok() != Some(dim) {
                         return Err(HostError::input(
                             &self.path,
-                            format!(
-                                "row {row} declares dimension {d}, but row 0 has dimension {dim}"
-                            ),
+                            format!("row {row} declares dimension {d}, but row 0 has dimension {dim}"),
                         ));
                     }
-                    bytemuck::cast_slice_mut::<f32, u8>(dst)
-                        .copy_from_slice(&bytes[at + 4..at + record]);
+                    bytemuck::cast_slice_mut::<f32, u8>(dst).copy_from_slice(&bytes[at + 4..at + record]);
                 }
             }
         }

@@ -41,9 +41,7 @@ pub fn parse_header(file: &[u8]) -> Result<NpyHeader, String> {
         2 => (4, false),
         3 => (4, true),
         _ => {
-            return Err(format!(
-                "unsupported .npy format version {major}.{minor} (supported: 1, 2, 3)"
-            ));
+            return Err(format!("unsupported .npy format version {major}.{minor} (supported: 1, 2, 3)"));
         }
     };
     let start = 8 + len_size;
@@ -58,9 +56,7 @@ pub fn parse_header(file: &[u8]) -> Result<NpyHeader, String> {
     let data_offset = start
         .checked_add(header_len)
         .filter(|&end| end <= file.len())
-        .ok_or_else(|| {
-            format!("truncated .npy header: it declares {header_len} bytes, the file is shorter")
-        })?;
+        .ok_or_else(|| format!("truncated .npy header: it declares {header_len} bytes, the file is shorter"))?;
     let text = &file[start..data_offset];
     let text = if utf8 {
         std::str::from_utf8(text).map_err(|_| "the .npy header is not valid UTF-8".to_string())?
@@ -71,11 +67,7 @@ pub fn parse_header(file: &[u8]) -> Result<NpyHeader, String> {
         }
         std::str::from_utf8(text).expect("ASCII is UTF-8")
     };
-    let dict = Parser {
-        s: text.as_bytes(),
-        at: 0,
-    }
-    .dict()?;
+    let dict = Parser { s: text.as_bytes(), at: 0 }.dict()?;
     check(&dict, data_offset)
 }
 
@@ -90,10 +82,7 @@ enum Value {
 
 fn check(dict: &[(String, Value)], data_offset: usize) -> Result<NpyHeader, String> {
     let get = |key: &str| dict.iter().find(|(k, _)| k == key).map(|(_, v)| v);
-    if let Some((k, _)) = dict
-        .iter()
-        .find(|(k, _)| !matches!(k.as_str(), "descr" | "fortran_order" | "shape"))
-    {
+    if let Some((k, _)) = dict.iter().find(|(k, _)| !matches!(k.as_str(), "descr" | "fortran_order" | "shape")) {
         return Err(format!("unexpected key '{k}' in the .npy header"));
     }
     match get("descr") {
@@ -105,20 +94,16 @@ fn check(dict: &[(String, Value)], data_offset: usize) -> Result<NpyHeader, Stri
             ));
         }
         Some(_) => {
-            return Err(
-                "unsupported dtype: only little-endian float32 ('<f4') is supported".into(),
-            );
+            return Err("unsupported dtype: only little-endian float32 ('<f4') is supported".into());
         }
         None => return Err("the .npy header has no 'descr'".into()),
     }
     match get("fortran_order") {
         Some(Value::Bool(false)) => {}
         Some(Value::Bool(true)) => {
-            return Err(
-                "Fortran-order (column-major) arrays are not supported: save a C-order copy \
+            return Err("Fortran-order (column-major) arrays are not supported: save a C-order copy \
                         (numpy.ascontiguousarray)"
-                    .into(),
-            );
+                .into());
         }
         Some(_) => return Err("'fortran_order' in the .npy header is not a boolean".into()),
         None => return Err("the .npy header has no 'fortran_order'".into()),
@@ -130,19 +115,12 @@ fn check(dict: &[(String, Value)], data_offset: usize) -> Result<NpyHeader, Stri
     };
     let &[rows, dim] = shape.as_slice() else {
         let dims: Vec<String> = shape.iter().map(u64::to_string).collect();
-        return Err(format!(
-            "expected a 2-D array (rows, dim), got shape ({})",
-            dims.join(", ")
-        ));
+        return Err(format!("expected a 2-D array (rows, dim), got shape ({})", dims.join(", ")));
     };
     let (Ok(rows), Ok(dim)) = (usize::try_from(rows), usize::try_from(dim)) else {
         return Err("the array shape does not fit in memory".into());
     };
-    Ok(NpyHeader {
-        rows,
-        dim,
-        data_offset,
-    })
+    Ok(NpyHeader { rows, dim, data_offset })
 }
 
 /// Recursive-descent parser for the Python literals numpy writes in headers.
@@ -251,10 +229,7 @@ impl Parser<'_> {
                 self.at += 5;
                 Ok(Value::Bool(false))
             }
-            _ => {
-                Err(self
-                    .err("unsupported value (expected a string, a boolean, an integer or a tuple)"))
-            }
+            _ => Err(self.err("unsupported value (expected a string, a boolean, an integer or a tuple)")),
         }
     }
 
@@ -309,73 +284,32 @@ mod tests {
         for v in 1..=3 {
             let f = file(v, OK);
             let h = parse_header(&f).unwrap();
-            assert_eq!(
-                h,
-                NpyHeader {
-                    rows: 400000,
-                    dim: 50,
-                    data_offset: f.len()
-                }
-            );
+            assert_eq!(h, NpyHeader { rows: 400000, dim: 50, data_offset: f.len() });
         }
-        let f = file(
-            1,
-            "{\"shape\":(3L,4L),\"fortran_order\":False,\"descr\":\"<f4\"}",
-        );
+        let f = file(1, "{\"shape\":(3L,4L),\"fortran_order\":False,\"descr\":\"<f4\"}");
         assert_eq!(parse_header(&f).unwrap().dim, 4);
     }
 
     #[test]
     fn rejects_what_build_cannot_read() {
         let cases = [
-            (
-                "{'descr': '<f8', 'fortran_order': False, 'shape': (4, 5), }",
-                "'<f8'",
-            ),
-            (
-                "{'descr': '>f4', 'fortran_order': False, 'shape': (4, 5), }",
-                "'>f4'",
-            ),
-            (
-                "{'descr': '<f4', 'fortran_order': True, 'shape': (4, 5), }",
-                "Fortran",
-            ),
-            (
-                "{'descr': '<f4', 'fortran_order': False, 'shape': (20,), }",
-                "2-D",
-            ),
-            (
-                "{'descr': '<f4', 'fortran_order': False, 'shape': (2, 2, 5), }",
-                "2-D",
-            ),
+            ("{'descr': '<f8', 'fortran_order': False, 'shape': (4, 5), }", "'<f8'"),
+            ("{'descr': '>f4', 'fortran_order': False, 'shape': (4, 5), }", "'>f4'"),
+            ("{'descr': '<f4', 'fortran_order': True, 'shape': (4, 5), }", "Fortran"),
+            ("{'descr': '<f4', 'fortran_order': False, 'shape': (20,), }", "2-D"),
+            ("{'descr': '<f4', 'fortran_order': False, 'shape': (2, 2, 5), }", "2-D"),
             ("{'descr': '<f4', 'fortran_order': False, }", "no 'shape'"),
-            (
-                "{'descr': [('a', '<f4')], 'fortran_order': False, 'shape': (4,5)}",
-                "unsupported value",
-            ),
-            (
-                "{'descr': '<f4', 'fortran_order': False, 'shape': (4, 5), 'x': 1}",
-                "'x'",
-            ),
-            (
-                "{'descr': '<f4', 'fortran_order': False, 'shape': (4, 5)",
-                "expected",
-            ),
-            (
-                "{'descr': '<f4', 'fortran_order': False, 'shape': (99999999999999999999, 5)}",
-                "too large",
-            ),
+            ("{'descr': [('a', '<f4')], 'fortran_order': False, 'shape': (4,5)}", "unsupported value"),
+            ("{'descr': '<f4', 'fortran_order': False, 'shape': (4, 5), 'x': 1}", "'x'"),
+            ("{'descr': '<f4', 'fortran_order': False, 'shape': (4, 5)", "expected"),
+            ("{'descr': '<f4', 'fortran_order': False, 'shape': (99999999999999999999, 5)}", "too large"),
         ];
         for (dict, needle) in cases {
             let err = parse_header(&file(1, dict)).unwrap_err();
             assert!(err.contains(needle), "{dict}: {err}");
         }
         assert!(parse_header(b"PK\x03\x04").unwrap_err().contains("magic"));
-        assert!(
-            parse_header(&file(4, OK))
-                .unwrap_err()
-                .contains("version 4")
-        );
+        assert!(parse_header(&file(4, OK)).unwrap_err().contains("version 4"));
         let f = file(1, OK);
         assert!(parse_header(&f[..40]).unwrap_err().contains("truncated"));
     }

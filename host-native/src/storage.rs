@@ -84,10 +84,8 @@ fn write_and_rename(tmp: &Path, path: &Path, bytes: &[u8]) -> Result<(), HostErr
         .truncate(true)
         .open(tmp)
         .map_err(|e| HostError::io(tmp, "create", e))?;
-    file.write_all(bytes)
-        .map_err(|e| HostError::io(tmp, "write", e))?;
-    file.sync_all()
-        .map_err(|e| HostError::io(tmp, "fsync", e))?;
+    file.write_all(bytes).map_err(|e| HostError::io(tmp, "write", e))?;
+    file.sync_all().map_err(|e| HostError::io(tmp, "fsync", e))?;
     drop(file);
     fs::rename(tmp, path).map_err(|e| HostError::io(path, "rename the temporary file to", e))?;
     sync_parent_dir(path)
@@ -102,8 +100,7 @@ fn sync_parent_dir(path: &Path) -> Result<(), HostError> {
     #[cfg(unix)]
     {
         let d = File::open(dir).map_err(|e| HostError::io(dir, "open directory", e))?;
-        d.sync_all()
-            .map_err(|e| HostError::io(dir, "fsync directory", e))?;
+        d.sync_all().map_err(|e| HostError::io(dir, "fsync directory", e))?;
     }
     #[cfg(not(unix))]
     let _ = dir; // Directories cannot be opened for syncing on Windows; rename is durable there.

@@ -25,10 +25,8 @@ impl TempDir {
 
     /// Files in the directory, sorted.
     fn files(&self) -> Vec<String> {
-        let mut names: Vec<String> = std::fs::read_dir(&self.0)
-            .unwrap()
-            .map(|e| e.unwrap().file_name().into_string().unwrap())
-            .collect();
+        let mut names: Vec<String> =
+            std::fs::read_dir(&self.0).unwrap().map(|e| e.unwrap().file_name().into_string().unwrap()).collect();
         names.sort();
         names
     }
@@ -42,10 +40,7 @@ impl Drop for TempDir {
 
 /// Runs `shoal` with `args`.
 fn shoal<S: AsRef<std::ffi::OsStr>>(args: &[S]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_shoal"))
-        .args(args)
-        .output()
-        .expect("run shoal")
+    Command::new(env!("CARGO_BIN_EXE_shoal")).args(args).output().expect("run shoal")
 }
 
 fn stdout(o: &Output) -> String {
@@ -58,12 +53,7 @@ fn stderr(o: &Output) -> String {
 
 /// Asserts success and returns stdout.
 fn ok(o: Output) -> String {
-    assert!(
-        o.status.success(),
-        "shoal failed: {}\n{}",
-        o.status,
-        stderr(&o)
-    );
+    assert!(o.status.success(), "shoal failed: {}\n{}", o.status, stderr(&o));
     assert!(!stderr(&o).contains("panicked"));
     stdout(&o)
 }
@@ -71,11 +61,7 @@ fn ok(o: Output) -> String {
 /// Asserts exit code 1 with `needle` in the error message, and no panic; returns stderr.
 fn fails(o: Output, needle: &str) -> String {
     let err = stderr(&o);
-    assert_eq!(
-        o.status.code(),
-        Some(1),
-        "expected exit code 1, stderr: {err}"
-    );
+    assert_eq!(o.status.code(), Some(1), "expected exit code 1, stderr: {err}");
     assert!(!err.contains("panicked"), "panic: {err}");
     assert!(err.starts_with("error: "), "error message: {err}");
     assert!(err.contains(needle), "expected {needle:?} in: {err}");
@@ -99,9 +85,7 @@ fn vectors(rows: usize, dim: usize, seed: u64) -> Vec<f32> {
     (0..rows)
         .flat_map(|r| {
             let c = (r * 7) % 8;
-            (0..dim)
-                .map(|j| centres[c * dim + j] + 0.25 * unit())
-                .collect::<Vec<_>>()
+            (0..dim).map(|j| centres[c * dim + j] + 0.25 * unit()).collect::<Vec<_>>()
         })
         .collect()
 }
@@ -131,11 +115,7 @@ fn npy_with_dict(version: u8, dict: &str, data: &[f32]) -> Vec<u8> {
 }
 
 fn npy(version: u8, rows: usize, dim: usize, data: &[f32]) -> Vec<u8> {
-    npy_with_dict(
-        version,
-        &format!("{{'descr': '<f4', 'fortran_order': False, 'shape': ({rows}, {dim}), }}"),
-        data,
-    )
+    npy_with_dict(version, &format!("{{'descr': '<f4', 'fortran_order': False, 'shape': ({rows}, {dim}), }}"), data)
 }
 
 fn fvecs(dim: usize, data: &[f32]) -> Vec<u8> {
@@ -158,11 +138,7 @@ fn metric_of(name: &str) -> Metric {
 
 /// The segment the core writes in-process for the same data.
 fn in_process(rows: usize, dim: usize, metric: &str, ids_from: u64, data: &[f32]) -> Collection {
-    let mut col = Collection::new(CollectionConfig {
-        dim,
-        metric: metric_of(metric),
-    })
-    .unwrap();
+    let mut col = Collection::new(CollectionConfig { dim, metric: metric_of(metric) }).unwrap();
     let ids: Vec<u64> = (0..rows as u64).map(|r| r + ids_from).collect();
     col.insert(&ids, data).unwrap();
     col.seal();
@@ -210,13 +186,7 @@ fn every_input_format_gives_the_same_segment() {
             write(&input, bytes);
             let out = dir.path(&format!("{name}.{metric}.shoal"));
             let dim = DIM.to_string();
-            let mut args = vec![
-                "build",
-                "--input",
-                input.to_str().unwrap(),
-                "--metric",
-                metric,
-            ];
+            let mut args = vec!["build", "--input", input.to_str().unwrap(), "--metric", metric];
             args.extend(["--ids-from", "5", "--out", out.to_str().unwrap(), "--quiet"]);
             // Small batches: the rows cross several reserve/commit batches.
             args.extend(["--batch-rows", "64"]);
@@ -227,25 +197,14 @@ fn every_input_format_gives_the_same_segment() {
                 args.extend(["--format", "f32"]);
             }
             let o = shoal(&args);
-            assert!(
-                stderr(&o).is_empty(),
-                "--quiet prints nothing: {}",
-                stderr(&o)
-            );
+            assert!(stderr(&o).is_empty(), "--quiet prints nothing: {}", stderr(&o));
             ok(o);
             let got = std::fs::read(&out).unwrap();
-            assert!(
-                got == expected,
-                "{name} ({metric}) differs from the in-process segment"
-            );
+            assert!(got == expected, "{name} ({metric}) differs from the in-process segment");
         }
     }
     // No temporary files left behind.
-    assert!(
-        dir.files().iter().all(|f| !f.ends_with(".tmp")),
-        "{:?}",
-        dir.files()
-    );
+    assert!(dir.files().iter().all(|f| !f.ends_with(".tmp")), "{:?}", dir.files());
 }
 
 #[test]
@@ -262,87 +221,33 @@ fn search_matches_the_core_in_process() {
         // --vector, --json: exactly the core's response.
         let req = SearchRequest::nearest(query.clone(), 7);
         let expected = col.search(&req).unwrap().to_json();
-        let out = ok(shoal(&[
-            "search",
-            "--segment",
-            seg,
-            "--vector",
-            &text,
-            "--limit",
-            "7",
-            "--json",
-        ]));
+        let out = ok(shoal(&["search", "--segment", seg, "--vector", &text, "--limit", "7", "--json"]));
         assert_eq!(out.trim_end(), expected, "{metric}");
 
         // --request: the JSON shape of every host; --limit overrides the request's.
         let json = format!(r#"{{"vector": [{text}], "limit": 3, "offset": 2}}"#);
-        let expected = col
-            .search(&SearchRequest::from_json(&json).unwrap())
-            .unwrap()
-            .to_json();
-        assert_eq!(
-            ok(shoal(&[
-                "search",
-                "--segment",
-                seg,
-                "--request",
-                &json,
-                "--json"
-            ]))
-            .trim_end(),
-            expected
-        );
+        let expected = col.search(&SearchRequest::from_json(&json).unwrap()).unwrap().to_json();
+        assert_eq!(ok(shoal(&["search", "--segment", seg, "--request", &json, "--json"])).trim_end(), expected);
         let mut req = SearchRequest::from_json(&json).unwrap();
         req.limit = 5;
         let expected = col.search(&req).unwrap().to_json();
-        let out = ok(shoal(&[
-            "search",
-            "--segment",
-            seg,
-            "--request",
-            &json,
-            "--limit",
-            "5",
-            "--json",
-        ]));
+        let out = ok(shoal(&["search", "--segment", seg, "--request", &json, "--limit", "5", "--json"]));
         assert_eq!(out.trim_end(), expected);
 
         // --query-id: the stored vector as the query, the point itself left out.
         let id = 42u64;
-        let mut res = col
-            .search(&SearchRequest::nearest(
-                col.vector(id).unwrap().to_vec(),
-                11,
-            ))
-            .unwrap();
+        let mut res = col.search(&SearchRequest::nearest(col.vector(id).unwrap().to_vec(), 11)).unwrap();
         res.points.retain(|p| p.id != id);
         res.points.truncate(10);
-        let out = ok(shoal(&[
-            "search",
-            "--segment",
-            seg,
-            "--query-id",
-            "42",
-            "--json",
-        ]));
+        let out = ok(shoal(&["search", "--segment", seg, "--query-id", "42", "--json"]));
         assert_eq!(out.trim_end(), res.to_json(), "{metric}");
 
         // The table: one line per result, ids in the core's order.
-        let out = ok(shoal(&[
-            "search",
-            "--segment",
-            seg,
-            "--vector",
-            &text,
-            "--limit",
-            "4",
-        ]));
+        let out = ok(shoal(&["search", "--segment", seg, "--vector", &text, "--limit", "4"]));
         let lines: Vec<&str> = out.lines().collect();
         assert_eq!(lines.len(), 5, "{out}");
         assert!(lines[0].split_whitespace().eq(["rank", "id", "score"]));
-        let res = col
-            .search(&SearchRequest::nearest(query.clone(), 4))
-            .unwrap();
+        let res = col.search(&SearchRequest::nearest(query.clone(), 4)).unwrap();
         for (i, (line, p)) in lines[1..].iter().zip(&res.points).enumerate() {
             let cols: Vec<&str> = line.split_whitespace().collect();
             assert_eq!(cols[0], (i + 1).to_string());
@@ -362,39 +267,12 @@ fn search_with_labels_and_words() {
     let (seg, labels) = (seg.to_str().unwrap(), labels.to_str().unwrap());
     let col = in_process(ROWS, DIM, "cosine", 0, &data);
 
-    let by_word = ok(shoal(&[
-        "search",
-        "--segment",
-        seg,
-        "--labels",
-        labels,
-        "--words",
-        "w42",
-        "--limit",
-        "5",
-    ]));
-    let by_id = ok(shoal(&[
-        "search",
-        "--segment",
-        seg,
-        "--labels",
-        labels,
-        "--query-id",
-        "42",
-        "--limit",
-        "5",
-    ]));
+    let by_word = ok(shoal(&["search", "--segment", seg, "--labels", labels, "--words", "w42", "--limit", "5"]));
+    let by_id = ok(shoal(&["search", "--segment", seg, "--labels", labels, "--query-id", "42", "--limit", "5"]));
     assert_eq!(by_word, by_id);
     let lines: Vec<&str> = by_word.lines().collect();
-    assert!(
-        lines[0]
-            .split_whitespace()
-            .eq(["rank", "id", "score", "label"]),
-        "{by_word}"
-    );
-    let mut res = col
-        .search(&SearchRequest::nearest(col.vector(42).unwrap().to_vec(), 6))
-        .unwrap();
+    assert!(lines[0].split_whitespace().eq(["rank", "id", "score", "label"]), "{by_word}");
+    let mut res = col.search(&SearchRequest::nearest(col.vector(42).unwrap().to_vec(), 6)).unwrap();
     res.points.retain(|p| p.id != 42);
     for (line, p) in lines[1..].iter().zip(&res.points) {
         let cols: Vec<&str> = line.split_whitespace().collect();
@@ -404,59 +282,14 @@ fn search_with_labels_and_words() {
     assert_eq!(lines.len(), 6);
 
     // Several words: one table each, under a heading.
-    let both = ok(shoal(&[
-        "search",
-        "--segment",
-        seg,
-        "--labels",
-        labels,
-        "--words",
-        "w1,w2",
-        "--limit",
-        "2",
-    ]));
-    assert!(
-        both.starts_with("# w1\n") && both.contains("\n# w2\n"),
-        "{both}"
-    );
+    let both = ok(shoal(&["search", "--segment", seg, "--labels", labels, "--words", "w1,w2", "--limit", "2"]));
+    assert!(both.starts_with("# w1\n") && both.contains("\n# w2\n"), "{both}");
 
-    fails(
-        shoal(&[
-            "search",
-            "--segment",
-            seg,
-            "--labels",
-            labels,
-            "--words",
-            "nope",
-        ]),
-        "'nope' is not a line of",
-    );
-    fails(
-        shoal(&["search", "--segment", seg, "--query-id", "100000"]),
-        "id 100000 is not in",
-    );
+    fails(shoal(&["search", "--segment", seg, "--labels", labels, "--words", "nope"]), "'nope' is not a line of");
+    fails(shoal(&["search", "--segment", seg, "--query-id", "100000"]), "id 100000 is not in");
     // --words needs --labels; exactly one query kind (usage errors: clap's exit code 2).
-    assert_eq!(
-        shoal(&["search", "--segment", seg, "--words", "w1"])
-            .status
-            .code(),
-        Some(2)
-    );
-    assert_eq!(
-        shoal(&[
-            "search",
-            "--segment",
-            seg,
-            "--query-id",
-            "1",
-            "--vector",
-            "1"
-        ])
-        .status
-        .code(),
-        Some(2)
-    );
+    assert_eq!(shoal(&["search", "--segment", seg, "--words", "w1"]).status.code(), Some(2));
+    assert_eq!(shoal(&["search", "--segment", seg, "--query-id", "1", "--vector", "1"]).status.code(), Some(2));
     assert_eq!(shoal(&["search", "--segment", seg]).status.code(), Some(2));
 }
 
@@ -465,55 +298,14 @@ fn bad_search_requests_are_clear_errors() {
     let dir = TempDir::new("badreq");
     let (seg, _) = build_npy(&dir, "l2");
     let seg = seg.to_str().unwrap();
-    fails(
-        shoal(&["search", "--segment", seg, "--vector", "1,2,3"]),
-        "wrong vector dimension: expected 17, got 3",
-    );
-    fails(
-        shoal(&["search", "--segment", seg, "--vector", "1,x"]),
-        "element 1 ('x') is not a number",
-    );
+    fails(shoal(&["search", "--segment", seg, "--vector", "1,2,3"]), "wrong vector dimension: expected 17, got 3");
+    fails(shoal(&["search", "--segment", seg, "--vector", "1,x"]), "element 1 ('x') is not a number");
     let nan = vec!["NaN"; DIM].join(",");
-    fails(
-        shoal(&["search", "--segment", seg, "--vector", &nan]),
-        "non-finite",
-    );
-    fails(
-        shoal(&[
-            "search",
-            "--segment",
-            seg,
-            "--query-id",
-            "1",
-            "--limit",
-            "0",
-        ]),
-        "limit must be in",
-    );
-    fails(
-        shoal(&[
-            "search",
-            "--segment",
-            seg,
-            "--request",
-            r#"{"vector": [1], "limt": 3}"#,
-        ]),
-        "limt",
-    );
-    fails(
-        shoal(&["search", "--segment", seg, "--request", "{"]),
-        "invalid search request",
-    );
-    fails(
-        shoal(&[
-            "search",
-            "--segment",
-            &format!("{seg}.missing"),
-            "--query-id",
-            "1",
-        ]),
-        "cannot open",
-    );
+    fails(shoal(&["search", "--segment", seg, "--vector", &nan]), "non-finite");
+    fails(shoal(&["search", "--segment", seg, "--query-id", "1", "--limit", "0"]), "limit must be in");
+    fails(shoal(&["search", "--segment", seg, "--request", r#"{"vector": [1], "limt": 3}"#]), "limt");
+    fails(shoal(&["search", "--segment", seg, "--request", "{"]), "invalid search request");
+    fails(shoal(&["search", "--segment", &format!("{seg}.missing"), "--query-id", "1"]), "cannot open");
 }
 
 #[test]
@@ -521,40 +313,22 @@ fn inspect_shows_header_sections_and_meta() {
     let dir = TempDir::new("inspect");
     let (seg, _) = build_npy(&dir, "cosine");
     let text = ok(shoal(&["inspect".as_ref(), seg.as_os_str()]));
-    for needle in [
-        "SHOALSEG",
-        "version   1",
-        "META",
-        "IDS",
-        "VECTORS",
-        "ID_INDEX",
-        "dim 17",
-        "metric cosine",
-        "rows 300",
-    ] {
+    for needle in
+        ["SHOALSEG", "version   1", "META", "IDS", "VECTORS", "ID_INDEX", "dim 17", "metric cosine", "rows 300"]
+    {
         assert!(text.contains(needle), "{needle:?} missing from:\n{text}");
     }
-    let json: serde_json::Value = serde_json::from_str(&ok(shoal(&[
-        "inspect".as_ref(),
-        seg.as_os_str(),
-        "--json".as_ref(),
-    ])))
-    .unwrap();
+    let json: serde_json::Value =
+        serde_json::from_str(&ok(shoal(&["inspect".as_ref(), seg.as_os_str(), "--json".as_ref()]))).unwrap();
     let file_len = std::fs::metadata(&seg).unwrap().len();
     assert_eq!(json["magic"], "SHOALSEG");
     assert_eq!(json["version"], 1);
     assert_eq!(json["flags"], 0);
     assert_eq!(json["file_len"], file_len);
-    assert_eq!(
-        json["meta"],
-        serde_json::json!({"dim": 17, "metric": "cosine", "rows": 300, "vector_type": 0})
-    );
+    assert_eq!(json["meta"], serde_json::json!({"dim": 17, "metric": "cosine", "rows": 300, "vector_type": 0}));
     assert_eq!(json["error"], serde_json::Value::Null);
     let sections = json["sections"].as_array().unwrap();
-    let names: Vec<&str> = sections
-        .iter()
-        .map(|s| s["name"].as_str().unwrap())
-        .collect();
+    let names: Vec<&str> = sections.iter().map(|s| s["name"].as_str().unwrap()).collect();
     assert_eq!(names, ["META", "IDS", "VECTORS", "ID_INDEX"]);
     let bytes = std::fs::read(&seg).unwrap();
     for s in sections {
@@ -568,18 +342,9 @@ fn inspect_shows_header_sections_and_meta() {
 
 /// Offset of the VECTORS section, from `shoal inspect --json`.
 fn vectors_offset(seg: &Path) -> usize {
-    let json: serde_json::Value = serde_json::from_str(&ok(shoal(&[
-        "inspect".as_ref(),
-        seg.as_os_str(),
-        "--json".as_ref(),
-    ])))
-    .unwrap();
-    let s = json["sections"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|s| s["name"] == "VECTORS")
-        .unwrap();
+    let json: serde_json::Value =
+        serde_json::from_str(&ok(shoal(&["inspect".as_ref(), seg.as_os_str(), "--json".as_ref()]))).unwrap();
+    let s = json["sections"].as_array().unwrap().iter().find(|s| s["name"] == "VECTORS").unwrap();
     s["offset"].as_u64().unwrap() as usize
 }
 
@@ -595,13 +360,7 @@ fn verify_passes_then_catches_a_flipped_byte() {
     write(&bad, &bytes);
     // Opening is cheap and does not read VECTORS: inspect and search still work...
     ok(shoal(&["inspect".as_ref(), bad.as_os_str()]));
-    ok(shoal(&[
-        "search",
-        "--segment",
-        bad.to_str().unwrap(),
-        "--query-id",
-        "3",
-    ]));
+    ok(shoal(&["search", "--segment", bad.to_str().unwrap(), "--query-id", "3"]));
     // ...verify reads every byte.
     let o = shoal(&["verify".as_ref(), bad.as_os_str()]);
     assert!(stdout(&o).is_empty());
@@ -616,38 +375,14 @@ fn bad_input_is_rejected_and_leaves_no_file() {
     let dim = DIM.to_string();
     let cases: Vec<(&str, Vec<u8>, Vec<&str>, &str)> = vec![
         // Truncated .npy: the last row is incomplete.
-        (
-            "trunc.npy",
-            good[..good.len() - 10].to_vec(),
-            vec![],
-            "truncated",
-        ),
-        (
-            "trunc.npy",
-            good[..good.len() - 10].to_vec(),
-            vec![],
-            "row 299 is incomplete",
-        ),
-        (
-            "header.npy",
-            good[..40].to_vec(),
-            vec![],
-            "truncated .npy header",
-        ),
-        (
-            "extra.npy",
-            [&good[..], &[0u8; 8]].concat(),
-            vec![],
-            "8 bytes after the declared shape",
-        ),
+        ("trunc.npy", good[..good.len() - 10].to_vec(), vec![], "truncated"),
+        ("trunc.npy", good[..good.len() - 10].to_vec(), vec![], "row 299 is incomplete"),
+        ("header.npy", good[..40].to_vec(), vec![], "truncated .npy header"),
+        ("extra.npy", [&good[..], &[0u8; 8]].concat(), vec![], "8 bytes after the declared shape"),
         ("empty.npy", vec![], vec![], "not an .npy file"),
         (
             "fortran.npy",
-            npy_with_dict(
-                1,
-                &format!("{{'descr': '<f4', 'fortran_order': True, 'shape': ({ROWS}, {DIM}), }}"),
-                &data,
-            ),
+            npy_with_dict(1, &format!("{{'descr': '<f4', 'fortran_order': True, 'shape': ({ROWS}, {DIM}), }}"), &data),
             vec![],
             "Fortran-order",
         ),
@@ -655,10 +390,7 @@ fn bad_input_is_rejected_and_leaves_no_file() {
             "f8.npy",
             npy_with_dict(
                 1,
-                &format!(
-                    "{{'descr': '<f8', 'fortran_order': False, 'shape': ({}, {DIM}), }}",
-                    ROWS / 2
-                ),
+                &format!("{{'descr': '<f8', 'fortran_order': False, 'shape': ({}, {DIM}), }}", ROWS / 2),
                 &data,
             ),
             vec![],
@@ -668,10 +400,7 @@ fn bad_input_is_rejected_and_leaves_no_file() {
             "1d.npy",
             npy_with_dict(
                 1,
-                &format!(
-                    "{{'descr': '<f4', 'fortran_order': False, 'shape': ({}, ), }}",
-                    ROWS * DIM
-                ),
+                &format!("{{'descr': '<f4', 'fortran_order': False, 'shape': ({}, ), }}", ROWS * DIM),
                 &data,
             ),
             vec![],
@@ -687,12 +416,7 @@ fn bad_input_is_rejected_and_leaves_no_file() {
             vec![],
             "unsupported .npy format version 9",
         ),
-        (
-            "wrongdim.npy",
-            good.clone(),
-            vec!["--dim", "16"],
-            "--dim 16 does not match the array's shape (300, 17)",
-        ),
+        ("wrongdim.npy", good.clone(), vec!["--dim", "16"], "--dim 16 does not match the array's shape (300, 17)"),
         // NaN and infinity name the row.
         (
             "nan.npy",
@@ -715,12 +439,7 @@ fn bad_input_is_rejected_and_leaves_no_file() {
             "row 299: element 0 is not finite",
         ),
         // Raw f32 whose length is not a multiple of the row size.
-        (
-            "wrongdim.f32",
-            f32_bytes(&data),
-            vec!["--dim", "16"],
-            "row 318 is incomplete (wrong --dim",
-        ),
+        ("wrongdim.f32", f32_bytes(&data), vec!["--dim", "16"], "row 318 is incomplete (wrong --dim"),
         ("nodim.f32", f32_bytes(&data), vec![], "pass --dim"),
         // .fvecs: truncated, a row of another dimension, a --dim that disagrees.
         (
@@ -753,77 +472,37 @@ fn bad_input_is_rejected_and_leaves_no_file() {
             vec![],
             "row 0 declares dimension -1",
         ),
-        (
-            "wrongdim.fvecs",
-            fvecs(DIM, &data),
-            vec!["--dim", "3"],
-            "--dim 3 does not match the dimension 17 of row 0",
-        ),
+        ("wrongdim.fvecs", fvecs(DIM, &data), vec!["--dim", "3"], "--dim 3 does not match the dimension 17 of row 0"),
         ("noext.xyz", f32_bytes(&data), vec![], "pass --format"),
         ("empty.f32", vec![], vec!["--dim", "4"], "holds no vectors"),
         // One row of a dimension beyond the format's limit.
-        (
-            "hugedim.f32",
-            f32_bytes(&vec![0.5; 65537]),
-            vec!["--dim", "65537"],
-            "dim must be in 1..=65536",
-        ),
+        ("hugedim.f32", f32_bytes(&vec![0.5; 65537]), vec!["--dim", "65537"], "dim must be in 1..=65536"),
     ];
     for (name, bytes, extra, needle) in cases {
         let input = dir.path(name);
         write(&input, &bytes);
         let out = dir.path("out.shoal");
-        let mut args = vec![
-            "build",
-            "--input",
-            input.to_str().unwrap(),
-            "--out",
-            out.to_str().unwrap(),
-        ];
+        let mut args = vec!["build", "--input", input.to_str().unwrap(), "--out", out.to_str().unwrap()];
         args.extend(extra);
         let err = fails(shoal(&args), needle);
-        assert!(
-            err.contains(name),
-            "the message names the input file: {err}"
-        );
+        assert!(err.contains(name), "the message names the input file: {err}");
         assert!(!out.exists(), "{name}: output written");
-        assert!(
-            !dir.path("out.shoal.tmp").exists(),
-            "{name}: temporary file left behind"
-        );
+        assert!(!dir.path("out.shoal.tmp").exists(), "{name}: temporary file left behind");
     }
 
     // A failed build leaves an existing segment untouched.
     let out = dir.path("keep.shoal");
     let input = dir.path("good.npy");
     write(&input, &good);
-    ok(shoal(&[
-        "build",
-        "--input",
-        input.to_str().unwrap(),
-        "--out",
-        out.to_str().unwrap(),
-    ]));
+    ok(shoal(&["build", "--input", input.to_str().unwrap(), "--out", out.to_str().unwrap()]));
     let before = std::fs::read(&out).unwrap();
     fails(
-        shoal(&[
-            "build",
-            "--input",
-            dir.path("nan.npy").to_str().unwrap(),
-            "--out",
-            out.to_str().unwrap(),
-        ]),
+        shoal(&["build", "--input", dir.path("nan.npy").to_str().unwrap(), "--out", out.to_str().unwrap()]),
         "not finite",
     );
     assert_eq!(std::fs::read(&out).unwrap(), before);
     fails(
-        shoal(&[
-            "build",
-            "--input",
-            dir.path("missing.npy").to_str().unwrap(),
-            "--out",
-            out.to_str().unwrap(),
-        ]),
+        shoal(&["build", "--input", dir.path("missing.npy").to_str().unwrap(), "--out", out.to_str().unwrap()]),
         "cannot open",
     );
 }
@@ -837,27 +516,12 @@ fn damaged_segments_are_typed_errors_never_panics() {
         let path = dir.path(name);
         write(&path, bytes);
         let p = path.to_str().unwrap();
-        for args in [
-            vec!["verify", p],
-            vec!["inspect", p],
-            vec!["search", "--segment", p, "--query-id", "1"],
-        ] {
+        for args in [vec!["verify", p], vec!["inspect", p], vec!["search", "--segment", p, "--query-id", "1"]] {
             fails(shoal(&args), needle);
         }
     };
     // Truncated anywhere: in the header, in the table, in a section.
-    for cut in [
-        0,
-        10,
-        63,
-        64,
-        100,
-        191,
-        192,
-        1000,
-        good.len() - 64,
-        good.len() - 1,
-    ] {
+    for cut in [0, 10, 63, 64, 100, 191, 192, 1000, good.len() - 64, good.len() - 1] {
         check("cut.shoal", &good[..cut], "truncated segment");
     }
     // A version this build does not read (with a valid header checksum)...
@@ -865,11 +529,7 @@ fn damaged_segments_are_typed_errors_never_panics() {
     v2[8..12].copy_from_slice(&2u32.to_le_bytes());
     let crc = shoal_format::crc32c(&v2[..32]);
     v2[32..36].copy_from_slice(&crc.to_le_bytes());
-    check(
-        "v2.shoal",
-        &v2,
-        "unsupported segment format version 2 (this build reads 1..=1) [bad_segment]",
-    );
+    check("v2.shoal", &v2, "unsupported segment format version 2 (this build reads 1..=1) [bad_segment]");
     // ...and one whose header checksum no longer matches.
     let mut v2 = good.clone();
     v2[8] = 2;
@@ -879,8 +539,7 @@ fn damaged_segments_are_typed_errors_never_panics() {
     check("magic.shoal", &magic, "bad magic");
     check(
         "text.shoal",
-        &b"hello, this is not a segment at all, just some text that is long enough to read"
-            .repeat(4),
+        &b"hello, this is not a segment at all, just some text that is long enough to read".repeat(4),
         "bad magic",
     );
     let mut longer = good.clone();

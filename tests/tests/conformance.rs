@@ -8,41 +8,20 @@ use std::process::Command;
 
 use shoal_core::Kernels;
 use shoal_testkit::oracle;
-use shoal_testkit::scenario::{
-    CONFIGS, Op, Output, Scenario, live_points_at_searches, run, scenario,
-};
+use shoal_testkit::scenario::{CONFIGS, Op, Output, Scenario, live_points_at_searches, run, scenario};
 
 fn workspace_root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .parent()
-        .unwrap()
-        .to_path_buf()
+    Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap().to_path_buf()
 }
 
 /// Number of positions where two outputs differ, for a readable failure message.
 fn differences(a: &Output, b: &Output) -> usize {
-    let ids = a.ids.iter().zip(&b.ids).filter(|(x, y)| x != y).count()
-        + a.ids.len().abs_diff(b.ids.len());
-    let scores = a
-        .score_bits
-        .iter()
-        .zip(&b.score_bits)
-        .filter(|(x, y)| x != y)
-        .count()
+    let ids = a.ids.iter().zip(&b.ids).filter(|(x, y)| x != y).count() + a.ids.len().abs_diff(b.ids.len());
+    let scores = a.score_bits.iter().zip(&b.score_bits).filter(|(x, y)| x != y).count()
         + a.score_bits.len().abs_diff(b.score_bits.len());
-    let counts = a
-        .counts
-        .iter()
-        .zip(&b.counts)
-        .filter(|(x, y)| x != y)
-        .count();
-    let seg = a
-        .segment
-        .iter()
-        .zip(&b.segment)
-        .filter(|(x, y)| x != y)
-        .count()
-        + a.segment.len().abs_diff(b.segment.len());
+    let counts = a.counts.iter().zip(&b.counts).filter(|(x, y)| x != y).count();
+    let seg =
+        a.segment.iter().zip(&b.segment).filter(|(x, y)| x != y).count() + a.segment.len().abs_diff(b.segment.len());
     ids + scores + counts + seg
 }
 
@@ -56,16 +35,10 @@ fn check_against_oracle(s: &Scenario, out: &Output) {
             let want = oracle::top_k(c.metric, live, q, c.k);
             let n = out.counts[count_at] as usize;
             count_at += 1;
-            let got: Vec<(u64, u32)> = (at..at + n)
-                .map(|i| (out.ids[i], out.score_bits[i]))
-                .collect();
+            let got: Vec<(u64, u32)> = (at..at + n).map(|i| (out.ids[i], out.score_bits[i])).collect();
             at += n;
             let want: Vec<(u64, u32)> = want.iter().map(|&(id, s)| (id, s.to_bits())).collect();
-            assert_eq!(
-                got, want,
-                "{}: result differs from the brute-force oracle",
-                c.name
-            );
+            assert_eq!(got, want, "{}: result differs from the brute-force oracle", c.name);
         }
     }
     assert_eq!(at, out.ids.len());
@@ -81,13 +54,7 @@ fn native_kernel_variants_match_the_scalar_reference_and_the_oracle() {
         assert!(!variants.is_empty());
         for k in variants {
             let out = run(&s, k);
-            assert_eq!(
-                differences(&out, &reference),
-                0,
-                "{}: kernels {} differ from scalar",
-                config.name,
-                k.name()
-            );
+            assert_eq!(differences(&out, &reference), 0, "{}: kernels {} differ from scalar", config.name, k.name());
         }
         write_fixture(&s, &reference);
     }
@@ -126,42 +93,20 @@ fn write_fixture(s: &Scenario, out: &Output) {
         "expected": {"ids": ids(&out.ids), "score_bits": out.score_bits, "counts": out.counts},
         "segment": format!("{}.shoal", c.name),
     });
-    std::fs::write(
-        dir.join(format!("{}.json", c.name)),
-        serde_json::to_vec(&fixture).unwrap(),
-    )
-    .unwrap();
+    std::fs::write(dir.join(format!("{}.json", c.name)), serde_json::to_vec(&fixture).unwrap()).unwrap();
     std::fs::write(dir.join(format!("{}.shoal", c.name)), &out.segment).unwrap();
 }
 
 /// Builds the conformance wasm module with or without SIMD128 and returns its path.
 fn build_wasm(simd: bool) -> PathBuf {
     let root = workspace_root();
-    let target_dir = root.join(if simd {
-        "target/conformance-wasm-simd"
-    } else {
-        "target/conformance-wasm-scalar"
-    });
+    let target_dir = root.join(if simd { "target/conformance-wasm-simd" } else { "target/conformance-wasm-scalar" });
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
     let status = Command::new(cargo)
         .current_dir(&root)
-        .args([
-            "build",
-            "--release",
-            "-p",
-            "shoal-conformance-wasm",
-            "--target",
-            "wasm32-unknown-unknown",
-        ])
+        .args(["build", "--release", "-p", "shoal-conformance-wasm", "--target", "wasm32-unknown-unknown"])
         .env("CARGO_TARGET_DIR", &target_dir)
-        .env(
-            "RUSTFLAGS",
-            if simd {
-                "-C target-feature=+simd128"
-            } else {
-                ""
-            },
-        )
+        .env("RUSTFLAGS", if simd { "-C target-feature=+simd128" } else { "" })
         .env_remove("CARGO_ENCODED_RUSTFLAGS")
         .env_remove("CARGO_BUILD_RUSTFLAGS")
         .env_remove("CARGO_TARGET_WASM32_UNKNOWN_UNKNOWN_RUSTFLAGS")
@@ -193,49 +138,21 @@ fn decode(buf: &[u8]) -> (String, Output) {
     let n = r.u32() as usize;
     let name = String::from_utf8(r.bytes(n)).unwrap();
     let n = r.u32() as usize;
-    let ids = r
-        .bytes(n * 8)
-        .chunks_exact(8)
-        .map(|c| u64::from_le_bytes(c.try_into().unwrap()))
-        .collect();
+    let ids = r.bytes(n * 8).chunks_exact(8).map(|c| u64::from_le_bytes(c.try_into().unwrap())).collect();
     let n = r.u32() as usize;
-    let score_bits = r
-        .bytes(n * 4)
-        .chunks_exact(4)
-        .map(|c| u32::from_le_bytes(c.try_into().unwrap()))
-        .collect();
+    let score_bits = r.bytes(n * 4).chunks_exact(4).map(|c| u32::from_le_bytes(c.try_into().unwrap())).collect();
     let n = r.u32() as usize;
-    let counts = r
-        .bytes(n * 4)
-        .chunks_exact(4)
-        .map(|c| u32::from_le_bytes(c.try_into().unwrap()))
-        .collect();
+    let counts = r.bytes(n * 4).chunks_exact(4).map(|c| u32::from_le_bytes(c.try_into().unwrap())).collect();
     let n = r.u32() as usize;
     let segment = r.bytes(n);
     assert!(r.0.is_empty());
-    (
-        name,
-        Output {
-            ids,
-            score_bits,
-            counts,
-            segment,
-        },
-    )
+    (name, Output { ids, score_bits, counts, segment })
 }
 
 #[test]
 fn encoding_round_trips() {
-    let out = Output {
-        ids: vec![1, u64::MAX],
-        score_bits: vec![7, 8],
-        counts: vec![2],
-        segment: vec![1, 2, 3],
-    };
-    assert_eq!(
-        decode(&shoal_conformance_wasm::encode("x", &out)),
-        ("x".to_string(), out)
-    );
+    let out = Output { ids: vec![1, u64::MAX], score_bits: vec![7, 8], counts: vec![2], segment: vec![1, 2, 3] };
+    assert_eq!(decode(&shoal_conformance_wasm::encode("x", &out)), ("x".to_string(), out));
 }
 
 #[test]
@@ -246,38 +163,19 @@ fn wasm_builds_under_wasmtime_match_native() {
         let engine = Engine::default();
         let module = Module::from_file(&engine, &path).unwrap();
         let mut store = Store::new(&engine, ());
-        let instance =
-            Instance::new(&mut store, &module, &[]).expect("the module needs no imports");
-        let configs = instance
-            .get_typed_func::<(), u32>(&mut store, "shoal_conformance_configs")
-            .unwrap();
-        let run_fn = instance
-            .get_typed_func::<u32, u32>(&mut store, "shoal_conformance_run")
-            .unwrap();
-        let len_fn = instance
-            .get_typed_func::<(), u32>(&mut store, "shoal_conformance_output_len")
-            .unwrap();
+        let instance = Instance::new(&mut store, &module, &[]).expect("the module needs no imports");
+        let configs = instance.get_typed_func::<(), u32>(&mut store, "shoal_conformance_configs").unwrap();
+        let run_fn = instance.get_typed_func::<u32, u32>(&mut store, "shoal_conformance_run").unwrap();
+        let len_fn = instance.get_typed_func::<(), u32>(&mut store, "shoal_conformance_output_len").unwrap();
         let memory = instance.get_memory(&mut store, "memory").unwrap();
-        assert_eq!(
-            configs.call(&mut store, ()).unwrap() as usize,
-            CONFIGS.len()
-        );
+        assert_eq!(configs.call(&mut store, ()).unwrap() as usize, CONFIGS.len());
         for (i, config) in CONFIGS.iter().enumerate() {
             let ptr = run_fn.call(&mut store, i as u32).unwrap() as usize;
             let len = len_fn.call(&mut store, ()).unwrap() as usize;
             let (kernels, out) = decode(&memory.data(&store)[ptr..ptr + len]);
-            assert_eq!(
-                kernels,
-                if simd { "simd128" } else { "scalar" },
-                "the build picked the wrong kernels"
-            );
+            assert_eq!(kernels, if simd { "simd128" } else { "scalar" }, "the build picked the wrong kernels");
             let native = run(&scenario(*config), Kernels::scalar());
-            assert_eq!(
-                differences(&out, &native),
-                0,
-                "{}: wasm ({kernels}) differs from native",
-                config.name
-            );
+            assert_eq!(differences(&out, &native), 0, "{}: wasm ({kernels}) differs from native", config.name);
         }
     }
 }

@@ -9,9 +9,7 @@ use shoal_core::{Collection, CollectionConfig, SearchRequest};
 use shoal_testkit::{golden_v1_input, uniform_vectors};
 
 fn golden(name: &str) -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("golden")
-        .join(name)
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("golden").join(name)
 }
 
 /// Queries and their results, as stored next to the golden file.
@@ -21,12 +19,7 @@ fn results(col: &Collection, dim: usize) -> serde_json::Value {
         .chunks_exact(dim)
         .map(|q| {
             let res = col.search(&SearchRequest::nearest(q.to_vec(), 5)).unwrap();
-            serde_json::json!(
-                res.points
-                    .iter()
-                    .map(|p| (p.id, p.score.to_bits()))
-                    .collect::<Vec<_>>()
-            )
+            serde_json::json!(res.points.iter().map(|p| (p.id, p.score.to_bits())).collect::<Vec<_>>())
         })
         .collect();
     serde_json::Value::from(out)
@@ -40,14 +33,9 @@ fn v1_flat_golden_file_reads_verifies_and_searches_the_same() {
         col.insert(&ids, &vectors).unwrap();
         std::fs::write(golden("v1-flat.shoal"), col.to_bytes()).unwrap();
         let expected = results(&col, dim);
-        std::fs::write(
-            golden("v1-flat.expected.json"),
-            serde_json::to_vec_pretty(&expected).unwrap(),
-        )
-        .unwrap();
+        std::fs::write(golden("v1-flat.expected.json"), serde_json::to_vec_pretty(&expected).unwrap()).unwrap();
     }
-    let bytes =
-        std::fs::read(golden("v1-flat.shoal")).expect("tests/golden/v1-flat.shoal is committed");
+    let bytes = std::fs::read(golden("v1-flat.shoal")).expect("tests/golden/v1-flat.shoal is committed");
     let col = Collection::from_bytes(&bytes).unwrap();
     col.verify().unwrap();
     assert_eq!(col.len(), ids.len());

@@ -70,14 +70,11 @@ pub fn run(args: &BuildArgs) -> Result<(), HostError> {
     let input = VectorFile::open(&args.input, args.format, args.dim)?;
     let (rows, dim) = (input.rows(), input.dim());
     if args.ids_from.checked_add(rows as u64 - 1).is_none() {
-        return Err(HostError::Usage(format!(
-            "--ids-from {} + {rows} rows overflows u64 ids",
-            args.ids_from
-        )));
+        return Err(HostError::Usage(format!("--ids-from {} + {rows} rows overflows u64 ids", args.ids_from)));
     }
     let metric = Metric::from(args.metric);
-    let mut col = Collection::new(CollectionConfig { dim, metric })
-        .map_err(|e| HostError::input(&args.input, format!("{e}")))?;
+    let mut col =
+        Collection::new(CollectionConfig { dim, metric }).map_err(|e| HostError::input(&args.input, format!("{e}")))?;
 
     let bar = progress_bar(rows as u64, args.quiet);
     let mut first = 0;
@@ -91,10 +88,7 @@ pub fn run(args: &BuildArgs) -> Result<(), HostError> {
         col.commit(IdEncoding::U64).map_err(|e| match e {
             Error::NonFinite { point, element } => HostError::input(
                 &args.input,
-                format!(
-                    "row {}: element {element} is not finite (NaN or infinity)",
-                    first + point
-                ),
+                format!("row {}: element {element} is not finite (NaN or infinity)", first + point),
             ),
             e => HostError::Core(e),
         })?;
@@ -126,11 +120,9 @@ fn progress_bar(rows: u64, quiet: bool) -> ProgressBar {
         ProgressDrawTarget::stderr()
     };
     let bar = ProgressBar::with_draw_target(Some(rows), target);
-    let style = ProgressStyle::with_template(
-        "{msg:9} [{bar:40}] {human_pos}/{human_len} rows, {elapsed} (eta {eta})",
-    )
-    .expect("a valid template")
-    .progress_chars("=> ");
+    let style = ProgressStyle::with_template("{msg:9} [{bar:40}] {human_pos}/{human_len} rows, {elapsed} (eta {eta})")
+        .expect("a valid template")
+        .progress_chars("=> ");
     bar.set_style(style);
     bar.set_message("inserting");
     bar

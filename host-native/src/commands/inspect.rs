@@ -9,9 +9,7 @@ use std::path::PathBuf;
 
 use serde_json::{Value, json};
 use shoal_core::{Collection, Error, Metric};
-use shoal_format::{
-    KIND_META, SECTION_OPTIONAL, SectionEntry, SegmentMeta, SegmentReader, cast_records, kind_name,
-};
+use shoal_format::{KIND_META, SECTION_OPTIONAL, SectionEntry, SegmentMeta, SegmentReader, cast_records, kind_name};
 
 use super::print;
 use crate::HostError;
@@ -31,16 +29,14 @@ pub struct InspectArgs {
 pub fn run(args: &InspectArgs) -> Result<(), HostError> {
     let path = &args.segment;
     let seg = MmapSegment::open(path)?;
-    let reader = SegmentReader::open(seg.as_bytes())
-        .map_err(|e| HostError::segment(path, Error::Format(e)))?;
+    let reader = SegmentReader::open(seg.as_bytes()).map_err(|e| HostError::segment(path, Error::Format(e)))?;
     let h = *reader.header();
     let meta: Option<SegmentMeta> = reader
         .section(KIND_META)
         .and_then(|b| cast_records::<SegmentMeta>("META", b).ok())
         .and_then(|m| m.first().copied());
-    let metric_name = |code: u32| {
-        Metric::from_code(code).map_or_else(|| format!("unknown ({code})"), |m| m.name().into())
-    };
+    let metric_name =
+        |code: u32| Metric::from_code(code).map_or_else(|| format!("unknown ({code})"), |m| m.name().into());
     let entries: Vec<SectionEntry> = reader.sections().to_vec();
     let sections: Vec<Value> = entries
         .iter()
@@ -55,9 +51,9 @@ pub fn run(args: &InspectArgs) -> Result<(), HostError> {
             })
         })
         .collect();
-    let meta_json = meta.map(|m| {
-        json!({ "dim": m.dim, "metric": metric_name(m.metric), "rows": m.rows, "vector_type": m.vector_type })
-    });
+    let meta_json = meta.map(
+        |m| json!({ "dim": m.dim, "metric": metric_name(m.metric), "rows": m.rows, "vector_type": m.vector_type }),
+    );
     // The core's cheap open: required sections, META ranges, section lengths.
     let problem = Collection::open(Box::new(seg)).err();
 
@@ -82,11 +78,7 @@ pub fn run(args: &InspectArgs) -> Result<(), HostError> {
         let _ = writeln!(out, "flags     {:#010x}", h.flags);
         let _ = writeln!(out, "file_len  {}", h.file_len);
         let _ = writeln!(out, "sections  {}", h.section_count);
-        let _ = writeln!(
-            out,
-            "  {:>4}  {:<9} {:>12} {:>12}  crc32c",
-            "kind", "name", "offset", "length"
-        );
+        let _ = writeln!(out, "  {:>4}  {:<9} {:>12} {:>12}  crc32c", "kind", "name", "offset", "length");
         for e in &entries {
             let _ = writeln!(
                 out,
@@ -96,11 +88,7 @@ pub fn run(args: &InspectArgs) -> Result<(), HostError> {
                 e.offset,
                 e.length,
                 e.crc,
-                if e.flags & SECTION_OPTIONAL != 0 {
-                    "  (optional)"
-                } else {
-                    ""
-                }
+                if e.flags & SECTION_OPTIONAL != 0 { "  (optional)" } else { "" }
             );
         }
         match meta {
@@ -111,11 +99,7 @@ pub fn run(args: &InspectArgs) -> Result<(), HostError> {
                     m.dim,
                     metric_name(m.metric),
                     m.rows,
-                    if m.vector_type == 0 {
-                        "f32".to_string()
-                    } else {
-                        format!("unknown ({})", m.vector_type)
-                    }
+                    if m.vector_type == 0 { "f32".to_string() } else { format!("unknown ({})", m.vector_type) }
                 );
             }
             None => out.push_str("meta      (missing or malformed)\n"),

@@ -13,11 +13,7 @@ pub mod verify;
 
 /// The `shoal` command line.
 #[derive(Debug, clap::Parser)]
-#[command(
-    name = "shoal",
-    version,
-    about = "Shoal vector search: build, search, inspect and verify segment files"
-)]
+#[command(name = "shoal", version, about = "Shoal vector search: build, search, inspect and verify segment files")]
 pub struct Cli {
     /// The subcommand.
     #[command(subcommand)]
@@ -50,9 +46,7 @@ pub fn run(command: Command) -> Result<(), HostError> {
 /// Writes `text` to standard output (errors, e.g. a closed pipe, become a [`HostError`]).
 pub(crate) fn print(text: &str) -> Result<(), HostError> {
     let mut out = io::stdout().lock();
-    out.write_all(text.as_bytes())
-        .and_then(|()| out.flush())
-        .map_err(|e| HostError::io(Path::new("-"), "write to", e))
+    out.write_all(text.as_bytes()).and_then(|()| out.flush()).map_err(|e| HostError::io(Path::new("-"), "write to", e))
 }
 
 /// Milliseconds in a duration, for timing lines.

@@ -63,9 +63,7 @@ pub fn run(args: &SearchArgs) -> Result<(), HostError> {
     let col = open_collection(&args.segment)?;
     let open_time = t.elapsed();
     let labels_text = match &args.labels {
-        Some(path) => {
-            Some(std::fs::read_to_string(path).map_err(|e| HostError::io(path, "read labels", e))?)
-        }
+        Some(path) => Some(std::fs::read_to_string(path).map_err(|e| HostError::io(path, "read labels", e))?),
         None => None,
     };
     let labels: Option<Vec<&str>> = labels_text.as_deref().map(|t| t.lines().collect());
@@ -81,10 +79,7 @@ pub fn run(args: &SearchArgs) -> Result<(), HostError> {
         }
         eprintln!(
             "search{}: {:.3} ms ({} points scanned{}; open {:.3} ms)",
-            q.name
-                .as_deref()
-                .map(|n| format!(" {n}"))
-                .unwrap_or_default(),
+            q.name.as_deref().map(|n| format!(" {n}")).unwrap_or_default(),
             ms(took),
             res.stats.scanned,
             if res.stats.exact { ", exact" } else { "" },
@@ -107,35 +102,22 @@ pub fn run(args: &SearchArgs) -> Result<(), HostError> {
 }
 
 /// The searches the arguments ask for.
-fn queries(
-    args: &SearchArgs,
-    col: &Collection,
-    labels: Option<&[&str]>,
-) -> Result<Vec<Query>, HostError> {
+fn queries(args: &SearchArgs, col: &Collection, labels: Option<&[&str]>) -> Result<Vec<Query>, HostError> {
     let q = &args.query;
     let limit = args.limit.unwrap_or(10);
     let by_id = |id: u64, name: String| -> Result<Query, HostError> {
-        let vector = col.vector(id).ok_or_else(|| {
-            HostError::Usage(format!("id {id} is not in {}", args.segment.display()))
-        })?;
+        let vector =
+            col.vector(id).ok_or_else(|| HostError::Usage(format!("id {id} is not in {}", args.segment.display())))?;
         let mut request = SearchRequest::nearest(vector.to_vec(), limit);
         request.check()?;
         // Ask for one more: the query point itself comes back (first, for cosine) and is dropped.
         request.limit = (limit + 1).min(MAX_LIMIT);
-        Ok(Query {
-            name: Some(name),
-            request,
-            exclude: Some(id),
-        })
+        Ok(Query { name: Some(name), request, exclude: Some(id) })
     };
     if let Some(text) = &q.vector {
         let request = SearchRequest::nearest(parse_vector(text)?, limit);
         request.check()?;
-        Ok(vec![Query {
-            name: None,
-            request,
-            exclude: None,
-        }])
+        Ok(vec![Query { name: None, request, exclude: None }])
     } else if let Some(id) = q.query_id {
         Ok(vec![by_id(id, format!("id {id}"))?])
     } else if let Some(json) = &q.request {
@@ -144,20 +126,17 @@ fn queries(
             request.limit = limit;
             request.check()?;
         }
-        Ok(vec![Query {
-            name: None,
-            request,
-            exclude: None,
-        }])
+        Ok(vec![Query { name: None, request, exclude: None }])
     } else if let Some(words) = &q.words {
         let labels = labels.expect("clap requires --labels with --words");
         let path = args.labels.as_deref().unwrap_or(Path::new("labels"));
         words
             .iter()
             .map(|w| {
-                let line = labels.iter().position(|l| l == w).ok_or_else(|| {
-                    HostError::Usage(format!("'{w}' is not a line of {}", path.display()))
-                })?;
+                let line = labels
+                    .iter()
+                    .position(|l| l == w)
+                    .ok_or_else(|| HostError::Usage(format!("'{w}' is not a line of {}", path.display())))?;
                 by_id(line as u64, w.clone())
             })
             .collect()
@@ -174,41 +153,23 @@ fn parse_vector(text: &str) -> Result<Vec<f32>, HostError> {
         .filter(|s| !s.is_empty())
         .enumerate()
         .map(|(i, s)| {
-            s.parse::<f32>().map_err(|_| {
-                HostError::Usage(format!("--vector: element {i} ('{s}') is not a number"))
-            })
+            s.parse::<f32>().map_err(|_| HostError::Usage(format!("--vector: element {i} ('{s}') is not a number")))
         })
         .collect()
 }
 
 /// Appends the `rank id score [label]` table of `res`.
 fn table(out: &mut String, res: &SearchResponse, labels: Option<&[&str]>) {
-    let id_width = res
-        .points
-        .iter()
-        .map(|p| p.id.to_string().len())
-        .max()
-        .unwrap_or(0)
-        .max(2);
+    let id_width = res.points.iter().map(|p| p.id.to_string().len()).max().unwrap_or(0).max(2);
     let _ = write!(out, "{:>4}  {:>id_width$}  {:>10}", "rank", "id", "score");
     if labels.is_some() {
         out.push_str("  label");
     }
     out.push('\n');
     for (rank, p) in res.points.iter().enumerate() {
-        let _ = write!(
-            out,
-            "{:>4}  {:>id_width$}  {:>10.6}",
-            rank + 1,
-            p.id,
-            p.score
-        );
+        let _ = write!(out, "{:>4}  {:>id_width$}  {:>10.6}", rank + 1, p.id, p.score);
         if let Some(labels) = labels {
-            let label = usize::try_from(p.id)
-                .ok()
-                .and_then(|i| labels.get(i))
-                .copied()
-                .unwrap_or("");
+            let label = usize::try_from(p.id).ok().and_then(|i| labels.get(i)).copied().unwrap_or("");
             let _ = write!(out, "  {label}");
         }
         out.push('\n');
@@ -223,11 +184,6 @@ mod tests {
     fn vectors_parse() {
         assert_eq!(parse_vector("0.5,-1,2e3").unwrap(), [0.5, -1.0, 2000.0]);
         assert_eq!(parse_vector("[0.5, -1, 2]").unwrap(), [0.5, -1.0, 2.0]);
-        assert!(
-            parse_vector("0.5,x")
-                .unwrap_err()
-                .to_string()
-                .contains("element 1 ('x')")
-        );
+        assert!(parse_vector("0.5,x").unwrap_err().to_string().contains("element 1 ('x')"));
     }
 }

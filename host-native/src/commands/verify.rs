@@ -18,13 +18,7 @@ pub struct VerifyArgs {
 pub fn run(args: &VerifyArgs) -> Result<(), HostError> {
     let t = Instant::now();
     let col = open_collection(&args.segment)?;
-    col.verify()
-        .map_err(|e| HostError::segment(&args.segment, e))?;
-    eprintln!(
-        "verified {} rows x {} in {:.3} ms",
-        col.len(),
-        col.dim(),
-        ms(t.elapsed())
-    );
+    col.verify().map_err(|e| HostError::segment(&args.segment, e))?;
+    eprintln!("verified {} rows x {} in {:.3} ms", col.len(), col.dim(), ms(t.elapsed()));
     print("ok\n")
 }

@@ -26,17 +26,11 @@ pub fn encode(kernels: &str, out: &shoal_testkit::scenario::Output) -> Vec<u8> {
     buf.extend_from_slice(&(kernels.len() as u32).to_le_bytes());
     buf.extend_from_slice(kernels.as_bytes());
     buf.extend_from_slice(&(out.ids.len() as u32).to_le_bytes());
-    out.ids
-        .iter()
-        .for_each(|x| buf.extend_from_slice(&x.to_le_bytes()));
+    out.ids.iter().for_each(|x| buf.extend_from_slice(&x.to_le_bytes()));
     buf.extend_from_slice(&(out.score_bits.len() as u32).to_le_bytes());
-    out.score_bits
-        .iter()
-        .for_each(|x| buf.extend_from_slice(&x.to_le_bytes()));
+    out.score_bits.iter().for_each(|x| buf.extend_from_slice(&x.to_le_bytes()));
     buf.extend_from_slice(&(out.counts.len() as u32).to_le_bytes());
-    out.counts
-        .iter()
-        .for_each(|x| buf.extend_from_slice(&x.to_le_bytes()));
+    out.counts.iter().for_each(|x| buf.extend_from_slice(&x.to_le_bytes()));
     buf.extend_from_slice(&(out.segment.len() as u32).to_le_bytes());
     buf.extend_from_slice(&out.segment);
     buf
