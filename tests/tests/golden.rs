@@ -5,57 +5,69 @@
 
 use std::path::PathBuf;
 
-use shoal_core::{Collection, CollectionConfig, SearchRequest};
+use shoal_core::{Collection, CollectionConfig, IndexKind, IvfParams, SearchRequest};
 use shoal_testkit::{golden_v1_input, uniform_vectors};
+
+/// The golden files of format v1 and the index each was sealed with.
+fn v1_files() -> [(&'static str, IndexKind); 2] {
+    [("v1-flat", IndexKind::Flat), ("v1-ivf", IndexKind::IvfRabitq(IvfParams { partitions: Some(4), seed: 7 }))]
+}
 
 fn golden(name: &str) -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("golden").join(name)
 }
 
-/// Queries and their results, as stored next to the golden file.
+/// Queries and their results (default settings, and exact), as stored next to the golden file.
 fn results(col: &Collection, dim: usize) -> serde_json::Value {
     let queries = uniform_vectors(0xfeed, 5, dim);
-    let out: Vec<serde_json::Value> = queries
-        .chunks_exact(dim)
-        .map(|q| {
-            let res = col.search(&SearchRequest::nearest(q.to_vec(), 5)).unwrap();
-            serde_json::json!(res.points.iter().map(|p| (p.id, p.score.to_bits())).collect::<Vec<_>>())
-        })
-        .collect();
+    let mut out = Vec::new();
+    for exact in [false, true] {
+        for q in queries.chunks_exact(dim) {
+            let mut req = SearchRequest::nearest(q.to_vec(), 5);
+            req.params.exact = exact;
+            let res = col.search(&req).unwrap();
+            out.push(serde_json::json!(res.points.iter().map(|p| (p.id, p.score.to_bits())).collect::<Vec<_>>()));
+        }
+    }
     serde_json::Value::from(out)
 }
 
-#[test]
-fn v1_flat_golden_file_reads_verifies_and_searches_the_same() {
+fn build(index: IndexKind) -> Collection {
     let (dim, metric, ids, vectors) = golden_v1_input();
-    if std::env::var_os("SHOAL_WRITE_GOLDEN").is_some() {
-        let mut col = Collection::new(CollectionConfig { dim, metric }).unwrap();
-        col.insert(&ids, &vectors).unwrap();
-        std::fs::write(golden("v1-flat.shoal"), col.to_bytes()).unwrap();
-        let expected = results(&col, dim);
-        std::fs::write(golden("v1-flat.expected.json"), serde_json::to_vec_pretty(&expected).unwrap()).unwrap();
+    let mut col = Collection::new(CollectionConfig { dim, metric }).unwrap();
+    col.insert(&ids, &vectors).unwrap();
+    col.seal_with(index);
+    col
+}
+
+#[test]
+fn v1_golden_files_read_verify_and_search_the_same() {
+    let (dim, metric, ids, _) = golden_v1_input();
+    for (name, index) in v1_files() {
+        if std::env::var_os("SHOAL_WRITE_GOLDEN").is_some() {
+            let mut col = build(index);
+            std::fs::write(golden(&format!("{name}.shoal")), col.to_bytes()).unwrap();
+            let expected = serde_json::to_vec_pretty(&results(&col, dim)).unwrap();
+            std::fs::write(golden(&format!("{name}.expected.json")), expected).unwrap();
+        }
+        let bytes = std::fs::read(golden(&format!("{name}.shoal"))).expect("golden files are committed");
+        let col = Collection::from_bytes(&bytes).unwrap();
+        col.verify().unwrap();
+        assert_eq!((col.len(), col.dim(), col.metric()), (ids.len(), dim, metric), "{name}");
+        assert_eq!(col.index_kind(), index, "{name}");
+        assert!(ids.iter().all(|&id| col.contains(id)), "{name}");
+        let expected: serde_json::Value =
+            serde_json::from_slice(&std::fs::read(golden(&format!("{name}.expected.json"))).unwrap()).unwrap();
+        assert_eq!(results(&col, dim), expected, "{name}: results changed");
+        assert_eq!(bytes[8], 1, "{name} must stay a version-1 file");
     }
-    let bytes = std::fs::read(golden("v1-flat.shoal")).expect("tests/golden/v1-flat.shoal is committed");
-    let col = Collection::from_bytes(&bytes).unwrap();
-    col.verify().unwrap();
-    assert_eq!(col.len(), ids.len());
-    assert_eq!(col.dim(), dim);
-    assert_eq!(col.metric(), metric);
-    for &id in &ids {
-        assert!(col.contains(id));
-    }
-    let expected: serde_json::Value =
-        serde_json::from_slice(&std::fs::read(golden("v1-flat.expected.json")).unwrap()).unwrap();
-    assert_eq!(results(&col, dim), expected);
-    assert_eq!(bytes[8], 1, "the v1 golden file must stay a version-1 file");
 }
 
 #[test]
 fn the_current_writer_reproduces_the_v1_golden_bytes() {
-    // True while the writer writes v1; when v2 arrives this test moves to the v2 golden file.
-    let (dim, metric, ids, vectors) = golden_v1_input();
-    let mut col = Collection::new(CollectionConfig { dim, metric }).unwrap();
-    col.insert(&ids, &vectors).unwrap();
-    let bytes = std::fs::read(golden("v1-flat.shoal")).unwrap();
-    assert_eq!(col.to_bytes(), &bytes[..]);
+    // True while the writer writes v1; when v2 arrives this test moves to the v2 golden files.
+    for (name, index) in v1_files() {
+        let bytes = std::fs::read(golden(&format!("{name}.shoal"))).unwrap();
+        assert!(build(index).to_bytes() == &bytes[..], "{name}: the writer no longer reproduces the golden bytes");
+    }
 }
