@@ -110,6 +110,8 @@ export interface ScoredPoint {
 }
 
 export interface SearchStats {
+  /** Points whose distance was estimated from quantized codes (IVF + RaBitQ). */
+  estimated: number;
   /** Points whose exact distance was computed. */
   scanned: number;
   /** Segments searched. */
@@ -126,6 +128,18 @@ export interface SearchResponse {
   stats: SearchStats;
 }
 
+/** Options of `Collection.seal`. */
+export interface SealOptions {
+  /** "flat" (exact scan only) or "ivf-rabitq" (IVF partitions + RaBitQ codes + exact re-ranking). */
+  index?: "flat" | "ivf-rabitq";
+  /** Number of IVF partitions (default about 2·√n). */
+  partitions?: number;
+  /** Seed of k-means and the rotation (builds are deterministic for a seed). */
+  seed?: number;
+  /** Bits per dimension of the codes; only 1 for now. */
+  bits?: number;
+}
+
 export class Collection {
   constructor(config: CollectionConfig);
   /** Number of live points. */
@@ -140,8 +154,13 @@ export class Collection {
   insert(points: { ids: Ids; vectors: Float32Array | ArrayLike<number> }): number;
   /** Deletes points; returns how many existed. */
   delete(ids: Ids | Id): number;
-  /** Merges everything into one sealed segment. */
-  seal(opts?: { index?: "flat" }): void;
+  /**
+   * Merges everything into one sealed segment. Without options the collection keeps its index;
+   * `{ index: "ivf-rabitq" }` builds an IVF + RaBitQ index, `{ index: "flat" }` drops it.
+   */
+  seal(opts?: SealOptions): void;
+  /** The index the next seal builds. */
+  readonly index: "flat" | "ivf-rabitq";
   search(req: SearchRequest): SearchResponse;
   /** Full check of every checksum of the sealed segment. */
   verify(): void;

@@ -381,16 +381,27 @@ export class Collection {
   }
 
   /**
-   * Merges everything into one sealed segment. `index` may only be "flat" (the default) for now.
-   * @param {{ index?: "flat" }} [opts]
+   * Merges everything into one sealed segment. Without options the collection keeps its index;
+   * `{ index: "ivf-rabitq", partitions?, seed?, bits? }` builds an IVF + RaBitQ index (bits: 1)
+   * and `{ index: "flat" }` drops it.
+   * @param {{ index?: "flat" | "ivf-rabitq", partitions?: number, seed?: number, bits?: number }} [opts]
    */
-  seal(opts = {}) {
+  seal(opts) {
     const w = this.#get();
-    const index = opts?.index;
-    if (index !== undefined && index !== "flat") {
-      throw new ShoalError("unsupported", `not supported yet: index ${JSON.stringify(index)} (only "flat")`);
+    if (opts === undefined || opts === null) {
+      w.seal();
+      return;
     }
-    w.seal();
+    if (typeof opts !== "object") {
+      throw new ShoalError("invalid_request", "seal(opts): opts must be an object like { index: \"ivf-rabitq\" }");
+    }
+    // Parsed and checked by the same Rust code as the native host's seal options.
+    call(() => w.seal_with(JSON.stringify(opts)));
+  }
+
+  /** The index the next seal builds: "flat" or "ivf-rabitq". */
+  get index() {
+    return this.#get().index();
   }
 
   /**

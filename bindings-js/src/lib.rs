@@ -13,7 +13,9 @@
 //!
 //! No function here may be named `memory`: the linear memory is exported under that name.
 
-use shoal_core::{Collection, CollectionConfig, Error, IdEncoding, Kernels, Metric, SearchRequest, SearchResponse};
+use shoal_core::{
+    Collection, CollectionConfig, Error, IdEncoding, IndexKind, Kernels, Metric, SearchRequest, SearchResponse,
+};
 use wasm_bindgen::prelude::*;
 
 /// Largest id a JavaScript number represents exactly (2^53).
@@ -91,9 +93,25 @@ impl WasmCollection {
         Ok(self.inner.delete(&converted))
     }
 
-    /// Merges everything into one sealed segment.
+    /// Merges everything into one sealed segment, with the index it had.
     pub fn seal(&mut self) {
         self.inner.seal();
+    }
+
+    /// Seals with the index of the JSON seal options (`{"index": "ivf-rabitq", ...}`, parsed by
+    /// `IndexKind::from_json`); later seals rebuild the same kind of index.
+    pub fn seal_with(&mut self, options: &str) -> Result<(), JsValue> {
+        let kind = IndexKind::from_json(options).map_err(|e| js_error(&e))?;
+        self.inner.seal_with(kind);
+        Ok(())
+    }
+
+    /// `"flat"` or `"ivf-rabitq"`: the index the next seal builds.
+    pub fn index(&self) -> String {
+        match self.inner.index_kind() {
+            IndexKind::Flat => "flat".into(),
+            IndexKind::IvfRabitq(_) => "ivf-rabitq".into(),
+        }
     }
 
     /// Number of live points.

@@ -44,7 +44,7 @@ function replay(fx) {
         col.delete(BigUint64Array.from(op.ids, (s) => BigInt(s)));
         break;
       case "seal":
-        col.seal();
+        col.seal(op.options);
         break;
       case "roundtrip": {
         const bytes = col.toBytes();

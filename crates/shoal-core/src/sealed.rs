@@ -24,6 +24,58 @@ pub enum IndexKind {
     IvfRabitq(IvfParams),
 }
 
+/// The JSON form of seal options, shared by every host:
+/// `{"index": "flat" | "ivf-rabitq", "partitions": 512, "seed": 7, "bits": 1}`.
+#[derive(serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+struct SealOptions {
+    #[serde(default)]
+    index: Option<alloc::string::String>,
+    #[serde(default)]
+    partitions: Option<u32>,
+    #[serde(default)]
+    seed: Option<u64>,
+    #[serde(default)]
+    bits: Option<u8>,
+}
+
+impl IndexKind {
+    /// Parses seal options (`{}` means flat). Errors name the offending option.
+    ///
+    /// ```
+    /// use shoal_core::IndexKind;
+    /// assert!(matches!(IndexKind::from_json(r#"{"index": "ivf-rabitq", "partitions": 8}"#), Ok(IndexKind::IvfRabitq(_))));
+    /// assert!(IndexKind::from_json(r#"{"index": "hnsw"}"#).is_err());
+    /// ```
+    pub fn from_json(json: &str) -> Result<IndexKind, Error> {
+        let o: SealOptions =
+            serde_json::from_str(json).map_err(|e| Error::InvalidRequest(alloc::format!("seal options: {e}")))?;
+        let ivf_only = o.partitions.is_some() || o.seed.is_some() || o.bits.is_some();
+        match o.index.as_deref() {
+            None | Some("flat") if !ivf_only => Ok(IndexKind::Flat),
+            None | Some("flat") => {
+                Err(Error::InvalidRequest("seal options: partitions, seed and bits need index \"ivf-rabitq\"".into()))
+            }
+            Some("ivf-rabitq") => {
+                if o.bits.is_some_and(|b| b != 1) {
+                    return Err(Error::Unsupported("RaBitQ codes of more than 1 bit per dimension"));
+                }
+                if o.partitions == Some(0) {
+                    return Err(Error::InvalidRequest("seal options: partitions must be at least 1".into()));
+                }
+                let d = IvfParams::default();
+                Ok(IndexKind::IvfRabitq(IvfParams {
+                    partitions: o.partitions.map(|p| p as usize),
+                    seed: o.seed.unwrap_or(d.seed),
+                }))
+            }
+            Some(other) => Err(Error::InvalidRequest(alloc::format!(
+                "seal options: unknown index {other:?} (expected \"flat\" or \"ivf-rabitq\")"
+            ))),
+        }
+    }
+}
+
 /// Bytes of a sealed segment file: a memory map natively, an [`AlignedBytes`] in wasm.
 ///
 /// Implementations must return the same 64-byte-aligned slice on every call.

@@ -84,7 +84,15 @@ fn deletes_upserts_and_reseal_keep_working() {
     let again = Collection::from_bytes(&bytes).unwrap();
     again.verify().unwrap();
     assert_eq!(ids(&again, r#"{"limit": 5}"#, q), ids(&col, r#"{"limit": 5}"#, q));
+    // Nearly everything deleted: the probes widen until the survivors are found.
+    let all: Vec<u64> = (0..5000u64).map(|i| i * 3 + 1).collect();
+    col.delete(&all[5..]);
+    assert!(col.sealed().unwrap().ivf().is_some(), "deletes are pending against the IVF segment");
+    let left = ids(&col, r#"{"limit": 10}"#, q);
+    assert_eq!(left.len(), col.len(), "every live point is found: {left:?}");
+    assert!(col.len() >= 5);
     // Back to flat.
     col.seal_with(IndexKind::Flat);
     assert!(col.sealed().unwrap().ivf().is_none());
 }
+

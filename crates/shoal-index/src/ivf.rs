@@ -291,7 +291,15 @@ impl IvfIndex {
         if metric != Metric::L2 {
             terms = rabitq::quantize_query(kernels, &s.qrot, q.epsilon, &mut s.levels, &mut s.luts);
         }
-        for pi in 0..nprobe {
+        // Probe `nprobe` partitions; if they hold fewer than `k` live candidates (tiny or
+        // mostly deleted partitions), keep probing in order until `k` are found or none is left.
+        for pi in 0..nlist {
+            if pi >= nprobe && s.heap.len() >= k {
+                break;
+            }
+            if pi == nprobe {
+                s.probes[nprobe..].sort_unstable_by(by_key);
+            }
             let p = s.probes[pi].1 as usize;
             let (r0, r1) = (data.offsets[p] as usize, data.offsets[p + 1] as usize);
             if r0 == r1 {

@@ -3,7 +3,7 @@
 //! wasm under wasmtime (SIMD128 and scalar builds) and through the npm package in Node. Every
 //! run must produce the same ids, the same f32 score bits and the same segment bytes.
 
-use shoal_core::{Collection, CollectionConfig, Kernels, Metric, SearchRequest};
+use shoal_core::{Collection, CollectionConfig, IndexKind, Kernels, Metric, SearchRequest};
 
 use crate::Rng;
 
@@ -22,16 +22,51 @@ pub struct Config {
     pub k: usize,
     /// Data seed.
     pub seed: u64,
+    /// IVF partitions of the first seal (`None`: flat). With an index, searches after that seal
+    /// are approximate: still identical on every target, but not comparable to the oracle.
+    pub ivf_partitions: Option<u32>,
 }
 
 /// The configurations every target runs: each metric, GloVe's 50-d, an odd dimension whose
 /// tail splits a SIMD register, and a common embedding size.
-pub const CONFIGS: [Config; 4] = [
-    Config { name: "l2-50", metric: Metric::L2, dim: 50, queries: 1000, k: 10, seed: 1 },
-    Config { name: "dot-131", metric: Metric::Dot, dim: 131, queries: 1000, k: 10, seed: 2 },
-    Config { name: "cosine-384", metric: Metric::Cosine, dim: 384, queries: 1000, k: 10, seed: 3 },
-    Config { name: "cosine-50", metric: Metric::Cosine, dim: 50, queries: 1000, k: 10, seed: 4 },
+pub const CONFIGS: [Config; 7] = [
+    Config { name: "l2-50", metric: Metric::L2, dim: 50, queries: 1000, k: 10, seed: 1, ivf_partitions: None },
+    Config { name: "dot-131", metric: Metric::Dot, dim: 131, queries: 1000, k: 10, seed: 2, ivf_partitions: None },
+    Config {
+        name: "cosine-384",
+        metric: Metric::Cosine,
+        dim: 384,
+        queries: 1000,
+        k: 10,
+        seed: 3,
+        ivf_partitions: None,
+    },
+    Config { name: "cosine-50", metric: Metric::Cosine, dim: 50, queries: 1000, k: 10, seed: 4, ivf_partitions: None },
+    Config { name: "ivf-l2-64", metric: Metric::L2, dim: 64, queries: 1000, k: 10, seed: 5, ivf_partitions: Some(16) },
+    Config {
+        name: "ivf-cosine-50",
+        metric: Metric::Cosine,
+        dim: 50,
+        queries: 1000,
+        k: 10,
+        seed: 6,
+        ivf_partitions: Some(24),
+    },
+    Config {
+        name: "ivf-dot-200",
+        metric: Metric::Dot,
+        dim: 200,
+        queries: 1000,
+        k: 10,
+        seed: 7,
+        ivf_partitions: Some(12),
+    },
 ];
+
+/// The IVF seal options of a config's first seal, as the JSON every host parses.
+pub fn seal_options(c: &Config) -> Option<String> {
+    c.ivf_partitions.map(|p| format!(r#"{{"index": "ivf-rabitq", "partitions": {p}, "seed": {}}}"#, c.seed))
+}
 
 /// One step of the scenario.
 #[derive(Clone, Debug)]
@@ -48,8 +83,8 @@ pub enum Op {
         /// Ids.
         ids: Vec<u64>,
     },
-    /// `Collection::seal`.
-    Seal,
+    /// `Collection::seal`, or `seal_with` the given JSON seal options.
+    Seal(Option<String>),
     /// `to_bytes` then `from_bytes` into a new collection.
     RoundTrip,
     /// Run every query and record the results.
@@ -122,7 +157,7 @@ pub fn scenario(config: Config) -> Scenario {
         insert_op(&mut rng, dim, 700..1300, &mut existing), // 700..800 are upserts
         Op::Delete { ids: (0..1300).step_by(13).chain([5000, 5001]).collect() },
         Op::Search,
-        Op::Seal,
+        Op::Seal(seal_options(&config)),
         Op::Search,
         // Upserts into the sealed segment, and ids at the edges of the u64 and f64 ranges.
         insert_op(&mut rng, dim, (1200..1600).chain(big), &mut existing),
@@ -156,7 +191,8 @@ pub fn run(s: &Scenario, kernels: Kernels) -> Output {
             Op::Delete { ids } => {
                 col.delete(ids);
             }
-            Op::Seal => col.seal(),
+            Op::Seal(None) => col.seal(),
+            Op::Seal(Some(json)) => col.seal_with(IndexKind::from_json(json).expect("valid seal options")),
             Op::RoundTrip => {
                 let bytes = col.to_bytes().to_vec();
                 col = Collection::from_bytes(&bytes).expect("round trip");
@@ -179,8 +215,9 @@ pub fn run(s: &Scenario, kernels: Kernels) -> Output {
 }
 
 /// The live points of a scenario after its steps, as `(id, stored vector)` in internal-id order,
-/// for checking results against the oracle. Returns the points at each search step.
-pub fn live_points_at_searches(s: &Scenario) -> Vec<Vec<(u64, Vec<f32>)>> {
+/// for checking results against the oracle. Returns the points at each search step, or `None`
+/// for a search that runs over an approximate index.
+pub fn live_points_at_searches(s: &Scenario) -> Vec<Option<Vec<(u64, Vec<f32>)>>> {
     let c = s.config;
     let prep = |v: &[f32]| {
         if c.metric == Metric::Cosine { crate::oracle::normalized(v) } else { v.to_vec() }
@@ -190,6 +227,7 @@ pub fn live_points_at_searches(s: &Scenario) -> Vec<Vec<(u64, Vec<f32>)>> {
     let mut mutable: Vec<(u64, Vec<f32>, bool)> = Vec::new();
     let mut sealed_live: Vec<bool> = Vec::new();
     let mut snapshots = Vec::new();
+    let mut approximate = false;
     for op in &s.ops {
         match op {
             Op::Insert { ids, vectors } => {
@@ -217,7 +255,8 @@ pub fn live_points_at_searches(s: &Scenario) -> Vec<Vec<(u64, Vec<f32>)>> {
                     }
                 }
             }
-            Op::Seal | Op::RoundTrip => {
+            Op::Seal(_) | Op::RoundTrip => {
+                approximate |= c.ivf_partitions.is_some();
                 let mut next: Vec<(u64, Vec<f32>)> =
                     sealed.iter().zip(&sealed_live).filter(|(_, l)| **l).map(|(p, _)| p.clone()).collect();
                 next.extend(mutable.drain(..).filter(|m| m.2).map(|m| (m.0, m.1)));
@@ -228,7 +267,7 @@ pub fn live_points_at_searches(s: &Scenario) -> Vec<Vec<(u64, Vec<f32>)>> {
                 let mut live: Vec<(u64, Vec<f32>)> =
                     sealed.iter().zip(&sealed_live).filter(|(_, l)| **l).map(|(p, _)| p.clone()).collect();
                 live.extend(mutable.iter().filter(|m| m.2).map(|m| (m.0, m.1.clone())));
-                snapshots.push(live);
+                snapshots.push((!approximate).then_some(live));
             }
         }
     }
