@@ -106,7 +106,7 @@ describe("insert and search", () => {
         expect(res.points.map((p) => p.id)).toEqual(want.map((p) => p.id));
         res.points.forEach((p, i) => expect(p.score).toBeCloseTo(want[i].score, 4));
         expect(res.partial).toBe(false);
-        expect(res.stats).toEqual({ scanned: n, segments: 1, exact: true });
+        expect(res.stats).toEqual({ scanned: n, estimated: 0, segments: 1, exact: true });
         // The same query as a plain array gives the same answer.
         expect(col.search({ vector: Array.from(query), limit: 5 })).toEqual(res);
       }
@@ -224,6 +224,46 @@ describe("seal, toBytes, fromBytes", () => {
     const e2 = Collection.fromBytes(empty.toBytes());
     expect(e2.len).toBe(0);
     expect(e2.search({ vector: [1, 2, 3, 4] }).points).toEqual([]);
+  });
+});
+
+describe("IVF + RaBitQ index", () => {
+  it("seals an index that finds the exact neighbours and survives toBytes/fromBytes", () => {
+    const dim = 32;
+    const n = 4000;
+    const col = new Collection({ dim, metric: "cosine" });
+    col.insert({ ids: Array.from({ length: n }, (_, i) => i), vectors: randomVectors(n, dim, 21) });
+    expect(col.index).toBe("flat");
+    col.seal({ index: "ivf-rabitq", partitions: 32, seed: 5 });
+    expect(col.index).toBe("ivf-rabitq");
+    const queries = randomVectors(50, dim, 22);
+    let hits = 0;
+    for (let q = 0; q < 50; q++) {
+      const vector = queries.subarray(q * dim, (q + 1) * dim);
+      // Uniform random data has no clusters, IVF's worst case: probe half the partitions.
+      const approx = col.search({ vector, limit: 10, params: { nprobe: 16 } });
+      const exact = col.search({ vector, limit: 10, params: { exact: true } });
+      expect(approx.stats.exact).toBe(false);
+      expect(approx.stats.estimated).toBeGreaterThan(0);
+      expect(exact.stats.exact).toBe(true);
+      const want = new Set(exact.points.map((p) => p.id));
+      hits += approx.points.filter((p) => want.has(p.id)).length;
+      // Probing every partition with deep re-ranking is exact.
+      const all = col.search({ vector, limit: 10, params: { nprobe: 32, rerank: 1000 } });
+      expect(all.points).toEqual(exact.points);
+    }
+    expect(hits / 500).toBeGreaterThanOrEqual(0.9);
+    const again = Collection.fromBytes(col.toBytes());
+    expect(again.index).toBe("ivf-rabitq");
+    const vector = queries.subarray(0, dim);
+    expect(again.search({ vector, limit: 10 })).toEqual(col.search({ vector, limit: 10 }));
+    // Later seals keep the index; { index: "flat" } drops it.
+    col.insert({ ids: [n], vectors: new Float32Array(dim).fill(1) });
+    col.seal();
+    expect(col.index).toBe("ivf-rabitq");
+    col.seal({ index: "flat" });
+    expect(col.index).toBe("flat");
+    expect(col.search({ vector, limit: 10 }).stats.exact).toBe(true);
   });
 });
 
@@ -393,7 +433,11 @@ describe("bad input throws a ShoalError and changes nothing", () => {
     const v = new Float32Array(dim);
     rejects(col, () => col.search({ vector: v, text: "hello" }), "unsupported");
     rejects(col, () => col.search({ vector: v, filter: { must: [] } }), "unsupported");
-    rejects(col, () => col.seal({ index: "ivf-rabitq" }), "unsupported");
+    rejects(col, () => col.seal({ index: "ivf-rabitq", bits: 4 }), "unsupported");
+    rejects(col, () => col.seal({ index: "hnsw" }), "invalid_request");
+    rejects(col, () => col.seal({ index: "ivf-rabitq", partitions: 0 }), "invalid_request");
+    rejects(col, () => col.seal({ index: "flat", partitions: 4 }), "invalid_request");
+    rejects(col, () => col.search({ vector: v, params: { nprobe: 0 } }), "invalid_request");
   });
 
   it("corrupt or truncated bytes → bad_segment", () => {
