@@ -5,7 +5,7 @@ use std::path::PathBuf;
 use std::time::Instant;
 
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
-use shoal_core::{Collection, CollectionConfig, Error, IdEncoding, Metric};
+use shoal_core::{Collection, CollectionConfig, Error, IdEncoding, IndexKind, IvfParams, Metric};
 
 use crate::HostError;
 use crate::input::{InputFormat, VectorFile};
@@ -32,12 +32,30 @@ pub struct BuildArgs {
     /// Segment file to write (atomically: OUT.tmp, fsync, rename).
     #[arg(long, value_name = "SEGMENT")]
     pub out: PathBuf,
+    /// Index to build: `flat` (exact search only) or `ivf-rabitq`.
+    #[arg(long, value_enum, default_value_t = IndexArg::Flat)]
+    pub index: IndexArg,
+    /// IVF partitions [default: about 2·√rows].
+    #[arg(long, value_name = "N")]
+    pub partitions: Option<u32>,
+    /// Seed of the IVF build (k-means and rotation); builds are deterministic for a seed.
+    #[arg(long, value_name = "SEED")]
+    pub seed: Option<u64>,
     /// Rows inserted per batch.
     #[arg(long, value_name = "ROWS", default_value_t = 65_536, hide = true)]
     pub batch_rows: usize,
     /// No progress bar and no summary line.
     #[arg(long, short)]
     pub quiet: bool,
+}
+
+/// An index kind on the command line.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum IndexArg {
+    /// No index: every search scans all vectors.
+    Flat,
+    /// IVF partitions with RaBitQ codes and exact re-ranking.
+    IvfRabitq,
 }
 
 /// A metric name on the command line.
@@ -96,6 +114,23 @@ pub fn run(args: &BuildArgs) -> Result<(), HostError> {
         bar.set_position(first as u64);
     }
     bar.set_message("sealing");
+    let index = match args.index {
+        IndexArg::Flat if args.partitions.is_some() || args.seed.is_some() => {
+            return Err(HostError::Usage("--partitions and --seed need --index ivf-rabitq".into()));
+        }
+        IndexArg::Flat => IndexKind::Flat,
+        IndexArg::IvfRabitq => {
+            let d = IvfParams::default();
+            if args.partitions == Some(0) {
+                return Err(HostError::Usage("--partitions must be at least 1".into()));
+            }
+            IndexKind::IvfRabitq(IvfParams {
+                partitions: args.partitions.map(|p| p as usize),
+                seed: args.seed.unwrap_or(d.seed),
+            })
+        }
+    };
+    col.seal_with(index);
     let bytes = col.to_bytes();
     bar.set_message("writing");
     write_atomic(&args.out, bytes)?;

@@ -78,11 +78,11 @@ pub fn run(args: &InspectArgs) -> Result<(), HostError> {
         let _ = writeln!(out, "flags     {:#010x}", h.flags);
         let _ = writeln!(out, "file_len  {}", h.file_len);
         let _ = writeln!(out, "sections  {}", h.section_count);
-        let _ = writeln!(out, "  {:>4}  {:<9} {:>12} {:>12}  crc32c", "kind", "name", "offset", "length");
+        let _ = writeln!(out, "  {:>4}  {:<20} {:>12} {:>12}  crc32c", "kind", "name", "offset", "length");
         for e in &entries {
             let _ = writeln!(
                 out,
-                "  {:>4}  {:<9} {:>12} {:>12}  {:#010x}{}",
+                "  {:>4}  {:<20} {:>12} {:>12}  {:#010x}{}",
                 e.kind,
                 kind_name(e.kind),
                 e.offset,

@@ -28,6 +28,15 @@ pub struct SearchArgs {
     /// Print each response as one JSON line (the shape every Shoal host returns).
     #[arg(long)]
     pub json: bool,
+    /// Scan every vector exactly even when the segment has an IVF index.
+    #[arg(long)]
+    pub exact: bool,
+    /// IVF partitions to probe [default: the index's].
+    #[arg(long, value_name = "N")]
+    pub nprobe: Option<u32>,
+    /// IVF candidates re-ranked exactly per result [default: the index's].
+    #[arg(long, value_name = "N")]
+    pub rerank: Option<u32>,
 }
 
 /// The query of `shoal search`: one of these.
@@ -101,8 +110,22 @@ pub fn run(args: &SearchArgs) -> Result<(), HostError> {
     print(&out)
 }
 
-/// The searches the arguments ask for.
+/// The searches the arguments ask for, with the index settings of `--exact`, `--nprobe` and
+/// `--rerank` applied.
 fn queries(args: &SearchArgs, col: &Collection, labels: Option<&[&str]>) -> Result<Vec<Query>, HostError> {
+    let mut out = base_queries(args, col, labels)?;
+    for q in &mut out {
+        let p = &mut q.request.params;
+        p.exact |= args.exact;
+        p.nprobe = args.nprobe.or(p.nprobe);
+        p.rerank = args.rerank.or(p.rerank);
+        q.request.check()?;
+    }
+    Ok(out)
+}
+
+/// The searches the query arguments ask for.
+fn base_queries(args: &SearchArgs, col: &Collection, labels: Option<&[&str]>) -> Result<Vec<Query>, HostError> {
     let q = &args.query;
     let limit = args.limit.unwrap_or(10);
     let by_id = |id: u64, name: String| -> Result<Query, HostError> {
