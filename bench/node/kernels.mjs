@@ -58,14 +58,31 @@ function measure(glue, kernel, dim) {
   return (rows * dim * 4) / (best / 1000) / 1e9;
 }
 
+// Native numbers of the same workload, from `cargo bench -p shoal-kernels --bench same_as_wasm`.
+let native = null;
+try {
+  native = JSON.parse(await readFile(new URL("../../target/bench/native-kernels.json", import.meta.url), "utf8"));
+} catch {
+  console.error("no target/bench/native-kernels.json: run `cargo bench -p shoal-kernels --bench same_as_wasm` for the native ratios");
+}
+const nativeBest = (kernel, dim, prefer) => {
+  if (!native) return NaN;
+  const rows = native.filter((r) => r.kernel === kernel && r.dim === dim);
+  const hit = rows.find((r) => r.variant === prefer);
+  return hit ? hit.gbps : Math.max(...rows.map((r) => r.gbps));
+};
+
 console.log(`wasm kernels: one query vs ~${(BYTES / 1e6).toFixed(0)} MB of rows, GB/s of rows read (best of 5)`);
-console.log("| kernel | dim | simd128 GB/s | scalar GB/s | simd/scalar |");
-console.log("|---|---:|---:|---:|---:|");
+console.log("| kernel | dim | simd128 GB/s | scalar GB/s | simd/scalar | native avx2 GB/s | simd128/avx2 |");
+console.log("|---|---:|---:|---:|---:|---:|---:|");
 for (const kernel of ["dot", "l2"]) {
   for (const dim of DIMS) {
     const simd = measure(builds.simd, kernel, dim);
     const scalar = measure(builds.scalar, kernel, dim);
-    console.log(`| ${kernel} | ${dim} | ${simd.toFixed(2)} | ${scalar.toFixed(2)} | ${(simd / scalar).toFixed(2)} |`);
+    const avx2 = nativeBest(kernel, dim, "avx2");
+    console.log(
+      `| ${kernel} | ${dim} | ${simd.toFixed(2)} | ${scalar.toFixed(2)} | ${(simd / scalar).toFixed(2)} | ${avx2.toFixed(2)} | ${(simd / avx2).toFixed(2)} |`,
+    );
   }
 }
 
