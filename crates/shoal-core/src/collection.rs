@@ -3,11 +3,12 @@ use alloc::vec::Vec;
 
 use shoal_format::AlignedBytes;
 use shoal_index::ivf::{IvfQuery, IvfScratch, IvfSearch};
-use shoal_index::{FlatScan, FlatScratch, Metric, TopK, normalize};
+use shoal_index::{Candidate, FlatScan, FlatScratch, Metric, TopK, normalize};
 use shoal_kernels::Kernels;
 
 use crate::bitset::Bitset;
 use crate::mutable::Mutable;
+use crate::pool::Pool;
 use crate::{Error, IndexKind, ScoredPoint, SealedSegment, SearchRequest, SearchResponse, SearchStats, SegmentBytes};
 
 /// What a new collection holds.
@@ -47,7 +48,22 @@ pub struct Collection {
     index: IndexKind,
     /// Whether `index` differs from what the sealed segment carries.
     reindex: bool,
+    /// Per-query buffers, reused across searches.
+    scratch: Pool<QueryScratch>,
 }
+
+/// The buffers of one search.
+#[derive(Default)]
+struct QueryScratch {
+    query: Vec<f32>,
+    topk: TopK,
+    best: Vec<Candidate>,
+    flat: FlatScratch,
+    ivf: IvfScratch,
+}
+
+/// Scratch slots per collection: enough for the native host's query threads.
+const SCRATCH_SLOTS: usize = 16;
 
 impl core::fmt::Debug for Collection {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
@@ -75,6 +91,7 @@ impl Collection {
             mutable: Mutable::default(),
             index: IndexKind::Flat,
             reindex: false,
+            scratch: Pool::new(SCRATCH_SLOTS),
         })
     }
 
@@ -316,32 +333,58 @@ impl Collection {
         self.sealed.as_ref().map_or(Ok(()), |s| s.verify())
     }
 
-    /// Checks a query vector and prepares it for the metric (normalised for cosine).
-    fn prepare_query(&self, vector: &[f32]) -> Result<Vec<f32>, Error> {
+    /// Checks a query vector and copies it into `out`, prepared for the metric (normalised for
+    /// cosine).
+    fn prepare_query(&self, vector: &[f32], out: &mut Vec<f32>) -> Result<(), Error> {
         if vector.len() != self.dim {
             return Err(Error::DimensionMismatch { expected: self.dim, found: vector.len() });
         }
         if let Some(element) = first_non_finite(vector) {
             return Err(Error::NonFinite { point: 0, element });
         }
-        let mut q = vector.to_vec();
+        out.clear();
+        out.extend_from_slice(vector);
         if self.metric.normalizes() {
-            normalize(&self.kernels, &mut q);
+            normalize(&self.kernels, out);
         }
-        Ok(q)
+        Ok(())
     }
 
     /// Runs a search request.
     pub fn search(&self, req: &SearchRequest) -> Result<SearchResponse, Error> {
+        let mut points = Vec::new();
+        let stats = self.search_into(req, &mut points)?;
+        Ok(SearchResponse { points, partial: false, stats })
+    }
+
+    /// Runs a search request, writing the results into `out` (cleared first). Query buffers come
+    /// from the collection's scratch pool: once they and `out` have grown to size, a search
+    /// allocates nothing.
+    pub fn search_into(&self, req: &SearchRequest, out: &mut Vec<ScoredPoint>) -> Result<SearchStats, Error> {
         req.check()?;
         let vector = req.vector.as_deref().ok_or_else(|| Error::InvalidRequest("missing field `vector`".into()))?;
-        let query = self.prepare_query(vector)?;
-        let k = req.offset + req.limit;
-        let mut topk = TopK::new(k);
-        let mut scratch = FlatScratch::default();
+        self.scratch.with(|s| {
+            self.prepare_query(vector, &mut s.query)?;
+            let stats = self.search_prepared(req, s);
+            out.clear();
+            s.topk.drain_sorted(&mut s.best);
+            out.extend(
+                s.best
+                    .iter()
+                    .skip(req.offset)
+                    .map(|c| ScoredPoint { id: self.external_id(c.id as usize), score: self.metric.score(c.key) }),
+            );
+            Ok(stats)
+        })
+    }
+
+    /// Fills `s.topk` with the best `offset + limit` candidates for the prepared `s.query`.
+    fn search_prepared(&self, req: &SearchRequest, s: &mut QueryScratch) -> SearchStats {
+        let QueryScratch { query, topk, flat, ivf, .. } = s;
+        topk.reset(req.offset + req.limit);
         let mut stats = SearchStats { exact: true, ..SearchStats::default() };
         let sealed_rows = self.sealed_rows();
-        let scan = FlatScan { kernels: self.kernels, metric: self.metric, query: &query };
+        let scan = FlatScan { kernels: self.kernels, metric: self.metric, query };
         if let Some(seg) = &self.sealed {
             let deleted = &self.sealed_deleted;
             let skip = |r: usize| deleted.contains(r);
@@ -353,15 +396,14 @@ impl Collection {
                         rerank: req.params.rerank.map_or(defaults.rerank, |r| r as usize),
                         epsilon: defaults.epsilon,
                     };
-                    let search = IvfSearch { kernels: self.kernels, metric: self.metric, query: &query, params };
-                    let mut scratch = IvfScratch::default();
-                    let s = index.search(&search, &data, skip, 0, &mut scratch, &mut topk);
-                    stats.scanned += s.reranked;
-                    stats.estimated += s.estimated;
+                    let search = IvfSearch { kernels: self.kernels, metric: self.metric, query, params };
+                    let st = index.search(&search, &data, skip, 0, ivf, topk);
+                    stats.scanned += st.reranked;
+                    stats.estimated += st.estimated;
                     stats.exact = false;
                 }
                 None => {
-                    scan.scan(seg.vectors(), 0, skip, &mut scratch, &mut topk);
+                    scan.scan(seg.vectors(), 0, skip, flat, topk);
                     stats.scanned += seg.rows() as u64;
                 }
             }
@@ -371,19 +413,11 @@ impl Collection {
         if m.rows() > 0 {
             let skip = |r: usize| m.deleted.contains(r);
             let skip: Option<&dyn Fn(usize) -> bool> = (m.deleted.count() > 0).then_some(&skip);
-            let rows = &m.vectors[..m.rows() * self.dim];
-            scan.scan(rows, sealed_rows as u64, skip, &mut scratch, &mut topk);
+            scan.scan(&m.vectors[..m.rows() * self.dim], sealed_rows as u64, skip, flat, topk);
             stats.scanned += m.rows() as u64;
             stats.segments += 1;
         }
-        let mut best = Vec::new();
-        topk.drain_sorted(&mut best);
-        let points = best
-            .iter()
-            .skip(req.offset)
-            .map(|c| ScoredPoint { id: self.external_id(c.id as usize), score: self.metric.score(c.key) })
-            .collect();
-        Ok(SearchResponse { points, partial: false, stats })
+        stats
     }
 
     fn external_id(&self, internal: usize) -> u64 {

@@ -26,6 +26,7 @@ mod collection;
 mod error;
 mod ivf_sections;
 mod mutable;
+mod pool;
 mod request;
 mod sealed;
 

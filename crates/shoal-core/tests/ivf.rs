@@ -95,4 +95,3 @@ fn deletes_upserts_and_reseal_keep_working() {
     col.seal_with(IndexKind::Flat);
     assert!(col.sealed().unwrap().ivf().is_none());
 }
-

@@ -1,0 +1,80 @@
+//! After warm-up, a search allocates nothing: its buffers come from the collection's scratch
+//! pool and the caller reuses the output vector. Proved with a counting global allocator, for
+//! exact and IVF searches, over sealed and mutable segments with deletions.
+//!
+//! This file holds a single test so that no other test thread allocates while it counts.
+
+use std::alloc::{GlobalAlloc, Layout, System};
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use shoal_core::{Collection, CollectionConfig, IndexKind, IvfParams, Metric, SearchRequest};
+use shoal_testkit::clustered_vectors;
+
+struct Counting;
+
+static ALLOCATIONS: AtomicUsize = AtomicUsize::new(0);
+
+// SAFETY: forwards every call to the system allocator unchanged; only counts.
+unsafe impl GlobalAlloc for Counting {
+    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+        ALLOCATIONS.fetch_add(1, Ordering::Relaxed);
+        // SAFETY: the caller upholds `GlobalAlloc::alloc`'s contract, passed on as is.
+        unsafe { System.alloc(layout) }
+    }
+    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+        // SAFETY: `ptr` came from `System.alloc` with this layout (via `alloc` above).
+        unsafe { System.dealloc(ptr, layout) }
+    }
+    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
+        ALLOCATIONS.fetch_add(1, Ordering::Relaxed);
+        // SAFETY: as in `alloc` and `dealloc`.
+        unsafe { System.realloc(ptr, layout, new_size) }
+    }
+}
+
+#[global_allocator]
+static GLOBAL: Counting = Counting;
+
+#[test]
+fn searches_allocate_nothing_after_warm_up() {
+    let dim = 48;
+    let n = 6000;
+    let data = clustered_vectors(1, n, dim, 32);
+    let ids: Vec<u64> = (0..n as u64).collect();
+    let queries = clustered_vectors(2, 64, dim, 32);
+    for (metric, index) in [
+        (Metric::L2, IndexKind::Flat),
+        (Metric::Cosine, IndexKind::Flat),
+        (Metric::L2, IndexKind::IvfRabitq(IvfParams::default())),
+        (Metric::Cosine, IndexKind::IvfRabitq(IvfParams::default())),
+        (Metric::Dot, IndexKind::IvfRabitq(IvfParams::default())),
+    ] {
+        let mut col = Collection::new(CollectionConfig { dim, metric }).unwrap();
+        col.insert(&ids[..5000], &data[..5000 * dim]).unwrap();
+        col.seal_with(index);
+        // A mutable segment and deletions on both sides.
+        col.insert(&ids[5000..], &data[5000 * dim..]).unwrap();
+        col.delete(&[3, 4000, 5500]);
+        let mut requests: Vec<SearchRequest> =
+            queries.chunks_exact(dim).map(|q| SearchRequest::nearest(q.to_vec(), 10)).collect();
+        for (i, r) in requests.iter_mut().enumerate() {
+            r.offset = i % 3;
+            r.params.nprobe = (i % 2 == 0).then_some(12);
+        }
+        let mut out = Vec::new();
+        let start = ALLOCATIONS.load(Ordering::Relaxed);
+        for r in &requests {
+            col.search_into(r, &mut out).unwrap(); // warm-up: buffers grow to size
+        }
+        let before = ALLOCATIONS.load(Ordering::Relaxed);
+        assert!(before > start, "the counter sees the warm-up's allocations");
+        for _ in 0..3 {
+            for r in &requests {
+                col.search_into(r, &mut out).unwrap();
+                assert_eq!(out.len(), 10);
+            }
+        }
+        let allocated = ALLOCATIONS.load(Ordering::Relaxed) - before;
+        assert_eq!(allocated, 0, "{metric:?} {index:?}: {allocated} allocations in {} searches", 3 * requests.len());
+    }
+}
