@@ -180,6 +180,12 @@ fn wasm_builds_under_wasmtime_match_native() {
         let run_fn = instance.get_typed_func::<u32, u32>(&mut store, "shoal_conformance_run").unwrap();
         let len_fn = instance.get_typed_func::<(), u32>(&mut store, "shoal_conformance_output_len").unwrap();
         let memory = instance.get_memory(&mut store, "memory").unwrap();
+        let zero_alloc = instance.get_typed_func::<(), u32>(&mut store, "shoal_zero_alloc_check").unwrap();
+        assert_eq!(
+            zero_alloc.call(&mut store, ()).unwrap(),
+            0,
+            "searches in wasm (simd: {simd}) allocated after warm-up"
+        );
         assert_eq!(configs.call(&mut store, ()).unwrap() as usize, CONFIGS.len());
         for (i, config) in CONFIGS.iter().enumerate() {
             let ptr = run_fn.call(&mut store, i as u32).unwrap() as usize;

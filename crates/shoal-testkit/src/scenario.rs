@@ -7,6 +7,9 @@ use shoal_core::{Collection, CollectionConfig, IndexKind, Kernels, Metric, Searc
 
 use crate::Rng;
 
+/// Points as `(external id, stored vector)`, in internal-id order.
+pub type Points = Vec<(u64, Vec<f32>)>;
+
 /// One configuration of the scenario.
 #[derive(Clone, Copy, Debug)]
 pub struct Config {
@@ -217,7 +220,7 @@ pub fn run(s: &Scenario, kernels: Kernels) -> Output {
 /// The live points of a scenario after its steps, as `(id, stored vector)` in internal-id order,
 /// for checking results against the oracle. Returns the points at each search step, or `None`
 /// for a search that runs over an approximate index.
-pub fn live_points_at_searches(s: &Scenario) -> Vec<Option<Vec<(u64, Vec<f32>)>>> {
+pub fn live_points_at_searches(s: &Scenario) -> Vec<Option<Points>> {
     let c = s.config;
     let prep = |v: &[f32]| {
         if c.metric == Metric::Cosine { crate::oracle::normalized(v) } else { v.to_vec() }

@@ -1,0 +1,596 @@
+#!/usr/bin/env python3
+"""Peer comparison driver: hnswlib, FAISS IVF-RaBitQ, usearch and Lance IVF_RQ, same data, same run.
+
+For every dataset prepared by ``bench/datasets.py`` (``~/.cache/shoal/datasets/<name>/``) this
+builds each peer SINGLE-THREADED with its documented good settings, sweeps its search knob, and
+measures for every sweep point:
+
+- recall@10 against the exact ground truth (first 10 columns of ``gt.npy``);
+- single-query QPS: a Python loop over the queries, one call per query (comparable to a
+  per-query engine API), with p50/p99 latency and the process CPU time / wall time ratio
+  (about 1.0 confirms one busy thread);
+- batched QPS, where the peer has a batch API (whole query matrix in one call, one thread);
+
+and for every index: build time, index size (the library's own accessor or its serialised
+size) and the RSS delta of the process across the build. Each index configuration runs in its
+own subprocess so RSS deltas and thread settings do not leak between peers.
+
+Threads: every worker starts with OMP_NUM_THREADS=OPENBLAS_NUM_THREADS=MKL_NUM_THREADS=
+RAYON_NUM_THREADS=1 and LANCE_CPU_THREADS=1 (Lance's CPU pool; set before ``import lance``);
+FAISS: ``faiss.omp_set_num_threads(1)``; hnswlib: ``set_num_threads(1)`` and ``num_threads=1``
+on add/query; usearch: ``threads=1`` on add and search; Lance: ``query_parallelism=1`` per
+query. (LANCE_IO_THREADS=1 deadlocked Lance's index build here, so Lance's I/O pool keeps its
+default size; the data is local and cached.) Pass ``--pin`` to pin each worker to one CPU.
+
+Output: a human table on stdout and ``~/.cache/shoal/results/peers-<dataset>.json`` with every
+sweep point and a summary: for each configuration and recall target (0.90 / 0.95 / 0.99), the
+highest QPS among the sweep points reaching it (for a one-knob sweep that is the first point
+reaching it), or "not reached".
+
+Usage::
+
+    pip install -r bench/requirements-bench.txt
+    python3 bench/datasets.py --only glove-100k
+    python3 bench/peers.py glove-100k [--peers hnswlib,faiss,usearch,lance] [--queries N]
+"""
+
+import argparse
+import gc
+import json
+import os
+import platform
+import resource
+import subprocess
+import sys
+import tempfile
+import time
+import traceback
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+REQUIREMENTS = HERE / "requirements-bench.txt"
+K = 10
+TARGETS = (0.90, 0.95, 0.99)
+ALL_PEERS = ["hnswlib", "faiss", "usearch", "lance"]
+
+HNSW_EFS = [10, 16, 24, 32, 48, 64, 96, 128, 192, 256, 384, 512]
+NPROBES = [1, 2, 4, 8, 16, 32, 64, 128, 256]
+FAISS_K_FACTORS = [2, 4, 8, 16, 32]
+LANCE_REFINE = [None, 2, 8]
+
+THREAD_ENV = {"OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1", "MKL_NUM_THREADS": "1",
+              "RAYON_NUM_THREADS": "1", "LANCE_CPU_THREADS": "1",
+              "LANCE_INCLUDE_VECTOR_CENTROIDS": "false", "LANCE_LOG": "error",
+              "HF_HUB_OFFLINE": "1"}
+
+# (peer, config name) -> description; each config runs in its own worker process.
+CONFIGS = {
+    "hnswlib": ["hnsw-M16-efc200"],
+    "faiss": ["ivf-rabitq1", "ivf-rabitq1-refine", "ivf-rabitq4"],
+    "usearch": ["hnsw-M16-efa128"],
+    "lance": ["ivf-rq1", "ivf-rq-default"],
+}
+
+
+def cache_root():
+    return Path(os.environ.get("SHOAL_CACHE", Path.home() / ".cache" / "shoal"))
+
+
+def log(msg):
+    print(f"[peers] {msg}", flush=True)
+
+
+# ---------------------------------------------------------------------------------------------
+# measurement helpers (worker side)
+
+
+def rss_bytes():
+    with open("/proc/self/statm") as f:
+        return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+
+
+def peak_rss_bytes():
+    with open("/proc/self/status") as f:
+        for line in f:
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) * 1024
+    return 0
+
+
+def reset_peak_rss():
+    try:  # Linux >= 4.0: writing 5 to clear_refs resets VmHWM
+        with open("/proc/self/clear_refs", "w") as f:
+            f.write("5")
+    except OSError:
+        pass
+
+
+def dir_bytes(path):
+    return sum(os.path.getsize(os.path.join(d, f)) for d, _, fs in os.walk(path) for f in fs)
+
+
+class Data:
+    def __init__(self, name, nq):
+        import numpy as np
+
+        root = cache_root() / "datasets" / name
+        if not (root / "meta.json").exists():
+            raise SystemExit(f"dataset {name} is not prepared: run python3 bench/datasets.py --only {name}")
+        self.meta = json.loads((root / "meta.json").read_text())
+        self.metric = self.meta["metric"]
+        base = np.load(root / "base.npy")
+        queries = np.load(root / "queries.npy")
+        self.gt = np.load(root / "gt.npy")
+        if nq:
+            queries, self.gt = queries[:nq], self.gt[:nq]
+        self.exclude = None
+        if self.meta.get("exclude_self"):
+            self.exclude = np.load(root / self.meta["exclude_self"])[: len(queries)].astype(np.int64)
+        if self.metric == "cosine":
+            # every peer gets the same L2-normalised vectors (cosine == inner product on them)
+            base = base / np.maximum(np.linalg.norm(base, axis=1, keepdims=True), 1e-30)
+            queries = queries / np.maximum(np.linalg.norm(queries, axis=1, keepdims=True), 1e-30)
+        self.base = np.ascontiguousarray(base, dtype=np.float32)
+        self.queries = np.ascontiguousarray(queries, dtype=np.float32)
+        self.n, self.d = self.base.shape
+        self.kq = K + (1 if self.exclude is not None else 0)  # ask one more when self is excluded
+
+    def recall(self, results):
+        """results: list (per query) of id arrays, best first."""
+        import numpy as np
+
+        total = 0
+        for i, ids in enumerate(results):
+            ids = [int(x) for x in ids if x >= 0]
+            if self.exclude is not None:
+                ids = [x for x in ids if x != self.exclude[i]]
+            total += len(set(ids[:K]) & set(self.gt[i, :K].tolist()))
+        return total / (K * len(results))
+
+
+def time_single(data, search_one, warmup=50):
+    """Loops over the queries one call at a time. search_one(i) -> raw result (converted later)."""
+    import numpy as np
+
+    nq = len(data.queries)
+    for i in range(min(warmup, nq)):
+        search_one(i)
+    lat = np.empty(nq, dtype=np.float64)
+    raw = [None] * nq
+    pc = time.perf_counter
+    cpu0 = time.process_time()
+    t0 = pc()
+    for i in range(nq):
+        a = pc()
+        raw[i] = search_one(i)
+        lat[i] = pc() - a
+    wall = pc() - t0
+    cpu = time.process_time() - cpu0
+    return raw, {"qps": nq / wall, "lat_p50_us": float(np.percentile(lat, 50) * 1e6),
+                 "lat_p99_us": float(np.percentile(lat, 99) * 1e6), "cpu_per_wall": cpu / wall}
+
+
+def time_batch(data, search_all, repeat=2):
+    best, out = None, None
+    for _ in range(repeat):
+        t0 = time.perf_counter()
+        out = search_all()
+        dt = time.perf_counter() - t0
+        best = dt if best is None else min(best, dt)
+    return out, len(data.queries) / best
+
+
+# ---------------------------------------------------------------------------------------------
+# peers (worker side). Each returns a dict with build info and a list of sweep points.
+
+
+def run_hnswlib(data, config, args):
+    import hnswlib
+
+    space = {"cosine": "cosine", "l2": "l2", "dot": "ip"}[data.metric]
+    idx = hnswlib.Index(space=space, dim=data.d)
+    gc.collect()
+    rss0 = rss_bytes()
+    reset_peak_rss()
+    t = time.perf_counter()
+    idx.init_index(max_elements=data.n, ef_construction=200, M=16, random_seed=100)
+    idx.set_num_threads(1)
+    idx.add_items(data.base, num_threads=1)
+    build = time.perf_counter() - t
+    gc.collect()
+    info = {"build_seconds": build, "rss_delta_bytes": rss_bytes() - rss0,
+            "peak_rss_delta_bytes": peak_rss_bytes() - rss0,
+            "index_bytes": int(idx.index_file_size()), "index_bytes_how": "hnswlib index_file_size()",
+            "params": {"space": space, "M": 16, "ef_construction": 200},
+            "version": getattr(hnswlib, "__version__", pkg_version("hnswlib"))}
+    points = []
+    Q = data.queries
+    for ef in HNSW_EFS:
+        if ef < data.kq:
+            continue
+        idx.set_ef(ef)
+        raw, single = time_single(data, lambda i: idx.knn_query(Q[i], k=data.kq, num_threads=1)[0][0])
+        (labels, _), bqps = time_batch(data, lambda: idx.knn_query(Q, k=data.kq, num_threads=1))
+        points.append({"params": {"ef": ef}, "recall": data.recall(raw),
+                       "recall_batch": data.recall(labels), **single, "qps_batch": bqps})
+        report_point("hnswlib", config, points[-1])
+    return info, points
+
+
+def run_faiss(data, config, args):
+    import faiss
+
+    faiss.omp_set_num_threads(1)
+    metric = faiss.METRIC_L2 if data.metric == "l2" else faiss.METRIC_INNER_PRODUCT
+    nlist = max(1, int(round(4 * data.n ** 0.5)))
+    bits = 4 if config == "ivf-rabitq4" else 1
+    factory = f"IVF{nlist},RaBitQ" + ("" if bits == 1 else str(bits))
+    refine = config.endswith("-refine")
+    gc.collect()
+    rss0 = rss_bytes()
+    reset_peak_rss()
+    t = time.perf_counter()
+    base_index = faiss.index_factory(data.d, factory, metric)
+    ivf = faiss.downcast_index(base_index)
+    ivf.qb = 8  # quantise queries to 8 bits, as FAISS's own RaBitQ benchmark does
+    index = faiss.IndexRefineFlat(base_index) if refine else base_index
+    index.train(data.base)
+    index.add(data.base)
+    build = time.perf_counter() - t
+    gc.collect()
+    ser = faiss.serialize_index(index)
+    info = {"build_seconds": build, "rss_delta_bytes": rss_bytes() - rss0,
+            "peak_rss_delta_bytes": peak_rss_bytes() - rss0,
+            "index_bytes": int(ser.nbytes), "index_bytes_how": "len(faiss.serialize_index(index))",
+            "params": {"factory": factory + (" + IndexRefineFlat" if refine else ""), "nlist": nlist,
+                       "qb": 8, "metric": "L2" if metric == faiss.METRIC_L2 else "IP"},
+            "version": faiss.__version__}
+    del ser
+    points = []
+    Q = data.queries
+    kq = data.kq
+    for nprobe in NPROBES:
+        if nprobe > nlist:
+            continue
+        for kf in (FAISS_K_FACTORS if refine else [None]):
+            ivf.nprobe = nprobe
+            params = {"nprobe": nprobe}
+            if refine:
+                index.k_factor = kf
+                params["k_factor"] = kf
+            raw, single = time_single(data, lambda i: index.search(Q[i:i + 1], kq)[1][0])
+            (_, labels), bqps = time_batch(data, lambda: index.search(Q, kq))
+            points.append({"params": params, "recall": data.recall(raw),
+                           "recall_batch": data.recall(labels), **single, "qps_batch": bqps})
+            report_point("faiss", config, points[-1])
+    return info, points
+
+
+def run_usearch(data, config, args):
+    import numpy as np
+    import usearch
+    from usearch.index import Index
+
+    metric = {"cosine": "cos", "l2": "l2sq", "dot": "ip"}[data.metric]
+    gc.collect()
+    rss0 = rss_bytes()
+    reset_peak_rss()
+    t = time.perf_counter()
+    idx = Index(ndim=data.d, metric=metric, dtype="f32", connectivity=16, expansion_add=128)
+    idx.add(np.arange(data.n, dtype=np.uint64), data.base, threads=1)
+    build = time.perf_counter() - t
+    gc.collect()
+    info = {"build_seconds": build, "rss_delta_bytes": rss_bytes() - rss0,
+            "peak_rss_delta_bytes": peak_rss_bytes() - rss0,
+            "index_bytes": int(idx.memory_usage), "index_bytes_how": "usearch Index.memory_usage",
+            "serialized_bytes": int(idx.serialized_length),
+            "params": {"metric": metric, "dtype": "f32", "connectivity": 16, "expansion_add": 128},
+            "version": usearch.__version__}
+    points = []
+    Q = data.queries
+    kq = data.kq
+    for ef in HNSW_EFS:
+        idx.expansion_search = ef
+        raw, single = time_single(data, lambda i: idx.search(Q[i], kq, threads=1).keys)
+        res, bqps = time_batch(data, lambda: idx.search(Q, kq, threads=1))
+        points.append({"params": {"expansion_search": ef}, "recall": data.recall(raw),
+                       "recall_batch": data.recall(res.keys), **single, "qps_batch": bqps})
+        report_point("usearch", config, points[-1])
+    return info, points
+
+
+def run_lance(data, config, args):
+    import numpy as np
+    import pyarrow as pa
+    import lance
+
+    notes = []
+    base, queries = data.base, data.queries
+    d = data.d
+    if d % 8:
+        pad = 8 - d % 8
+        base = np.pad(base, ((0, 0), (0, pad)))
+        queries = np.pad(queries, ((0, 0), (0, pad)))
+        notes.append(f"IVF_RQ needs a dimension divisible by 8: vectors zero-padded {d} -> {d + pad} "
+                     "(distances unchanged)")
+        d += pad
+    metric = {"cosine": "cosine", "l2": "l2", "dot": "dot"}[data.metric]
+    parts = max(1, int(round(data.n ** 0.5)))
+    kw = {"num_bits": 1} if config == "ivf-rq1" else {}
+    work = Path(tempfile.mkdtemp(prefix="lance-", dir=args.work_dir))
+    path = str(work / "data.lance")
+    table = pa.table({"id": pa.array(np.arange(data.n, dtype=np.int32)),
+                      "vector": pa.FixedSizeListArray.from_arrays(pa.array(base.reshape(-1)), d)})
+    t = time.perf_counter()
+    ds = lance.write_dataset(table, path)
+    write_s = time.perf_counter() - t
+    del table
+    gc.collect()
+    rss0 = rss_bytes()
+    reset_peak_rss()
+    t = time.perf_counter()
+    ds.create_index("vector", index_type="IVF_RQ", metric=metric, num_partitions=parts, **kw)
+    build = time.perf_counter() - t
+    gc.collect()
+    ds = lance.dataset(path)
+    stats = ds.stats.index_stats("vector_idx")
+    sub = (stats.get("indices") or [{}])[0].get("sub_index", {})
+    info = {"build_seconds": build, "write_seconds": write_s,
+            "rss_delta_bytes": rss_bytes() - rss0, "peak_rss_delta_bytes": peak_rss_bytes() - rss0,
+            "index_bytes": dir_bytes(os.path.join(path, "_indices")),
+            "index_bytes_how": "size of the dataset's _indices/ directory (refine reads the raw "
+                               "vectors from the dataset files, not counted)",
+            "dataset_bytes": dir_bytes(path),
+            "params": {"index_type": "IVF_RQ", "metric": metric, "num_partitions": parts,
+                       "num_bits": sub.get("num_bits", kw.get("num_bits")),
+                       "rotation": sub.get("rotation_type"), "code_dim": sub.get("code_dim"),
+                       "query_parallelism": 1},
+            "version": lance.__version__, "notes": notes}
+    points = []
+    kq = data.kq
+
+    def nearest(q, nprobes, rf):
+        return {"column": "vector", "q": q, "k": kq, "nprobes": nprobes, "refine_factor": rf,
+                "query_parallelism": 1}
+
+    for nprobes in NPROBES:
+        if nprobes > parts:
+            continue
+        for rf in LANCE_REFINE:
+            raw, single = time_single(
+                data, lambda i: ds.to_table(nearest=nearest(queries[i], nprobes, rf),
+                                            columns=["id", "_distance"]).column("id"))
+            raw = [c.to_numpy() for c in raw]
+            tbl, bqps = time_batch(data, lambda: ds.to_table(nearest=nearest(queries, nprobes, rf),
+                                                           columns=["id", "_distance"]), repeat=1)
+            qi = tbl.column("query_index").to_numpy()
+            ids = tbl.column("id").to_numpy()
+            order = np.argsort(qi, kind="stable")  # rows come grouped per query, best first
+            qi, ids = qi[order], ids[order]
+            bounds = np.searchsorted(qi, np.arange(len(queries) + 1))
+            batch_res = [ids[bounds[i]:bounds[i + 1]] for i in range(len(queries))]
+            points.append({"params": {"nprobes": nprobes, "refine_factor": rf},
+                           "recall": data.recall(raw), "recall_batch": data.recall(batch_res),
+                           **single, "qps_batch": bqps})
+            report_point("lance", config, points[-1])
+    del ds
+    import shutil
+
+    shutil.rmtree(work, ignore_errors=True)
+    return info, points
+
+
+RUNNERS = {"hnswlib": run_hnswlib, "faiss": run_faiss, "usearch": run_usearch, "lance": run_lance}
+
+
+def pkg_version(name):
+    try:
+        from importlib.metadata import version
+
+        return version(name)
+    except Exception:  # noqa: BLE001
+        return None
+
+
+def report_point(peer, config, p):
+    params = " ".join(f"{k}={v}" for k, v in p["params"].items())
+    print(f"  {peer:8s} {config:20s} {params:28s} recall@10 {p['recall']:.4f}  "
+          f"QPS {p['qps']:8.0f} (p50 {p['lat_p50_us']:7.0f} us, cpu/wall {p['cpu_per_wall']:.2f})  "
+          f"batch QPS {p['qps_batch']:8.0f}", flush=True)
+
+
+def worker(args):
+    if args.pin is not None:
+        os.sched_setaffinity(0, {args.pin})
+    data = Data(args.dataset, args.queries)
+    t = time.perf_counter()
+    try:
+        info, points = RUNNERS[args.worker](data, args.config, args)
+        out = {"peer": args.worker, "config": args.config, **info, "points": points}
+    except Exception as e:  # noqa: BLE001
+        out = {"peer": args.worker, "config": args.config, "error": f"{type(e).__name__}: {e}",
+               "traceback": traceback.format_exc()}
+    out["worker_seconds"] = time.perf_counter() - t
+    out["max_rss_bytes"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+    Path(args.json).write_text(json.dumps(out, indent=1))
+
+
+# ---------------------------------------------------------------------------------------------
+# driver
+
+
+def summarize(cfg):
+    summary = {}
+    for mode, key in (("single", "qps"), ("batch", "qps_batch")):
+        rkey = "recall" if mode == "single" else "recall_batch"
+        for target in TARGETS:
+            ok = [p for p in cfg.get("points", []) if p.get(key) and p[rkey] >= target]
+            if ok:
+                best = max(ok, key=lambda p: p[key])
+                summary[f"{mode}@{target:.2f}"] = {"qps": best[key], "recall": best[rkey],
+                                                   "params": best["params"]}
+            else:
+                summary[f"{mode}@{target:.2f}"] = "not reached"
+    pts = cfg.get("points", [])
+    summary["max_recall"] = max((p["recall"] for p in pts), default=None)
+    return summary
+
+
+def fmt_cell(s):
+    if not isinstance(s, dict):
+        return "not reached"
+    params = ",".join(f"{v}" for v in s["params"].values())
+    return f"{s['qps']:.0f} ({params})"
+
+
+def environment():
+    env = {"python": platform.python_version(), "machine": platform.machine(),
+           "cpus": os.cpu_count(), "loadavg_start": os.getloadavg()}
+    try:
+        with open("/proc/cpuinfo") as f:
+            env["cpu"] = next(l.split(":", 1)[1].strip() for l in f if l.startswith("model name"))
+    except (OSError, StopIteration):
+        pass
+    env["packages"] = {p: pkg_version(p) for p in ("numpy", "faiss-cpu", "hnswlib", "usearch",
+                                                     "pylance", "pyarrow")}
+    return env
+
+
+def run_dataset(name, args):
+    out_dir = cache_root() / "results"
+    out_dir.mkdir(parents=True, exist_ok=True)
+    meta = json.loads((cache_root() / "datasets" / name / "meta.json").read_text())
+    nq = min(args.queries or meta["queries"], meta["queries"])
+    log(f"dataset {name}: {meta['n']} x {meta['d']} {meta['metric']}, {nq} queries"
+        + (f" ({meta['note']})" if meta.get("note") else ""))
+    result = {"dataset": name, "meta": meta, "queries": nq, "k": K, "env": environment(),
+              "started": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "configs": []}
+    env = dict(os.environ, **THREAD_ENV)
+    work_dir = Path(args.work_dir)
+    work_dir.mkdir(parents=True, exist_ok=True)
+    for peer in args.peers:
+        for config in CONFIGS[peer]:
+            if args.configs and config not in args.configs:
+                continue
+            log(f"{peer} / {config}: building (single-threaded) ...")
+            with tempfile.NamedTemporaryFile(suffix=".json", delete=False, dir=work_dir) as tf:
+                jpath = tf.name
+            cmd = [sys.executable, os.path.abspath(__file__), "--worker", peer, "--config", config,
+                   "--dataset", name, "--json", jpath, "--work-dir", str(work_dir)]
+            if args.queries:
+                cmd += ["--queries", str(args.queries)]
+            if args.pin is not None:
+                cmd += ["--pin", str(args.pin)]
+            t = time.perf_counter()
+            try:
+                proc = subprocess.run(cmd, env=env, timeout=args.timeout)
+                cfg = json.loads(Path(jpath).read_text()) if Path(jpath).stat().st_size else None
+                if cfg is None:
+                    cfg = {"peer": peer, "config": config, "error": f"worker exited {proc.returncode}"}
+            except subprocess.TimeoutExpired:
+                cfg = {"peer": peer, "config": config, "error": f"timed out after {args.timeout} s"}
+            except (OSError, json.JSONDecodeError) as e:
+                cfg = {"peer": peer, "config": config, "error": f"{type(e).__name__}: {e}"}
+            finally:
+                if os.path.exists(jpath):
+                    os.unlink(jpath)
+            cfg["wall_seconds"] = time.perf_counter() - t
+            if "error" in cfg:
+                log(f"{peer} / {config}: FAILED: {cfg['error']}")
+            else:
+                cfg["summary"] = summarize(cfg)
+                log(f"{peer} / {config}: build {cfg['build_seconds']:.1f} s, index "
+                    f"{cfg['index_bytes'] / 1e6:.1f} MB, RSS delta {cfg['rss_delta_bytes'] / 1e6:.1f} MB")
+            result["configs"].append(cfg)
+            result["env"]["loadavg_end"] = os.getloadavg()
+            out_path = out_dir / f"peers-{name}.json"
+            out_path.write_text(json.dumps(result, indent=1))  # rewritten after every config
+    print_summary(result)
+    log(f"wrote {out_dir / f'peers-{name}.json'}")
+    return result
+
+
+def print_summary(result):
+    meta = result["meta"]
+    print()
+    print(f"== {result['dataset']}: {meta['n']} x {meta['d']} {meta['metric']}, {result['queries']} "
+          f"queries, recall@{K}, single thread; load average {result['env']['loadavg_start'][0]:.2f} "
+          f"-> {result['env'].get('loadavg_end', [0])[0]:.2f} ==")
+    head = (f"{'peer / config':32s} {'build s':>8s} {'index MB':>9s} {'RSS+ MB':>8s} {'max rec':>8s}  "
+            + "  ".join(f"{'QPS@' + format(t, '.2f'):>22s}" for t in TARGETS)
+            + "  " + "  ".join(f"{'batch QPS@' + format(t, '.2f'):>22s}" for t in TARGETS))
+    print(head)
+    print("-" * len(head))
+    for cfg in result["configs"]:
+        label = f"{cfg['peer']} / {cfg['config']}"
+        if "error" in cfg:
+            print(f"{label:32s} FAILED: {cfg['error'][:150]}")
+            continue
+        s = cfg["summary"]
+        print(f"{label:32s} {cfg['build_seconds']:8.1f} {cfg['index_bytes'] / 1e6:9.1f} "
+              f"{cfg['rss_delta_bytes'] / 1e6:8.1f} {s['max_recall']:8.4f}  "
+              + "  ".join(f"{fmt_cell(s[f'single@{t:.2f}']):>22s}" for t in TARGETS) + "  "
+              + "  ".join(f"{fmt_cell(s[f'batch@{t:.2f}']):>22s}" for t in TARGETS))
+    for cfg in result["configs"]:
+        for note in cfg.get("notes", []) or []:
+            print(f"note ({cfg['peer']} / {cfg['config']}): {note}")
+    print("QPS = queries/s, one query per call in a Python loop (batch: whole query matrix in one "
+          "call, 1 thread); the cell is the best QPS among sweep points reaching the recall target, "
+          "with its setting in parentheses.")
+
+
+def check_imports(peers, install):
+    import importlib.util
+
+    mods = {"hnswlib": "hnswlib", "faiss": "faiss", "usearch": "usearch", "lance": "lance"}
+    missing = [p for p in ["numpy"] + peers if importlib.util.find_spec(mods.get(p, p)) is None]
+    if missing:
+        if not install:
+            sys.exit(f"missing Python packages for {', '.join(missing)}: run\n"
+                     f"    pip install -r {os.path.relpath(REQUIREMENTS)}\nor pass --install")
+        subprocess.check_call([sys.executable, "-m", "pip", "install", "-r", str(REQUIREMENTS)])
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("dataset", nargs="?", default="glove-100k",
+                    help="dataset name under ~/.cache/shoal/datasets, or 'all' (default glove-100k)")
+    ap.add_argument("--peers", default=",".join(ALL_PEERS), help=f"comma list of {ALL_PEERS}")
+    ap.add_argument("--configs", default=None,
+                    help="comma list of configuration names to run (default: all); "
+                         + "; ".join(f"{p}: {','.join(c)}" for p, c in CONFIGS.items()))
+    ap.add_argument("--queries", type=int, default=None, help="use only the first N queries")
+    ap.add_argument("--timeout", type=float, default=7200, help="seconds per configuration")
+    ap.add_argument("--pin", type=int, default=None, help="pin each worker to this CPU")
+    ap.add_argument("--install", action="store_true", help="pip install the requirements if missing")
+    ap.add_argument("--work-dir", default=str(cache_root() / "peers-work"),
+                    help="scratch space (Lance datasets); emptied per configuration")
+    ap.add_argument("--worker", help=argparse.SUPPRESS)
+    ap.add_argument("--config", help=argparse.SUPPRESS)
+    ap.add_argument("--json", help=argparse.SUPPRESS)
+    ap.add_argument("--dataset", dest="dataset_opt", help=argparse.SUPPRESS)
+    args = ap.parse_args()
+    if args.worker:
+        args.dataset = args.dataset_opt
+        worker(args)
+        return
+    args.peers = [p.strip() for p in args.peers.split(",") if p.strip()]
+    bad = [p for p in args.peers if p not in ALL_PEERS]
+    if bad:
+        ap.error(f"unknown peer(s) {bad}; choose from {ALL_PEERS}")
+    args.configs = set(c.strip() for c in args.configs.split(",")) if args.configs else None
+    check_imports(args.peers, args.install)
+    root = cache_root() / "datasets"
+    names = sorted(p.name for p in root.iterdir() if (p / "meta.json").exists()) \
+        if args.dataset == "all" else [args.dataset]
+    if not names:
+        sys.exit("no prepared dataset: run python3 bench/datasets.py first")
+    for name in names:
+        if not (root / name / "meta.json").exists():
+            sys.exit(f"dataset {name} is not prepared: run python3 bench/datasets.py --only {name}")
+        run_dataset(name, args)
+
+
+if __name__ == "__main__":
+    main()
