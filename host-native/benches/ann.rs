@@ -1,0 +1,156 @@
+//! Shoal's IVF + RaBitQ index on the benchmark datasets of `bench/datasets.py`: build time,
+//! index memory, and recall@10 / QPS over a sweep of `nprobe` x `rerank`, single-threaded, one
+//! query at a time. Writes `~/.cache/shoal/results/shoal-<dataset>.json` in the shape of
+//! `bench/peers.py`'s results, so `bench/compare.py` prints both side by side.
+//!
+//! `SHOAL_ANN_DATASETS=glove-100k,gcide-256 cargo bench -p shoal-host --bench ann`
+
+use std::hint::black_box;
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+use shoal_core::{Collection, CollectionConfig, IndexKind, IvfParams, Metric, SearchRequest};
+use shoal_host::input::VectorFile;
+
+fn cache() -> PathBuf {
+    std::env::var_os("HOME").map(PathBuf::from).unwrap_or_default().join(".cache/shoal")
+}
+
+fn load_vectors(path: &Path) -> (usize, Vec<f32>) {
+    let f = VectorFile::open(path, None, None)
+        .unwrap_or_else(|e| panic!("{}: {e} (run bench/datasets.py)", path.display()));
+    let mut v = vec![0f32; f.rows() * f.dim()];
+    f.read_rows(0, &mut v).expect("read vectors");
+    (f.dim(), v)
+}
+
+/// The int32 ground-truth matrix (`queries x k`) of a `.npy` file.
+fn load_gt(path: &Path, queries: usize, k: usize) -> Vec<u32> {
+    let bytes = std::fs::read(path).expect("read gt.npy");
+    assert_eq!(&bytes[..6], b"\x93NUMPY", "gt.npy is an npy file");
+    let header_len = if bytes[6] == 1 {
+        u16::from_le_bytes([bytes[8], bytes[9]]) as usize + 10
+    } else {
+        u32::from_le_bytes([bytes[8], bytes[9], bytes[10], bytes[11]]) as usize + 12
+    };
+    let header = String::from_utf8_lossy(&bytes[..header_len]);
+    assert!(header.contains("'<i4'") && header.contains("False"), "gt.npy must be C-order int32: {header}");
+    let data = &bytes[header_len..];
+    assert_eq!(data.len(), queries * k * 4, "gt.npy shape");
+    data.chunks_exact(4).map(|c| i32::from_le_bytes(c.try_into().unwrap()) as u32).collect()
+}
+
+fn median(mut v: Vec<f64>) -> f64 {
+    v.sort_by(f64::total_cmp);
+    v[v.len() / 2]
+}
+
+fn main() {
+    let names = std::env::var("SHOAL_ANN_DATASETS").unwrap_or_else(|_| "glove-100k".into());
+    for name in names.split(',') {
+        let dir = cache().join("datasets").join(name);
+        let meta: serde_json::Value =
+            serde_json::from_slice(&std::fs::read(dir.join("meta.json")).expect("meta.json")).expect("meta.json");
+        let metric = Metric::parse(meta["metric"].as_str().unwrap()).expect("metric");
+        let gt_k = meta["gt_k"].as_u64().unwrap_or(100) as usize;
+        let (dim, base) = load_vectors(&dir.join("base.npy"));
+        let (_, queries) = load_vectors(&dir.join("queries.npy"));
+        let nq = queries.len() / dim;
+        let gt = load_gt(&dir.join("gt.npy"), nq, gt_k);
+        let n = base.len() / dim;
+        println!("== {name}: {n} x {dim}-d, {}, {nq} queries", metric.name());
+
+        let ids: Vec<u64> = (0..n as u64).collect();
+        let mut col = Collection::new(CollectionConfig { dim, metric }).unwrap();
+        let t = Instant::now();
+        col.insert(&ids, &base).unwrap();
+        col.seal_with(IndexKind::IvfRabitq(IvfParams::default()));
+        let build_s = t.elapsed().as_secs_f64();
+        let seg = col.sealed().unwrap();
+        let (index, _, defaults) = seg.ivf().unwrap();
+        let reader = seg.reader();
+        let index_bytes: u64 = reader.sections().iter().filter(|e| e.kind >= 16).map(|e| e.length).sum();
+        let vector_bytes = (n * dim * 4) as u64;
+        println!(
+            "build {build_s:.2} s (1 core); nlist {}; index (codes, factors, centroids) {:.1} MB = {:.1} B/vector; full vectors {:.1} MB",
+            index.nlist,
+            index_bytes as f64 / 1e6,
+            index_bytes as f64 / n as f64,
+            vector_bytes as f64 / 1e6
+        );
+        let requests: Vec<SearchRequest> =
+            queries.chunks_exact(dim).map(|q| SearchRequest::nearest(q.to_vec(), 10)).collect();
+        let mut out = Vec::new();
+        let mut points = Vec::new();
+        let mut settings: Vec<(Option<u32>, Option<u32>)> = vec![(None, None)];
+        for nprobe in [8u32, 16, 32, 64, 128, 256] {
+            if nprobe as usize > index.nlist {
+                continue;
+            }
+            for rerank in [4u32, 8, 16, 32, 64, 128] {
+                settings.push((Some(nprobe), Some(rerank)));
+            }
+        }
+        println!("{:>7} {:>7} {:>9} {:>10} {:>10}", "nprobe", "rerank", "recall@10", "QPS", "ms/query");
+        for (nprobe, rerank) in settings {
+            let reqs: Vec<SearchRequest> = requests
+                .iter()
+                .map(|r| {
+                    let mut r = r.clone();
+                    r.params.nprobe = nprobe;
+                    r.params.rerank = rerank;
+                    r
+                })
+                .collect();
+            let mut hits = 0;
+            for (q, r) in reqs.iter().enumerate() {
+                col.search_into(r, &mut out).unwrap();
+                let truth = &gt[q * gt_k..q * gt_k + 10];
+                hits += out.iter().filter(|p| truth.contains(&(p.id as u32))).count();
+            }
+            let recall = hits as f64 / (10 * nq) as f64;
+            let times: Vec<f64> = (0..3)
+                .map(|_| {
+                    let t = Instant::now();
+                    for r in &reqs {
+                        col.search_into(black_box(r), &mut out).unwrap();
+                    }
+                    t.elapsed().as_secs_f64()
+                })
+                .collect();
+            let secs = median(times);
+            let qps = nq as f64 / secs;
+            let (np, rr) = (nprobe.unwrap_or(defaults.nprobe as u32), rerank.unwrap_or(defaults.rerank as u32));
+            let label = if nprobe.is_none() { " (defaults)" } else { "" };
+            println!("{np:>7} {rr:>7} {recall:>9.4} {qps:>10.0} {:>10.3}{label}", 1e3 * secs / nq as f64);
+            points.push(serde_json::json!({
+                "params": {"nprobe": np, "rerank": rr, "defaults": nprobe.is_none()},
+                "recall": recall, "qps": qps,
+            }));
+        }
+        let summary: Vec<serde_json::Value> = [0.90, 0.95, 0.99]
+            .iter()
+            .map(|&target| {
+                let best = points
+                    .iter()
+                    .filter(|p| p["recall"].as_f64().unwrap() >= target)
+                    .map(|p| p["qps"].as_f64().unwrap())
+                    .fold(None, |m: Option<f64>, q| Some(m.map_or(q, |m| m.max(q))));
+                println!(
+                    "  QPS at recall@10 >= {target:.2}: {}",
+                    best.map_or("not reached".into(), |q| format!("{q:.0}"))
+                );
+                serde_json::json!({"recall": target, "qps": best})
+            })
+            .collect();
+        let results = serde_json::json!({
+            "engine": "shoal", "dataset": name, "threads": 1,
+            "build_seconds": build_s, "index_bytes": index_bytes, "vector_bytes": vector_bytes,
+            "nlist": index.nlist, "points": points, "summary": summary,
+        });
+        let out_dir = cache().join("results");
+        std::fs::create_dir_all(&out_dir).unwrap();
+        std::fs::write(out_dir.join(format!("shoal-{name}.json")), serde_json::to_vec_pretty(&results).unwrap())
+            .unwrap();
+    }
+}
