@@ -1,0 +1,75 @@
+// Shoal's IVF + RaBitQ index in wasm (Node 20, SIMD128 build), against the native numbers of
+// the same settings from `cargo bench -p shoal-host --bench ann` (same data, same queries, and —
+// builds being deterministic — the same index bytes and the same results).
+//
+//   node bench/node/ann.mjs [dataset]      (default glove-100k; data from bench/datasets.py)
+import { readFile } from "node:fs/promises";
+import { homedir } from "node:os";
+import { join } from "node:path";
+import { init, Collection } from "../../bindings-js/js/index.js";
+
+const name = process.argv[2] ?? "glove-100k";
+const dir = join(homedir(), ".cache/shoal/datasets", name);
+const nativePath = join(homedir(), ".cache/shoal/results", `shoal-${name}.json`);
+
+/** Reads a C-order .npy of float32 or int32 into a typed array; returns { data, shape }. */
+async function npy(path) {
+  const buf = await readFile(path);
+  if (buf.toString("latin1", 0, 6) !== "\x93NUMPY") throw new Error(`${path}: not an .npy file`);
+  const [lenBytes, len] = buf[6] === 1 ? [2, buf.readUInt16LE(8)] : [4, buf.readUInt32LE(8)];
+  const offset = 8 + lenBytes + len;
+  const dict = buf.toString("latin1", 8 + lenBytes, offset);
+  const descr = /'descr':\s*'([^']*)'/.exec(dict)[1];
+  if (/'fortran_order':\s*True/.test(dict)) throw new Error(`${path}: Fortran order`);
+  const shape = /'shape':\s*\(([^)]*)\)/.exec(dict)[1].split(",").map((s) => s.trim()).filter(Boolean).map(Number);
+  const bytes = buf.buffer.slice(buf.byteOffset + offset, buf.byteOffset + buf.length);
+  const data = descr === "<f4" ? new Float32Array(bytes) : descr === "<i4" ? new Int32Array(bytes) : null;
+  if (!data) throw new Error(`${path}: unsupported dtype ${descr}`);
+  return { data, shape };
+}
+
+const info = await init();
+const meta = JSON.parse(await readFile(join(dir, "meta.json"), "utf8"));
+const native = JSON.parse(await readFile(nativePath, "utf8"));
+const base = await npy(join(dir, "base.npy"));
+const queries = await npy(join(dir, "queries.npy"));
+const gt = await npy(join(dir, "gt.npy"));
+const [n, dim] = base.shape;
+const nq = queries.shape[0];
+const gtK = gt.shape[1];
+
+const col = new Collection({ dim, metric: meta.metric });
+let t = performance.now();
+col.insert({ ids: Float64Array.from({ length: n }, (_, i) => i), vectors: base.data });
+col.seal({ index: "ivf-rabitq" });
+const buildS = (performance.now() - t) / 1000;
+console.log(`== ${name}: ${n} x ${dim}-d ${meta.metric}, wasm ${info.kernels}; build ${buildS.toFixed(2)} s (native ${native.build_seconds.toFixed(2)} s)`);
+
+const qs = Array.from({ length: nq }, (_, q) => queries.data.subarray(q * dim, (q + 1) * dim));
+console.log("| nprobe | rerank | recall@10 wasm | recall@10 native | QPS wasm | QPS native | wasm/native |");
+console.log("|---:|---:|---:|---:|---:|---:|---:|");
+const ratios = [];
+for (const p of native.points) {
+  const params = p.params.defaults ? {} : { nprobe: p.params.nprobe, rerank: p.params.rerank };
+  let hits = 0;
+  for (let q = 0; q < nq; q++) {
+    const res = col.search({ vector: qs[q], limit: 10, params });
+    const truth = new Set(gt.data.subarray(q * gtK, q * gtK + 10));
+    hits += res.points.filter((pt) => truth.has(pt.id)).length;
+  }
+  const recall = hits / (10 * nq);
+  const times = [];
+  for (let r = 0; r < 3; r++) {
+    t = performance.now();
+    for (let q = 0; q < nq; q++) col.search({ vector: qs[q], limit: 10, params });
+    times.push(performance.now() - t);
+  }
+  times.sort((a, b) => a - b);
+  const qps = nq / (times[1] / 1000);
+  ratios.push(qps / p.qps);
+  console.log(
+    `| ${p.params.nprobe} | ${p.params.rerank} | ${recall.toFixed(4)} | ${p.recall.toFixed(4)} | ${qps.toFixed(0)} | ${p.qps.toFixed(0)} | ${(qps / p.qps).toFixed(2)} |`,
+  );
+}
+ratios.sort((a, b) => a - b);
+console.log(`median wasm/native QPS ratio: ${ratios[Math.floor(ratios.length / 2)].toFixed(2)}`);
