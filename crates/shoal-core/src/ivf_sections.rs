@@ -7,24 +7,16 @@ use core::ops::Range;
 
 use bytemuck::Zeroable;
 use shoal_format::{
-    FormatError, IvfMeta, KIND_IVF_CENTROIDS, KIND_IVF_META, KIND_IVF_OFFSETS, KIND_IVF_ROT_CENTROIDS,
-    KIND_RABITQ_BLOCK_OFFSETS, KIND_RABITQ_CODES, KIND_RABITQ_FACTORS, KIND_RABITQ_ROTATION, SECTION_OPTIONAL,
-    SegmentReader, SegmentWriter, cast_records,
+    IvfMeta, KIND_IVF_CENTROIDS, KIND_IVF_META, KIND_IVF_OFFSETS, KIND_IVF_ROT_CENTROIDS, KIND_RABITQ_BLOCK_OFFSETS,
+    KIND_RABITQ_CODES, KIND_RABITQ_FACTORS, KIND_RABITQ_ROTATION, SECTION_OPTIONAL, SegmentReader, SegmentWriter,
+    cast_records,
 };
 use shoal_index::ivf::{DEFAULT_RERANK, IvfBuild, IvfData, IvfIndex, IvfQuery, block_bytes, default_nprobe};
 use shoal_index::rabitq::{EPSILON0, Factors};
 use shoal_index::rotation::{ROUNDS, Rotation, padded_dim};
 
 use crate::Error;
-
-fn bad(section: &'static str, reason: &'static str) -> Error {
-    Error::Format(FormatError::BadSection { section, reason })
-}
-
-fn range_of(base: &[u8], part: &[u8]) -> Range<usize> {
-    let start = part.as_ptr() as usize - base.as_ptr() as usize;
-    start..start + part.len()
-}
+use crate::sealed::{bad, range_of};
 
 /// A loaded IVF index: its static part and where its sections lie in the segment.
 #[derive(Clone, Debug)]

@@ -113,11 +113,12 @@ impl core::fmt::Debug for SealedSegment {
     }
 }
 
-fn bad(section: &'static str, reason: &'static str) -> Error {
+pub(crate) fn bad(section: &'static str, reason: &'static str) -> Error {
     Error::Format(FormatError::BadSection { section, reason })
 }
 
-fn range_of(base: &[u8], part: &[u8]) -> Range<usize> {
+/// The byte range of `part` inside `base` (a sub-slice of it).
+pub(crate) fn range_of(base: &[u8], part: &[u8]) -> Range<usize> {
     let start = part.as_ptr() as usize - base.as_ptr() as usize;
     start..start + part.len()
 }

@@ -4,33 +4,9 @@
 //!
 //! This file holds a single test so that no other test thread allocates while it counts.
 
-use std::alloc::{GlobalAlloc, Layout, System};
-use std::sync::atomic::{AtomicUsize, Ordering};
-
 use shoal_core::{Collection, CollectionConfig, IndexKind, IvfParams, Metric, SearchRequest};
 use shoal_testkit::clustered_vectors;
-
-struct Counting;
-
-static ALLOCATIONS: AtomicUsize = AtomicUsize::new(0);
-
-// SAFETY: forwards every call to the system allocator unchanged; only counts.
-unsafe impl GlobalAlloc for Counting {
-    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        ALLOCATIONS.fetch_add(1, Ordering::Relaxed);
-        // SAFETY: the caller upholds `GlobalAlloc::alloc`'s contract, passed on as is.
-        unsafe { System.alloc(layout) }
-    }
-    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
-        // SAFETY: `ptr` came from `System.alloc` with this layout (via `alloc` above).
-        unsafe { System.dealloc(ptr, layout) }
-    }
-    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
-        ALLOCATIONS.fetch_add(1, Ordering::Relaxed);
-        // SAFETY: as in `alloc` and `dealloc`.
-        unsafe { System.realloc(ptr, layout, new_size) }
-    }
-}
+use shoal_testkit::counting::{Counting, allocations};
 
 #[global_allocator]
 static GLOBAL: Counting = Counting;
@@ -62,11 +38,11 @@ fn searches_allocate_nothing_after_warm_up() {
             r.params.nprobe = (i % 2 == 0).then_some(12);
         }
         let mut out = Vec::new();
-        let start = ALLOCATIONS.load(Ordering::Relaxed);
+        let start = allocations();
         for r in &requests {
             col.search_into(r, &mut out).unwrap(); // warm-up: buffers grow to size
         }
-        let before = ALLOCATIONS.load(Ordering::Relaxed);
+        let before = allocations();
         assert!(before > start, "the counter sees the warm-up's allocations");
         for _ in 0..3 {
             for r in &requests {
@@ -74,7 +50,7 @@ fn searches_allocate_nothing_after_warm_up() {
                 assert_eq!(out.len(), 10);
             }
         }
-        let allocated = ALLOCATIONS.load(Ordering::Relaxed) - before;
+        let allocated = allocations() - before;
         assert_eq!(allocated, 0, "{metric:?} {index:?}: {allocated} allocations in {} searches", 3 * requests.len());
     }
 }

@@ -5,26 +5,23 @@
 //! is what lets the native, wasmtime and Node runs of the conformance scenario be compared bit
 //! for bit.
 
+pub mod counting;
 pub mod oracle;
 pub mod scenario;
 
-/// SplitMix64: a tiny, well-mixed, seedable generator (identical on every target).
+/// The index's seeded SplitMix64 (identical on every target), with test-data helpers on top.
 #[derive(Clone, Debug)]
-pub struct Rng(u64);
+pub struct Rng(shoal_index::rng::Rng);
 
 impl Rng {
     /// A generator from a seed.
     pub fn new(seed: u64) -> Rng {
-        Rng(seed)
+        Rng(shoal_index::rng::Rng::new(seed))
     }
 
     /// Next 64 random bits.
     pub fn next_u64(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
+        self.0.next_u64()
     }
 
     /// Uniform in `0..n` (n > 0).

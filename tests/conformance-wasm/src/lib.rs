@@ -55,31 +55,8 @@ pub extern "C" fn shoal_conformance_output_len() -> u32 {
     OUTPUT.lock().unwrap_or_else(|e| e.into_inner()).len() as u32
 }
 
-/// Counts every allocation of this module, for [`shoal_zero_alloc_check`].
-struct Counting;
-
-static ALLOCATIONS: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
-
-// SAFETY: forwards every call to the system allocator unchanged; only counts.
-unsafe impl std::alloc::GlobalAlloc for Counting {
-    unsafe fn alloc(&self, layout: std::alloc::Layout) -> *mut u8 {
-        ALLOCATIONS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        // SAFETY: the caller upholds `GlobalAlloc::alloc`'s contract, passed on as is.
-        unsafe { std::alloc::System.alloc(layout) }
-    }
-    unsafe fn dealloc(&self, ptr: *mut u8, layout: std::alloc::Layout) {
-        // SAFETY: `ptr` came from `System.alloc` with this layout (via `alloc` above).
-        unsafe { std::alloc::System.dealloc(ptr, layout) }
-    }
-    unsafe fn realloc(&self, ptr: *mut u8, layout: std::alloc::Layout, new_size: usize) -> *mut u8 {
-        ALLOCATIONS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        // SAFETY: as in `alloc` and `dealloc`.
-        unsafe { std::alloc::System.realloc(ptr, layout, new_size) }
-    }
-}
-
 #[global_allocator]
-static GLOBAL: Counting = Counting;
+static GLOBAL: shoal_testkit::counting::Counting = shoal_testkit::counting::Counting;
 
 /// Allocations made by 3 x 32 searches after a warm-up (exact and IVF, sealed and mutable
 /// segments, deletions), or `u32::MAX` when the warm-up itself was not seen allocating (the
@@ -87,7 +64,7 @@ static GLOBAL: Counting = Counting;
 #[unsafe(no_mangle)]
 pub extern "C" fn shoal_zero_alloc_check() -> u32 {
     use shoal_core::{Collection, CollectionConfig, IndexKind, IvfParams, Metric, SearchRequest};
-    use std::sync::atomic::Ordering;
+    use shoal_testkit::counting::allocations;
     let dim = 40;
     let data = shoal_testkit::clustered_vectors(1, 3000, dim, 16);
     let ids: Vec<u64> = (0..3000).collect();
@@ -103,11 +80,11 @@ pub extern "C" fn shoal_zero_alloc_check() -> u32 {
         let requests: Vec<SearchRequest> =
             queries.chunks_exact(dim).map(|q| SearchRequest::nearest(q.to_vec(), 10)).collect();
         let mut out = Vec::new();
-        let start = ALLOCATIONS.load(Ordering::Relaxed);
+        let start = allocations();
         for r in &requests {
             col.search_into(r, &mut out).expect("search");
         }
-        let before = ALLOCATIONS.load(Ordering::Relaxed);
+        let before = allocations();
         if before == start {
             return u32::MAX;
         }
@@ -116,7 +93,7 @@ pub extern "C" fn shoal_zero_alloc_check() -> u32 {
                 col.search_into(r, &mut out).expect("search");
             }
         }
-        total += ALLOCATIONS.load(Ordering::Relaxed) - before;
+        total += (allocations() - before) as u32;
     }
     total
 }
