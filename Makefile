@@ -13,7 +13,7 @@ CACHE := $(HOME)/.cache/shoal
 GLOVE := $(CACHE)/glove50
 
 .PHONY: demo test bench setup setup-rust setup-js build-js lint test-rust test-js check-targets \
-        bench-kernels bench-search bench-node fuzz
+        bench-kernels bench-search bench-node bench-ann fuzz
 
 ## ---- setup ---------------------------------------------------------------------------
 
@@ -72,17 +72,27 @@ demo: setup build-js $(GLOVE)/vectors.npy
 
 ## ---- bench ---------------------------------------------------------------------------
 
-bench: setup build-js $(GLOVE)/vectors.npy bench-kernels bench-search bench-node
+bench: setup build-js $(GLOVE)/vectors.npy bench-kernels bench-search bench-node bench-ann
 
 bench-kernels:
 	$(CARGO) bench -p shoal-kernels --bench kernels
+	$(CARGO) bench -p shoal-kernels --bench same_as_wasm
 
 bench-search:
-	$(CARGO) bench -p shoal-core --bench exact_search
+	$(CARGO) bench -p shoal-host --bench exact_search
 
 bench-node:
 	node bench/node/kernels.mjs
 	node bench/node/insert.mjs
+
+# ANN: datasets with exact ground truth, Shoal native and wasm, then the peers (PyPI packages).
+ANN_DATASETS ?= glove-100k,gcide-256
+bench-ann:
+	pip install -q -r bench/requirements-bench.txt
+	python3 bench/datasets.py --only $(ANN_DATASETS)
+	SHOAL_ANN_DATASETS=$(ANN_DATASETS) $(CARGO) bench -p shoal-host --bench ann
+	for d in $$(echo $(ANN_DATASETS) | tr , ' '); do node bench/node/ann.mjs $$d; done
+	for d in $$(echo $(ANN_DATASETS) | tr , ' '); do python3 bench/peers.py $$d; done
 
 ## ---- fuzz (nightly; not part of `make test`) -----------------------------------------
 
