@@ -5,7 +5,8 @@
 //! * `dot`, `l2_sq`: one pair of `d`-float vectors (`8·d` bytes, in L1);
 //! * `dot_batch`: one query against 4096 rows of `d` floats (`16 KiB·d` of rows, L2/L3);
 //! * `hamming`: one code against 4096 codes of `d` bits (`⌈d/64⌉` words each);
-//! * `popcount`: one array of 16, 64 or 4096 words (ids give bits).
+//! * `popcount`: one array of 16, 64 or 4096 words (ids give bits);
+//! * `fastscan`: 256 blocks of 32 `d`-bit codes against one set of lookup tables.
 
 use std::hint::black_box;
 use std::time::Duration;
@@ -101,6 +102,25 @@ fn popcount(c: &mut Criterion) {
     group.finish();
 }
 
+/// FastScan over 256 blocks (8,192 codes) of `d`-bit codes: GB/s of code bytes read.
+fn fastscan(c: &mut Criterion) {
+    let mut group = c.benchmark_group("fastscan");
+    for d in [64usize, 128, 256, 512, 1024] {
+        let groups = d / 4;
+        let blocks = 256;
+        let luts: Vec<u8> = words(7, groups * 2).iter().flat_map(|w| w.to_le_bytes()).map(|b| b % 61).collect();
+        let codes: Vec<u8> = words(8, blocks * groups * 2).iter().flat_map(|w| w.to_le_bytes()).collect();
+        let mut out = vec![0u32; blocks * 32];
+        group.throughput(Throughput::Bytes(codes.len() as u64));
+        for k in Kernels::available() {
+            group.bench_with_input(BenchmarkId::new(k.name(), d), &d, |bench, _| {
+                bench.iter(|| k.fastscan(black_box(&luts), black_box(&codes), &mut out))
+            });
+        }
+    }
+    group.finish();
+}
+
 fn config() -> Criterion {
     Criterion::default()
         .warm_up_time(Duration::from_millis(500))
@@ -111,6 +131,6 @@ fn config() -> Criterion {
 criterion_group! {
     name = benches;
     config = config();
-    targets = pair_kernels, dot_batch, hamming, popcount
+    targets = pair_kernels, dot_batch, hamming, popcount, fastscan
 }
 criterion_main!(benches);
