@@ -105,6 +105,23 @@ def reset_peak_rss():
         pass
 
 
+def cpu_snapshot():
+    """(busy, total) jiffies over all CPUs from /proc/stat (steal counts as busy)."""
+    try:
+        with open("/proc/stat") as f:
+            v = [int(x) for x in f.readline().split()[1:9]]
+    except OSError:
+        return None
+    user, nice, system, idle, iowait, irq, softirq, steal = v
+    return user + nice + system + irq + softirq + steal, sum(v)
+
+
+def busy_cores(a, b):
+    if not a or not b or b[1] == a[1]:
+        return None
+    return (b[0] - a[0]) / (b[1] - a[1]) * (os.cpu_count() or 1)
+
+
 def dir_bytes(path):
     return sum(os.path.getsize(os.path.join(d, f)) for d, _, fs in os.walk(path) for f in fs)
 
@@ -499,6 +516,7 @@ def run_dataset(name, args):
                 cmd += ["--pin", str(args.pin)]
             cmd += ["--repeat", str(args.repeat)]
             t = time.perf_counter()
+            snap = cpu_snapshot()
             try:
                 proc = subprocess.run(cmd, env=env, timeout=args.timeout)
                 cfg = json.loads(Path(jpath).read_text()) if Path(jpath).stat().st_size else None
@@ -512,12 +530,16 @@ def run_dataset(name, args):
                 if os.path.exists(jpath):
                     os.unlink(jpath)
             cfg["wall_seconds"] = time.perf_counter() - t
+            # the whole machine's CPU use while this configuration ran, in cores: about 1.0 when
+            # the single-threaded worker had the machine to itself, more when other work ran
+            cfg["machine_busy_cores"] = busy_cores(snap, cpu_snapshot())
             if "error" in cfg:
                 log(f"{peer} / {config}: FAILED: {cfg['error']}")
             else:
                 cfg["summary"] = summarize(cfg)
                 log(f"{peer} / {config}: build {cfg['build_seconds']:.1f} s, index "
-                    f"{cfg['index_bytes'] / 1e6:.1f} MB, RSS delta {cfg['rss_delta_bytes'] / 1e6:.1f} MB")
+                    f"{cfg['index_bytes'] / 1e6:.1f} MB, RSS delta {cfg['rss_delta_bytes'] / 1e6:.1f} MB, "
+                    f"machine busy {cfg['machine_busy_cores'] or 0:.2f} cores")
             result["configs"].append(cfg)
             result["env"]["loadavg_end"] = os.getloadavg()
             out_path = out_dir / f"peers-{name}.json"
@@ -533,7 +555,7 @@ def print_summary(result):
     print(f"== {result['dataset']}: {meta['n']} x {meta['d']} {meta['metric']}, {result['queries']} "
           f"queries, recall@{K}, single thread; load average {result['env']['loadavg_start'][0]:.2f} "
           f"-> {result['env'].get('loadavg_end', [0])[0]:.2f} ==")
-    head = (f"{'peer / config':32s} {'build s':>8s} {'index MB':>9s} {'RSS+ MB':>8s} {'max rec':>8s}  "
+    head = (f"{'peer / config':32s} {'build s':>8s} {'index MB':>9s} {'RSS+ MB':>8s} {'busy':>5s} {'max rec':>8s}  "
             + "  ".join(f"{'QPS@' + format(t, '.2f'):>22s}" for t in TARGETS)
             + "  " + "  ".join(f"{'batch QPS@' + format(t, '.2f'):>22s}" for t in TARGETS))
     print(head)
@@ -545,7 +567,8 @@ def print_summary(result):
             continue
         s = cfg["summary"]
         print(f"{label:32s} {cfg['build_seconds']:8.1f} {cfg['index_bytes'] / 1e6:9.1f} "
-              f"{cfg['rss_delta_bytes'] / 1e6:8.1f} {s['max_recall']:8.4f}  "
+              f"{cfg['rss_delta_bytes'] / 1e6:8.1f} {cfg.get('machine_busy_cores') or 0:5.2f} "
+              f"{s['max_recall']:8.4f}  "
               + "  ".join(f"{fmt_cell(s[f'single@{t:.2f}']):>22s}" for t in TARGETS) + "  "
               + "  ".join(f"{fmt_cell(s[f'batch@{t:.2f}']):>22s}" for t in TARGETS))
     for cfg in result["configs"]:
@@ -553,7 +576,9 @@ def print_summary(result):
             print(f"note ({cfg['peer']} / {cfg['config']}): {note}")
     print("QPS = queries/s, one query per call in a Python loop (batch: whole query matrix in one "
           "call, 1 thread); the cell is the best QPS among sweep points reaching the recall target, "
-          "with its setting in parentheses.")
+          "with its setting in parentheses (hnsw: ef; faiss: nprobe,k_factor; lance: "
+          "nprobes,refine_factor). busy = whole-machine CPU use in cores while that configuration "
+          "ran (about 1.0 = the machine was otherwise idle).")
 
 
 def check_imports(peers, install):
