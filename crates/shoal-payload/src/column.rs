@@ -1,0 +1,728 @@
+//! The point → values column with inline single values, and the value → rows postings.
+//!
+//! Every value of a field is a dictionary code (`docs/format.md`): `0` = no value, `1` = several
+//! values, `2 + i` = dictionary value `i`. In [`MODE_CODES`] a row with exactly one value keeps
+//! its code inline in a packed array of `width`-bit slots (2..=32 bits, the narrowest that holds
+//! the dictionary); only rows with several values reach, through a rank over a bitmap, a range
+//! of a shared packed container. Fields with at most 16 distinct values use [`MODE_SETS`]: the
+//! slot is the bit set of the row's values, so every row — empty, single or multi — is one
+//! load and one AND. A 40M-row field with three distinct values takes 4 bits per row instead of
+//! an 8-byte range plus 8-byte values.
+
+use alloc::vec;
+use alloc::vec::Vec;
+
+use bytemuck::{Pod, Zeroable};
+
+/// Code of a row without any value.
+pub const CODE_EMPTY: u32 = 0;
+/// Code of a row with several values (they are in the multi container).
+pub const CODE_MULTI: u32 = 1;
+/// Code of dictionary value 0.
+pub const CODE_FIRST_VALUE: u32 = 2;
+/// Rows per rank block of the multi bitmap (one 64-byte line of bits).
+pub const RANK_BLOCK: usize = 512;
+
+/// The `ColumnMeta` record (64 bytes).
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Pod, Zeroable)]
+pub struct ColumnMeta {
+    /// Rows (points) of the segment.
+    pub rows: u32,
+    /// Bits per code: 2, 4, 8, 16 or 32.
+    pub width: u32,
+    /// Distinct values in the dictionary.
+    pub dict_len: u32,
+    /// Rows with several values.
+    pub multi_points: u32,
+    /// Codes in the multi container.
+    pub multi_len: u32,
+    /// Rows whose value is `null`.
+    pub null_points: u32,
+    /// Rows whose value is a non-empty array of `null`s.
+    pub nulls_only_points: u32,
+    /// Rows with at least one value.
+    pub valued_points: u32,
+    /// [`MODE_CODES`] or [`MODE_SETS`].
+    pub mode: u32,
+    /// Zero.
+    pub reserved: [u32; 7],
+}
+
+/// Column mode: a slot holds one code (0 none, 1 several, `2 + i` value `i`); rows with
+/// several values go through the rank to the multi container.
+pub const MODE_CODES: u32 = 0;
+/// Column mode for dictionaries of at most [`MAX_SET_VALUES`] values: a slot is the *set* of
+/// the row's values, bit `i` for value `i`; the multi arrays are empty.
+pub const MODE_SETS: u32 = 1;
+/// Column mode with 32-bit slots: below 2^31 a slot is a code (0 none, `2 + i` value `i`); a
+/// slot `2^31 + start` marks a row with several values, whose codes start at `start` in the
+/// multi container, ascending, the last one with bit 31 set. No rank, no offsets: a multi row
+/// costs two dependent loads, like a range + container layout, with 4-byte slots and codes.
+pub const MODE_DIRECT: u32 = 2;
+/// Tag bit of [`MODE_DIRECT`] slots and last codes.
+pub const DIRECT_TAG: u32 = 1 << 31;
+
+/// Largest dictionary stored in [`MODE_SETS`].
+pub const MAX_SET_VALUES: u32 = 16;
+
+const _: () = assert!(core::mem::size_of::<ColumnMeta>() == 64);
+
+/// The narrowest supported code width for a dictionary of `dict_len` values.
+pub fn width_for(dict_len: u32) -> u32 {
+    let codes = dict_len as u64 + 2;
+    [2u32, 4, 8, 16, 32].into_iter().find(|&w| codes <= 1u64 << w).unwrap_or(32)
+}
+
+/// Number of `u64` words of a packed array of `n` codes of `width` bits.
+pub fn packed_words(n: u64, width: u32) -> u64 {
+    (n * width as u64).div_ceil(64)
+}
+
+/// The slot width of a [`MODE_SETS`] column of `dict_len` values.
+pub fn set_width_for(dict_len: u32) -> u32 {
+    [2u32, 4, 8, 16, 32].into_iter().find(|&w| dict_len <= w).unwrap_or(32)
+}
+
+/// Reads code `i` of a packed array; `0` when `i` is beyond the words.
+#[inline(always)]
+pub fn packed_get(words: &[u64], width: u32, i: u64) -> u32 {
+    let bit = i * width as u64;
+    let mask = if width >= 32 { u32::MAX as u64 } else { (1u64 << width) - 1 };
+    match words.get((bit >> 6) as usize) {
+        Some(w) => ((w >> (bit & 63)) & mask) as u32,
+        None => 0,
+    }
+}
+
+fn packed_set(words: &mut [u64], width: u32, i: u64, code: u32) {
+    let bit = i * width as u64;
+    words[(bit >> 6) as usize] |= (code as u64) << (bit & 63);
+}
+
+/// An owned column, as built; [`as_ref`](Self::as_ref) gives the [`ColumnRef`] that
+/// filters evaluate against (the same type a reader casts from bytes).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct ColumnParts {
+    /// Counts and width.
+    pub meta: ColumnMeta,
+    /// Packed inline codes, one per row.
+    pub slots: Vec<u64>,
+    /// Bit `r` set when row `r` has several values (whole 512-bit blocks).
+    pub multi_bits: Vec<u64>,
+    /// Set bits before each 512-bit block.
+    pub multi_rank: Vec<u32>,
+    /// Ranges of the multi rows in `multi_codes` (`multi_points + 1`, or empty).
+    pub multi_offsets: Vec<u32>,
+    /// Packed codes of the multi rows.
+    pub multi_codes: Vec<u64>,
+    /// Rows whose value is `null`, ascending.
+    pub null_rows: Vec<u32>,
+    /// Rows whose value is a non-empty array of `null`s, ascending.
+    pub nulls_only_rows: Vec<u32>,
+}
+
+/// A column over borrowed arrays (owned by [`ColumnParts`] or cast from section bytes).
+///
+/// Every accessor is total: an index that corrupt bytes push out of range reads as "no
+/// value", never a panic.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct ColumnRef<'a> {
+    /// Counts and width.
+    pub meta: ColumnMeta,
+    /// Packed inline codes.
+    pub slots: &'a [u64],
+    /// Multi-row bitmap.
+    pub multi_bits: &'a [u64],
+    /// Rank per 512-bit block.
+    pub multi_rank: &'a [u32],
+    /// Multi ranges.
+    pub multi_offsets: &'a [u32],
+    /// Packed multi codes.
+    pub multi_codes: &'a [u64],
+    /// `null` rows.
+    pub null_rows: &'a [u32],
+    /// Rows with arrays of only `null`s.
+    pub nulls_only_rows: &'a [u32],
+}
+
+impl ColumnParts {
+    /// The borrowed view.
+    pub fn as_ref(&self) -> ColumnRef<'_> {
+        ColumnRef {
+            meta: self.meta,
+            slots: &self.slots,
+            multi_bits: &self.multi_bits,
+            multi_rank: &self.multi_rank,
+            multi_offsets: &self.multi_offsets,
+            multi_codes: &self.multi_codes,
+            null_rows: &self.null_rows,
+            nulls_only_rows: &self.nulls_only_rows,
+        }
+    }
+
+    /// Heap bytes of the column (what a reader maps).
+    pub fn bytes(&self) -> usize {
+        64 + 8 * (self.slots.len() + self.multi_bits.len() + self.multi_codes.len())
+            + 4 * (self.multi_rank.len() + self.multi_offsets.len() + self.null_rows.len() + self.nulls_only_rows.len())
+    }
+}
+
+/// Codes of the rows of one multi row, ascending.
+#[derive(Clone, Debug)]
+pub struct MultiCodes<'a> {
+    words: &'a [u64],
+    width: u32,
+    next: u64,
+    end: u64,
+    direct: bool,
+}
+
+impl Iterator for MultiCodes<'_> {
+    type Item = u32;
+    #[inline]
+    fn next(&mut self) -> Option<u32> {
+        if self.next >= self.end {
+            return None;
+        }
+        let c = packed_get(self.words, self.width, self.next);
+        self.next += 1;
+        if self.direct && c & DIRECT_TAG != 0 {
+            self.end = self.next;
+            return Some(c & !DIRECT_TAG);
+        }
+        Some(c)
+    }
+}
+
+impl<'a> ColumnRef<'a> {
+    /// Rows of the column.
+    #[inline]
+    pub fn rows(&self) -> u32 {
+        self.meta.rows
+    }
+
+    /// The inline code of `row` ([`CODE_EMPTY`], [`CODE_MULTI`] or a value code).
+    #[inline(always)]
+    pub fn code(&self, row: u32) -> u32 {
+        packed_get(self.slots, self.meta.width, row as u64)
+    }
+
+    /// Rank of `row` among the multi rows (set bits before it).
+    #[inline]
+    fn multi_rank_of(&self, row: u32) -> usize {
+        let block = row as usize / RANK_BLOCK;
+        let mut k = self.multi_rank.get(block).copied().unwrap_or(0) as usize;
+        let first = block * (RANK_BLOCK / 64);
+        let word = row as usize / 64;
+        for w in first..word {
+            k += self.multi_bits.get(w).map_or(0, |w| w.count_ones() as usize);
+        }
+        let mask = (1u64 << (row % 64)) - 1;
+        k + self.multi_bits.get(word).map_or(0, |w| (w & mask).count_ones() as usize)
+    }
+
+    /// The codes of a multi row (empty if `row` is not one, or the bytes are inconsistent).
+    #[inline]
+    pub fn multi_codes_of(&self, row: u32) -> MultiCodes<'a> {
+        if self.meta.mode == MODE_DIRECT {
+            let s = self.code(row);
+            let start = if s & DIRECT_TAG != 0 { (s & !DIRECT_TAG) as u64 } else { u64::MAX };
+            return MultiCodes {
+                words: self.multi_codes,
+                width: 32,
+                next: start,
+                end: self.meta.multi_len as u64,
+                direct: true,
+            };
+        }
+        let k = self.multi_rank_of(row);
+        let (start, end) = match (self.multi_offsets.get(k), self.multi_offsets.get(k + 1)) {
+            (Some(&s), Some(&e)) if s <= e && e <= self.meta.multi_len => (s as u64, e as u64),
+            _ => (0, 0),
+        };
+        MultiCodes { words: self.multi_codes, width: self.meta.width, next: start, end, direct: false }
+    }
+
+    /// Calls `f` with every value code of `row`, ascending; stops when `f` returns `true` and
+    /// returns whether it did. This is `check_values_any` over codes.
+    #[inline(always)]
+    pub fn any_code(&self, row: u32, mut f: impl FnMut(u32) -> bool) -> bool {
+        let c = self.code(row);
+        if self.meta.mode == MODE_SETS {
+            let mut set = c;
+            while set != 0 {
+                if f(set.trailing_zeros() + CODE_FIRST_VALUE) {
+                    return true;
+                }
+                set &= set - 1;
+            }
+            return false;
+        }
+        if (CODE_FIRST_VALUE..DIRECT_TAG).contains(&c) {
+            return f(c);
+        }
+        if c == CODE_EMPTY {
+            return false;
+        }
+        self.multi_codes_of(row).any(f)
+    }
+
+    /// Whether `row` has no value at all.
+    #[inline]
+    pub fn has_no_value(&self, row: u32) -> bool {
+        self.code(row) == CODE_EMPTY
+    }
+
+    /// Whether some value code of `row` is in `set` (the filter's leaf check).
+    #[inline(always)]
+    pub fn any_in(&self, row: u32, set: &CodeSet) -> bool {
+        match set {
+            CodeSet::Mask(m) => self.code(row) & m != 0,
+            _ => self.any_code(row, |c| set.contains(c)),
+        }
+    }
+
+    /// Number of values of `row`.
+    pub fn value_count(&self, row: u32) -> usize {
+        if self.meta.mode == MODE_SETS {
+            return self.code(row).count_ones() as usize;
+        }
+        match self.code(row) {
+            CODE_EMPTY => 0,
+            c if c == CODE_MULTI || c >= DIRECT_TAG => self.multi_codes_of(row).count(),
+            _ => 1,
+        }
+    }
+
+    /// The [`CodeSet`] of the codes `lo..hi` for this column (a bit mask in [`MODE_SETS`]).
+    pub fn code_range(&self, lo: u32, hi: u32) -> CodeSet {
+        if self.meta.mode == MODE_SETS {
+            let mut m = 0u32;
+            for c in lo.max(CODE_FIRST_VALUE)..hi.min(CODE_FIRST_VALUE + 32) {
+                m |= 1 << (c - CODE_FIRST_VALUE);
+            }
+            CodeSet::Mask(m)
+        } else {
+            CodeSet::Range(lo, hi)
+        }
+    }
+
+    /// The [`CodeSet`] of a sorted list of codes for this column.
+    pub fn code_list(&self, codes: Vec<u32>) -> CodeSet {
+        if self.meta.mode == MODE_SETS {
+            let mut m = 0u32;
+            for c in codes {
+                if (CODE_FIRST_VALUE..CODE_FIRST_VALUE + 32).contains(&c) {
+                    m |= 1 << (c - CODE_FIRST_VALUE);
+                }
+            }
+            CodeSet::Mask(m)
+        } else {
+            CodeSet::List(codes)
+        }
+    }
+
+    /// Whether `row`'s value is `null` (Qdrant's `is_null`).
+    pub fn is_null(&self, row: u32) -> bool {
+        self.code(row) == CODE_EMPTY && self.null_rows.binary_search(&row).is_ok()
+    }
+
+    /// Whether `row` is absent, `null` or `[]` (Qdrant's `is_empty`).
+    pub fn is_empty(&self, row: u32) -> bool {
+        self.code(row) == CODE_EMPTY && self.nulls_only_rows.binary_search(&row).is_err()
+    }
+}
+
+/// A set of value codes, prepared for one column by [`ColumnRef::code_range`] /
+/// [`ColumnRef::code_list`].
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum CodeSet {
+    /// Codes `lo..hi` (a range of values: the dictionary is sorted).
+    Range(u32, u32),
+    /// Sorted codes.
+    List(Vec<u32>),
+    /// Bit `i` = code `i + 2` ([`MODE_SETS`] columns: one AND per row).
+    Mask(u32),
+}
+
+impl CodeSet {
+    /// Whether `c` is in the set.
+    #[inline]
+    pub fn contains(&self, c: u32) -> bool {
+        match self {
+            CodeSet::Range(lo, hi) => *lo <= c && c < *hi,
+            CodeSet::List(l) => {
+                if l.len() <= 8 {
+                    l.contains(&c)
+                } else {
+                    l.binary_search(&c).is_ok()
+                }
+            }
+            CodeSet::Mask(m) => {
+                (CODE_FIRST_VALUE..CODE_FIRST_VALUE + 32).contains(&c) && m >> (c - CODE_FIRST_VALUE) & 1 == 1
+            }
+        }
+    }
+
+    /// Dictionary indexes (`code - 2`) in the set, ascending.
+    pub fn for_each_value(&self, mut f: impl FnMut(u32)) {
+        match self {
+            CodeSet::Range(lo, hi) => (*lo.max(&CODE_FIRST_VALUE)..*hi).for_each(|c| f(c - CODE_FIRST_VALUE)),
+            CodeSet::List(l) => l.iter().filter(|&&c| c >= CODE_FIRST_VALUE).for_each(|&c| f(c - CODE_FIRST_VALUE)),
+            CodeSet::Mask(m) => {
+                let mut m = *m;
+                while m != 0 {
+                    f(m.trailing_zeros());
+                    m &= m - 1;
+                }
+            }
+        }
+    }
+
+    /// Whether the set is empty.
+    pub fn is_empty(&self) -> bool {
+        match self {
+            CodeSet::Range(lo, hi) => lo >= hi,
+            CodeSet::List(l) => l.is_empty(),
+            CodeSet::Mask(m) => *m == 0,
+        }
+    }
+}
+
+/// The value → rows index of one field: the rows of dictionary value `i` are
+/// `rows[offsets[i] .. offsets[i+1]]`, ascending.
+///
+/// Callers go through [`RowLists`], so the plain layout can become the block postings codec of
+/// `shoal-text` without touching the filter code.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Postings<'a> {
+    /// `dict_len + 1` offsets.
+    pub offsets: &'a [u32],
+    /// Rows, ascending per value.
+    pub rows: &'a [u32],
+}
+
+/// An owned [`Postings`].
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct PostingsParts {
+    /// `dict_len + 1` offsets.
+    pub offsets: Vec<u32>,
+    /// Rows, ascending per value.
+    pub rows: Vec<u32>,
+}
+
+impl PostingsParts {
+    /// The borrowed view.
+    pub fn as_ref(&self) -> Postings<'_> {
+        Postings { offsets: &self.offsets, rows: &self.rows }
+    }
+}
+
+/// The interface of a value → rows index (dictionary index `i`, not code).
+pub trait RowLists {
+    /// Number of rows holding value `i` (0 for an unknown value).
+    fn list_len(&self, i: u32) -> u64;
+    /// Number of (row, value) pairs of the values `lo..hi`.
+    fn range_len(&self, lo: u32, hi: u32) -> u64;
+    /// Calls `f` with every row holding value `i`, ascending.
+    fn for_each_row(&self, i: u32, f: &mut dyn FnMut(u32));
+}
+
+impl Postings<'_> {
+    fn bounds(&self, lo: u32, hi: u32) -> (usize, usize) {
+        match (self.offsets.get(lo as usize), self.offsets.get(hi as usize)) {
+            (Some(&s), Some(&e)) if s <= e && e as usize <= self.rows.len() => (s as usize, e as usize),
+            _ => (0, 0),
+        }
+    }
+}
+
+impl RowLists for Postings<'_> {
+    fn list_len(&self, i: u32) -> u64 {
+        self.range_len(i, i.saturating_add(1))
+    }
+
+    fn range_len(&self, lo: u32, hi: u32) -> u64 {
+        if lo >= hi {
+            return 0;
+        }
+        let (s, e) = self.bounds(lo, hi);
+        (e - s) as u64
+    }
+
+    fn for_each_row(&self, i: u32, f: &mut dyn FnMut(u32)) {
+        let (s, e) = self.bounds(i, i.saturating_add(1));
+        for &r in &self.rows[s..e] {
+            f(r);
+        }
+    }
+}
+
+/// Builds a column and its postings from per-row dictionary indexes in CSR form: row `r`
+/// holds `values[row_offsets[r] .. row_offsets[r+1]]` (indexes into a dictionary of
+/// `dict_len` values, any order, duplicates allowed). `null_rows` / `nulls_only_rows` list the
+/// rows (ascending) whose value is `null` / an array of only `null`s; they must hold no values.
+///
+/// A dictionary of at most [`MAX_SET_VALUES`] values gives a [`MODE_SETS`] column (each slot
+/// is the set of the row's values); a larger one a [`MODE_CODES`] column.
+///
+/// ```
+/// use shoal_payload::column::{build_column, MODE_DIRECT, MODE_SETS};
+/// // Three rows: [1], [], [0, 1, 1]; dictionary of 2 values: value sets.
+/// let (col, post) = build_column(2, &[0, 1, 1, 4], &[1, 0, 1, 1], &[], &[]);
+/// assert_eq!(col.meta.mode, MODE_SETS);
+/// assert_eq!(col.as_ref().code(2), 0b11);
+/// assert_eq!(post.rows, vec![2, 0, 2]);
+/// // The same rows over a dictionary of 100 values: inline codes (one multi row in three:
+/// // its codes are reached by a direct offset).
+/// let (col, _) = build_column(100, &[0, 1, 1, 4], &[1, 0, 1, 1], &[], &[]);
+/// let c = col.as_ref();
+/// assert_eq!(c.meta.mode, MODE_DIRECT);
+/// assert_eq!(c.code(0), 3); // inline: value 1 has code 3
+/// assert_eq!(c.code(1), 0); // no value
+/// assert_eq!(c.multi_codes_of(2).collect::<Vec<_>>(), vec![2, 3]);
+/// ```
+pub fn build_column(
+    dict_len: u32,
+    row_offsets: &[u32],
+    values: &[u32],
+    null_rows: &[u32],
+    nulls_only_rows: &[u32],
+) -> (ColumnParts, PostingsParts) {
+    let rows = row_offsets.len().saturating_sub(1);
+    if dict_len <= MAX_SET_VALUES {
+        return build_set_column(dict_len, row_offsets, values, null_rows, nulls_only_rows);
+    }
+    let width = width_for(dict_len);
+    let mut slots = vec![0u64; packed_words(rows as u64, width) as usize];
+    let blocks = rows.div_ceil(RANK_BLOCK);
+    let mut multi_bits = vec![0u64; blocks * (RANK_BLOCK / 64)];
+    let mut multi_offsets: Vec<u32> = Vec::new();
+    let mut multi_list: Vec<u32> = Vec::new();
+    let mut counts = vec![0u32; dict_len as usize + 1];
+    let mut valued = 0u32;
+    let mut scratch: Vec<u32> = Vec::new();
+    for r in 0..rows {
+        scratch.clear();
+        scratch.extend_from_slice(&values[row_offsets[r] as usize..row_offsets[r + 1] as usize]);
+        scratch.sort_unstable();
+        scratch.dedup();
+        for &v in &scratch {
+            counts[v as usize + 1] += 1;
+        }
+        match scratch.len() {
+            0 => {}
+            1 => {
+                packed_set(&mut slots, width, r as u64, scratch[0] + CODE_FIRST_VALUE);
+                valued += 1;
+            }
+            _ => {
+                packed_set(&mut slots, width, r as u64, CODE_MULTI);
+                multi_bits[r / 64] |= 1 << (r % 64);
+                if multi_offsets.is_empty() {
+                    multi_offsets.push(0);
+                }
+                multi_list.extend(scratch.iter().map(|&v| v + CODE_FIRST_VALUE));
+                multi_offsets.push(multi_list.len() as u32);
+                valued += 1;
+            }
+        }
+    }
+    let mut multi_rank = Vec::with_capacity(blocks);
+    let mut acc = 0u32;
+    for b in 0..blocks {
+        multi_rank.push(acc);
+        acc += multi_bits[b * 8..b * 8 + 8].iter().map(|w| w.count_ones()).sum::<u32>();
+    }
+    let mut multi_codes = vec![0u64; packed_words(multi_list.len() as u64, width) as usize];
+    for (i, &c) in multi_list.iter().enumerate() {
+        packed_set(&mut multi_codes, width, i as u64, c);
+    }
+    // Postings: counting sort by value, rows ascending within a value.
+    for i in 1..counts.len() {
+        counts[i] += counts[i - 1];
+    }
+    let offsets = counts.clone();
+    let mut post_rows = vec![0u32; *counts.last().unwrap_or(&0) as usize];
+    let mut cursor = counts;
+    for r in 0..rows {
+        scratch.clear();
+        scratch.extend_from_slice(&values[row_offsets[r] as usize..row_offsets[r + 1] as usize]);
+        scratch.sort_unstable();
+        scratch.dedup();
+        for &v in &scratch {
+            post_rows[cursor[v as usize] as usize] = r as u32;
+            cursor[v as usize] += 1;
+        }
+    }
+    let meta = ColumnMeta {
+        rows: rows as u32,
+        width,
+        dict_len,
+        multi_points: multi_offsets.len().saturating_sub(1) as u32,
+        multi_len: multi_list.len() as u32,
+        null_points: null_rows.len() as u32,
+        nulls_only_points: nulls_only_rows.len() as u32,
+        valued_points: valued,
+        mode: MODE_CODES,
+        reserved: [0; 7],
+    };
+    let col = ColumnParts {
+        meta,
+        slots,
+        multi_bits,
+        multi_rank,
+        multi_offsets,
+        multi_codes,
+        null_rows: null_rows.to_vec(),
+        nulls_only_rows: nulls_only_rows.to_vec(),
+    };
+    // Measured (benches/check_values_any.rs): the rank path costs two more dependent loads
+    // than direct offsets, so it only pays where it saves memory: narrow codes, rare multi rows.
+    let direct = (width == 32 || meta.multi_points as u64 * 16 >= rows as u64)
+        && meta.multi_points > 0
+        && dict_len < DIRECT_TAG - CODE_FIRST_VALUE
+        && meta.multi_len < DIRECT_TAG;
+    let col = if direct { to_direct(&col) } else { col };
+    (col, PostingsParts { offsets, rows: post_rows })
+}
+
+fn to_direct(col: &ColumnParts) -> ColumnParts {
+    let c = col.as_ref();
+    let rows = c.rows();
+    let mut slots = vec![0u64; packed_words(rows as u64, 32) as usize];
+    let mut codes: Vec<u32> = Vec::with_capacity(col.meta.multi_len as usize);
+    for r in 0..rows {
+        let code = c.code(r);
+        let slot = if code == CODE_MULTI {
+            let start = codes.len() as u32;
+            codes.extend(c.multi_codes_of(r));
+            if let Some(last) = codes.last_mut() {
+                *last |= DIRECT_TAG;
+            }
+            DIRECT_TAG | start
+        } else {
+            code
+        };
+        packed_set(&mut slots, 32, r as u64, slot);
+    }
+    let mut multi_codes = vec![0u64; packed_words(codes.len() as u64, 32) as usize];
+    for (i, &x) in codes.iter().enumerate() {
+        packed_set(&mut multi_codes, 32, i as u64, x);
+    }
+    ColumnParts {
+        meta: ColumnMeta { width: 32, mode: MODE_DIRECT, ..col.meta },
+        slots,
+        multi_codes,
+        null_rows: col.null_rows.clone(),
+        nulls_only_rows: col.nulls_only_rows.clone(),
+        ..ColumnParts::default()
+    }
+}
+
+fn build_set_column(
+    dict_len: u32,
+    row_offsets: &[u32],
+    values: &[u32],
+    null_rows: &[u32],
+    nulls_only_rows: &[u32],
+) -> (ColumnParts, PostingsParts) {
+    let rows = row_offsets.len().saturating_sub(1);
+    let width = set_width_for(dict_len);
+    let mut slots = vec![0u64; packed_words(rows as u64, width) as usize];
+    let mut counts = vec![0u32; dict_len as usize + 1];
+    let (mut valued, mut multi_points, mut multi_len) = (0u32, 0u32, 0u32);
+    let mut sets = Vec::with_capacity(rows);
+    for r in 0..rows {
+        let mut set = 0u32;
+        for &v in &values[row_offsets[r] as usize..row_offsets[r + 1] as usize] {
+            set |= 1 << v;
+        }
+        sets.push(set);
+        packed_set(&mut slots, width, r as u64, set);
+        let n = set.count_ones();
+        valued += u32::from(n > 0);
+        if n > 1 {
+            multi_points += 1;
+            multi_len += n;
+        }
+        let mut s = set;
+        while s != 0 {
+            counts[s.trailing_zeros() as usize + 1] += 1;
+            s &= s - 1;
+        }
+    }
+    for i in 1..counts.len() {
+        counts[i] += counts[i - 1];
+    }
+    let offsets = counts.clone();
+    let mut post_rows = vec![0u32; *counts.last().unwrap_or(&0) as usize];
+    let mut cursor = counts;
+    for (r, &set) in sets.iter().enumerate() {
+        let mut s = set;
+        while s != 0 {
+            let v = s.trailing_zeros() as usize;
+            post_rows[cursor[v] as usize] = r as u32;
+            cursor[v] += 1;
+            s &= s - 1;
+        }
+    }
+    let meta = ColumnMeta {
+        rows: rows as u32,
+        width,
+        dict_len,
+        multi_points,
+        multi_len,
+        null_points: null_rows.len() as u32,
+        nulls_only_points: nulls_only_rows.len() as u32,
+        valued_points: valued,
+        mode: MODE_SETS,
+        reserved: [0; 7],
+    };
+    let col = ColumnParts {
+        meta,
+        slots,
+        null_rows: null_rows.to_vec(),
+        nulls_only_rows: nulls_only_rows.to_vec(),
+        ..ColumnParts::default()
+    };
+    (col, PostingsParts { offsets, rows: post_rows })
+}
+
+/// Builds the presence-only column of a text field: code 1 marks a row with at least one
+/// string (its multi arrays stay empty), code 0 a row without.
+pub fn build_presence_column(has_value: &[bool], null_rows: &[u32], nulls_only_rows: &[u32]) -> ColumnParts {
+    let rows = has_value.len();
+    let width = width_for(0);
+    let mut slots = vec![0u64; packed_words(rows as u64, width) as usize];
+    let mut valued = 0;
+    for (r, &h) in has_value.iter().enumerate() {
+        if h {
+            packed_set(&mut slots, width, r as u64, CODE_MULTI);
+            valued += 1;
+        }
+    }
+    let blocks = rows.div_ceil(RANK_BLOCK);
+    ColumnParts {
+        meta: ColumnMeta {
+            rows: rows as u32,
+            width,
+            dict_len: 0,
+            multi_points: 0,
+            multi_len: 0,
+            null_points: null_rows.len() as u32,
+            nulls_only_points: nulls_only_rows.len() as u32,
+            valued_points: valued,
+            mode: MODE_CODES,
+            reserved: [0; 7],
+        },
+        slots,
+        multi_bits: vec![0; blocks * (RANK_BLOCK / 64)],
+        multi_rank: vec![0; blocks],
+        multi_offsets: Vec::new(),
+        multi_codes: Vec::new(),
+        null_rows: null_rows.to_vec(),
+        nulls_only_rows: nulls_only_rows.to_vec(),
+    }
+}

@@ -1,0 +1,510 @@
+//! Filters bound to a [`PayloadView`]: per-point checks against the columns, cardinality
+//! estimates and exact matching sets from the value → rows indexes.
+
+use alloc::vec;
+use alloc::vec::Vec;
+
+use crate::column::{CODE_EMPTY, CODE_FIRST_VALUE, CodeSet, ColumnRef, MODE_SETS, RowLists};
+use crate::error::FilterError;
+use crate::filter::{Condition, FieldCheck, Filter, Literal, Range};
+use crate::schema::FieldType;
+use crate::store::{Dict, FieldView, PayloadView};
+use crate::values::{f64_of_key, i64_of_key, key_of_i64};
+
+/// A set of rows `0..len` as bits.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Bitset {
+    words: Vec<u64>,
+    len: u32,
+}
+
+impl Bitset {
+    /// No row.
+    pub fn empty(len: u32) -> Bitset {
+        Bitset { words: vec![0; (len as usize).div_ceil(64)], len }
+    }
+
+    /// Every row.
+    pub fn full(len: u32) -> Bitset {
+        let mut b = Bitset { words: vec![!0; (len as usize).div_ceil(64)], len };
+        b.trim();
+        b
+    }
+
+    fn trim(&mut self) {
+        if !self.len.is_multiple_of(64)
+            && let Some(last) = self.words.last_mut()
+        {
+            *last &= (1u64 << (self.len % 64)) - 1;
+        }
+    }
+
+    /// Number of rows the set ranges over.
+    pub fn len(&self) -> u32 {
+        self.len
+    }
+
+    /// Whether the set ranges over no rows.
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// Adds `row` (ignored when out of range).
+    #[inline]
+    pub fn insert(&mut self, row: u32) {
+        if row < self.len {
+            self.words[row as usize / 64] |= 1 << (row % 64);
+        }
+    }
+
+    /// Removes `row`.
+    #[inline]
+    pub fn remove(&mut self, row: u32) {
+        if row < self.len {
+            self.words[row as usize / 64] &= !(1 << (row % 64));
+        }
+    }
+
+    /// Whether `row` is in the set.
+    #[inline]
+    pub fn contains(&self, row: u32) -> bool {
+        row < self.len && self.words[row as usize / 64] >> (row % 64) & 1 == 1
+    }
+
+    /// Number of rows in the set.
+    pub fn count(&self) -> u64 {
+        self.words.iter().map(|w| w.count_ones() as u64).sum()
+    }
+
+    /// `self ∩= other`.
+    pub fn and(&mut self, other: &Bitset) {
+        self.words.iter_mut().zip(&other.words).for_each(|(a, b)| *a &= b);
+    }
+
+    /// `self ∪= other`.
+    pub fn or(&mut self, other: &Bitset) {
+        self.words.iter_mut().zip(&other.words).for_each(|(a, b)| *a |= b);
+    }
+
+    /// `self −= other`.
+    pub fn and_not(&mut self, other: &Bitset) {
+        self.words.iter_mut().zip(&other.words).for_each(|(a, b)| *a &= !b);
+    }
+
+    /// The rows, ascending.
+    pub fn iter(&self) -> impl Iterator<Item = u32> + '_ {
+        self.words.iter().enumerate().flat_map(|(i, &w)| {
+            let mut w = w;
+            core::iter::from_fn(move || {
+                if w == 0 {
+                    return None;
+                }
+                let t = w.trailing_zeros();
+                w &= w - 1;
+                Some(i as u32 * 64 + t)
+            })
+        })
+    }
+
+    /// The rows as a sorted vector.
+    pub fn to_rows(&self) -> Vec<u32> {
+        self.iter().collect()
+    }
+}
+
+/// Bounds on the number of matching points: `min <= expected <= max`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Cardinality {
+    /// Certainly at least this many.
+    pub min: u64,
+    /// Best guess.
+    pub expected: u64,
+    /// Certainly at most this many.
+    pub max: u64,
+}
+
+impl Cardinality {
+    fn exact(n: u64) -> Cardinality {
+        Cardinality { min: n, expected: n, max: n }
+    }
+
+    /// Orders the bounds (`min <= expected <= max`) whatever the inputs.
+    fn new(min: u64, expected: u64, max: u64) -> Cardinality {
+        let min = min.min(max);
+        Cardinality { min, expected: expected.max(min).min(max), max }
+    }
+}
+
+fn pairs(set: &CodeSet, p: &dyn RowLists) -> u64 {
+    match set {
+        CodeSet::Range(lo, hi) => p.range_len(lo.saturating_sub(CODE_FIRST_VALUE), hi.saturating_sub(CODE_FIRST_VALUE)),
+        _ => {
+            let mut n = 0;
+            set.for_each_value(|i| n += p.list_len(i));
+            n
+        }
+    }
+}
+
+#[derive(Clone, Debug)]
+enum Node {
+    Const(bool),
+    /// Some value of the field has a code in the set.
+    Any {
+        field: usize,
+        codes: CodeSet,
+    },
+    /// Some value of the field has a code not in the (sorted) list.
+    Except {
+        field: usize,
+        codes: Vec<u32>,
+    },
+    IsEmpty(usize),
+    IsNull(usize),
+    /// Sorted rows.
+    Rows(Vec<u32>),
+    Bool {
+        must: Vec<Node>,
+        should: Vec<Node>,
+        must_not: Vec<Node>,
+        min_should: Option<(Vec<Node>, usize)>,
+    },
+}
+
+/// A filter compiled against one [`PayloadView`]: field names resolved, literals turned into
+/// dictionary codes (a range of values is a range of codes).
+///
+/// ```
+/// use shoal_payload::{Filter, PayloadBuilder, Schema};
+/// let mut b = PayloadBuilder::new(Schema::from_json(r#"{"n": "integer"}"#).unwrap());
+/// for doc in [r#"{"n": 1}"#, r#"{"n": [2, 7]}"#, r#"{}"#, r#"{"n": 5}"#] {
+///     b.push_str(doc).unwrap();
+/// }
+/// let p = b.finish().to_aligned();
+/// let view = p.view().unwrap();
+/// let f = Filter::from_json(r#"{"should": [{"key": "n", "range": {"gt": 4}}, {"has_id": [100]}]}"#).unwrap();
+/// let q = view.compile(&f, &|id| (id >= 100).then(|| (id - 100) as u32)).unwrap();
+/// assert_eq!(q.matching_points().to_rows(), vec![0, 1, 3]);
+/// let c = q.estimate_cardinality();
+/// assert!(c.min <= 3 && 3 <= c.max);
+/// ```
+#[derive(Clone, Debug)]
+pub struct CompiledFilter<'v, 'a> {
+    view: &'v PayloadView<'a>,
+    root: Node,
+}
+
+impl<'a> PayloadView<'a> {
+    /// Validates `filter` against the schema and binds it to this view. `row_of` maps the
+    /// external ids of `has_id` to rows (`None`: not in this segment).
+    pub fn compile<'v>(
+        &'v self,
+        filter: &Filter,
+        row_of: &dyn Fn(u64) -> Option<u32>,
+    ) -> Result<CompiledFilter<'v, 'a>, FilterError> {
+        filter.validate(self.schema())?;
+        let root = compile_filter(self, filter, row_of);
+        Ok(CompiledFilter { view: self, root })
+    }
+}
+
+fn compile_filter(view: &PayloadView<'_>, f: &Filter, row_of: &dyn Fn(u64) -> Option<u32>) -> Node {
+    let list = |cs: &[Condition]| cs.iter().map(|c| compile_condition(view, c, row_of)).collect::<Vec<_>>();
+    Node::Bool {
+        must: list(&f.must),
+        should: list(&f.should),
+        must_not: list(&f.must_not),
+        min_should: f.min_should.as_ref().map(|m| (list(&m.conditions), m.min_count)),
+    }
+}
+
+fn literal_code(field: &FieldView<'_>, l: &Literal) -> Option<u32> {
+    let i = match (&field.dict, l) {
+        (Dict::Strings { .. }, Literal::Keyword(s)) => field.dict.find_string(s)?,
+        (Dict::Keys(k), Literal::Integer(x)) => k.binary_search(&key_of_i64(*x)).ok()? as u32,
+        (Dict::Keys(k), Literal::Bool(b)) => k.binary_search(&(*b as u64)).ok()? as u32,
+        _ => return None,
+    };
+    Some(i + CODE_FIRST_VALUE)
+}
+
+fn range_codes(field: &FieldView<'_>, r: &Range) -> (u32, u32) {
+    let Dict::Keys(keys) = field.dict else { return (0, 0) };
+    let as_f64 = |k: u64| match field.field_type {
+        FieldType::Integer => i64_of_key(k) as f64,
+        _ => f64_of_key(k),
+    };
+    // Values ascend, so each side of the range is a prefix/suffix of the dictionary.
+    let lo = keys.partition_point(|&k| !r.above_lower(as_f64(k)));
+    let hi = keys.partition_point(|&k| r.below_upper(as_f64(k)));
+    if lo < hi { (lo as u32 + CODE_FIRST_VALUE, hi as u32 + CODE_FIRST_VALUE) } else { (0, 0) }
+}
+
+fn codes_of(field: &FieldView<'_>, list: &[Literal]) -> Vec<u32> {
+    let mut v: Vec<u32> = list.iter().filter_map(|l| literal_code(field, l)).collect();
+    v.sort_unstable();
+    v.dedup();
+    v
+}
+
+fn compile_condition(view: &PayloadView<'_>, c: &Condition, row_of: &dyn Fn(u64) -> Option<u32>) -> Node {
+    let field_index = |k: &str| view.schema().field(k).map(|(i, _)| i);
+    match c {
+        Condition::Filter(f) => compile_filter(view, f, row_of),
+        Condition::HasId(ids) => {
+            let mut rows: Vec<u32> = ids.iter().filter_map(|&id| row_of(id)).filter(|&r| r < view.rows()).collect();
+            rows.sort_unstable();
+            rows.dedup();
+            Node::Rows(rows)
+        }
+        // Validation guarantees the fields exist; a missing one compiles to "false".
+        Condition::IsEmpty(k) => field_index(k).map_or(Node::Const(false), Node::IsEmpty),
+        Condition::IsNull(k) => field_index(k).map_or(Node::Const(false), Node::IsNull),
+        Condition::Field { key, check } => {
+            let Some(i) = field_index(key) else { return Node::Const(false) };
+            let field = view.field(i);
+            let col = &field.column;
+            let any =
+                |codes: CodeSet| if codes.is_empty() { Node::Const(false) } else { Node::Any { field: i, codes } };
+            match check {
+                FieldCheck::Value(l) => match literal_code(field, l) {
+                    Some(code) => any(col.code_range(code, code + 1)),
+                    None => Node::Const(false),
+                },
+                FieldCheck::Any(list) => any(col.code_list(codes_of(field, list))),
+                FieldCheck::Except(list) => {
+                    let excluded = codes_of(field, list);
+                    if col.meta.mode == MODE_SETS {
+                        // "Some value outside the list" = some value in the complement.
+                        let CodeSet::Mask(out) = col.code_list(excluded) else { return Node::Const(false) };
+                        let CodeSet::Mask(all) = col.code_range(CODE_FIRST_VALUE, col.meta.dict_len + CODE_FIRST_VALUE)
+                        else {
+                            return Node::Const(false);
+                        };
+                        any(CodeSet::Mask(all & !out))
+                    } else {
+                        Node::Except { field: i, codes: excluded }
+                    }
+                }
+                FieldCheck::Range(r) => {
+                    let (lo, hi) = range_codes(field, r);
+                    any(col.code_range(lo, hi))
+                }
+            }
+        }
+    }
+}
+
+#[inline]
+fn eval(view: &PayloadView<'_>, n: &Node, row: u32) -> bool {
+    match n {
+        Node::Const(b) => *b,
+        Node::Any { field, codes } => view.field(*field).column.any_in(row, codes),
+        Node::Except { field, codes } => view.field(*field).column.any_code(row, |c| codes.binary_search(&c).is_err()),
+        Node::IsEmpty(f) => view.field(*f).column.is_empty(row),
+        Node::IsNull(f) => view.field(*f).column.is_null(row),
+        Node::Rows(rows) => rows.binary_search(&row).is_ok(),
+        Node::Bool { must, should, must_not, min_should } => {
+            must.iter().all(|c| eval(view, c, row))
+                && (should.is_empty() || should.iter().any(|c| eval(view, c, row)))
+                && !must_not.iter().any(|c| eval(view, c, row))
+                && min_should
+                    .as_ref()
+                    .is_none_or(|(cs, k)| *k == 0 || cs.iter().filter(|c| eval(view, c, row)).take(*k).count() == *k)
+        }
+    }
+}
+
+fn estimate(view: &PayloadView<'_>, n: &Node) -> Cardinality {
+    let total = view.rows() as u64;
+    let values_bound = |col: &ColumnRef<'_>, pairs: u64| {
+        // A multi row adds at most (its values - 1) extra pairs.
+        let extra = col.meta.multi_len as u64 - (col.meta.multi_points as u64).min(col.meta.multi_len as u64);
+        let valued = col.meta.valued_points as u64;
+        let all_pairs = valued + extra;
+        let max = pairs.min(valued);
+        let min = pairs.saturating_sub(extra).min(max);
+        let expected = if all_pairs == 0 { 0 } else { (pairs as u128 * valued as u128 / all_pairs as u128) as u64 };
+        Cardinality::new(min, expected, max)
+    };
+    match n {
+        Node::Const(b) => Cardinality::exact(if *b { total } else { 0 }),
+        Node::Rows(r) => Cardinality::exact(r.len() as u64),
+        Node::IsNull(f) => Cardinality::exact(view.field(*f).column.meta.null_points as u64),
+        Node::IsEmpty(f) => {
+            let m = view.field(*f).column.meta;
+            Cardinality::exact(total.saturating_sub(m.valued_points as u64 + m.nulls_only_points as u64))
+        }
+        Node::Any { field, codes } => {
+            let fv = view.field(*field);
+            values_bound(&fv.column, pairs(codes, &fv.postings))
+        }
+        Node::Except { field, codes } => {
+            let fv = view.field(*field);
+            let all = fv.postings.range_len(0, fv.column.meta.dict_len);
+            let excluded: u64 = codes.iter().map(|&c| fv.postings.list_len(c - CODE_FIRST_VALUE)).sum();
+            values_bound(&fv.column, all.saturating_sub(excluded))
+        }
+        Node::Bool { must, should, must_not, min_should } => {
+            let mut parts: Vec<Cardinality> = must.iter().map(|c| estimate(view, c)).collect();
+            if !should.is_empty() {
+                parts.push(combine_or(total, should.iter().map(|c| estimate(view, c))));
+            }
+            for c in must_not {
+                let e = estimate(view, c);
+                parts.push(Cardinality::new(
+                    total.saturating_sub(e.max),
+                    total.saturating_sub(e.expected),
+                    total.saturating_sub(e.min),
+                ));
+            }
+            if let Some((cs, k)) = min_should
+                && *k > 0
+            {
+                // At least one of the conditions must hold: bounded like `should`.
+                let mut e = combine_or(total, cs.iter().map(|c| estimate(view, c)));
+                if *k > cs.len() {
+                    e = Cardinality::exact(0);
+                }
+                if *k > 1 {
+                    e = Cardinality::new(0, e.expected, e.max);
+                }
+                parts.push(e);
+            }
+            combine_and(total, parts)
+        }
+    }
+}
+
+fn combine_and(total: u64, parts: Vec<Cardinality>) -> Cardinality {
+    if parts.is_empty() {
+        return Cardinality::exact(total);
+    }
+    let n = parts.len() as u64;
+    let max = parts.iter().map(|c| c.max).min().unwrap_or(total).min(total);
+    let sum_min: u64 = parts.iter().fold(0u64, |a, c| a.saturating_add(c.min));
+    let min = sum_min.saturating_sub((n - 1).saturating_mul(total)).min(max);
+    let mut expected = total as f64;
+    for c in &parts {
+        expected *= if total == 0 { 0.0 } else { c.expected as f64 / total as f64 };
+    }
+    Cardinality::new(min, expected as u64, max)
+}
+
+fn combine_or(total: u64, parts: impl Iterator<Item = Cardinality>) -> Cardinality {
+    let (mut min, mut max, mut miss) = (0u64, 0u64, 1.0f64);
+    for c in parts {
+        min = min.max(c.min);
+        max = max.saturating_add(c.max);
+        miss *= if total == 0 { 1.0 } else { 1.0 - c.expected as f64 / total as f64 };
+    }
+    let max = max.min(total);
+    let expected = (total as f64 * (1.0 - miss)) as u64;
+    Cardinality::new(min, expected, max)
+}
+
+fn matching(view: &PayloadView<'_>, n: &Node) -> Bitset {
+    let total = view.rows();
+    match n {
+        Node::Const(b) => {
+            if *b {
+                Bitset::full(total)
+            } else {
+                Bitset::empty(total)
+            }
+        }
+        Node::Rows(rows) => {
+            let mut b = Bitset::empty(total);
+            rows.iter().for_each(|&r| b.insert(r));
+            b
+        }
+        Node::Any { field, codes } => {
+            let fv = view.field(*field);
+            let mut b = Bitset::empty(total);
+            codes.for_each_value(|i| fv.postings.for_each_row(i, &mut |r| b.insert(r)));
+            b
+        }
+        Node::Except { field, codes } => {
+            let fv = view.field(*field);
+            let mut b = Bitset::empty(total);
+            for i in 0..fv.column.meta.dict_len {
+                if codes.binary_search(&(i + CODE_FIRST_VALUE)).is_err() {
+                    fv.postings.for_each_row(i, &mut |r| b.insert(r));
+                }
+            }
+            b
+        }
+        Node::IsEmpty(f) => {
+            let col = &view.field(*f).column;
+            let mut b = Bitset::empty(total);
+            for r in 0..total {
+                if col.code(r) == CODE_EMPTY {
+                    b.insert(r);
+                }
+            }
+            col.nulls_only_rows.iter().for_each(|&r| b.remove(r));
+            b
+        }
+        Node::IsNull(f) => {
+            let col = &view.field(*f).column;
+            let mut b = Bitset::empty(total);
+            col.null_rows.iter().filter(|&&r| r < total && col.code(r) == CODE_EMPTY).for_each(|&r| b.insert(r));
+            b
+        }
+        Node::Bool { must, should, must_not, min_should } => {
+            let mut acc = Bitset::full(total);
+            for c in must {
+                acc.and(&matching(view, c));
+            }
+            if !should.is_empty() {
+                let mut any = Bitset::empty(total);
+                for c in should {
+                    any.or(&matching(view, c));
+                }
+                acc.and(&any);
+            }
+            for c in must_not {
+                acc.and_not(&matching(view, c));
+            }
+            if let Some((cs, k)) = min_should
+                && *k > 0
+            {
+                let mut counts = vec![0u32; total as usize];
+                for c in cs {
+                    for r in matching(view, c).iter() {
+                        counts[r as usize] += 1;
+                    }
+                }
+                for (r, &n) in counts.iter().enumerate() {
+                    if (n as usize) < *k {
+                        acc.remove(r as u32);
+                    }
+                }
+            }
+            acc
+        }
+    }
+}
+
+impl<'v, 'a> CompiledFilter<'v, 'a> {
+    /// The view this filter is bound to.
+    pub fn view(&self) -> &'v PayloadView<'a> {
+        self.view
+    }
+
+    /// Whether `row` passes (rows beyond the segment never do).
+    #[inline]
+    pub fn matches(&self, row: u32) -> bool {
+        row < self.view.rows() && eval(self.view, &self.root, row)
+    }
+
+    /// Bounds on the number of matching rows, from the index sizes alone (no scan).
+    pub fn estimate_cardinality(&self) -> Cardinality {
+        estimate(self.view, &self.root)
+    }
+
+    /// Every matching row, from the value → rows indexes (columns only for `is_empty`).
+    pub fn matching_points(&self) -> Bitset {
+        matching(self.view, &self.root)
+    }
+}

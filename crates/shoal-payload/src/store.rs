@@ -1,0 +1,804 @@
+//! Building the payload sections from JSON documents, and reading them back in place.
+
+use alloc::collections::BTreeMap;
+use alloc::string::{String, ToString};
+use alloc::vec;
+use alloc::vec::Vec;
+
+use serde_json::Value;
+use shoal_format::AlignedBytes;
+
+use crate::column::{
+    CODE_EMPTY, CODE_FIRST_VALUE, CODE_MULTI, ColumnMeta, ColumnParts, ColumnRef, DIRECT_TAG, MAX_SET_VALUES,
+    MODE_CODES, MODE_DIRECT, MODE_SETS, Postings, PostingsParts, RANK_BLOCK, build_column, build_presence_column,
+    packed_words, set_width_for, width_for,
+};
+use crate::error::{LayoutError, PayloadError, PayloadErrorKind};
+use crate::schema::{FieldType, MAX_FIELD_NAME, Schema, valid_field_name};
+use crate::table::{Table, TableWriter};
+use crate::values::{FieldValues, ScalarValue, f64_of_key, i64_of_key, key_of_f64, key_of_i64, parse_payload};
+
+/// Section kind: field names and types.
+pub const KIND_PAYLOAD_FIELDS: u32 = 32;
+/// Section kind: point → values columns.
+pub const KIND_PAYLOAD_COLUMNS: u32 = 33;
+/// Section kind: value dictionaries.
+pub const KIND_PAYLOAD_DICTS: u32 = 34;
+/// Section kind: value → rows postings.
+pub const KIND_PAYLOAD_POSTINGS: u32 = 35;
+/// Section kind: stored JSON documents.
+pub const KIND_PAYLOAD_DOCS: u32 = 36;
+
+const MAGIC_FIELDS: [u8; 4] = *b"PFLD";
+const MAGIC_COLUMNS: [u8; 4] = *b"PCOL";
+const MAGIC_DICTS: [u8; 4] = *b"PDIC";
+const MAGIC_POSTINGS: [u8; 4] = *b"PPST";
+const MAGIC_DOCS: [u8; 4] = *b"PDOC";
+
+/// The five payload sections, as bytes for the segment writer.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct PayloadSections {
+    /// Kind 32.
+    pub fields: Vec<u8>,
+    /// Kind 33.
+    pub columns: Vec<u8>,
+    /// Kind 34.
+    pub dicts: Vec<u8>,
+    /// Kind 35.
+    pub postings: Vec<u8>,
+    /// Kind 36.
+    pub docs: Vec<u8>,
+}
+
+/// Borrowed section bytes, each starting at least 8-byte aligned (64 in a segment).
+#[derive(Clone, Copy, Debug)]
+pub struct PayloadSectionBytes<'a> {
+    /// Kind 32.
+    pub fields: &'a [u8],
+    /// Kind 33.
+    pub columns: &'a [u8],
+    /// Kind 34.
+    pub dicts: &'a [u8],
+    /// Kind 35.
+    pub postings: &'a [u8],
+    /// Kind 36.
+    pub docs: &'a [u8],
+}
+
+impl PayloadSections {
+    /// `(kind, bytes)` of every section, in kind order.
+    pub fn by_kind(&self) -> [(u32, &[u8]); 5] {
+        [
+            (KIND_PAYLOAD_FIELDS, &self.fields),
+            (KIND_PAYLOAD_COLUMNS, &self.columns),
+            (KIND_PAYLOAD_DICTS, &self.dicts),
+            (KIND_PAYLOAD_POSTINGS, &self.postings),
+            (KIND_PAYLOAD_DOCS, &self.docs),
+        ]
+    }
+
+    /// Copies the sections into 64-byte-aligned buffers that a [`PayloadView`] can read.
+    pub fn to_aligned(&self) -> AlignedPayload {
+        AlignedPayload {
+            fields: AlignedBytes::from_slice(&self.fields),
+            columns: AlignedBytes::from_slice(&self.columns),
+            dicts: AlignedBytes::from_slice(&self.dicts),
+            postings: AlignedBytes::from_slice(&self.postings),
+            docs: AlignedBytes::from_slice(&self.docs),
+        }
+    }
+
+    /// Total bytes.
+    pub fn len(&self) -> usize {
+        self.by_kind().iter().map(|(_, b)| b.len()).sum()
+    }
+
+    /// Whether all sections are empty (never, once built).
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}
+
+/// The payload sections in aligned memory (a mutable segment's view, or a test's).
+#[derive(Clone, Debug, Default)]
+pub struct AlignedPayload {
+    fields: AlignedBytes,
+    columns: AlignedBytes,
+    dicts: AlignedBytes,
+    postings: AlignedBytes,
+    docs: AlignedBytes,
+}
+
+impl AlignedPayload {
+    /// The section bytes.
+    pub fn bytes(&self) -> PayloadSectionBytes<'_> {
+        PayloadSectionBytes {
+            fields: self.fields.as_slice(),
+            columns: self.columns.as_slice(),
+            dicts: self.dicts.as_slice(),
+            postings: self.postings.as_slice(),
+            docs: self.docs.as_slice(),
+        }
+    }
+
+    /// Opens a view (cheap checks).
+    pub fn view(&self) -> Result<PayloadView<'_>, LayoutError> {
+        PayloadView::open(self.bytes())
+    }
+}
+
+#[derive(Clone, Debug, Default)]
+struct FieldAcc {
+    row_offsets: Vec<u32>,
+    keys: Vec<u64>,
+    keyword_ids: BTreeMap<String, u32>,
+    keywords: Vec<String>,
+    has_text: Vec<bool>,
+    null_rows: Vec<u32>,
+    nulls_only_rows: Vec<u32>,
+}
+
+/// Accumulates point payloads (validating each completely before taking it) and writes the
+/// payload sections.
+///
+/// ```
+/// use shoal_payload::{Filter, PayloadBuilder, Schema};
+/// let schema = Schema::from_json(r#"{"tag": "keyword", "year": "integer"}"#).unwrap();
+/// let mut b = PayloadBuilder::new(schema);
+/// b.push_str(r#"{"tag": ["a", "b"], "year": 2001}"#).unwrap();
+/// b.push_str(r#"{"tag": "c"}"#).unwrap();
+/// assert!(b.push_str(r#"{"colour": "red"}"#).is_err()); // unknown field: nothing added
+/// let aligned = b.finish().to_aligned();
+/// let view = aligned.view().unwrap();
+/// assert_eq!(view.rows(), 2);
+/// let f = Filter::from_json(r#"{"must": [{"key": "year", "range": {"gte": 2000}}]}"#).unwrap();
+/// let q = view.compile(&f, &|_| None).unwrap();
+/// assert!(q.matches(0) && !q.matches(1));
+/// assert_eq!(view.document(1).unwrap(), serde_json::json!({"tag": "c"}));
+/// ```
+#[derive(Clone, Debug)]
+pub struct PayloadBuilder {
+    schema: Schema,
+    fields: Vec<FieldAcc>,
+    doc_offsets: Vec<u64>,
+    doc_bytes: Vec<u8>,
+}
+
+impl PayloadBuilder {
+    /// An empty builder for `schema`.
+    pub fn new(schema: Schema) -> PayloadBuilder {
+        let fields = (0..schema.len()).map(|_| FieldAcc { row_offsets: vec![0], ..FieldAcc::default() }).collect();
+        PayloadBuilder { schema, fields, doc_offsets: vec![0], doc_bytes: Vec::new() }
+    }
+
+    /// The schema.
+    pub fn schema(&self) -> &Schema {
+        &self.schema
+    }
+
+    /// Points added so far.
+    pub fn rows(&self) -> u32 {
+        (self.doc_offsets.len() - 1) as u32
+    }
+
+    /// Adds the next point's payload given as JSON text; returns its row.
+    pub fn push_str(&mut self, text: &str) -> Result<u32, PayloadError> {
+        let doc: Value = serde_json::from_str(text)
+            .map_err(|e| PayloadError::new("payload", PayloadErrorKind::InvalidJson(e.to_string())))?;
+        self.push(&doc)
+    }
+
+    /// Adds the next point's payload (an object, or `null` for none); returns its row. On error
+    /// nothing is added.
+    pub fn push(&mut self, doc: &Value) -> Result<u32, PayloadError> {
+        if self.rows() == u32::MAX {
+            return Err(PayloadError::new("payload", PayloadErrorKind::TooManyPoints));
+        }
+        let values = parse_payload(&self.schema, doc)?;
+        let row = self.rows();
+        for (i, fv) in values.into_iter().enumerate() {
+            let acc = &mut self.fields[i];
+            let ty = self.schema.field_type(i);
+            match fv {
+                FieldValues::Absent | FieldValues::EmptyArray => {}
+                FieldValues::Null => acc.null_rows.push(row),
+                FieldValues::NullsOnly => acc.nulls_only_rows.push(row),
+                FieldValues::Values(vals) => {
+                    for v in vals {
+                        match v {
+                            ScalarValue::Keyword(s) => {
+                                let next = acc.keywords.len() as u32;
+                                let id = *acc.keyword_ids.entry(s).or_insert_with_key(|k| {
+                                    acc.keywords.push(k.clone());
+                                    next
+                                });
+                                acc.keys.push(id as u64);
+                            }
+                            ScalarValue::Integer(x) => acc.keys.push(key_of_i64(x)),
+                            ScalarValue::Float(x) => acc.keys.push(key_of_f64(x)),
+                            ScalarValue::Bool(b) => acc.keys.push(b as u64),
+                            ScalarValue::Text(_) => {}
+                        }
+                    }
+                    if ty == FieldType::Text {
+                        acc.has_text.resize(row as usize, false);
+                        acc.has_text.push(true);
+                    }
+                }
+            }
+            acc.row_offsets.push(acc.keys.len() as u32);
+        }
+        let doc_text = match doc {
+            Value::Null => "{}".to_string(),
+            d => d.to_string(),
+        };
+        self.doc_bytes.extend_from_slice(doc_text.as_bytes());
+        self.doc_offsets.push(self.doc_bytes.len() as u64);
+        Ok(row)
+    }
+
+    /// Builds the sections.
+    pub fn finish(self) -> PayloadSections {
+        let rows = self.rows();
+        let n = self.schema.len() as u32;
+        let mut fields = TableWriter::new(MAGIC_FIELDS, n, 2);
+        let mut columns = TableWriter::new(MAGIC_COLUMNS, n, 8);
+        let mut dicts = TableWriter::new(MAGIC_DICTS, n, 2);
+        let mut postings = TableWriter::new(MAGIC_POSTINGS, n, 2);
+        for (i, mut acc) in self.fields.into_iter().enumerate() {
+            let ty = self.schema.field_type(i);
+            fields.push(self.schema.name(i).as_bytes());
+            fields.push(&[ty.code(), 0, 0, 0]);
+            let (col, post) = match ty {
+                FieldType::Text => {
+                    acc.has_text.resize(rows as usize, false);
+                    let col = build_presence_column(&acc.has_text, &acc.null_rows, &acc.nulls_only_rows);
+                    dicts.push::<u64>(&[]);
+                    dicts.push::<u8>(&[]);
+                    (col, PostingsParts::default())
+                }
+                FieldType::Keyword => {
+                    // Final dictionary order is byte order; map first-seen ids to it.
+                    let mut order: Vec<u32> = (0..acc.keywords.len() as u32).collect();
+                    order.sort_unstable_by(|&a, &b| {
+                        acc.keywords[a as usize].as_bytes().cmp(acc.keywords[b as usize].as_bytes())
+                    });
+                    let mut final_of = vec![0u32; order.len()];
+                    let mut offsets = Vec::with_capacity(order.len() + 1);
+                    let mut bytes = Vec::new();
+                    offsets.push(0u32);
+                    for (fin, &prov) in order.iter().enumerate() {
+                        final_of[prov as usize] = fin as u32;
+                        bytes.extend_from_slice(acc.keywords[prov as usize].as_bytes());
+                        offsets.push(bytes.len() as u32);
+                    }
+                    let vals: Vec<u32> = acc.keys.iter().map(|&k| final_of[k as usize]).collect();
+                    dicts.push(&offsets);
+                    dicts.push(&bytes);
+                    build_column(order.len() as u32, &acc.row_offsets, &vals, &acc.null_rows, &acc.nulls_only_rows)
+                }
+                FieldType::Integer | FieldType::Float | FieldType::Bool => {
+                    let mut dict = acc.keys.clone();
+                    dict.sort_unstable();
+                    dict.dedup();
+                    let vals: Vec<u32> =
+                        acc.keys.iter().map(|k| dict.binary_search(k).map_or(0, |i| i as u32)).collect();
+                    dicts.push(&dict);
+                    dicts.push::<u8>(&[]);
+                    build_column(dict.len() as u32, &acc.row_offsets, &vals, &acc.null_rows, &acc.nulls_only_rows)
+                }
+            };
+            push_column(&mut columns, &col);
+            postings.push(&post.offsets);
+            postings.push(&post.rows);
+        }
+        let mut docs = TableWriter::new(MAGIC_DOCS, 1, 2);
+        docs.push(&self.doc_offsets);
+        docs.push(&self.doc_bytes);
+        PayloadSections {
+            fields: fields.finish(),
+            columns: columns.finish(),
+            dicts: dicts.finish(),
+            postings: postings.finish(),
+            docs: docs.finish(),
+        }
+    }
+}
+
+fn push_column(w: &mut TableWriter, col: &ColumnParts) {
+    w.push(core::slice::from_ref(&col.meta));
+    w.push(&col.slots);
+    w.push(&col.multi_bits);
+    w.push(&col.multi_rank);
+    w.push(&col.multi_offsets);
+    w.push(&col.multi_codes);
+    w.push(&col.null_rows);
+    w.push(&col.nulls_only_rows);
+}
+
+/// A field's dictionary: the sorted distinct values.
+#[derive(Clone, Copy, Debug)]
+pub enum Dict<'a> {
+    /// Integer, float and bool fields: sorted order keys.
+    Keys(&'a [u64]),
+    /// Keyword fields: sorted strings, `bytes[offsets[i] .. offsets[i+1]]`.
+    Strings {
+        /// `dict_len + 1` offsets.
+        offsets: &'a [u32],
+        /// UTF-8 bytes.
+        bytes: &'a [u8],
+    },
+    /// Text fields.
+    None,
+}
+
+impl<'a> Dict<'a> {
+    /// Number of values.
+    pub fn len(&self) -> usize {
+        match self {
+            Dict::Keys(k) => k.len(),
+            Dict::Strings { offsets, .. } => offsets.len().saturating_sub(1),
+            Dict::None => 0,
+        }
+    }
+
+    /// Whether the dictionary is empty.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Keyword `i` (`None` if out of range or corrupt).
+    pub fn string(&self, i: usize) -> Option<&'a str> {
+        let Dict::Strings { offsets, bytes } = *self else { return None };
+        let (s, e) = (*offsets.get(i)? as usize, *offsets.get(i + 1)? as usize);
+        core::str::from_utf8(bytes.get(s..e)?).ok()
+    }
+
+    /// Order key `i`.
+    pub fn key(&self, i: usize) -> Option<u64> {
+        match self {
+            Dict::Keys(k) => k.get(i).copied(),
+            _ => None,
+        }
+    }
+
+    /// Index of a keyword.
+    pub fn find_string(&self, s: &str) -> Option<u32> {
+        let (mut lo, mut hi) = (0usize, self.len());
+        while lo < hi {
+            let mid = lo + (hi - lo) / 2;
+            let m = self.string_bytes(mid)?;
+            match m.cmp(s.as_bytes()) {
+                core::cmp::Ordering::Less => lo = mid + 1,
+                core::cmp::Ordering::Greater => hi = mid,
+                core::cmp::Ordering::Equal => return Some(mid as u32),
+            }
+        }
+        None
+    }
+
+    fn string_bytes(&self, i: usize) -> Option<&'a [u8]> {
+        let Dict::Strings { offsets, bytes } = *self else { return None };
+        bytes.get(*offsets.get(i)? as usize..*offsets.get(i + 1)? as usize)
+    }
+}
+
+/// One field of a [`PayloadView`].
+#[derive(Clone, Copy, Debug)]
+pub struct FieldView<'a> {
+    /// The type.
+    pub field_type: FieldType,
+    /// Point → values.
+    pub column: ColumnRef<'a>,
+    /// Sorted distinct values.
+    pub dict: Dict<'a>,
+    /// Value → rows.
+    pub postings: Postings<'a>,
+}
+
+impl FieldView<'_> {
+    /// The typed values of `row`, in dictionary order (text fields: none).
+    pub fn values(&self, row: u32) -> Vec<ScalarValue> {
+        let mut out = Vec::new();
+        self.column.any_code(row, |c| {
+            if let Some(v) = self.decode(c) {
+                out.push(v);
+            }
+            false
+        });
+        out
+    }
+
+    /// The value of a code.
+    pub fn decode(&self, code: u32) -> Option<ScalarValue> {
+        let i = code.checked_sub(CODE_FIRST_VALUE)? as usize;
+        Some(match self.field_type {
+            FieldType::Keyword => ScalarValue::Keyword(self.dict.string(i)?.to_string()),
+            FieldType::Integer => ScalarValue::Integer(i64_of_key(self.dict.key(i)?)),
+            FieldType::Float => ScalarValue::Float(f64_of_key(self.dict.key(i)?)),
+            FieldType::Bool => ScalarValue::Bool(self.dict.key(i)? != 0),
+            FieldType::Text => return None,
+        })
+    }
+}
+
+/// The payload of a segment read in place from its sections.
+#[derive(Clone, Debug)]
+pub struct PayloadView<'a> {
+    schema: Schema,
+    rows: u32,
+    fields: Vec<FieldView<'a>>,
+    doc_offsets: &'a [u64],
+    doc_bytes: &'a [u8],
+}
+
+fn malformed(section: &'static str, reason: &'static str) -> LayoutError {
+    LayoutError::Malformed { section, reason }
+}
+
+impl<'a> PayloadView<'a> {
+    /// Opens the sections with the cheap checks of `docs/format.md` (O(fields)).
+    pub fn open(s: PayloadSectionBytes<'a>) -> Result<PayloadView<'a>, LayoutError> {
+        let ft = Table::open(s.fields, MAGIC_FIELDS, "PAYLOAD_FIELDS", 2)?;
+        let ct = Table::open(s.columns, MAGIC_COLUMNS, "PAYLOAD_COLUMNS", 8)?;
+        let dt = Table::open(s.dicts, MAGIC_DICTS, "PAYLOAD_DICTS", 2)?;
+        let pt = Table::open(s.postings, MAGIC_POSTINGS, "PAYLOAD_POSTINGS", 2)?;
+        let docs = Table::open(s.docs, MAGIC_DOCS, "PAYLOAD_DOCS", 2)?;
+        let n = ft.groups();
+        if ct.groups() != n || dt.groups() != n || pt.groups() != n {
+            return Err(malformed("PAYLOAD_COLUMNS", "sections disagree on the field count"));
+        }
+        if docs.groups() != 1 {
+            return Err(malformed("PAYLOAD_DOCS", "expected one group"));
+        }
+        let doc_offsets: &[u64] = docs.array(0, 0)?;
+        let doc_bytes: &[u8] = docs.array(0, 1)?;
+        if doc_offsets.is_empty() || doc_offsets.len() - 1 > u32::MAX as usize {
+            return Err(malformed("PAYLOAD_DOCS", "offsets count out of range"));
+        }
+        let rows = (doc_offsets.len() - 1) as u32;
+        let mut names: Vec<(&str, FieldType)> = Vec::with_capacity(n as usize);
+        let mut fields = Vec::with_capacity(n as usize);
+        for g in 0..n {
+            let name: &[u8] = ft.array(g, 0)?;
+            let name = core::str::from_utf8(name).map_err(|_| malformed("PAYLOAD_FIELDS", "name is not UTF-8"))?;
+            if !valid_field_name(name) || name.len() > MAX_FIELD_NAME {
+                return Err(malformed("PAYLOAD_FIELDS", "invalid field name"));
+            }
+            if let Some((prev, _)) = names.last()
+                && prev.as_bytes() >= name.as_bytes()
+            {
+                return Err(malformed("PAYLOAD_FIELDS", "field names not strictly ascending"));
+            }
+            let info: &[u32] = ft.array_n(g, 1, 4, "FieldInfo must be 16 bytes")?;
+            let ty = FieldType::from_code(info[0]).ok_or(malformed("PAYLOAD_FIELDS", "unknown field type"))?;
+            if info[1..].iter().any(|&x| x != 0) {
+                return Err(malformed("PAYLOAD_FIELDS", "reserved FieldInfo bytes are not zero"));
+            }
+            names.push((name, ty));
+            let column = open_column(&ct, g, rows, ty)?;
+            let dict_len = column.meta.dict_len as u64;
+            let dict = match ty {
+                FieldType::Text => {
+                    dt.array_n::<u8>(g, 0, 0, "text field with a dictionary")?;
+                    Dict::None
+                }
+                FieldType::Keyword => {
+                    let offsets = dt.array_n(g, 0, dict_len + 1, "keyword offsets count")?;
+                    Dict::Strings { offsets, bytes: dt.array(g, 1)? }
+                }
+                _ => {
+                    dt.array_n::<u8>(g, 1, 0, "numeric dictionary with string bytes")?;
+                    Dict::Keys(dt.array_n(g, 0, dict_len, "dictionary length")?)
+                }
+            };
+            let postings = if ty == FieldType::Text {
+                pt.array_n::<u32>(g, 0, 0, "text field with postings")?;
+                pt.array_n::<u32>(g, 1, 0, "text field with postings")?;
+                Postings::default()
+            } else {
+                Postings { offsets: pt.array_n(g, 0, dict_len + 1, "postings offsets count")?, rows: pt.array(g, 1)? }
+            };
+            fields.push(FieldView { field_type: ty, column, dict, postings });
+        }
+        let schema = Schema::new(&names).map_err(|_| malformed("PAYLOAD_FIELDS", "invalid schema"))?;
+        Ok(PayloadView { schema, rows, fields, doc_offsets, doc_bytes })
+    }
+
+    /// The schema.
+    pub fn schema(&self) -> &Schema {
+        &self.schema
+    }
+
+    /// Number of points.
+    pub fn rows(&self) -> u32 {
+        self.rows
+    }
+
+    /// Field `i` (schema order).
+    pub fn field(&self, i: usize) -> &FieldView<'a> {
+        &self.fields[i]
+    }
+
+    /// A field by name.
+    pub fn field_by_name(&self, name: &str) -> Option<&FieldView<'a>> {
+        self.schema.field(name).map(|(i, _)| &self.fields[i])
+    }
+
+    /// The stored JSON text of `row`'s payload (`None` if out of range or corrupt).
+    pub fn document_bytes(&self, row: u32) -> Option<&'a [u8]> {
+        let s = *self.doc_offsets.get(row as usize)?;
+        let e = *self.doc_offsets.get(row as usize + 1)?;
+        if s > e {
+            return None;
+        }
+        self.doc_bytes.get(usize::try_from(s).ok()?..usize::try_from(e).ok()?)
+    }
+
+    /// `row`'s payload as a JSON object (for `with_payload`).
+    pub fn document(&self, row: u32) -> Result<Value, LayoutError> {
+        let bytes = self.document_bytes(row).ok_or(malformed("PAYLOAD_DOCS", "document out of range"))?;
+        serde_json::from_slice(bytes).map_err(|_| malformed("PAYLOAD_DOCS", "document is not JSON"))
+    }
+
+    /// Checks everything `open` does not (O(payload)): codes, offsets, sorted dictionaries
+    /// and row lists, ranks, postings against columns, documents.
+    pub fn verify(&self) -> Result<(), LayoutError> {
+        for f in &self.fields {
+            verify_field(f, self.rows)?;
+        }
+        let docs = "PAYLOAD_DOCS";
+        if self.doc_offsets[0] != 0 || *self.doc_offsets.last().unwrap_or(&0) != self.doc_bytes.len() as u64 {
+            return Err(malformed(docs, "offsets do not span the bytes"));
+        }
+        if self.doc_offsets.windows(2).any(|w| w[0] > w[1]) {
+            return Err(malformed(docs, "offsets decrease"));
+        }
+        for r in 0..self.rows {
+            match self.document(r)? {
+                Value::Object(_) => {}
+                _ => return Err(malformed(docs, "document is not an object")),
+            }
+        }
+        Ok(())
+    }
+}
+
+fn open_column<'a>(ct: &Table<'a>, g: u32, rows: u32, ty: FieldType) -> Result<ColumnRef<'a>, LayoutError> {
+    let sec = ct.name();
+    let meta: &[ColumnMeta] = ct.array_n(g, 0, 1, "ColumnMeta must be 64 bytes")?;
+    let meta = meta[0];
+    if meta.rows != rows {
+        return Err(malformed(sec, "column rows differ from the document count"));
+    }
+    let (sets, direct) = match meta.mode {
+        MODE_CODES => (false, false),
+        MODE_SETS => (true, false),
+        MODE_DIRECT => (false, true),
+        _ => return Err(malformed(sec, "unknown column mode")),
+    };
+    let width_ok = if sets {
+        meta.dict_len <= MAX_SET_VALUES && meta.width == set_width_for(meta.dict_len)
+    } else if direct {
+        meta.dict_len < DIRECT_TAG - CODE_FIRST_VALUE && meta.width == 32 && meta.multi_len < DIRECT_TAG
+    } else {
+        meta.dict_len <= u32::MAX - 2 && meta.width == width_for(meta.dict_len)
+    };
+    if !width_ok {
+        return Err(malformed(sec, "code width does not match the dictionary"));
+    }
+    if ty == FieldType::Text && (sets || direct || meta.dict_len != 0 || meta.multi_points != 0 || meta.multi_len != 0)
+    {
+        return Err(malformed(sec, "text column with values"));
+    }
+    if meta.reserved.iter().any(|&x| x != 0) {
+        return Err(malformed(sec, "reserved ColumnMeta bytes are not zero"));
+    }
+    let blocks = if sets || direct { 0 } else { (rows as u64).div_ceil(RANK_BLOCK as u64) };
+    let multi_offsets = if sets || direct || meta.multi_points == 0 { 0 } else { meta.multi_points as u64 + 1 };
+    let multi_len = if sets { 0 } else { meta.multi_len as u64 };
+    Ok(ColumnRef {
+        meta,
+        slots: ct.array_n(g, 1, packed_words(rows as u64, meta.width), "slots length")?,
+        multi_bits: ct.array_n(g, 2, blocks * 8, "multi bitmap length")?,
+        multi_rank: ct.array_n(g, 3, blocks, "multi rank length")?,
+        multi_offsets: ct.array_n(g, 4, multi_offsets, "multi offsets length")?,
+        multi_codes: ct.array_n(g, 5, packed_words(multi_len, meta.width), "multi codes length")?,
+        null_rows: ct.array_n(g, 6, meta.null_points as u64, "null rows length")?,
+        nulls_only_rows: ct.array_n(g, 7, meta.nulls_only_points as u64, "nulls-only rows length")?,
+    })
+}
+
+fn strictly_ascending_below(rows: &[u32], limit: u32) -> bool {
+    rows.windows(2).all(|w| w[0] < w[1]) && rows.last().is_none_or(|&r| r < limit)
+}
+
+fn verify_codes(f: &FieldView<'_>, rows: u32, valued: &mut u32) -> Result<(), LayoutError> {
+    let c = &f.column;
+    let m = c.meta;
+    let cols = "PAYLOAD_COLUMNS";
+    let max_code = m.dict_len + CODE_FIRST_VALUE;
+    // Multi bitmap and ranks.
+    let mut acc = 0u32;
+    for (b, &rank) in c.multi_rank.iter().enumerate() {
+        if rank != acc {
+            return Err(malformed(cols, "multi rank does not count the bitmap"));
+        }
+        acc += c.multi_bits[b * 8..b * 8 + 8].iter().map(|w| w.count_ones()).sum::<u32>();
+    }
+    if acc != m.multi_points {
+        return Err(malformed(cols, "multi bitmap does not match multi_points"));
+    }
+    if let (Some(&first), Some(&last)) = (c.multi_offsets.first(), c.multi_offsets.last())
+        && (first != 0 || last != m.multi_len)
+    {
+        return Err(malformed(cols, "multi offsets do not span the codes"));
+    }
+    if c.multi_offsets.windows(2).any(|w| w[1] < w[0].saturating_add(2)) {
+        return Err(malformed(cols, "a multi row has fewer than two codes"));
+    }
+    let text = f.field_type == FieldType::Text;
+    for r in 0..rows {
+        let code = c.code(r);
+        let is_multi = c.multi_bits.get(r as usize / 64).is_some_and(|w| w >> (r % 64) & 1 == 1);
+        if is_multi != (code == CODE_MULTI && !text) {
+            return Err(malformed(cols, "multi bit disagrees with the slot code"));
+        }
+        if text {
+            if code > CODE_MULTI {
+                return Err(malformed(cols, "text column code out of range"));
+            }
+        } else if code >= max_code {
+            return Err(malformed(cols, "code beyond the dictionary"));
+        }
+        if code != CODE_EMPTY {
+            *valued += 1;
+        }
+        if code == CODE_MULTI && !text {
+            let mut prev = CODE_MULTI;
+            for x in c.multi_codes_of(r) {
+                if x <= prev || x >= max_code {
+                    return Err(malformed(cols, "multi codes not ascending values"));
+                }
+                prev = x;
+            }
+        }
+    }
+    Ok(())
+}
+
+fn verify_direct(f: &FieldView<'_>, rows: u32, valued: &mut u32) -> Result<(), LayoutError> {
+    let c = &f.column;
+    let m = c.meta;
+    let cols = "PAYLOAD_COLUMNS";
+    let max_code = m.dict_len + CODE_FIRST_VALUE;
+    let (mut multi_points, mut multi_len) = (0u32, 0u64);
+    for r in 0..rows {
+        let s = c.code(r);
+        if s == CODE_MULTI || (s < DIRECT_TAG && s >= max_code) {
+            return Err(malformed(cols, "code beyond the dictionary"));
+        }
+        *valued += u32::from(s != CODE_EMPTY);
+        if s & DIRECT_TAG != 0 {
+            multi_points += 1;
+            let start = (s & !DIRECT_TAG) as u64;
+            let (mut prev, mut n, mut ended) = (CODE_MULTI, 0u64, false);
+            for i in start..m.multi_len as u64 {
+                let x = crate::column::packed_get(c.multi_codes, 32, i);
+                let v = x & !DIRECT_TAG;
+                if v <= prev || v >= max_code {
+                    return Err(malformed(cols, "multi codes not ascending values"));
+                }
+                prev = v;
+                n += 1;
+                if x & DIRECT_TAG != 0 {
+                    ended = true;
+                    break;
+                }
+            }
+            if !ended || n < 2 {
+                return Err(malformed(cols, "a multi row is unterminated or has fewer than two codes"));
+            }
+            multi_len += n;
+        }
+    }
+    if multi_points != m.multi_points || multi_len != m.multi_len as u64 {
+        return Err(malformed(cols, "multi counts are wrong"));
+    }
+    Ok(())
+}
+
+fn verify_field(f: &FieldView<'_>, rows: u32) -> Result<(), LayoutError> {
+    let c = &f.column;
+    let m = c.meta;
+    let cols = "PAYLOAD_COLUMNS";
+    let mut valued = 0u32;
+    if m.mode == MODE_SETS {
+        let (mut multi_points, mut multi_len) = (0u32, 0u32);
+        for r in 0..rows {
+            let set = c.code(r);
+            if m.dict_len < 32 && set >> m.dict_len != 0 {
+                return Err(malformed(cols, "value set beyond the dictionary"));
+            }
+            let n = set.count_ones();
+            valued += u32::from(n > 0);
+            if n > 1 {
+                multi_points += 1;
+                multi_len += n;
+            }
+        }
+        if (multi_points, multi_len) != (m.multi_points, m.multi_len) {
+            return Err(malformed(cols, "multi counts are wrong"));
+        }
+    } else if m.mode == MODE_DIRECT {
+        verify_direct(f, rows, &mut valued)?;
+    } else {
+        verify_codes(f, rows, &mut valued)?;
+    }
+    if valued != m.valued_points {
+        return Err(malformed(cols, "valued_points is wrong"));
+    }
+    for list in [c.null_rows, c.nulls_only_rows] {
+        if !strictly_ascending_below(list, rows) || list.iter().any(|&r| c.code(r) != CODE_EMPTY) {
+            return Err(malformed(cols, "null row lists unsorted or holding values"));
+        }
+    }
+    // Dictionaries.
+    let dicts = "PAYLOAD_DICTS";
+    match f.dict {
+        Dict::Keys(k) => {
+            if k.windows(2).any(|w| w[0] >= w[1]) {
+                return Err(malformed(dicts, "keys not strictly ascending"));
+            }
+            if f.field_type == FieldType::Bool && k.iter().any(|&x| x > 1) {
+                return Err(malformed(dicts, "bool key out of range"));
+            }
+        }
+        Dict::Strings { offsets, bytes } => {
+            if offsets.first() != Some(&0) || offsets.last().map(|&x| x as usize) != Some(bytes.len()) {
+                return Err(malformed(dicts, "keyword offsets do not span the bytes"));
+            }
+            if offsets.windows(2).any(|w| w[0] > w[1]) {
+                return Err(malformed(dicts, "keyword offsets decrease"));
+            }
+            let mut prev: Option<&[u8]> = None;
+            for i in 0..f.dict.len() {
+                let s = f.dict.string(i).ok_or(malformed(dicts, "keyword is not UTF-8"))?;
+                if prev.is_some_and(|p| p >= s.as_bytes()) {
+                    return Err(malformed(dicts, "keywords not strictly ascending"));
+                }
+                prev = Some(s.as_bytes());
+            }
+        }
+        Dict::None => {}
+    }
+    // Postings: every listed row holds the value, and the lists count every (row, value) pair.
+    let p = &f.postings;
+    let posts = "PAYLOAD_POSTINGS";
+    if f.field_type != FieldType::Text {
+        if p.offsets.first() != Some(&0) || p.offsets.last().map(|&x| x as usize) != Some(p.rows.len()) {
+            return Err(malformed(posts, "offsets do not span the rows"));
+        }
+        if p.offsets.windows(2).any(|w| w[0] > w[1]) {
+            return Err(malformed(posts, "offsets decrease"));
+        }
+        let mut pairs = 0u64;
+        for r in 0..rows {
+            pairs += c.value_count(r) as u64;
+        }
+        if pairs != p.rows.len() as u64 {
+            return Err(malformed(posts, "postings do not count every value"));
+        }
+        for i in 0..m.dict_len as usize {
+            let list = &p.rows[p.offsets[i] as usize..p.offsets[i + 1] as usize];
+            if !strictly_ascending_below(list, rows) {
+                return Err(malformed(posts, "rows not ascending"));
+            }
+            let code = i as u32 + CODE_FIRST_VALUE;
+            if list.iter().any(|&r| !c.any_code(r, |x| x == code)) {
+                return Err(malformed(posts, "a row does not hold its value"));
+            }
+        }
+    }
+    Ok(())
+}

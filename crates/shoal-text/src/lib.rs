@@ -1,0 +1,42 @@
+//! Shoal's full-text index: the [`Analyzer`], block [`postings`] with skip data and BM25 bound
+//! inputs, [`positions`] with an approximate position mask for phrase prefiltering, a
+//! front-coded term [`dict`]ionary, the [`IndexBuilder`] that writes the text sections of a
+//! segment and the [`TextIndex`] that reads them in place, and query execution (BM25, boolean
+//! clauses, phrases, block-max MaxScore top-k, filters, deadlines).
+//!
+//! Byte layouts are specified in `docs/format.md` (section kinds 48–63). Every reader works on
+//! `&[u8]` and returns a [`TextError`] on truncated or corrupt bytes; none panics.
+//!
+//! ```
+//! use shoal_text::{IndexBuilder, Query, SearchParams, TextIndex};
+//! let mut b = IndexBuilder::new(Default::default());
+//! b.add(0, &["the quick brown fox"]).unwrap();
+//! b.add(1, &["a lazy brown dog"]).unwrap();
+//! b.add(2, &["quick quick fox jumps"]).unwrap();
+//! let sections = b.finish().unwrap();
+//! let index = TextIndex::open(&sections.meta, &sections.dict, &sections.postings, &sections.positions, &sections.doc_lengths).unwrap();
+//! let q = Query::parse(&index.analyzer(), "quick \"brown fox\"");
+//! let res = index.search(0, &q, &SearchParams { k: 10, ..Default::default() }).unwrap();
+//! assert_eq!(res.hits.iter().map(|h| h.doc).collect::<Vec<_>>(), [0, 2]);
+//! assert!(!res.partial);
+//! ```
+#![no_std]
+#![deny(missing_docs)]
+
+extern crate alloc;
+
+pub mod analyzer;
+pub mod dict;
+mod error;
+mod index;
+pub mod positions;
+pub mod postings;
+pub mod query;
+mod search;
+pub mod varint;
+
+pub use analyzer::{Analyzer, AnalyzerOptions, Token};
+pub use error::TextError;
+pub use index::{BuildOptions, IndexBuilder, Sections, TEXT_VERSION, TextIndex, TextMeta, kinds};
+pub use query::{Clause, Query};
+pub use search::{Bm25, CHECK_EVERY, Clock, Deadline, Hit, SearchParams, SearchResult, SearchStats};
