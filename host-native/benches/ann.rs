@@ -83,12 +83,20 @@ fn main() {
         let mut out = Vec::new();
         let mut points = Vec::new();
         let mut settings: Vec<(Option<u32>, Option<u32>)> = vec![(None, None)];
-        for nprobe in [8u32, 16, 32, 64, 128, 256] {
-            if nprobe as usize > index.nlist {
-                continue;
+        if let Ok(only) = std::env::var("SHOAL_ANN_SWEEP") {
+            // `nprobe:rerank,...`: just these points (for profiling).
+            for p in only.split(',') {
+                let (a, b) = p.split_once(':').expect("SHOAL_ANN_SWEEP is nprobe:rerank,...");
+                settings.push((Some(a.parse().unwrap()), Some(b.parse().unwrap())));
             }
-            for rerank in [4u32, 8, 16, 32, 64, 128] {
-                settings.push((Some(nprobe), Some(rerank)));
+        } else {
+            for nprobe in [8u32, 16, 32, 64, 128, 256] {
+                if nprobe as usize > index.nlist {
+                    continue;
+                }
+                for rerank in [4u32, 8, 16, 32, 64, 128] {
+                    settings.push((Some(nprobe), Some(rerank)));
+                }
             }
         }
         println!("{:>7} {:>7} {:>9} {:>10} {:>10}", "nprobe", "rerank", "recall@10", "QPS", "ms/query");
@@ -109,7 +117,8 @@ fn main() {
                 hits += out.iter().filter(|p| truth.contains(&(p.id as u32))).count();
             }
             let recall = hits as f64 / (10 * nq) as f64;
-            let times: Vec<f64> = (0..3)
+            let repeats = std::env::var("SHOAL_ANN_REPEATS").ok().and_then(|r| r.parse().ok()).unwrap_or(3);
+            let times: Vec<f64> = (0..repeats)
                 .map(|_| {
                     let t = Instant::now();
                     for r in &reqs {

@@ -218,6 +218,8 @@ pub struct IvfScratch {
     sums: Vec<u32>,
     probes: Vec<(f32, u32)>,
     centroid_keys: Vec<f32>,
+    keys: Vec<f32>,
+    errs: Vec<f32>,
     heap: BinaryHeap<Estimate>,
     sorted: Vec<Estimate>,
     one: [f32; 1],
@@ -321,26 +323,50 @@ impl IvfIndex {
             }
             let sums = &mut s.sums[..(b1 - b0) * 32];
             kernels.fastscan(&s.luts, &data.codes[b0 * bb..b1 * bb], sums);
-            for (i, &sum) in sums[..r1 - r0].iter().enumerate() {
+            // Estimates for the whole partition in one branch-free pass (it vectorises), then
+            // only those under the heap's current worst key are checked further.
+            let n = r1 - r0;
+            s.keys.resize(s.keys.len().max(n), 0.0);
+            s.errs.resize(s.errs.len().max(n), 0.0);
+            let factors = &data.factors[r0..r1];
+            for (((key, err), &sum), f) in s.keys.iter_mut().zip(s.errs.iter_mut()).zip(&sums[..n]).zip(factors) {
+                let (k, e) = if metric == Metric::L2 {
+                    terms.l2(f, sum)
+                } else {
+                    let (ip, e) = terms.ip(f, sum);
+                    (-(centroid_ip + ip), e)
+                };
+                *key = if k.is_nan() { f32::INFINITY } else { k };
+                *err = e;
+            }
+            let mut bound =
+                if s.heap.len() < depth { f32::INFINITY } else { s.heap.peek().map_or(f32::INFINITY, |e| e.key) };
+            for (i, (&key, &err)) in s.keys[..n].iter().zip(&s.errs[..n]).enumerate() {
+                // `<=`: a tie on the key is decided by the row below, as in the heap's order.
+                if key > bound {
+                    continue;
+                }
                 let row = r0 + i;
                 if skip.is_some_and(|f| f(row)) {
                     continue;
                 }
-                let f = &data.factors[row];
-                let (key, err) = if metric == Metric::L2 {
-                    terms.l2(f, sum)
-                } else {
-                    let (ip, err) = terms.ip(f, sum);
-                    (-(centroid_ip + ip), err)
-                };
-                let key = if key.is_nan() { f32::INFINITY } else { key };
                 let e = Estimate { key, lower: key - err, row: row as u32 };
                 if s.heap.len() < depth {
                     s.heap.push(e);
-                } else if let Some(mut top) = s.heap.peek_mut()
-                    && e < *top
-                {
-                    *top = e;
+                    if s.heap.len() == depth {
+                        bound = s.heap.peek().map_or(f32::INFINITY, |e| e.key);
+                    }
+                } else {
+                    let replaced = match s.heap.peek_mut() {
+                        Some(mut top) if e < *top => {
+                            *top = e;
+                            true
+                        }
+                        _ => false,
+                    };
+                    if replaced {
+                        bound = s.heap.peek().map_or(f32::INFINITY, |e| e.key);
+                    }
                 }
             }
             stats.estimated += (r1 - r0) as u64;
