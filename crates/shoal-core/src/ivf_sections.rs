@@ -11,7 +11,7 @@ use shoal_format::{
     KIND_RABITQ_CODES, KIND_RABITQ_FACTORS, KIND_RABITQ_ROTATION, SECTION_OPTIONAL, SegmentReader, SegmentWriter,
     cast_records,
 };
-use shoal_index::ivf::{DEFAULT_RERANK, IvfBuild, IvfData, IvfIndex, IvfQuery, block_bytes, default_nprobe};
+use shoal_index::ivf::{IvfBuild, IvfData, IvfIndex, IvfQuery, block_bytes};
 use shoal_index::rabitq::{EPSILON0, Factors};
 use shoal_index::rotation::{ROUNDS, Rotation, padded_dim};
 
@@ -33,15 +33,16 @@ pub(crate) struct IvfSections {
 }
 
 /// The IVF metadata record of a build.
-pub(crate) fn meta_of(build: &IvfBuild, seed: u64) -> IvfMeta {
+pub(crate) fn meta_of(build: &IvfBuild, seed: u64, defaults: IvfQuery) -> IvfMeta {
     let mut meta = IvfMeta::zeroed();
     meta.nlist = build.nlist as u32;
     meta.padded = build.padded as u32;
     meta.rounds = ROUNDS as u32;
     meta.code_bits = 1;
     meta.query_bits = 4;
-    meta.default_nprobe = default_nprobe(build.nlist) as u32;
-    meta.default_rerank = DEFAULT_RERANK as u32;
+    meta.default_nprobe = defaults.nprobe as u32;
+    meta.default_rerank = defaults.rerank as u32;
+    meta.default_probe_ratio = defaults.probe_ratio;
     meta.seed = seed;
     meta
 }
@@ -84,7 +85,12 @@ impl IvfSections {
         if padded != padded_dim(dim) || meta.rounds as usize != ROUNDS || meta.code_bits != 1 || meta.query_bits != 4 {
             return Err(bad("IVF_META", "unsupported code layout"));
         }
-        if meta.default_nprobe == 0 || meta.default_nprobe as usize > nlist || meta.default_rerank == 0 {
+        let ratio = meta.default_probe_ratio;
+        if meta.default_nprobe == 0
+            || meta.default_nprobe as usize > nlist
+            || meta.default_rerank == 0
+            || !(ratio == 0.0 || (ratio >= 1.0 && ratio.is_finite()))
+        {
             return Err(bad("IVF_META", "default query settings out of range"));
         }
         if meta.reserved.iter().any(|&b| b != 0) {
@@ -131,6 +137,7 @@ impl IvfSections {
                 nprobe: meta.default_nprobe as usize,
                 rerank: meta.default_rerank as usize,
                 epsilon: EPSILON0,
+                probe_ratio: meta.default_probe_ratio,
             },
             centroids: range_of(bytes, centroids),
             rot_centroids: range_of(bytes, rot),

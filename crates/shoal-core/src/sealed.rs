@@ -271,18 +271,20 @@ impl SealedSegment {
         meta.dim = dim as u32;
         meta.metric = metric.code();
         meta.rows = ids.len() as u64;
-        let (build, ivf_meta) = match index {
-            IndexKind::IvfRabitq(params) => {
-                let build = shoal_index::ivf::build(kernels, vectors, dim, params);
-                let meta = ivf_sections::meta_of(&build, params.seed);
-                (Some(build), Some(meta))
-            }
-            IndexKind::Flat => (None, None),
+        let build = match index {
+            IndexKind::IvfRabitq(params) => Some((shoal_index::ivf::build(kernels, vectors, dim, params), params.seed)),
+            IndexKind::Flat => None,
         };
         let (ids, vectors) = match &build {
-            Some(b) => (ivf_sections::permute(ids, 1, &b.order), ivf_sections::permute(vectors, dim, &b.order)),
+            Some((b, _)) => (ivf_sections::permute(ids, 1, &b.order), ivf_sections::permute(vectors, dim, &b.order)),
             None => (ids.to_vec(), vectors.to_vec()),
         };
+        // Default query settings measured on the data (in the stored row order).
+        let ivf_meta = build.as_ref().map(|(b, seed)| {
+            let defaults = shoal_index::calibrate::calibrate(kernels, metric, b, &vectors, dim, *seed);
+            ivf_sections::meta_of(b, *seed, defaults)
+        });
+        let build = build.map(|(b, _)| b);
         let mut index: Vec<IdEntry> =
             ids.iter().enumerate().map(|(row, &id)| IdEntry { id, row: row as u32, reserved: 0 }).collect();
         index.sort_unstable();

@@ -60,7 +60,7 @@ pub fn kind_name(kind: u32) -> &'static str {
 
 /// The `IVF_META` section (64 bytes).
 #[repr(C)]
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Pod, Zeroable)]
+#[derive(Clone, Copy, Debug, PartialEq, Pod, Zeroable)]
 pub struct IvfMeta {
     /// Number of partitions.
     pub nlist: u32,
@@ -78,8 +78,11 @@ pub struct IvfMeta {
     pub default_nprobe: u32,
     /// Default candidates re-ranked per result.
     pub default_rerank: u32,
+    /// Default adaptive probing ratio on squared centroid distances (0: probe exactly
+    /// `default_nprobe` partitions; see `docs/format.md`).
+    pub default_probe_ratio: f32,
     /// Zero.
-    pub reserved: [u8; 28],
+    pub reserved: [u8; 24],
 }
 
 /// The 64-byte file header.

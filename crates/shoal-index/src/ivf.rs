@@ -181,7 +181,14 @@ pub struct IvfQuery {
     pub rerank: usize,
     /// Confidence of the error bound, in standard deviations.
     pub epsilon: f32,
+    /// Adaptive probing (`l2` and `cosine` only; 0 = off): probe the partitions whose squared
+    /// centroid distance is at most this times the nearest one's, at least [`MIN_PROBES`] and
+    /// at most `nprobe`.
+    pub probe_ratio: f32,
 }
+
+/// Fewest partitions an adaptive search probes (fewer when the index has fewer).
+pub const MIN_PROBES: usize = 4;
 
 /// A candidate of the estimate phase.
 #[derive(Clone, Copy, Debug)]
@@ -278,12 +285,17 @@ impl IvfIndex {
             Metric::L2 | Metric::Cosine => kernels.l2_sq_batch(query, data.centroids, keys),
         }
         s.probes.extend(keys.iter().enumerate().map(|(p, &k)| (if k.is_nan() { f32::INFINITY } else { k }, p as u32)));
-        let nprobe = q.nprobe.clamp(1, nlist);
+        let mut nprobe = q.nprobe.clamp(1, nlist);
         let by_key = |a: &(f32, u32), b: &(f32, u32)| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1));
         if nprobe < nlist {
             s.probes.select_nth_unstable_by(nprobe - 1, by_key);
         }
         s.probes[..nprobe].sort_unstable_by(by_key);
+        if q.probe_ratio > 0.0 && metric != Metric::Dot {
+            let limit = s.probes[0].0 * q.probe_ratio;
+            let within = s.probes[..nprobe].partition_point(|p| p.0 <= limit);
+            nprobe = within.max(MIN_PROBES).min(nprobe);
+        }
         let k = topk.capacity_k();
         let depth = k.saturating_mul(q.rerank.max(1)).max(k);
         s.heap.clear();
@@ -394,5 +406,5 @@ impl IvfIndex {
 
 /// Default query settings for an index of `nlist` partitions.
 pub fn default_query(nlist: usize) -> IvfQuery {
-    IvfQuery { nprobe: default_nprobe(nlist), rerank: DEFAULT_RERANK, epsilon: EPSILON0 }
+    IvfQuery { nprobe: default_nprobe(nlist), rerank: DEFAULT_RERANK, epsilon: EPSILON0, probe_ratio: 0.0 }
 }
