@@ -57,8 +57,8 @@ impl IndexKind {
                 Err(Error::InvalidRequest("seal options: partitions, seed and bits need index \"ivf-rabitq\"".into()))
             }
             Some("ivf-rabitq") => {
-                if o.bits.is_some_and(|b| b != 1) {
-                    return Err(Error::Unsupported("RaBitQ codes of more than 1 bit per dimension"));
+                if o.bits.is_some_and(|b| !(1..=8).contains(&b)) {
+                    return Err(Error::InvalidRequest("seal options: bits must be 1..=8".into()));
                 }
                 if o.partitions == Some(0) {
                     return Err(Error::InvalidRequest("seal options: partitions must be at least 1".into()));
@@ -67,6 +67,7 @@ impl IndexKind {
                 Ok(IndexKind::IvfRabitq(IvfParams {
                     partitions: o.partitions.map(|p| p as usize),
                     seed: o.seed.unwrap_or(d.seed),
+                    bits: o.bits.map_or(d.bits, |b| b as u32),
                 }))
             }
             Some(other) => Err(Error::InvalidRequest(alloc::format!(
@@ -237,7 +238,9 @@ impl SealedSegment {
     /// The index this segment carries.
     pub fn index_kind(&self) -> IndexKind {
         match &self.ivf {
-            Some(ivf) => IndexKind::IvfRabitq(IvfParams { partitions: Some(ivf.index.nlist), seed: ivf.seed }),
+            Some(ivf) => {
+                IndexKind::IvfRabitq(IvfParams { partitions: Some(ivf.index.nlist), seed: ivf.seed, bits: ivf.bits })
+            }
             None => IndexKind::Flat,
         }
     }

@@ -38,6 +38,10 @@ pub const KIND_RABITQ_BLOCK_OFFSETS: u32 = 21;
 pub const KIND_RABITQ_CODES: u32 = 22;
 /// Section kind (optional): per-row RaBitQ factors, 4 `f32` each.
 pub const KIND_RABITQ_FACTORS: u32 = 23;
+/// Section kind (optional; required when `code_bits > 1`): per-row extra bits of the codes.
+pub const KIND_RABITQ_EX_CODES: u32 = 24;
+/// Section kind (optional; required when `code_bits > 1`): per-row extra-bit factors, 2 `f32`.
+pub const KIND_RABITQ_EX_FACTORS: u32 = 25;
 
 /// Human-readable name of a section kind.
 pub fn kind_name(kind: u32) -> &'static str {
@@ -54,6 +58,8 @@ pub fn kind_name(kind: u32) -> &'static str {
         KIND_RABITQ_BLOCK_OFFSETS => "RABITQ_BLOCK_OFFSETS",
         KIND_RABITQ_CODES => "RABITQ_CODES",
         KIND_RABITQ_FACTORS => "RABITQ_FACTORS",
+        KIND_RABITQ_EX_CODES => "RABITQ_EX_CODES",
+        KIND_RABITQ_EX_FACTORS => "RABITQ_EX_FACTORS",
         _ => "unknown",
     }
 }

@@ -128,6 +128,9 @@ pub fn calibrate(
         codes: &build.codes,
         factors: &build.factors,
         vectors,
+        bits: build.bits,
+        ex_codes: &build.ex_codes,
+        ex_factors: &build.ex_factors,
     };
     let mut scratch = IvfScratch::default();
     // Evaluates one setting: (recall, total work).
