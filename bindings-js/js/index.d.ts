@@ -136,7 +136,8 @@ export interface SealOptions {
   partitions?: number;
   /** Seed of k-means and the rotation (builds are deterministic for a seed). */
   seed?: number;
-  /** Bits per dimension of the codes; only 1 for now. */
+  /** Bits per dimension of the codes, 1..=8 (default 1): the sign bit scanned with FastScan plus
+   * extra bits (extended RaBitQ) that refine candidates before exact re-ranking. */
   bits?: number;
 }
 

@@ -265,6 +265,34 @@ describe("IVF + RaBitQ index", () => {
     expect(col.index).toBe("flat");
     expect(col.search({ vector, limit: 10 }).stats.exact).toBe(true);
   });
+
+  it("extra bits (extended RaBitQ) keep recall with fewer exact distances", () => {
+    const dim = 32;
+    const n = 4000;
+    const queries = randomVectors(50, dim, 22);
+    const runs = [];
+    for (const bits of [1, 4]) {
+      const col = new Collection({ dim, metric: "cosine" });
+      col.insert({ ids: Array.from({ length: n }, (_, i) => i), vectors: randomVectors(n, dim, 21) });
+      col.seal({ index: "ivf-rabitq", partitions: 32, seed: 5, bits });
+      const again = Collection.fromBytes(col.toBytes());
+      let hits = 0;
+      let exactDistances = 0;
+      for (let q = 0; q < 50; q++) {
+        const vector = queries.subarray(q * dim, (q + 1) * dim);
+        const approx = again.search({ vector, limit: 10, params: { nprobe: 16, rerank: 32 } });
+        expect(approx).toEqual(col.search({ vector, limit: 10, params: { nprobe: 16, rerank: 32 } }));
+        exactDistances += approx.stats.scanned;
+        const want = new Set(col.search({ vector, limit: 10, params: { exact: true } }).points.map((p) => p.id));
+        hits += approx.points.filter((p) => want.has(p.id)).length;
+      }
+      runs.push({ bits, recall: hits / 500, exactDistances });
+      col.free();
+      again.free();
+    }
+    expect(runs[1].recall).toBeGreaterThanOrEqual(runs[0].recall - 0.01);
+    expect(runs[1].exactDistances * 2).toBeLessThan(runs[0].exactDistances);
+  });
 });
 
 describe("reserve/commit", () => {
@@ -433,7 +461,8 @@ describe("bad input throws a ShoalError and changes nothing", () => {
     const v = new Float32Array(dim);
     rejects(col, () => col.search({ vector: v, text: "hello" }), "unsupported");
     rejects(col, () => col.search({ vector: v, filter: { must: [] } }), "unsupported");
-    rejects(col, () => col.seal({ index: "ivf-rabitq", bits: 4 }), "unsupported");
+    rejects(col, () => col.seal({ index: "ivf-rabitq", bits: 9 }), "invalid_request");
+    rejects(col, () => col.seal({ index: "ivf-rabitq", bits: 0 }), "invalid_request");
     rejects(col, () => col.seal({ index: "hnsw" }), "invalid_request");
     rejects(col, () => col.seal({ index: "ivf-rabitq", partitions: 0 }), "invalid_request");
     rejects(col, () => col.seal({ index: "flat", partitions: 4 }), "invalid_request");

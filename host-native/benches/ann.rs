@@ -64,7 +64,11 @@ fn main() {
         let mut col = Collection::new(CollectionConfig { dim, metric }).unwrap();
         let t = Instant::now();
         col.insert(&ids, &base).unwrap();
-        col.seal_with(IndexKind::IvfRabitq(IvfParams::default()));
+        let mut params = IvfParams::default();
+        if let Some(p) = std::env::var("SHOAL_ANN_PARTITIONS").ok().and_then(|p| p.parse().ok()) {
+            params.partitions = Some(p);
+        }
+        col.seal_with(IndexKind::IvfRabitq(params));
         let build_s = t.elapsed().as_secs_f64();
         let seg = col.sealed().unwrap();
         let (index, _, defaults) = seg.ivf().unwrap();
@@ -83,12 +87,20 @@ fn main() {
         let mut out = Vec::new();
         let mut points = Vec::new();
         let mut settings: Vec<(Option<u32>, Option<u32>)> = vec![(None, None)];
-        for nprobe in [8u32, 16, 32, 64, 128, 256] {
-            if nprobe as usize > index.nlist {
-                continue;
+        if let Ok(only) = std::env::var("SHOAL_ANN_SWEEP") {
+            // `nprobe:rerank,...`: just these points (for profiling).
+            for p in only.split(',').filter(|p| !p.is_empty()) {
+                let (a, b) = p.split_once(':').expect("SHOAL_ANN_SWEEP is nprobe:rerank,...");
+                settings.push((Some(a.parse().unwrap()), Some(b.parse().unwrap())));
             }
-            for rerank in [4u32, 8, 16, 32, 64, 128] {
-                settings.push((Some(nprobe), Some(rerank)));
+        } else {
+            for nprobe in [8u32, 16, 32, 64, 128, 256] {
+                if nprobe as usize > index.nlist {
+                    continue;
+                }
+                for rerank in [4u32, 8, 16, 32, 64, 128] {
+                    settings.push((Some(nprobe), Some(rerank)));
+                }
             }
         }
         println!("{:>7} {:>7} {:>9} {:>10} {:>10}", "nprobe", "rerank", "recall@10", "QPS", "ms/query");
@@ -109,7 +121,8 @@ fn main() {
                 hits += out.iter().filter(|p| truth.contains(&(p.id as u32))).count();
             }
             let recall = hits as f64 / (10 * nq) as f64;
-            let times: Vec<f64> = (0..3)
+            let repeats = std::env::var("SHOAL_ANN_REPEATS").ok().and_then(|r| r.parse().ok()).unwrap_or(3);
+            let times: Vec<f64> = (0..repeats)
                 .map(|_| {
                     let t = Instant::now();
                     for r in &reqs {
@@ -121,7 +134,11 @@ fn main() {
             let secs = median(times);
             let qps = nq as f64 / secs;
             let (np, rr) = (nprobe.unwrap_or(defaults.nprobe as u32), rerank.unwrap_or(defaults.rerank as u32));
-            let label = if nprobe.is_none() { " (defaults)" } else { "" };
+            let label = if nprobe.is_none() {
+                format!(" (defaults; adaptive ratio {})", defaults.probe_ratio)
+            } else {
+                String::new()
+            };
             println!("{np:>7} {rr:>7} {recall:>9.4} {qps:>10.0} {:>10.3}{label}", 1e3 * secs / nq as f64);
             points.push(serde_json::json!({
                 "params": {"nprobe": np, "rerank": rr, "defaults": nprobe.is_none()},

@@ -395,6 +395,8 @@ impl Collection {
                         nprobe: req.params.nprobe.map_or(defaults.nprobe, |n| n as usize),
                         rerank: req.params.rerank.map_or(defaults.rerank, |r| r as usize),
                         epsilon: defaults.epsilon,
+                        // An explicit nprobe is probed exactly.
+                        probe_ratio: if req.params.nprobe.is_some() { 0.0 } else { defaults.probe_ratio },
                     };
                     let search = IvfSearch { kernels: self.kernels, metric: self.metric, query, params };
                     let st = index.search(&search, &data, skip, 0, ivf, topk);

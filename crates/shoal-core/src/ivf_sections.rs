@@ -8,11 +8,11 @@ use core::ops::Range;
 use bytemuck::Zeroable;
 use shoal_format::{
     IvfMeta, KIND_IVF_CENTROIDS, KIND_IVF_META, KIND_IVF_OFFSETS, KIND_IVF_ROT_CENTROIDS, KIND_RABITQ_BLOCK_OFFSETS,
-    KIND_RABITQ_CODES, KIND_RABITQ_FACTORS, KIND_RABITQ_ROTATION, SECTION_OPTIONAL, SegmentReader, SegmentWriter,
-    cast_records,
+    KIND_RABITQ_CODES, KIND_RABITQ_EX_CODES, KIND_RABITQ_EX_FACTORS, KIND_RABITQ_FACTORS, KIND_RABITQ_ROTATION,
+    SECTION_OPTIONAL, SegmentReader, SegmentWriter, cast_records,
 };
-use shoal_index::ivf::{DEFAULT_RERANK, IvfBuild, IvfData, IvfIndex, IvfQuery, block_bytes, default_nprobe};
-use shoal_index::rabitq::{EPSILON0, Factors};
+use shoal_index::ivf::{IvfBuild, IvfData, IvfIndex, IvfQuery, block_bytes};
+use shoal_index::rabitq::{EPSILON0, ExFactors, Factors, MAX_BITS, ex_code_bytes};
 use shoal_index::rotation::{ROUNDS, Rotation, padded_dim};
 
 use crate::Error;
@@ -23,6 +23,7 @@ use crate::sealed::{bad, range_of};
 pub(crate) struct IvfSections {
     pub(crate) index: IvfIndex,
     pub(crate) seed: u64,
+    pub(crate) bits: u32,
     pub(crate) defaults: IvfQuery,
     centroids: Range<usize>,
     rot_centroids: Range<usize>,
@@ -30,18 +31,21 @@ pub(crate) struct IvfSections {
     block_offsets: Range<usize>,
     codes: Range<usize>,
     factors: Range<usize>,
+    ex_codes: Range<usize>,
+    ex_factors: Range<usize>,
 }
 
 /// The IVF metadata record of a build.
-pub(crate) fn meta_of(build: &IvfBuild, seed: u64) -> IvfMeta {
+pub(crate) fn meta_of(build: &IvfBuild, seed: u64, defaults: IvfQuery) -> IvfMeta {
     let mut meta = IvfMeta::zeroed();
     meta.nlist = build.nlist as u32;
     meta.padded = build.padded as u32;
     meta.rounds = ROUNDS as u32;
-    meta.code_bits = 1;
+    meta.code_bits = build.bits;
     meta.query_bits = 4;
-    meta.default_nprobe = default_nprobe(build.nlist) as u32;
-    meta.default_rerank = DEFAULT_RERANK as u32;
+    meta.default_nprobe = defaults.nprobe as u32;
+    meta.default_rerank = defaults.rerank as u32;
+    meta.default_probe_ratio = defaults.probe_ratio;
     meta.seed = seed;
     meta
 }
@@ -56,6 +60,13 @@ pub(crate) fn add_sections<'a>(w: &mut SegmentWriter<'a>, meta: &'a IvfMeta, bui
         .add_section(KIND_RABITQ_BLOCK_OFFSETS, SECTION_OPTIONAL, bytemuck::cast_slice(&build.block_offsets))
         .add_section(KIND_RABITQ_CODES, SECTION_OPTIONAL, &build.codes)
         .add_section(KIND_RABITQ_FACTORS, SECTION_OPTIONAL, bytemuck::cast_slice(&build.factors));
+    if build.bits > 1 {
+        w.add_section(KIND_RABITQ_EX_CODES, SECTION_OPTIONAL, &build.ex_codes).add_section(
+            KIND_RABITQ_EX_FACTORS,
+            SECTION_OPTIONAL,
+            bytemuck::cast_slice(&build.ex_factors),
+        );
+    }
 }
 
 /// Checks that `offsets` has `n + 1` entries, starts at 0, never decreases and ends at `end`.
@@ -81,10 +92,19 @@ impl IvfSections {
         if nlist == 0 || nlist > rows.max(1) {
             return Err(bad("IVF_META", "partition count out of range"));
         }
-        if padded != padded_dim(dim) || meta.rounds as usize != ROUNDS || meta.code_bits != 1 || meta.query_bits != 4 {
+        if padded != padded_dim(dim)
+            || meta.rounds as usize != ROUNDS
+            || !(1..=MAX_BITS).contains(&meta.code_bits)
+            || meta.query_bits != 4
+        {
             return Err(bad("IVF_META", "unsupported code layout"));
         }
-        if meta.default_nprobe == 0 || meta.default_nprobe as usize > nlist || meta.default_rerank == 0 {
+        let ratio = meta.default_probe_ratio;
+        if meta.default_nprobe == 0
+            || meta.default_nprobe as usize > nlist
+            || meta.default_rerank == 0
+            || !(ratio == 0.0 || (ratio >= 1.0 && ratio.is_finite()))
+        {
             return Err(bad("IVF_META", "default query settings out of range"));
         }
         if meta.reserved.iter().any(|&b| b != 0) {
@@ -124,13 +144,29 @@ impl IvfSections {
         if cast_records::<Factors>("RABITQ_FACTORS", factors)?.len() != rows {
             return Err(bad("RABITQ_FACTORS", "length does not match the row count"));
         }
+        let bits = meta.code_bits;
+        let (ex_codes, ex_factors) = if bits > 1 {
+            let codes = reader.require(KIND_RABITQ_EX_CODES)?;
+            if Some(codes.len()) != rows.checked_mul(ex_code_bytes(padded, bits)) {
+                return Err(bad("RABITQ_EX_CODES", "length does not match rows x (bits - 1) x padded / 8"));
+            }
+            let f = reader.require(KIND_RABITQ_EX_FACTORS)?;
+            if cast_records::<ExFactors>("RABITQ_EX_FACTORS", f)?.len() != rows {
+                return Err(bad("RABITQ_EX_FACTORS", "length does not match the row count"));
+            }
+            (range_of(bytes, codes), range_of(bytes, f))
+        } else {
+            (0..0, 0..0)
+        };
         Ok(Some(IvfSections {
             index: IvfIndex { nlist, padded, rotation: Rotation::from_signs(padded, signs.to_vec()) },
             seed: meta.seed,
+            bits: meta.code_bits,
             defaults: IvfQuery {
                 nprobe: meta.default_nprobe as usize,
                 rerank: meta.default_rerank as usize,
                 epsilon: EPSILON0,
+                probe_ratio: meta.default_probe_ratio,
             },
             centroids: range_of(bytes, centroids),
             rot_centroids: range_of(bytes, rot),
@@ -138,6 +174,8 @@ impl IvfSections {
             block_offsets: range_of(bytes, blocks_bytes),
             codes: range_of(bytes, codes),
             factors: range_of(bytes, factors),
+            ex_codes,
+            ex_factors,
         }))
     }
 
@@ -152,15 +190,19 @@ impl IvfSections {
             codes: &bytes[self.codes.clone()],
             factors: bytemuck::cast_slice(&bytes[self.factors.clone()]),
             vectors,
+            bits: self.bits,
+            ex_codes: &bytes[self.ex_codes.clone()],
+            ex_factors: bytemuck::cast_slice(&bytes[self.ex_factors.clone()]),
         }
     }
 
     /// Full check: every float of the index is finite.
     pub(crate) fn verify(&self, bytes: &[u8]) -> Result<(), Error> {
-        let floats: [(&'static str, &Range<usize>); 3] = [
+        let floats: [(&'static str, &Range<usize>); 4] = [
             ("IVF_CENTROIDS", &self.centroids),
             ("IVF_ROT_CENTROIDS", &self.rot_centroids),
             ("RABITQ_FACTORS", &self.factors),
+            ("RABITQ_EX_FACTORS", &self.ex_factors),
         ];
         for (name, r) in floats {
             let v: &[f32] = bytemuck::cast_slice(&bytes[r.clone()]);

@@ -57,8 +57,8 @@ impl IndexKind {
                 Err(Error::InvalidRequest("seal options: partitions, seed and bits need index \"ivf-rabitq\"".into()))
             }
             Some("ivf-rabitq") => {
-                if o.bits.is_some_and(|b| b != 1) {
-                    return Err(Error::Unsupported("RaBitQ codes of more than 1 bit per dimension"));
+                if o.bits.is_some_and(|b| !(1..=8).contains(&b)) {
+                    return Err(Error::InvalidRequest("seal options: bits must be 1..=8".into()));
                 }
                 if o.partitions == Some(0) {
                     return Err(Error::InvalidRequest("seal options: partitions must be at least 1".into()));
@@ -67,6 +67,7 @@ impl IndexKind {
                 Ok(IndexKind::IvfRabitq(IvfParams {
                     partitions: o.partitions.map(|p| p as usize),
                     seed: o.seed.unwrap_or(d.seed),
+                    bits: o.bits.map_or(d.bits, |b| b as u32),
                 }))
             }
             Some(other) => Err(Error::InvalidRequest(alloc::format!(
@@ -237,7 +238,9 @@ impl SealedSegment {
     /// The index this segment carries.
     pub fn index_kind(&self) -> IndexKind {
         match &self.ivf {
-            Some(ivf) => IndexKind::IvfRabitq(IvfParams { partitions: Some(ivf.index.nlist), seed: ivf.seed }),
+            Some(ivf) => {
+                IndexKind::IvfRabitq(IvfParams { partitions: Some(ivf.index.nlist), seed: ivf.seed, bits: ivf.bits })
+            }
             None => IndexKind::Flat,
         }
     }
@@ -271,18 +274,20 @@ impl SealedSegment {
         meta.dim = dim as u32;
         meta.metric = metric.code();
         meta.rows = ids.len() as u64;
-        let (build, ivf_meta) = match index {
-            IndexKind::IvfRabitq(params) => {
-                let build = shoal_index::ivf::build(kernels, vectors, dim, params);
-                let meta = ivf_sections::meta_of(&build, params.seed);
-                (Some(build), Some(meta))
-            }
-            IndexKind::Flat => (None, None),
+        let build = match index {
+            IndexKind::IvfRabitq(params) => Some((shoal_index::ivf::build(kernels, vectors, dim, params), params.seed)),
+            IndexKind::Flat => None,
         };
         let (ids, vectors) = match &build {
-            Some(b) => (ivf_sections::permute(ids, 1, &b.order), ivf_sections::permute(vectors, dim, &b.order)),
+            Some((b, _)) => (ivf_sections::permute(ids, 1, &b.order), ivf_sections::permute(vectors, dim, &b.order)),
             None => (ids.to_vec(), vectors.to_vec()),
         };
+        // Default query settings measured on the data (in the stored row order).
+        let ivf_meta = build.as_ref().map(|(b, seed)| {
+            let defaults = shoal_index::calibrate::calibrate(kernels, metric, b, &vectors, dim, *seed);
+            ivf_sections::meta_of(b, *seed, defaults)
+        });
+        let build = build.map(|(b, _)| b);
         let mut index: Vec<IdEntry> =
             ids.iter().enumerate().map(|(row, &id)| IdEntry { id, row: row as u32, reserved: 0 }).collect();
         index.sort_unstable();

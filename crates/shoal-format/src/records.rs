@@ -38,6 +38,10 @@ pub const KIND_RABITQ_BLOCK_OFFSETS: u32 = 21;
 pub const KIND_RABITQ_CODES: u32 = 22;
 /// Section kind (optional): per-row RaBitQ factors, 4 `f32` each.
 pub const KIND_RABITQ_FACTORS: u32 = 23;
+/// Section kind (optional; required when `code_bits > 1`): per-row extra bits of the codes.
+pub const KIND_RABITQ_EX_CODES: u32 = 24;
+/// Section kind (optional; required when `code_bits > 1`): per-row extra-bit factors, 2 `f32`.
+pub const KIND_RABITQ_EX_FACTORS: u32 = 25;
 
 /// Human-readable name of a section kind.
 pub fn kind_name(kind: u32) -> &'static str {
@@ -54,13 +58,15 @@ pub fn kind_name(kind: u32) -> &'static str {
         KIND_RABITQ_BLOCK_OFFSETS => "RABITQ_BLOCK_OFFSETS",
         KIND_RABITQ_CODES => "RABITQ_CODES",
         KIND_RABITQ_FACTORS => "RABITQ_FACTORS",
+        KIND_RABITQ_EX_CODES => "RABITQ_EX_CODES",
+        KIND_RABITQ_EX_FACTORS => "RABITQ_EX_FACTORS",
         _ => "unknown",
     }
 }
 
 /// The `IVF_META` section (64 bytes).
 #[repr(C)]
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Pod, Zeroable)]
+#[derive(Clone, Copy, Debug, PartialEq, Pod, Zeroable)]
 pub struct IvfMeta {
     /// Number of partitions.
     pub nlist: u32,
@@ -78,8 +84,11 @@ pub struct IvfMeta {
     pub default_nprobe: u32,
     /// Default candidates re-ranked per result.
     pub default_rerank: u32,
+    /// Default adaptive probing ratio on squared centroid distances (0: probe exactly
+    /// `default_nprobe` partitions; see `docs/format.md`).
+    pub default_probe_ratio: f32,
     /// Zero.
-    pub reserved: [u8; 28],
+    pub reserved: [u8; 24],
 }
 
 /// The 64-byte file header.

@@ -15,7 +15,7 @@ use core::cmp::Ordering;
 use shoal_kernels::Kernels;
 
 use crate::kmeans::{KMeans, nearest};
-use crate::rabitq::{self, EPSILON0, Factors, QueryTerms};
+use crate::rabitq::{self, EPSILON0, ExFactors, Factors, MAX_BITS, QueryTerms, decode_ex, ex_code_bytes};
 use crate::rotation::{Rotation, padded_dim};
 use crate::{Candidate, Metric, TopK};
 
@@ -26,11 +26,15 @@ pub struct IvfParams {
     pub partitions: Option<usize>,
     /// Seed of k-means and the rotation.
     pub seed: u64,
+    /// Bits per coordinate of the codes, 1..=[`MAX_BITS`]: the sign bit searched with FastScan,
+    /// plus `bits - 1` extra bits that refine the estimates of the candidates before any exact
+    /// distance is computed (extended RaBitQ).
+    pub bits: u32,
 }
 
 impl Default for IvfParams {
     fn default() -> Self {
-        IvfParams { partitions: None, seed: 0x5ea1 }
+        IvfParams { partitions: None, seed: 0x5ea1, bits: 1 }
     }
 }
 
@@ -71,6 +75,12 @@ pub struct IvfBuild {
     pub codes: Vec<u8>,
     /// Factors in new row order.
     pub factors: Vec<Factors>,
+    /// Bits per coordinate.
+    pub bits: u32,
+    /// Extra bits in new row order, [`ex_code_bytes`] per row (empty for 1-bit codes).
+    pub ex_codes: Vec<u8>,
+    /// Extra-bit factors in new row order (empty for 1-bit codes).
+    pub ex_factors: Vec<ExFactors>,
 }
 
 /// Bytes of one FastScan block for a padded dimension.
@@ -115,6 +125,11 @@ pub fn build(kernels: &Kernels, data: &[f32], dim: usize, params: IvfParams) -> 
     }
     let mut codes = vec![0u8; block_offsets[nlist] as usize * bb];
     let mut factors = vec![Factors::default(); n];
+    let bits = params.bits.clamp(1, MAX_BITS);
+    let exb = ex_code_bytes(padded, bits);
+    let mut ex_codes = vec![0u8; n * exb];
+    let mut ex_factors = vec![ExFactors::default(); if bits > 1 { n } else { 0 }];
+    let mut levels = vec![0u8; padded];
     let mut rotated = vec![0f32; padded];
     let mut block_codes = vec![0u64; 32 * words];
     for p in 0..nlist {
@@ -129,13 +144,31 @@ pub fn build(kernels: &Kernels, data: &[f32], dim: usize, params: IvfParams) -> 
                     *x -= c;
                 }
                 factors[new_row] = rabitq::encode(kernels, &rotated, &mut block_codes[j * words..(j + 1) * words]);
+                if bits > 1 {
+                    let out = &mut ex_codes[new_row * exb..(new_row + 1) * exb];
+                    ex_factors[new_row] = rabitq::encode_ex(&rotated, factors[new_row].norm_sq, bits, &mut levels, out);
+                }
             }
             let refs: Vec<&[u64]> = block_codes.chunks_exact(words).take(end - chunk).collect();
             let at = (block_offsets[p] as usize + b) * bb;
             rabitq::pack_block(&refs, words, &mut codes[at..at + bb]);
         }
     }
-    IvfBuild { nlist, padded, order, offsets, centroids, rot_centroids, rotation, block_offsets, codes, factors }
+    IvfBuild {
+        nlist,
+        padded,
+        order,
+        offsets,
+        centroids,
+        rot_centroids,
+        rotation,
+        block_offsets,
+        codes,
+        factors,
+        bits,
+        ex_codes,
+        ex_factors,
+    }
 }
 
 /// The index's data as borrowed slices (from a segment's sections).
@@ -157,6 +190,12 @@ pub struct IvfData<'a> {
     pub factors: &'a [Factors],
     /// Full vectors by row (for re-ranking).
     pub vectors: &'a [f32],
+    /// Bits per coordinate of the codes (1: no extra bits).
+    pub bits: u32,
+    /// Extra bits by row ([`ex_code_bytes`] each; empty for 1-bit codes).
+    pub ex_codes: &'a [u8],
+    /// Extra-bit factors by row (empty for 1-bit codes).
+    pub ex_factors: &'a [ExFactors],
 }
 
 /// One search: kernels, metric, the prepared query and its settings.
@@ -181,7 +220,14 @@ pub struct IvfQuery {
     pub rerank: usize,
     /// Confidence of the error bound, in standard deviations.
     pub epsilon: f32,
+    /// Adaptive probing (`l2` and `cosine` only; 0 = off): probe the partitions whose squared
+    /// centroid distance is at most this times the nearest one's, at least [`MIN_PROBES`] and
+    /// at most `nprobe`.
+    pub probe_ratio: f32,
 }
+
+/// Fewest partitions an adaptive search probes (fewer when the index has fewer).
+pub const MIN_PROBES: usize = 4;
 
 /// A candidate of the estimate phase.
 #[derive(Clone, Copy, Debug)]
@@ -218,8 +264,11 @@ pub struct IvfScratch {
     sums: Vec<u32>,
     probes: Vec<(f32, u32)>,
     centroid_keys: Vec<f32>,
+    keys: Vec<f32>,
+    errs: Vec<f32>,
     heap: BinaryHeap<Estimate>,
     sorted: Vec<Estimate>,
+    xbar: Vec<f32>,
     one: [f32; 1],
 }
 
@@ -230,6 +279,8 @@ pub struct IvfStats {
     pub estimated: u64,
     /// Vectors whose exact distance was computed.
     pub reranked: u64,
+    /// Candidates whose estimate was refined with the extra bits.
+    pub refined: u64,
     /// Partitions probed.
     pub probed: u32,
 }
@@ -276,12 +327,17 @@ impl IvfIndex {
             Metric::L2 | Metric::Cosine => kernels.l2_sq_batch(query, data.centroids, keys),
         }
         s.probes.extend(keys.iter().enumerate().map(|(p, &k)| (if k.is_nan() { f32::INFINITY } else { k }, p as u32)));
-        let nprobe = q.nprobe.clamp(1, nlist);
+        let mut nprobe = q.nprobe.clamp(1, nlist);
         let by_key = |a: &(f32, u32), b: &(f32, u32)| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1));
         if nprobe < nlist {
             s.probes.select_nth_unstable_by(nprobe - 1, by_key);
         }
         s.probes[..nprobe].sort_unstable_by(by_key);
+        if q.probe_ratio > 0.0 && metric != Metric::Dot {
+            let limit = s.probes[0].0 * q.probe_ratio;
+            let within = s.probes[..nprobe].partition_point(|p| p.0 <= limit);
+            nprobe = within.max(MIN_PROBES).min(nprobe);
+        }
         let k = topk.capacity_k();
         let depth = k.saturating_mul(q.rerank.max(1)).max(k);
         s.heap.clear();
@@ -321,26 +377,50 @@ impl IvfIndex {
             }
             let sums = &mut s.sums[..(b1 - b0) * 32];
             kernels.fastscan(&s.luts, &data.codes[b0 * bb..b1 * bb], sums);
-            for (i, &sum) in sums[..r1 - r0].iter().enumerate() {
+            // Estimates for the whole partition in one branch-free pass (it vectorises), then
+            // only those under the heap's current worst key are checked further.
+            let n = r1 - r0;
+            s.keys.resize(s.keys.len().max(n), 0.0);
+            s.errs.resize(s.errs.len().max(n), 0.0);
+            let factors = &data.factors[r0..r1];
+            for (((key, err), &sum), f) in s.keys.iter_mut().zip(s.errs.iter_mut()).zip(&sums[..n]).zip(factors) {
+                let (k, e) = if metric == Metric::L2 {
+                    terms.l2(f, sum)
+                } else {
+                    let (ip, e) = terms.ip(f, sum);
+                    (-(centroid_ip + ip), e)
+                };
+                *key = if k.is_nan() { f32::INFINITY } else { k };
+                *err = e;
+            }
+            let mut bound =
+                if s.heap.len() < depth { f32::INFINITY } else { s.heap.peek().map_or(f32::INFINITY, |e| e.key) };
+            for (i, (&key, &err)) in s.keys[..n].iter().zip(&s.errs[..n]).enumerate() {
+                // `<=`: a tie on the key is decided by the row below, as in the heap's order.
+                if key > bound {
+                    continue;
+                }
                 let row = r0 + i;
                 if skip.is_some_and(|f| f(row)) {
                     continue;
                 }
-                let f = &data.factors[row];
-                let (key, err) = if metric == Metric::L2 {
-                    terms.l2(f, sum)
-                } else {
-                    let (ip, err) = terms.ip(f, sum);
-                    (-(centroid_ip + ip), err)
-                };
-                let key = if key.is_nan() { f32::INFINITY } else { key };
                 let e = Estimate { key, lower: key - err, row: row as u32 };
                 if s.heap.len() < depth {
                     s.heap.push(e);
-                } else if let Some(mut top) = s.heap.peek_mut()
-                    && e < *top
-                {
-                    *top = e;
+                    if s.heap.len() == depth {
+                        bound = s.heap.peek().map_or(f32::INFINITY, |e| e.key);
+                    }
+                } else {
+                    let replaced = match s.heap.peek_mut() {
+                        Some(mut top) if e < *top => {
+                            *top = e;
+                            true
+                        }
+                        _ => false,
+                    };
+                    if replaced {
+                        bound = s.heap.peek().map_or(f32::INFINITY, |e| e.key);
+                    }
                 }
             }
             stats.estimated += (r1 - r0) as u64;
@@ -352,11 +432,47 @@ impl IvfIndex {
             let lower = |e: &Estimate| if e.lower.is_nan() { f32::INFINITY } else { e.lower };
             lower(a).total_cmp(&lower(b)).then(a.row.cmp(&b.row))
         });
+        let bits = data.bits;
+        let exb = ex_code_bytes(padded, bits);
+        let qnorm = if bits > 1 && metric != Metric::L2 { libm::sqrtf(kernels.dot(&s.qrot, &s.qrot)) } else { 0.0 };
+        s.xbar.resize(padded, 0.0);
         for e in &s.sorted {
             if topk.len() >= k && e.lower > topk.threshold() {
                 break;
             }
             let row = e.row as usize;
+            if bits > 1 {
+                // Refine with the extra bits; skip the exact distance when the tighter bound
+                // already proves the candidate cannot enter.
+                let p = data.offsets.partition_point(|&o| o as usize <= row) - 1;
+                let i = row - data.offsets[p] as usize;
+                let block = (data.block_offsets[p] as usize + i / 32) * bb;
+                decode_ex(
+                    &data.codes[block..block + bb],
+                    i % 32,
+                    &data.ex_codes[row * exb..(row + 1) * exb],
+                    bits,
+                    &mut s.xbar,
+                );
+                let ex = &data.ex_factors[row];
+                let (key, err) = if metric == Metric::L2 {
+                    for ((y, x), c) in
+                        s.y.iter_mut().zip(&s.qrot).zip(&data.rot_centroids[p * padded..(p + 1) * padded])
+                    {
+                        *y = x - c;
+                    }
+                    let ny = kernels.dot(&s.y, &s.y);
+                    let ip = ex.scale * kernels.dot(&s.xbar, &s.y);
+                    (data.factors[row].norm_sq + ny - 2.0 * ip, 2.0 * ex.err * libm::sqrtf(ny) * q.epsilon)
+                } else {
+                    let centroid_ip = kernels.dot(query, &data.centroids[p * dim..(p + 1) * dim]);
+                    (-(centroid_ip + ex.scale * kernels.dot(&s.xbar, &s.qrot)), ex.err * qnorm * q.epsilon)
+                };
+                stats.refined += 1;
+                if topk.len() >= k && key - err > topk.threshold() {
+                    continue;
+                }
+            }
             metric.keys(kernels, query, &data.vectors[row * dim..(row + 1) * dim], &mut s.one);
             let key = if s.one[0].is_nan() { f32::INFINITY } else { s.one[0] };
             topk.push(Candidate { key, id: first_id + row as u64 });
@@ -368,5 +484,5 @@ impl IvfIndex {
 
 /// Default query settings for an index of `nlist` partitions.
 pub fn default_query(nlist: usize) -> IvfQuery {
-    IvfQuery { nprobe: default_nprobe(nlist), rerank: DEFAULT_RERANK, epsilon: EPSILON0 }
+    IvfQuery { nprobe: default_nprobe(nlist), rerank: DEFAULT_RERANK, epsilon: EPSILON0, probe_ratio: 0.0 }
 }

@@ -9,6 +9,7 @@
 
 extern crate alloc;
 
+pub mod calibrate;
 mod flat;
 pub mod ivf;
 pub mod kmeans;

@@ -149,6 +149,120 @@ impl QueryTerms {
     }
 }
 
+/// Most bits per coordinate of a code (1 sign bit + up to 7 extra bits).
+pub const MAX_BITS: u32 = 8;
+
+/// Per-vector factors of the extra-bit code (8 bytes), stored in row order.
+///
+/// With `x̄_i = ±(m_i + 1/2)` (sign of `r_i`, magnitude level `m_i` from the extra bits),
+/// `<r, y> ≈ scale · <x̄, y>` with one standard deviation of error `err · ‖y‖`.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Pod, Zeroable)]
+pub struct ExFactors {
+    /// `‖r‖² / <x̄, r>`; 0 when `r = 0`.
+    pub scale: f32,
+    /// `‖r‖ √(1 - cos²) / (cos √(D-1))` with `cos = <x̄, r> / (‖x̄‖ ‖r‖)`.
+    pub err: f32,
+}
+
+/// Bytes of one row's extra bits: `(bits - 1)` per padded coordinate.
+pub fn ex_code_bytes(padded: usize, bits: u32) -> usize {
+    padded * (bits.saturating_sub(1)) as usize / 8
+}
+
+/// Encodes the extra bits (extended RaBitQ, Gao et al. 2025) of a rotated residual `r` of
+/// `norm_sq = ‖r‖²`: magnitude levels `m_i ∈ 0..2^(bits-1)` from `floor(t |r_i|)`, with the
+/// scale `t` that maximises the cosine between `x̄` and `r` among 49 candidates (a coarse grid,
+/// then a finer one around its best), written `bits - 1` bits per coordinate, least
+/// significant first, into `out` ([`ex_code_bytes`] bytes). `levels` is scratch of `D` bytes.
+/// Plain f32 arithmetic in a fixed order: the same bits on every target.
+pub fn encode_ex(r: &[f32], norm_sq: f32, bits: u32, levels: &mut [u8], out: &mut [u8]) -> ExFactors {
+    debug_assert!((2..=MAX_BITS).contains(&bits));
+    let d = r.len();
+    let top = ((1u32 << (bits - 1)) - 1) as f32;
+    let amax = r.iter().fold(0f32, |m, &x| m.max(libm::fabsf(x)));
+    out.fill(0);
+    if !(amax > 0.0 && norm_sq > 0.0) {
+        levels.fill(0);
+        return ExFactors::default();
+    }
+    // cos² up to the constant ‖r‖²: <x̄, |r|>² / ‖x̄‖².
+    let score = |t: f32, levels: &mut [u8]| -> (f32, f32) {
+        let (mut ip, mut nn) = (0f32, 0f32);
+        for (l, &x) in levels.iter_mut().zip(r) {
+            let a = libm::fabsf(x);
+            let m = libm::floorf(t * a).min(top);
+            *l = m as u8;
+            let v = m + 0.5;
+            ip += v * a;
+            nn += v * v;
+        }
+        (ip, nn)
+    };
+    let unit = (top + 1.0) / amax;
+    let better = |(ip, nn): (f32, f32), (bip, bnn): (f32, f32)| ip * ip * bnn > bip * bip * nn;
+    let (mut best_s, mut best) = (0f32, (0f32, 1f32));
+    for j in 1..=32 {
+        let s = j as f32 / 16.0;
+        let v = score(s * unit, levels);
+        if better(v, best) {
+            (best_s, best) = (s, v);
+        }
+    }
+    let coarse = best_s;
+    for f in 0..=16 {
+        let s = coarse - 1.0 / 16.0 + f as f32 / 128.0;
+        if s <= 0.0 {
+            continue;
+        }
+        let v = score(s * unit, levels);
+        if better(v, best) {
+            (best_s, best) = (s, v);
+        }
+    }
+    let (ip, nn) = score(best_s * unit, levels);
+    // Pack `bits - 1` bits per level.
+    let width = bits - 1;
+    let (mut acc, mut filled, mut at) = (0u64, 0u32, 0usize);
+    for &l in levels.iter() {
+        acc |= (l as u64) << filled;
+        filled += width;
+        while filled >= 8 {
+            out[at] = acc as u8;
+            at += 1;
+            acc >>= 8;
+            filled -= 8;
+        }
+    }
+    let norm = libm::sqrtf(norm_sq);
+    let cos = (ip / (libm::sqrtf(nn) * norm)).min(1.0);
+    let spread = libm::sqrtf((1.0 - cos * cos).max(0.0));
+    ExFactors { scale: norm_sq / ip, err: norm * spread / (cos * libm::sqrtf((d as f32 - 1.0).max(1.0))) }
+}
+
+/// Reconstructs `x̄` of code `j` (0..32) of a FastScan `block` (its signs) and its extra bits
+/// `ex` into `out` (`D` floats, each `±(m_i + 1/2)`).
+pub fn decode_ex(block: &[u8], j: usize, ex: &[u8], bits: u32, out: &mut [f32]) {
+    let width = bits - 1;
+    let mask = (1u32 << width) - 1;
+    let shift = if j < 16 { 0 } else { 4 };
+    let (mut acc, mut filled, mut at) = (0u64, 0u32, 0usize);
+    for (g, quad) in out.chunks_exact_mut(4).enumerate() {
+        let nib = (block[g * 16 + j % 16] >> shift) & 0xf;
+        for (t, o) in quad.iter_mut().enumerate() {
+            while filled < width {
+                acc |= (ex[at] as u64) << filled;
+                at += 1;
+                filled += 8;
+            }
+            let m = (acc as u32 & mask) as f32 + 0.5;
+            acc >>= width;
+            filled -= width;
+            *o = if nib >> t & 1 == 1 { m } else { -m };
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -208,6 +322,44 @@ mod tests {
         for j in 0..32 {
             let want = if j < 20 { nibble(&codes[j], 3) as u32 } else { 0 };
             assert_eq!(out[j], want, "code {j}");
+        }
+    }
+
+    #[test]
+    fn extra_bits_tighten_estimates_and_round_trip() {
+        let k = Kernels::scalar();
+        let d = 128;
+        let mut rng = Rng::new(5);
+        let mut prev_err = f64::INFINITY;
+        for bits in 2..=MAX_BITS {
+            let mut total_err = 0f64;
+            for _ in 0..200 {
+                let r: Vec<f32> = (0..d).map(|_| gauss(&mut rng)).collect();
+                let y: Vec<f32> = (0..d).map(|_| gauss(&mut rng)).collect();
+                let norm_sq = k.dot(&r, &r);
+                let mut code = vec![0u64; d / 64];
+                encode(&k, &r, &mut code);
+                let mut block = vec![0u8; d / 4 * 16];
+                pack_block(&[&code], d / 64, &mut block);
+                let mut levels = vec![0u8; d];
+                let mut ex = vec![0u8; ex_code_bytes(d, bits)];
+                let f = encode_ex(&r, norm_sq, bits, &mut levels, &mut ex);
+                let mut xbar = vec![0f32; d];
+                decode_ex(&block, 0, &ex, bits, &mut xbar);
+                for i in 0..d {
+                    // The signs and levels survive packing.
+                    assert_eq!(xbar[i] > 0.0, r[i] > 0.0, "bits {bits} coordinate {i}");
+                    assert_eq!(xbar[i].abs(), levels[i] as f32 + 0.5, "bits {bits} coordinate {i}");
+                }
+                let exact = k.dot(&r, &y);
+                let est = f.scale * k.dot(&xbar, &y);
+                let sd = f.err * k.dot(&y, &y).sqrt();
+                assert!((est - exact).abs() <= 5.0 * sd + 1e-3, "bits {bits}: {est} vs {exact} (sd {sd})");
+                total_err += ((est - exact) as f64).abs();
+            }
+            // Every extra bit makes the estimates tighter.
+            assert!(total_err < prev_err, "bits {bits}: mean error {total_err} not below {prev_err}");
+            prev_err = total_err;
         }
     }
 }

@@ -28,13 +28,33 @@ pub struct Config {
     /// IVF partitions of the first seal (`None`: flat). With an index, searches after that seal
     /// are approximate: still identical on every target, but not comparable to the oracle.
     pub ivf_partitions: Option<u32>,
+    /// Bits per coordinate of the IVF codes (1..=8).
+    pub ivf_bits: u32,
 }
 
 /// The configurations every target runs: each metric, GloVe's 50-d, an odd dimension whose
 /// tail splits a SIMD register, and a common embedding size.
 pub const CONFIGS: [Config; 7] = [
-    Config { name: "l2-50", metric: Metric::L2, dim: 50, queries: 1000, k: 10, seed: 1, ivf_partitions: None },
-    Config { name: "dot-131", metric: Metric::Dot, dim: 131, queries: 1000, k: 10, seed: 2, ivf_partitions: None },
+    Config {
+        name: "l2-50",
+        metric: Metric::L2,
+        dim: 50,
+        queries: 1000,
+        k: 10,
+        seed: 1,
+        ivf_partitions: None,
+        ivf_bits: 1,
+    },
+    Config {
+        name: "dot-131",
+        metric: Metric::Dot,
+        dim: 131,
+        queries: 1000,
+        k: 10,
+        seed: 2,
+        ivf_partitions: None,
+        ivf_bits: 1,
+    },
     Config {
         name: "cosine-384",
         metric: Metric::Cosine,
@@ -43,9 +63,28 @@ pub const CONFIGS: [Config; 7] = [
         k: 10,
         seed: 3,
         ivf_partitions: None,
+        ivf_bits: 1,
     },
-    Config { name: "cosine-50", metric: Metric::Cosine, dim: 50, queries: 1000, k: 10, seed: 4, ivf_partitions: None },
-    Config { name: "ivf-l2-64", metric: Metric::L2, dim: 64, queries: 1000, k: 10, seed: 5, ivf_partitions: Some(16) },
+    Config {
+        name: "cosine-50",
+        metric: Metric::Cosine,
+        dim: 50,
+        queries: 1000,
+        k: 10,
+        seed: 4,
+        ivf_partitions: None,
+        ivf_bits: 1,
+    },
+    Config {
+        name: "ivf-l2-64",
+        metric: Metric::L2,
+        dim: 64,
+        queries: 1000,
+        k: 10,
+        seed: 5,
+        ivf_partitions: Some(16),
+        ivf_bits: 3,
+    },
     Config {
         name: "ivf-cosine-50",
         metric: Metric::Cosine,
@@ -54,6 +93,7 @@ pub const CONFIGS: [Config; 7] = [
         k: 10,
         seed: 6,
         ivf_partitions: Some(24),
+        ivf_bits: 1,
     },
     Config {
         name: "ivf-dot-200",
@@ -63,12 +103,14 @@ pub const CONFIGS: [Config; 7] = [
         k: 10,
         seed: 7,
         ivf_partitions: Some(12),
+        ivf_bits: 8,
     },
 ];
 
 /// The IVF seal options of a config's first seal, as the JSON every host parses.
 pub fn seal_options(c: &Config) -> Option<String> {
-    c.ivf_partitions.map(|p| format!(r#"{{"index": "ivf-rabitq", "partitions": {p}, "seed": {}}}"#, c.seed))
+    c.ivf_partitions
+        .map(|p| format!(r#"{{"index": "ivf-rabitq", "partitions": {p}, "seed": {}, "bits": {}}}"#, c.seed, c.ivf_bits))
 }
 
 /// One step of the scenario.

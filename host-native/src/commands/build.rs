@@ -41,6 +41,10 @@ pub struct BuildArgs {
     /// Seed of the IVF build (k-means and rotation); builds are deterministic for a seed.
     #[arg(long, value_name = "SEED")]
     pub seed: Option<u64>,
+    /// Bits per coordinate of the RaBitQ codes, 1..=8 (1 sign bit + extra bits that refine the
+    /// candidates' estimates; extended RaBitQ).
+    #[arg(long, value_name = "BITS")]
+    pub bits: Option<u32>,
     /// Rows inserted per batch.
     #[arg(long, value_name = "ROWS", default_value_t = 65_536, hide = true)]
     pub batch_rows: usize,
@@ -115,8 +119,8 @@ pub fn run(args: &BuildArgs) -> Result<(), HostError> {
     }
     bar.set_message("sealing");
     let index = match args.index {
-        IndexArg::Flat if args.partitions.is_some() || args.seed.is_some() => {
-            return Err(HostError::Usage("--partitions and --seed need --index ivf-rabitq".into()));
+        IndexArg::Flat if args.partitions.is_some() || args.seed.is_some() || args.bits.is_some() => {
+            return Err(HostError::Usage("--partitions, --seed and --bits need --index ivf-rabitq".into()));
         }
         IndexArg::Flat => IndexKind::Flat,
         IndexArg::IvfRabitq => {
@@ -124,9 +128,13 @@ pub fn run(args: &BuildArgs) -> Result<(), HostError> {
             if args.partitions == Some(0) {
                 return Err(HostError::Usage("--partitions must be at least 1".into()));
             }
+            if args.bits.is_some_and(|b| !(1..=8).contains(&b)) {
+                return Err(HostError::Usage("--bits must be 1..=8".into()));
+            }
             IndexKind::IvfRabitq(IvfParams {
                 partitions: args.partitions.map(|p| p as usize),
                 seed: args.seed.unwrap_or(d.seed),
+                bits: args.bits.unwrap_or(d.bits),
             })
         }
     };

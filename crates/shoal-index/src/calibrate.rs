@@ -1,0 +1,214 @@
+//! Default query settings chosen at build time from the data itself, so an index reaches its
+//! recall target without the user tuning `nprobe` and `rerank`.
+//!
+//! A seeded sample of the indexed rows serves as queries. Their exact top-`k` (the row itself
+//! left out) is computed by brute force; then, for every re-ranking depth in [`RERANK_STEPS`], the
+//! smallest `nprobe` of [`nprobe_steps`] that reaches the target recall is found, and the pair
+//! with the lowest [`work`] wins. Everything is counted, not timed, so the choice is the same on
+//! every target and in every run.
+
+use alloc::vec;
+use alloc::vec::Vec;
+
+use shoal_kernels::Kernels;
+
+use crate::ivf::{IvfBuild, IvfData, IvfIndex, IvfQuery, IvfScratch, IvfSearch, IvfStats, MIN_PROBES};
+use crate::rabitq::EPSILON0;
+use crate::rng::Rng;
+use crate::{Candidate, Metric, TopK};
+
+/// Recall@10 the defaults aim for on the sample (a margin above the 0.95 users are promised,
+/// since held-out queries are usually a little harder than indexed rows).
+pub const TARGET_RECALL: f64 = 0.97;
+/// Sampled queries (at most; fewer when the collection is smaller).
+pub const SAMPLE: usize = 100;
+/// Results per sampled query.
+const K: usize = 10;
+/// Re-ranking depths tried.
+pub const RERANK_STEPS: [usize; 5] = [4, 8, 16, 32, 64];
+/// Adaptive probing ratios tried (on squared centroid distances).
+pub const PROBE_RATIOS: [f32; 13] = [1.02, 1.05, 1.1, 1.15, 1.2, 1.3, 1.4, 1.6, 1.8, 2.0, 2.5, 3.0, 4.0];
+
+/// `nprobe` values tried, ascending, about 1.5x apart, ending at `nlist`.
+pub fn nprobe_steps(nlist: usize) -> Vec<usize> {
+    let mut steps = Vec::new();
+    let mut p = 1usize;
+    while p < nlist {
+        steps.push(p);
+        p = (p * 3 / 2).max(p + 1);
+    }
+    steps.push(nlist);
+    steps
+}
+
+/// Modelled cost of a search from its counters: the FastScan work per estimated code grows with
+/// the padded dimension; an exact distance costs a (likely uncached) row read plus its kernel.
+pub fn work(stats: &IvfStats, padded: usize, dim: usize) -> u64 {
+    stats.estimated * (padded as u64 / 32 + 8) + stats.reranked * (dim as u64 / 8 + 100)
+}
+
+/// Chooses the default `nprobe` and `rerank` of a built index. `vectors` are the rows in the
+/// build's order (sorted by partition), normalised for cosine.
+pub fn calibrate(
+    kernels: &Kernels,
+    metric: Metric,
+    build: &IvfBuild,
+    vectors: &[f32],
+    dim: usize,
+    seed: u64,
+) -> IvfQuery {
+    let n = vectors.len() / dim.max(1);
+    let nlist = build.nlist;
+    let fallback = crate::ivf::default_query(nlist);
+    if n <= K + 1 || nlist <= 1 {
+        return IvfQuery { nprobe: nlist.max(1), ..fallback };
+    }
+    // Distinct sample rows (partial Fisher-Yates over a seeded generator), ascending.
+    let m = SAMPLE.min(n);
+    let mut rng = Rng::new(seed ^ 0xca11_b7a7e);
+    let mut rows: Vec<u32> = (0..n as u32).collect();
+    for i in 0..m {
+        let j = i + rng.below(n - i);
+        rows.swap(i, j);
+    }
+    rows.truncate(m);
+    rows.sort_unstable();
+
+    // Queries: the first half are sampled rows (themselves excluded from their answers); the
+    // second half are midpoints of two sampled rows, which lie between the data the way many
+    // real queries do (rare words, questions against definitions) and need wider probing.
+    let half = m / 2;
+    let mut queries = Vec::with_capacity(m * dim);
+    let mut exclude = Vec::with_capacity(m);
+    for (i, &r) in rows.iter().enumerate() {
+        let a = &vectors[r as usize * dim..(r as usize + 1) * dim];
+        if i < half || m < 2 {
+            queries.extend_from_slice(a);
+            exclude.push(r as u64);
+        } else {
+            let o = rows[(i + half) % m] as usize;
+            let b = &vectors[o * dim..(o + 1) * dim];
+            let at = queries.len();
+            queries.extend(a.iter().zip(b).map(|(x, y)| 0.5 * x + 0.5 * y));
+            if metric.normalizes() {
+                crate::normalize(kernels, &mut queries[at..]);
+            }
+            exclude.push(u64::MAX);
+        }
+    }
+    // Their exact neighbours.
+    let mut keys = vec![0f32; n];
+    let mut truth: Vec<[u64; K]> = Vec::with_capacity(m);
+    let mut topk = TopK::new(K + 1);
+    let mut sorted: Vec<Candidate> = Vec::with_capacity(K + 1);
+    for (q, &skip) in queries.chunks_exact(dim).zip(&exclude) {
+        metric.keys(kernels, q, vectors, &mut keys);
+        topk.reset(K + 1);
+        for (i, &key) in keys.iter().enumerate() {
+            if i as u64 != skip {
+                topk.push(Candidate { key: if key.is_nan() { f32::INFINITY } else { key }, id: i as u64 });
+            }
+        }
+        let mut t = [u64::MAX; K];
+        topk.drain_sorted(&mut sorted);
+        for (slot, c) in t.iter_mut().zip(&sorted) {
+            *slot = c.id;
+        }
+        truth.push(t);
+    }
+    drop(keys);
+
+    let index = IvfIndex { nlist, padded: build.padded, rotation: build.rotation.clone() };
+    let data = IvfData {
+        dim,
+        centroids: &build.centroids,
+        rot_centroids: &build.rot_centroids,
+        offsets: &build.offsets,
+        block_offsets: &build.block_offsets,
+        codes: &build.codes,
+        factors: &build.factors,
+        vectors,
+        bits: build.bits,
+        ex_codes: &build.ex_codes,
+        ex_factors: &build.ex_factors,
+    };
+    let mut scratch = IvfScratch::default();
+    // Evaluates one setting: (recall, total work).
+    let mut evaluate = |params: IvfQuery| -> (f64, u64) {
+        let (mut hits, mut total) = (0usize, 0u64);
+        for ((query, &skip), t) in queries.chunks_exact(dim).zip(&exclude).zip(&truth) {
+            let search = IvfSearch { kernels: *kernels, metric, query, params };
+            topk.reset(K + 1);
+            let stats = index.search(&search, &data, None, 0, &mut scratch, &mut topk);
+            total += work(&stats, build.padded, dim);
+            topk.drain_sorted(&mut sorted);
+            hits += sorted.iter().filter(|c| c.id != skip).take(K).filter(|c| t.contains(&c.id)).count();
+        }
+        (hits as f64 / (K * truth.len()) as f64, total)
+    };
+
+    // Two ladders of settings, each from cheapest to most thorough: adaptive probing (a ratio
+    // under a cap of a quarter of the partitions) where the metric allows it, and fixed nprobe.
+    let setting = |nprobe: usize, probe_ratio: f32| IvfQuery { nprobe, rerank: 0, epsilon: EPSILON0, probe_ratio };
+    let mut ladders: Vec<Vec<IvfQuery>> = Vec::new();
+    if metric != Metric::Dot {
+        let cap = (nlist / 4).max(MIN_PROBES).min(nlist);
+        ladders.push(PROBE_RATIOS.iter().map(|&r| setting(cap, r)).collect());
+    }
+    ladders.push(nprobe_steps(nlist).into_iter().map(|p| setting(p, 0.0)).collect());
+
+    // Per ladder and depth: the first setting reaching the target (searching upward from the
+    // deeper depth's answer, since a shallower re-rank never needs less probing).
+    let mut best: Option<(u64, IvfQuery)> = None;
+    let mut best_recall: (f64, IvfQuery) = (-1.0, fallback);
+    for ladder in &ladders {
+        let mut from = 0;
+        for &rerank in RERANK_STEPS.iter().rev() {
+            let mut found = None;
+            for (si, q) in ladder.iter().enumerate().skip(from) {
+                let q = IvfQuery { rerank, ..*q };
+                let (recall, cost) = evaluate(q);
+                if recall > best_recall.0 {
+                    best_recall = (recall, q);
+                }
+                if recall >= TARGET_RECALL {
+                    found = Some((cost, q, si));
+                    break;
+                }
+            }
+            let Some((cost, q, si)) = found else { break };
+            from = si;
+            if best.is_none_or(|(c, _)| cost < c) {
+                best = Some((cost, q));
+            }
+        }
+        // Adaptive probing that reaches the target wins over a fixed nprobe even when the
+        // sample (indexed rows) finds the latter cheaper: queries unlike the data need the
+        // extra partitions only adaptive probing gives them.
+        if best.is_some() {
+            break;
+        }
+    }
+    // Held-out queries lie farther from their partitions' centroids than indexed rows, so
+    // their estimates are looser: double the depth (re-ranking stops at the error bound, so a
+    // deeper cap costs little where it is not needed). A fixed nprobe cannot widen for such
+    // queries by itself as adaptive probing does: double it too.
+    let q = best.map_or(best_recall.1, |(_, q)| q);
+    let nprobe = if q.probe_ratio > 0.0 { q.nprobe } else { (q.nprobe * 2).min(nlist) };
+    IvfQuery { nprobe, rerank: (q.rerank * 2).min(RERANK_STEPS[RERANK_STEPS.len() - 1]), ..q }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn steps_ascend_and_end_at_nlist() {
+        for nlist in [1usize, 2, 3, 10, 100, 690, 2000] {
+            let s = nprobe_steps(nlist);
+            assert_eq!(*s.last().unwrap(), nlist);
+            assert!(s.windows(2).all(|w| w[0] < w[1]), "{s:?}");
+            assert!(s.len() <= 40, "{nlist}: {} steps", s.len());
+        }
+    }
+}
