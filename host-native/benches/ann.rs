@@ -3,7 +3,9 @@
 //! query at a time. Writes `~/.cache/shoal/results/shoal-<dataset>.json` in the shape of
 //! `bench/peers.py`'s results, so `bench/compare.py` prints both side by side.
 //!
-//! `SHOAL_ANN_DATASETS=glove-100k,gcide-256 cargo bench -p shoal-host --bench ann`
+//! `SHOAL_ANN_DATASETS=glove-100k,gcide-256 SHOAL_ANN_BITS=1,4 cargo bench -p shoal-host --bench ann`
+//! (`SHOAL_ANN_SWEEP=nprobe:rerank,...`, `SHOAL_ANN_REPEATS`, `SHOAL_ANN_PARTITIONS` narrow a run
+//! down for profiling).
 
 use std::hint::black_box;
 use std::path::{Path, PathBuf};
@@ -60,114 +62,125 @@ fn main() {
         let n = base.len() / dim;
         println!("== {name}: {n} x {dim}-d, {}, {nq} queries", metric.name());
 
-        let ids: Vec<u64> = (0..n as u64).collect();
-        let mut col = Collection::new(CollectionConfig { dim, metric }).unwrap();
-        let t = Instant::now();
-        col.insert(&ids, &base).unwrap();
-        let mut params = IvfParams::default();
-        if let Some(p) = std::env::var("SHOAL_ANN_PARTITIONS").ok().and_then(|p| p.parse().ok()) {
-            params.partitions = Some(p);
-        }
-        col.seal_with(IndexKind::IvfRabitq(params));
-        let build_s = t.elapsed().as_secs_f64();
-        let seg = col.sealed().unwrap();
-        let (index, _, defaults) = seg.ivf().unwrap();
-        let reader = seg.reader();
-        let index_bytes: u64 = reader.sections().iter().filter(|e| e.kind >= 16).map(|e| e.length).sum();
-        let vector_bytes = (n * dim * 4) as u64;
-        println!(
-            "build {build_s:.2} s (1 core); nlist {}; index (codes, factors, centroids) {:.1} MB = {:.1} B/vector; full vectors {:.1} MB",
-            index.nlist,
-            index_bytes as f64 / 1e6,
-            index_bytes as f64 / n as f64,
-            vector_bytes as f64 / 1e6
-        );
-        let requests: Vec<SearchRequest> =
-            queries.chunks_exact(dim).map(|q| SearchRequest::nearest(q.to_vec(), 10)).collect();
-        let mut out = Vec::new();
-        let mut points = Vec::new();
-        let mut settings: Vec<(Option<u32>, Option<u32>)> = vec![(None, None)];
-        if let Ok(only) = std::env::var("SHOAL_ANN_SWEEP") {
-            // `nprobe:rerank,...`: just these points (for profiling).
-            for p in only.split(',').filter(|p| !p.is_empty()) {
-                let (a, b) = p.split_once(':').expect("SHOAL_ANN_SWEEP is nprobe:rerank,...");
-                settings.push((Some(a.parse().unwrap()), Some(b.parse().unwrap())));
+        let bits_list = std::env::var("SHOAL_ANN_BITS").unwrap_or_else(|_| "1".into());
+        for bits in bits_list.split(',').map(|b| b.trim().parse::<u32>().expect("SHOAL_ANN_BITS is a list of 1..=8")) {
+            println!("-- {bits}-bit codes");
+            let ids: Vec<u64> = (0..n as u64).collect();
+            let mut col = Collection::new(CollectionConfig { dim, metric }).unwrap();
+            let t = Instant::now();
+            col.insert(&ids, &base).unwrap();
+            let mut params = IvfParams { bits, ..IvfParams::default() };
+            if let Some(p) = std::env::var("SHOAL_ANN_PARTITIONS").ok().and_then(|p| p.parse().ok()) {
+                params.partitions = Some(p);
             }
-        } else {
-            for nprobe in [8u32, 16, 32, 64, 128, 256] {
-                if nprobe as usize > index.nlist {
-                    continue;
+            col.seal_with(IndexKind::IvfRabitq(params));
+            let build_s = t.elapsed().as_secs_f64();
+            let seg = col.sealed().unwrap();
+            let (index, _, defaults) = seg.ivf().unwrap();
+            let reader = seg.reader();
+            let index_bytes: u64 = reader.sections().iter().filter(|e| e.kind >= 16).map(|e| e.length).sum();
+            let vector_bytes = (n * dim * 4) as u64;
+            println!(
+                "build {build_s:.2} s (1 core); nlist {}; index (codes, factors, centroids) {:.1} MB = {:.1} B/vector; full vectors {:.1} MB",
+                index.nlist,
+                index_bytes as f64 / 1e6,
+                index_bytes as f64 / n as f64,
+                vector_bytes as f64 / 1e6
+            );
+            let requests: Vec<SearchRequest> =
+                queries.chunks_exact(dim).map(|q| SearchRequest::nearest(q.to_vec(), 10)).collect();
+            let mut out = Vec::new();
+            let mut points = Vec::new();
+            let mut settings: Vec<(Option<u32>, Option<u32>)> = vec![(None, None)];
+            if let Ok(only) = std::env::var("SHOAL_ANN_SWEEP") {
+                // `nprobe:rerank,...`: just these points (for profiling).
+                for p in only.split(',').filter(|p| !p.is_empty()) {
+                    let (a, b) = p.split_once(':').expect("SHOAL_ANN_SWEEP is nprobe:rerank,...");
+                    settings.push((Some(a.parse().unwrap()), Some(b.parse().unwrap())));
                 }
-                for rerank in [4u32, 8, 16, 32, 64, 128] {
-                    settings.push((Some(nprobe), Some(rerank)));
-                }
-            }
-        }
-        println!("{:>7} {:>7} {:>9} {:>10} {:>10}", "nprobe", "rerank", "recall@10", "QPS", "ms/query");
-        for (nprobe, rerank) in settings {
-            let reqs: Vec<SearchRequest> = requests
-                .iter()
-                .map(|r| {
-                    let mut r = r.clone();
-                    r.params.nprobe = nprobe;
-                    r.params.rerank = rerank;
-                    r
-                })
-                .collect();
-            let mut hits = 0;
-            for (q, r) in reqs.iter().enumerate() {
-                col.search_into(r, &mut out).unwrap();
-                let truth = &gt[q * gt_k..q * gt_k + 10];
-                hits += out.iter().filter(|p| truth.contains(&(p.id as u32))).count();
-            }
-            let recall = hits as f64 / (10 * nq) as f64;
-            let repeats = std::env::var("SHOAL_ANN_REPEATS").ok().and_then(|r| r.parse().ok()).unwrap_or(3);
-            let times: Vec<f64> = (0..repeats)
-                .map(|_| {
-                    let t = Instant::now();
-                    for r in &reqs {
-                        col.search_into(black_box(r), &mut out).unwrap();
-                    }
-                    t.elapsed().as_secs_f64()
-                })
-                .collect();
-            let secs = median(times);
-            let qps = nq as f64 / secs;
-            let (np, rr) = (nprobe.unwrap_or(defaults.nprobe as u32), rerank.unwrap_or(defaults.rerank as u32));
-            let label = if nprobe.is_none() {
-                format!(" (defaults; adaptive ratio {})", defaults.probe_ratio)
             } else {
-                String::new()
-            };
-            println!("{np:>7} {rr:>7} {recall:>9.4} {qps:>10.0} {:>10.3}{label}", 1e3 * secs / nq as f64);
-            points.push(serde_json::json!({
-                "params": {"nprobe": np, "rerank": rr, "defaults": nprobe.is_none()},
-                "recall": recall, "qps": qps,
-            }));
-        }
-        let summary: Vec<serde_json::Value> = [0.90, 0.95, 0.99]
-            .iter()
-            .map(|&target| {
-                let best = points
+                for nprobe in [8u32, 16, 32, 64, 128, 256] {
+                    if nprobe as usize > index.nlist {
+                        continue;
+                    }
+                    for rerank in [4u32, 8, 16, 32, 64, 128] {
+                        settings.push((Some(nprobe), Some(rerank)));
+                    }
+                }
+            }
+            println!("{:>7} {:>7} {:>9} {:>10} {:>10}", "nprobe", "rerank", "recall@10", "QPS", "ms/query");
+            for (nprobe, rerank) in settings {
+                let reqs: Vec<SearchRequest> = requests
                     .iter()
-                    .filter(|p| p["recall"].as_f64().unwrap() >= target)
-                    .map(|p| p["qps"].as_f64().unwrap())
-                    .fold(None, |m: Option<f64>, q| Some(m.map_or(q, |m| m.max(q))));
-                println!(
-                    "  QPS at recall@10 >= {target:.2}: {}",
-                    best.map_or("not reached".into(), |q| format!("{q:.0}"))
-                );
-                serde_json::json!({"recall": target, "qps": best})
-            })
-            .collect();
-        let results = serde_json::json!({
-            "engine": "shoal", "dataset": name, "threads": 1,
-            "build_seconds": build_s, "index_bytes": index_bytes, "vector_bytes": vector_bytes,
-            "nlist": index.nlist, "points": points, "summary": summary,
-        });
-        let out_dir = cache().join("results");
-        std::fs::create_dir_all(&out_dir).unwrap();
-        std::fs::write(out_dir.join(format!("shoal-{name}.json")), serde_json::to_vec_pretty(&results).unwrap())
+                    .map(|r| {
+                        let mut r = r.clone();
+                        r.params.nprobe = nprobe;
+                        r.params.rerank = rerank;
+                        r
+                    })
+                    .collect();
+                let mut hits = 0;
+                for (q, r) in reqs.iter().enumerate() {
+                    col.search_into(r, &mut out).unwrap();
+                    let truth = &gt[q * gt_k..q * gt_k + 10];
+                    hits += out.iter().filter(|p| truth.contains(&(p.id as u32))).count();
+                }
+                let recall = hits as f64 / (10 * nq) as f64;
+                let repeats = std::env::var("SHOAL_ANN_REPEATS").ok().and_then(|r| r.parse().ok()).unwrap_or(3);
+                let times: Vec<f64> = (0..repeats)
+                    .map(|_| {
+                        let t = Instant::now();
+                        for r in &reqs {
+                            col.search_into(black_box(r), &mut out).unwrap();
+                        }
+                        t.elapsed().as_secs_f64()
+                    })
+                    .collect();
+                let secs = median(times);
+                let qps = nq as f64 / secs;
+                let (np, rr) = (nprobe.unwrap_or(defaults.nprobe as u32), rerank.unwrap_or(defaults.rerank as u32));
+                let label = if nprobe.is_none() {
+                    format!(" (defaults; adaptive ratio {})", defaults.probe_ratio)
+                } else {
+                    String::new()
+                };
+                println!("{np:>7} {rr:>7} {recall:>9.4} {qps:>10.0} {:>10.3}{label}", 1e3 * secs / nq as f64);
+                points.push(serde_json::json!({
+                    "params": {"nprobe": np, "rerank": rr, "defaults": nprobe.is_none()},
+                    "recall": recall, "qps": qps,
+                }));
+            }
+            let summary: Vec<serde_json::Value> = [0.90, 0.95, 0.99]
+                .iter()
+                .map(|&target| {
+                    let best = points
+                        .iter()
+                        .filter(|p| p["recall"].as_f64().unwrap() >= target)
+                        .map(|p| p["qps"].as_f64().unwrap())
+                        .fold(None, |m: Option<f64>, q| Some(m.map_or(q, |m| m.max(q))));
+                    println!(
+                        "  QPS at recall@10 >= {target:.2}: {}",
+                        best.map_or("not reached".into(), |q| format!("{q:.0}"))
+                    );
+                    serde_json::json!({"recall": target, "qps": best})
+                })
+                .collect();
+            let results = serde_json::json!({
+                "engine": "shoal", "dataset": name, "threads": 1, "bits": bits,
+                "build_seconds": build_s, "index_bytes": index_bytes, "vector_bytes": vector_bytes,
+                "nlist": index.nlist, "points": points, "summary": summary,
+            });
+            let out_dir = cache().join("results");
+            std::fs::create_dir_all(&out_dir).unwrap();
+            std::fs::write(
+                out_dir.join(if bits == 1 {
+                    format!("shoal-{name}.json")
+                } else {
+                    format!("shoal-{name}-b{bits}.json")
+                }),
+                serde_json::to_vec_pretty(&results).unwrap(),
+            )
             .unwrap();
+        }
     }
 }
