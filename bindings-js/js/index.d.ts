@@ -24,6 +24,7 @@ export type ErrorCode =
   | "unsupported"
   | "no_pending_batch"
   | "capacity_exceeded"
+  | "invalid_payload"
   // raised by the JavaScript wrapper itself
   | "invalid_argument"
   | "detached_batch"
@@ -38,12 +39,26 @@ export class ShoalError extends Error {
   readonly code: ErrorCode;
 }
 
+/** Where the wasm module can come from. */
+export type WasmSource =
+  | WebAssembly.Module
+  | BufferSource
+  | URL
+  | string
+  | Response
+  | Promise<Response>;
+
 export interface InitOptions {
   /** `false` forces the scalar build; `true` requires SIMD128 (throws without it). Default:
    * SIMD128 when the engine supports it. */
   simd?: boolean;
-  /** The wasm module of the chosen build, where the runtime or a bundler provides it. */
-  wasm?: WebAssembly.Module | BufferSource | URL | Response | Promise<Response>;
+  /** The wasm module of the chosen build, where the runtime or a bundler provides it: a compiled
+   * `WebAssembly.Module` (Cloudflare Workers / workerd: `import wasm from "shoal/wasm/simd.wasm"`),
+   * bytes, a URL or a `Response`. Default: the file shipped in the package, read from disk
+   * (Node, Deno) or fetched relative to the module (browsers, bundlers). */
+  module?: WasmSource;
+  /** The same as `module` (older name). */
+  wasm?: WasmSource;
 }
 
 export interface InitResult {
@@ -53,17 +68,26 @@ export interface InitResult {
   readonly kernels: string;
 }
 
-/** Loads the WebAssembly module. Only the first call loads; later calls return the same. */
-export function init(opts?: InitOptions): Promise<InitResult>;
+/** Loads the WebAssembly module (options, or the module's source directly). Only the first call
+ * loads; later calls return the same. */
+export function init(opts?: InitOptions | WasmSource): Promise<InitResult>;
 
 /** Whether this engine supports WebAssembly SIMD128. */
 export function simdSupported(): boolean;
+
+/** The type of a payload field. */
+export type FieldType = "keyword" | "integer" | "float" | "bool" | "text";
+
+/** A point's payload: field name -> a value, an array of values, or null. */
+export type Payload = Record<string, unknown>;
 
 export interface CollectionConfig {
   /** Vector dimension, 1..=65536. */
   dim: number;
   /** Default "l2". */
   metric?: Metric;
+  /** Payload fields; without them points carry no payload. */
+  fields?: Record<string, FieldType>;
 }
 
 /** A reserved batch: views straight into wasm memory. Make no other Shoal call between
@@ -78,8 +102,11 @@ export class Batch {
   readonly idsAsNumbers: Float64Array;
   /** Vectors, row-major, `length * dim` floats. */
   readonly vectors: Float32Array;
-  /** Checks the batch and makes it visible; returns the number of points committed. */
-  commit(opts?: { numberIds?: boolean }): number;
+  /** Checks the batch (and the payloads: one object or null per point, checked against the
+   * collection's fields) and makes it visible; returns the number of points committed. */
+  commit(
+    opts?: readonly (Payload | null)[] | { numberIds?: boolean; payloads?: readonly (Payload | null)[] },
+  ): number;
 }
 
 export interface SearchParams {
@@ -96,7 +123,10 @@ export interface SearchRequest {
   limit?: number;
   /** 0..=100000, default 0. */
   offset?: number;
-  filter?: unknown;
+  /** A Qdrant filter: `must`, `should`, `must_not`, `min_should` of `{ key, match: { value | any |
+   * except } }`, `{ key, range: { gt, gte, lt, lte } }`, `is_empty`, `is_null`, `has_id`, or
+   * nested filters. */
+  filter?: Record<string, unknown> | null;
   params?: SearchParams;
   fusion?: string;
   with_payload?: boolean;
@@ -107,6 +137,8 @@ export interface ScoredPoint {
   /** A number when at most `Number.MAX_SAFE_INTEGER`, a BigInt otherwise. */
   id: number | bigint;
   score: number;
+  /** The stored payload (`{}` when none), when the request asked `with_payload`. */
+  payload?: Payload;
 }
 
 export interface SearchStats {
@@ -152,7 +184,11 @@ export class Collection {
   /** Reserves `n` points; fill the returned views, then `commit()`. */
   reserve(n: number): Batch;
   /** Inserts (or replaces) points; returns how many were inserted. */
-  insert(points: { ids: Ids; vectors: Float32Array | ArrayLike<number> }): number;
+  insert(points: {
+    ids: Ids;
+    vectors: Float32Array | ArrayLike<number>;
+    payloads?: readonly (Payload | null)[];
+  }): number;
   /** Deletes points; returns how many existed. */
   delete(ids: Ids | Id): number;
   /**

@@ -75,17 +75,31 @@ async function importGlue(simd) {
  * scalar build otherwise; `{ simd: false }` forces the scalar build. Only the first call loads;
  * later calls return the same result whatever their options.
  *
- * `wasm` may give the module for the chosen build (a `WebAssembly.Module`, bytes, a `URL` or a
- * `Response`), e.g. where a bundler or an edge runtime provides it; by default the file next to
- * the glue is read (Node, Deno: `fs/promises`) or fetched (browsers).
+ * Where the module comes from:
+ * - by default, the `.wasm` file next to the glue: read from disk where `import.meta.url` is a
+ *   `file:` URL (Node, Deno), fetched relative to this module otherwise (browsers, bundlers —
+ *   `new URL("../pkg/…", import.meta.url)` is the pattern Vite and webpack rewrite);
+ * - `{ module }` (or `{ wasm }`, the same): a compiled `WebAssembly.Module` (Cloudflare Workers
+ *   and workerd, which forbid compiling bytes at run time: `import wasm from
+ *   "shoal/wasm/simd.wasm"`), bytes (`ArrayBuffer`, typed array), a `URL` or URL string, a
+ *   `Response` or a promise of one;
+ * - `init(source)`: the same sources, given directly instead of in an options object.
  *
- * @param {{ simd?: boolean, wasm?: any }} [opts]
+ * The result says which build actually runs (`kernels` is read from the loaded module).
+ *
+ * @param {{ simd?: boolean, module?: any, wasm?: any } | any} [opts]
  * @returns {Promise<{ simd: boolean, kernels: string }>}
  */
 export function init(opts = {}) {
   if (loaded) return Promise.resolve(loaded);
   if (!loading) {
-    loading = load(opts ?? {}).then(
+    let options;
+    try {
+      options = initOptions(opts);
+    } catch (e) {
+      return Promise.reject(e);
+    }
+    loading = load(options).then(
       (info) => {
         loaded = info;
         return info;
@@ -97,6 +111,19 @@ export function init(opts = {}) {
     );
   }
   return loading;
+}
+
+/** `init`'s argument as options: a plain object is options, anything else is a wasm source. */
+function initOptions(/** @type {any} */ opts) {
+  if (opts === undefined || opts === null) return {};
+  const proto = typeof opts === "object" ? Object.getPrototypeOf(opts) : undefined;
+  if (proto === Object.prototype || proto === null) {
+    if (opts.module !== undefined && opts.wasm !== undefined && opts.module !== opts.wasm) {
+      throw new ShoalError("invalid_argument", "init: give the wasm module as `module` or `wasm`, not both");
+    }
+    return { simd: opts.simd, wasm: opts.module ?? opts.wasm };
+  }
+  return { wasm: opts };
 }
 
 /** @param {{ simd?: boolean, wasm?: any }} opts */
@@ -111,7 +138,9 @@ async function load(opts) {
     const file = url();
     if (isNode || file.protocol === "file:") {
       // Node and Deno: read the file (fetch does not take file: URLs in Node).
-      const { readFile } = await import(/* @vite-ignore */ /* webpackIgnore: true */ "node:fs/promises");
+      // A computed specifier: bundlers for browsers and Workers (esbuild, wrangler) leave it alone.
+      const fsModule = "node:fs/promises";
+      const { readFile } = await import(/* @vite-ignore */ /* webpackIgnore: true */ fsModule);
       source = await readFile(file);
     } else {
       // Browsers: fetch it (instantiateStreaming when served as application/wasm).
@@ -121,7 +150,10 @@ async function load(opts) {
   const ex = await g.default({ module_or_path: source });
   glue = g;
   wasmExports = ex;
-  return Object.freeze({ simd, kernels: g.kernels_name() });
+  // The two builds share one glue: report what the loaded module is, not what was guessed
+  // (a given module may be either build).
+  const kernels = g.kernels_name();
+  return Object.freeze({ simd: kernels === "simd128", kernels });
 }
 
 function wasmGlue() {
@@ -235,13 +267,16 @@ export class Batch {
   }
 
   /**
-   * Checks the batch and makes its points visible (replacing points with the same ids).
-   * On error nothing changes. Returns the number of points committed.
-   * @param {{ numberIds?: boolean }} [opts] `numberIds`: the ids were written as numbers
-   *   through `idsAsNumbers`.
+   * Checks the batch and makes its points visible (replacing points with the same ids, payloads
+   * included). On error nothing changes. Returns the number of points committed.
+   * `commit(payloads)` or `commit({ payloads, numberIds })`: `payloads` is an optional array of
+   * one payload object (or `null`) per point, checked against the collection's `fields`;
+   * `numberIds`: the ids were written as numbers through `idsAsNumbers`.
+   * @param {ReadonlyArray<Record<string, any> | null> | { numberIds?: boolean, payloads?: ReadonlyArray<Record<string, any> | null> }} [arg]
    */
-  commit(opts = {}) {
-    return this.#commit(this, opts?.numberIds === true);
+  commit(arg = {}) {
+    const opts = Array.isArray(arg) ? { payloads: arg } : (arg ?? {});
+    return this.#commit(this, opts.numberIds === true, opts.payloads);
   }
 }
 
@@ -254,21 +289,30 @@ export class Collection {
   #pending = null;
 
   /**
-   * @param {{ dim: number, metric?: "l2" | "dot" | "cosine" }} config
+   * `fields` declares payload fields: `{ title: "text", tag: "keyword", year: "integer" }`
+   * (types `keyword`, `integer`, `float`, `bool`, `text`); without it points carry no payload.
+   * @param {{ dim: number, metric?: "l2" | "dot" | "cosine", fields?: Record<string, FieldType> }} config
    */
   constructor(config) {
     const g = wasmGlue();
     if (config && config[WRAP]) {
       this.#w = config[WRAP];
     } else {
-      const { dim, metric = "l2" } = config ?? {};
+      const { dim, metric = "l2", fields } = config ?? {};
       if (!Number.isInteger(dim) || dim < 1 || dim > 65536) {
         throw new ShoalError("invalid_config", "invalid collection config: dim must be an integer in 1..=65536");
       }
       if (typeof metric !== "string") {
         throw new ShoalError("invalid_config", 'invalid collection config: metric must be "l2", "dot" or "cosine"');
       }
-      this.#w = call(() => new g.WasmCollection(dim, metric));
+      let fieldsJson;
+      if (fields !== undefined && fields !== null) {
+        if (typeof fields !== "object" || Array.isArray(fields)) {
+          throw new ShoalError("invalid_config", 'invalid collection config: fields must be an object like { tag: "keyword" }');
+        }
+        fieldsJson = JSON.stringify(fields);
+      }
+      this.#w = call(() => new g.WasmCollection(dim, metric, fieldsJson));
     }
     this.#dim = this.#w.dim();
   }
@@ -318,17 +362,27 @@ export class Collection {
     // Pointers and views only now: reserve may have grown memory.
     const idsPtr = w.pending_ids_ptr();
     const vectorsPtr = w.pending_vectors_ptr();
-    const batch = new Batch((b, numberIds) => this.#commit(b, numberIds), n, idsPtr, vectorsPtr, this.#dim);
+    const batch = new Batch((b, numberIds, payloads) => this.#commit(b, numberIds, payloads), n, idsPtr, vectorsPtr, this.#dim);
     this.#pending = batch;
     return batch;
   }
 
-  #commit(/** @type {Batch} */ batch, /** @type {boolean} */ numberIds) {
+  #commit(/** @type {Batch} */ batch, /** @type {boolean} */ numberIds, /** @type {any} */ payloads) {
     const w = this.#get();
     if (this.#pending !== batch) {
       throw new ShoalError("no_pending_batch", "this batch was already committed or replaced by a later reserve()");
     }
     this.#pending = null;
+    let payloadsJson;
+    if (payloads !== undefined && payloads !== null) {
+      try {
+        if (!Array.isArray(payloads)) throw new Error("payloads must be an array with one object per point");
+        payloadsJson = JSON.stringify(payloads);
+      } catch (e) {
+        call(() => w.reserve(0));
+        throw new ShoalError("invalid_payload", `invalid payloads: ${e instanceof Error ? e.message : e}`);
+      }
+    }
     if (batch.length > 0 && batch.vectors.buffer !== wasmExports.memory.buffer) {
       // Memory grew while the batch was being filled: writes after that went nowhere.
       call(() => w.reserve(0));
@@ -338,15 +392,16 @@ export class Collection {
           "reserve again and make no other Shoal call before commit()",
       );
     }
-    return call(() => w.commit(numberIds));
+    return call(() => w.commit(numberIds, payloadsJson));
   }
 
   /**
    * Inserts (or replaces) points with one bulk copy of the ids and one of the vectors.
    * All input is checked before anything changes. Returns the number of points inserted.
-   * @param {{ ids: any, vectors: Float32Array | ArrayLike<number> }} points
+   * `payloads`: optional, one payload object (or `null`) per point.
+   * @param {{ ids: any, vectors: Float32Array | ArrayLike<number>, payloads?: ReadonlyArray<Record<string, any> | null> }} points
    */
-  insert({ ids, vectors } = /** @type {any} */ ({})) {
+  insert({ ids, vectors, payloads } = /** @type {any} */ ({})) {
     this.#get();
     const norm = normalizeIds(ids);
     const n = "big" in norm ? norm.big.length : norm.numbers.length;
@@ -361,10 +416,10 @@ export class Collection {
     batch.vectors.set(vec);
     if ("big" in norm) {
       batch.ids.set(norm.big);
-      return batch.commit();
+      return batch.commit({ payloads });
     }
     batch.idsAsNumbers.set(/** @type {any} */ (norm.numbers));
-    return batch.commit({ numberIds: true });
+    return batch.commit({ numberIds: true, payloads });
   }
 
   /**
@@ -425,8 +480,14 @@ export class Collection {
     try {
       const ids = out.ids();
       const scores = out.scores();
+      const payloadsJson = out.payloads_json();
+      const payloads = payloadsJson === undefined || payloadsJson === null ? null : JSON.parse(payloadsJson);
       const points = new Array(ids.length);
-      for (let i = 0; i < ids.length; i++) points[i] = { id: userId(ids[i]), score: scores[i] };
+      for (let i = 0; i < ids.length; i++) {
+        points[i] = payloads
+          ? { id: userId(ids[i]), score: scores[i], payload: payloads[i] }
+          : { id: userId(ids[i]), score: scores[i] };
+      }
       return { points, partial: out.partial(), stats: JSON.parse(out.stats_json()) };
     } finally {
       out.free();

@@ -40,12 +40,21 @@ pub struct WasmCollection {
 #[wasm_bindgen]
 impl WasmCollection {
     /// An empty collection of `dim`-dimensional vectors compared with `metric`
-    /// (`"l2"`, `"dot"` or `"cosine"`).
+    /// (`"l2"`, `"dot"` or `"cosine"`); `fields`, when given, is the payload schema as JSON
+    /// (`{"tag": "keyword", "year": "integer"}`).
     #[wasm_bindgen(constructor)]
-    pub fn new(dim: usize, metric: &str) -> Result<WasmCollection, JsValue> {
+    pub fn new(dim: usize, metric: &str, fields: Option<String>) -> Result<WasmCollection, JsValue> {
         let metric = Metric::parse(metric)
             .ok_or_else(|| js_error(&Error::InvalidConfig("metric must be \"l2\", \"dot\" or \"cosine\"")))?;
-        let inner = Collection::new(CollectionConfig { dim, metric }).map_err(|e| js_error(&e))?;
+        let config = CollectionConfig { dim, metric };
+        let inner = match fields {
+            None => Collection::new(config),
+            Some(json) => serde_json::from_str(&json)
+                .map_err(|_| Error::InvalidConfig("fields must be an object of field name -> type"))
+                .and_then(|v| Collection::parse_schema(&v))
+                .and_then(|schema| Collection::with_schema(config, schema)),
+        }
+        .map_err(|e| js_error(&e))?;
         Ok(WasmCollection { inner })
     }
 
@@ -69,10 +78,22 @@ impl WasmCollection {
     ///
     /// `ids_are_f64` says the id slots hold JavaScript numbers (written through a
     /// `Float64Array` view) rather than `u64`s; they must then be integers in `0..=2^53`.
+    /// `payloads`, when given, is a JSON array with one payload object (or `null`) per point.
     /// On error the batch is dropped and the collection is unchanged.
-    pub fn commit(&mut self, ids_are_f64: bool) -> Result<usize, JsValue> {
+    pub fn commit(&mut self, ids_are_f64: bool, payloads: Option<String>) -> Result<usize, JsValue> {
         let enc = if ids_are_f64 { IdEncoding::F64 } else { IdEncoding::U64 };
-        self.inner.commit(enc).map_err(|e| js_error(&e))
+        let payloads: Vec<serde_json::Value> = match payloads {
+            None => Vec::new(),
+            Some(json) => match serde_json::from_str(&json) {
+                Ok(p) => p,
+                Err(e) => {
+                    // Drop the batch, as every failed commit does.
+                    let _ = self.inner.reserve(0);
+                    return Err(js_error(&Error::InvalidRequest(format!("payloads: {e}"))));
+                }
+            },
+        };
+        self.inner.commit_with_payloads(enc, &payloads).map_err(|e| js_error(&e))
     }
 
     /// Deletes points by id (a `BigUint64Array`); returns how many existed.
@@ -193,6 +214,13 @@ impl SearchOutput {
     /// The search statistics as JSON.
     pub fn stats_json(&self) -> String {
         serde_json::to_string(&self.res.stats).expect("stats always serialise")
+    }
+
+    /// The payloads aligned with [`ids`](Self::ids) as a JSON array, when the request asked
+    /// `with_payload`.
+    pub fn payloads_json(&self) -> Option<String> {
+        let all: Option<Vec<&serde_json::Value>> = self.res.points.iter().map(|p| p.payload.as_ref()).collect();
+        all.filter(|a| !a.is_empty()).map(|a| serde_json::to_string(&a).expect("JSON values serialise"))
     }
 }
 

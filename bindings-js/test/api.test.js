@@ -365,6 +365,167 @@ describe("reserve/commit", () => {
   });
 });
 
+describe("payloads and filters", () => {
+  const fields = { tag: "keyword", year: "integer", price: "float", stock: "bool", title: "text" };
+  const tags = ["red", "green", "blue", "gold"];
+
+  /** Payload of point i: every shape (absent, null, one value, several). */
+  function payloadOf(i) {
+    if (i % 17 === 0) return null;
+    const p = { year: 1990 + (i % 30), title: `point ${i}` };
+    if (i % 5 !== 0) p.tag = i % 7 === 0 ? [tags[i % 4], tags[(i + 1) % 4]] : tags[i % 4];
+    if (i % 3 !== 0) p.price = (i % 100) / 4;
+    if (i % 2 === 0) p.stock = i % 4 === 0;
+    return p;
+  }
+
+  /** The reference filter of these tests, evaluated on the payload object. */
+  function passes(p) {
+    if (!p) return false;
+    const t = p.tag === undefined ? [] : [].concat(p.tag);
+    return t.some((x) => x === "red" || x === "gold") && p.year >= 2000 && !(p.stock === false);
+  }
+  const filter = {
+    must: [
+      { key: "tag", match: { any: ["red", "gold"] } },
+      { key: "year", range: { gte: 2000 } },
+    ],
+    must_not: [{ key: "stock", match: { value: false } }],
+  };
+
+  function build(n = 600, dim = 12) {
+    const col = new Collection({ dim, metric: "l2", fields });
+    const ids = Array.from({ length: n }, (_, i) => 1000 + i);
+    const vectors = randomVectors(n, dim, 21);
+    const payloads = ids.map((_, i) => payloadOf(i));
+    col.insert({ ids, vectors, payloads });
+    return { col, ids, vectors, payloads, dim };
+  }
+
+  function check(col, ids, vectors, payloads, dim, exact) {
+    const keep = ids.map((_, i) => passes(payloads[i]));
+    const mIds = ids.filter((_, i) => keep[i]);
+    const mVec = new Float32Array(mIds.length * dim);
+    let j = 0;
+    ids.forEach((_, i) => {
+      if (keep[i]) mVec.set(vectors.subarray(i * dim, (i + 1) * dim), dim * j++);
+    });
+    expect(mIds.length).toBeGreaterThan(20);
+    const q = randomVectors(1, dim, 5);
+    for (const limit of [1, 10, 20]) {
+      const want = bruteForce("l2", mIds, mVec, dim, q, limit).map((p) => p.id);
+      const params = exact ? { exact: true } : {};
+      const res = col.search({ vector: q, limit, filter, with_payload: true, params });
+      expect(res.points.length).toBe(limit);
+      if (exact) expect(res.points.map((p) => p.id)).toEqual(want);
+      for (const p of res.points) {
+        const i = p.id - 1000;
+        expect(keep[i]).toBe(true);
+        expect(p.payload).toEqual(payloads[i] ?? {});
+      }
+      // Without with_payload, points carry no payload field.
+      const plain = col.search({ vector: q, limit, filter, params });
+      expect(plain.points.map((p) => p.id)).toEqual(res.points.map((p) => p.id));
+      expect(plain.points.every((p) => !("payload" in p))).toBe(true);
+    }
+  }
+
+  it("filter and return payloads before and after seal, with an IVF index and through bytes", () => {
+    const { col, ids, vectors, payloads, dim } = build();
+    check(col, ids, vectors, payloads, dim, true);
+    col.seal();
+    check(col, ids, vectors, payloads, dim, true);
+    col.seal({ index: "ivf-rabitq", partitions: 8 });
+    check(col, ids, vectors, payloads, dim, false);
+    check(col, ids, vectors, payloads, dim, true);
+    const again = Collection.fromBytes(col.toBytes());
+    again.verify();
+    check(again, ids, vectors, payloads, dim, true);
+    expect(Buffer.from(again.toBytes()).equals(Buffer.from(col.toBytes()))).toBe(true);
+  });
+
+  it("batch.commit(payloads), upserts replace payloads, has_id", () => {
+    const col = new Collection({ dim: 2, metric: "l2", fields });
+    const batch = col.reserve(3);
+    batch.ids.set([1n, 2n, 3n]);
+    batch.vectors.set([0, 0, 1, 1, 2, 2]);
+    expect(batch.commit([{ tag: "red" }, { tag: ["blue", "red"], year: 2001 }, null])).toBe(3);
+    const ids = (f) => col.search({ vector: [0, 0], filter: f, limit: 10 }).points.map((p) => p.id);
+    const red = { must: [{ key: "tag", match: { value: "red" } }] };
+    expect(ids(red)).toEqual([1, 2]);
+    col.seal();
+    const b2 = col.reserve(1);
+    b2.idsAsNumbers.set([2]);
+    b2.vectors.set([1, 1]);
+    b2.commit({ numberIds: true, payloads: [{ tag: "green" }] });
+    expect(ids(red)).toEqual([1]);
+    expect(ids({ must: [{ has_id: [2, 3, 99] }] })).toEqual([2, 3]);
+    expect(ids({ must: [{ is_empty: { key: "tag" } }] })).toEqual([3]);
+    const res = col.search({ vector: [1, 1], limit: 1, with_payload: true });
+    expect(res.points[0]).toEqual({ id: 2, score: 0, payload: { tag: "green" } });
+  });
+
+  it("a selective filter on an IVF index still returns limit results", () => {
+    const n = 4000;
+    const dim = 16;
+    const col = new Collection({ dim, metric: "l2", fields: { bucket: "integer" } });
+    const ids = Array.from({ length: n }, (_, i) => i);
+    col.insert({ ids, vectors: randomVectors(n, dim, 3), payloads: ids.map((i) => ({ bucket: i % 200 })) });
+    col.seal({ index: "ivf-rabitq", partitions: 32 });
+    for (const [f, matching] of [
+      [{ must: [{ key: "bucket", match: { value: 7 } }] }, 20],
+      [{ must: [{ key: "bucket", range: { lt: 4 } }] }, 80],
+    ]) {
+      for (const limit of [10, 50]) {
+        const res = col.search({ vector: randomVectors(1, dim, limit), limit, filter: f, with_payload: true });
+        expect(res.points.length).toBe(Math.min(limit, matching));
+        expect(res.points.every((p) => f.must[0].match ? p.payload.bucket === 7 : p.payload.bucket < 4)).toBe(true);
+      }
+    }
+  });
+
+  it("bad payloads, filters and fields throw typed errors and change nothing", () => {
+    const { col, dim } = build(50, 4);
+    const q = new Float32Array(dim).fill(0.5);
+    const before = col.search({ vector: q, limit: 50, with_payload: true });
+    const v = new Float32Array(2 * dim);
+    for (const [bad, path] of [
+      [{ year: "2000" }, "payload.year"],
+      [{ year: 1.5 }, "payload.year"],
+      [{ colour: "red" }, "payload.colour"],
+      [{ tag: ["a", 1] }, "payload.tag[1]"],
+      [[1], "payload"],
+    ]) {
+      const err = expectShoalError(() => col.insert({ ids: [1000, 5000], vectors: v, payloads: [{}, bad] }), "invalid_payload");
+      expect(err.message).toContain("point 1");
+      expect(err.message).toContain(path);
+      const batch = col.reserve(2);
+      batch.ids.set([1001n, 5001n]);
+      expectShoalError(() => batch.commit([{ tag: "x" }, bad]), "invalid_payload");
+    }
+    expectShoalError(() => col.insert({ ids: [1000, 5000], vectors: v, payloads: [{}] }), "length_mismatch");
+    expectShoalError(() => col.insert({ ids: [1000, 5000], vectors: v, payloads: "nope" }), "invalid_payload");
+    for (const [f, path] of [
+      [{ must: [{ key: "colour", match: { value: "red" } }] }, "filter.must[0].key"],
+      [{ must: [{ key: "tag", range: { gte: 1 } }] }, "filter.must[0].range"],
+      [{ must: [{ key: "year", match: { value: "2000" } }] }, "filter.must[0].match.value"],
+      [{ must_nt: [] }, "filter.must_nt"],
+    ]) {
+      const err = expectShoalError(() => col.search({ vector: q, filter: f }), "invalid_request");
+      expect(err.message).toContain(path);
+    }
+    expect(col.len).toBe(50);
+    expect(col.search({ vector: q, limit: 50, with_payload: true })).toEqual(before);
+    expectShoalError(() => new Collection({ dim: 2, fields: { a: "string" } }), "invalid_config");
+    expectShoalError(() => new Collection({ dim: 2, fields: ["keyword"] }), "invalid_config");
+    // Without fields, payloads may only be empty.
+    const plain = new Collection({ dim: 2 });
+    expect(plain.insert({ ids: [1], vectors: [0, 0], payloads: [{}] })).toBe(1);
+    expectShoalError(() => plain.insert({ ids: [2], vectors: [0, 0], payloads: [{ tag: "a" }] }), "invalid_payload");
+    expect(plain.len).toBe(1);
+  });
+});
+
 describe("bad input throws a ShoalError and changes nothing", () => {
   /** Asserts that `f` throws `code` and that the collection answers exactly as before. */
   function rejects(col, f, code, dim = col.dim) {
@@ -460,7 +621,8 @@ describe("bad input throws a ShoalError and changes nothing", () => {
     const { col, dim } = filled();
     const v = new Float32Array(dim);
     rejects(col, () => col.search({ vector: v, text: "hello" }), "unsupported");
-    rejects(col, () => col.search({ vector: v, filter: { must: [] } }), "unsupported");
+    // Filters work; this one names a field the collection does not have.
+    rejects(col, () => col.search({ vector: v, filter: { must: [{ key: "tag", match: { value: "a" } }] } }), "invalid_request");
     rejects(col, () => col.seal({ index: "ivf-rabitq", bits: 9 }), "invalid_request");
     rejects(col, () => col.seal({ index: "ivf-rabitq", bits: 0 }), "invalid_request");
     rejects(col, () => col.seal({ index: "hnsw" }), "invalid_request");

@@ -1,14 +1,18 @@
 use alloc::boxed::Box;
+use alloc::format;
 use alloc::vec::Vec;
 
+use serde_json::Value;
 use shoal_format::AlignedBytes;
-use shoal_index::ivf::{IvfQuery, IvfScratch, IvfSearch};
+use shoal_index::ivf::{IvfData, IvfIndex, IvfQuery, IvfScratch, IvfSearch};
 use shoal_index::{Candidate, FlatScan, FlatScratch, Metric, TopK, normalize};
 use shoal_kernels::Kernels;
+use shoal_payload::{Filter, PayloadView, Schema, parse_payload, reference};
 
 use crate::bitset::Bitset;
 use crate::mutable::Mutable;
 use crate::pool::Pool;
+use crate::sealed::PayloadInput;
 use crate::{Error, IndexKind, ScoredPoint, SealedSegment, SearchRequest, SearchResponse, SearchStats, SegmentBytes};
 
 /// What a new collection holds.
@@ -33,13 +37,25 @@ pub enum IdEncoding {
 /// Largest id a JavaScript number represents exactly.
 const MAX_SAFE_INTEGER: f64 = 9_007_199_254_740_992.0;
 
-/// A set of points (external `u64` id + vector) that can be searched.
+/// A filtered search scans the matching points exactly when there are at most this many per
+/// requested result (`offset + limit`) ...
+pub const FILTER_EXACT_PER_RESULT: u64 = 64;
+/// ... or at most this fraction (1 / `FILTER_EXACT_DIVISOR`, 1%) of the sealed rows; beyond
+/// both it searches the IVF index with the filter checked on each candidate.
+pub const FILTER_EXACT_DIVISOR: u64 = 100;
+
+/// A set of points (external `u64` id + vector, and a JSON payload when the collection has a
+/// schema) that can be searched.
 ///
 /// Inserting an id that exists replaces the old point (upsert). Internal ids, which break score
 /// ties, number the sealed segment's rows first, then the mutable segment's in insertion order.
 pub struct Collection {
     dim: usize,
     metric: Metric,
+    /// Payload fields (`None`: points carry no payload).
+    schema: Option<Schema>,
+    /// Overrides the planner's exact-scan limit (tests and benchmarks).
+    filter_exact_limit: Option<u64>,
     kernels: Kernels,
     sealed: Option<SealedSegment>,
     sealed_deleted: Bitset,
@@ -85,6 +101,8 @@ impl Collection {
         Ok(Collection {
             dim: config.dim,
             metric: config.metric,
+            schema: None,
+            filter_exact_limit: None,
             kernels: Kernels::best(),
             sealed: None,
             sealed_deleted: Bitset::default(),
@@ -95,10 +113,51 @@ impl Collection {
         })
     }
 
+    /// An empty collection whose points carry payloads of the given fields (an empty schema
+    /// means no payloads, as [`new`](Self::new)).
+    ///
+    /// ```
+    /// use shoal_core::{Collection, CollectionConfig, Metric, Schema, SearchRequest};
+    /// let schema = Schema::from_json(r#"{"tag": "keyword", "year": "integer"}"#).unwrap();
+    /// let mut col = Collection::with_schema(CollectionConfig { dim: 2, metric: Metric::L2 }, schema).unwrap();
+    /// let payloads = [serde_json::json!({"tag": "a", "year": 2001}), serde_json::json!({"tag": "b"})];
+    /// col.insert_with_payloads(&[1, 2], &[0.0, 0.0, 1.0, 1.0], &payloads).unwrap();
+    /// let req = SearchRequest::from_json(
+    ///     r#"{"vector": [1, 1], "filter": {"must": [{"key": "tag", "match": {"value": "a"}}]}, "with_payload": true}"#,
+    /// ).unwrap();
+    /// let res = col.search(&req).unwrap();
+    /// assert_eq!(res.points.len(), 1);
+    /// assert_eq!(res.points[0].payload, Some(payloads[0].clone()));
+    /// ```
+    pub fn with_schema(config: CollectionConfig, schema: Schema) -> Result<Collection, Error> {
+        let mut col = Collection::new(config)?;
+        col.schema = (!schema.is_empty()).then_some(schema);
+        Ok(col)
+    }
+
+    /// Parses a schema given as JSON (`{"title": "text", "tag": "keyword", "year": "integer"}`;
+    /// types `keyword`, `integer`, `float`, `bool`, `text`) for [`with_schema`](Self::with_schema).
+    pub fn parse_schema(json: &serde_json::Value) -> Result<Schema, Error> {
+        Schema::from_value(json).map_err(Error::InvalidSchema)
+    }
+
+    /// The payload fields (`None` when points carry no payload).
+    pub fn schema(&self) -> Option<&Schema> {
+        self.schema.as_ref()
+    }
+
+    /// Overrides the planner of filtered searches: scan the sealed segment's matching points
+    /// exactly when at most `limit` live points match, else search the IVF index (`None`
+    /// restores the default rule, see [`FILTER_EXACT_DIVISOR`]). For tests and benchmarks.
+    pub fn set_filter_exact_limit(&mut self, limit: Option<u64>) {
+        self.filter_exact_limit = limit;
+    }
+
     /// Opens a sealed segment (cheap checks only; see [`verify`](Self::verify)).
     pub fn open(storage: Box<dyn SegmentBytes>) -> Result<Collection, Error> {
         let seg = SealedSegment::open(storage)?;
         let mut col = Collection::new(CollectionConfig { dim: seg.dim(), metric: seg.metric() })?;
+        col.schema = seg.schema().filter(|s| !s.is_empty()).cloned();
         col.index = seg.index_kind();
         col.sealed = Some(seg);
         Ok(col)
@@ -164,17 +223,49 @@ impl Collection {
         Some(seg.vector(row))
     }
 
+    /// The payload of a live point (`{}` when it has none).
+    pub fn payload(&self, id: u64) -> Option<Value> {
+        if let Some(&row) = self.mutable.index.get(&id) {
+            return Some(self.payload_of(self.sealed_rows() + row as usize, None));
+        }
+        let seg = self.sealed.as_ref()?;
+        let row = seg.row_of(id).filter(|&r| !self.sealed_deleted.contains(r))?;
+        Some(self.payload_of(row, seg.payload().as_ref()))
+    }
+
+    /// The stored payload of an internal id (`view`: the sealed segment's, for sealed rows).
+    fn payload_of(&self, internal: usize, view: Option<&PayloadView<'_>>) -> Value {
+        let sealed_rows = self.sealed_rows();
+        let doc = match internal.checked_sub(sealed_rows) {
+            None => view.and_then(|v| v.document(internal as u32).ok()),
+            Some(row) => self.mutable.payloads.get(row).cloned(),
+        };
+        match doc {
+            Some(d @ Value::Object(_)) => d,
+            _ => Value::Object(serde_json::Map::new()),
+        }
+    }
+
     /// Inserts (or replaces) points: `vectors` holds `ids.len() * dim` floats, row-major.
     ///
     /// All input is checked before anything changes: on error the collection is as before.
     pub fn insert(&mut self, ids: &[u64], vectors: &[f32]) -> Result<(), Error> {
+        self.insert_with_payloads(ids, vectors, &[])
+    }
+
+    /// Inserts (or replaces, payload included) points with their payloads: none (`&[]`), or
+    /// one JSON object (or `null`) per point, checked against the schema.
+    ///
+    /// All input is checked before anything changes: on error the collection is as before.
+    pub fn insert_with_payloads(&mut self, ids: &[u64], vectors: &[f32], payloads: &[Value]) -> Result<(), Error> {
         if Some(vectors.len()) != ids.len().checked_mul(self.dim) {
             return Err(Error::LengthMismatch { ids: ids.len(), floats: vectors.len(), dim: self.dim });
         }
+        self.check_payloads(ids.len(), payloads)?;
         self.reserve(ids.len())?;
         self.pending_ids().copy_from_slice(ids);
         self.pending_vectors().copy_from_slice(vectors);
-        self.commit(IdEncoding::U64).map(|_| ())
+        self.commit_checked(IdEncoding::U64, payloads, true).map(|_| ())
     }
 
     /// Reserves a batch of `n` points to be filled in place through [`pending_ids`] and
@@ -210,15 +301,35 @@ impl Collection {
     ///
     /// On error the batch is dropped and the collection is as before.
     pub fn commit(&mut self, ids: IdEncoding) -> Result<usize, Error> {
+        self.commit_with_payloads(ids, &[])
+    }
+
+    /// [`commit`](Self::commit) with payloads: none (`&[]`), or one JSON object (or `null`) per
+    /// reserved point, checked against the schema before anything becomes visible.
+    pub fn commit_with_payloads(&mut self, ids: IdEncoding, payloads: &[Value]) -> Result<usize, Error> {
+        self.commit_checked(ids, payloads, false)
+    }
+
+    /// Commits; `payloads_checked`: [`check_payloads`](Self::check_payloads) already passed.
+    fn commit_checked(&mut self, ids: IdEncoding, payloads: &[Value], payloads_checked: bool) -> Result<usize, Error> {
         if !self.mutable.reserved {
             return Err(Error::NoPendingBatch);
         }
-        if let Err(e) = self.check_pending(ids) {
+        let n = self.mutable.ids.len() - self.mutable.committed;
+        let checked = if payloads_checked { Ok(()) } else { self.check_payloads(n, payloads) };
+        if let Err(e) = checked.and_then(|()| self.check_pending(ids)) {
             self.mutable.discard_pending(self.dim);
             return Err(e);
         }
         let (first, dim) = (self.mutable.committed, self.dim);
         let end = self.mutable.ids.len();
+        if self.schema.is_some() {
+            if payloads.is_empty() {
+                self.mutable.payloads.resize(end, Value::Null);
+            } else {
+                self.mutable.payloads.extend_from_slice(payloads);
+            }
+        }
         if self.metric.normalizes() {
             for v in self.mutable.vectors[first * dim..].chunks_exact_mut(dim) {
                 normalize(&self.kernels, v);
@@ -239,6 +350,22 @@ impl Collection {
         self.mutable.committed = end;
         self.mutable.reserved = false;
         Ok(end - first)
+    }
+
+    /// Checks that `payloads` is empty or holds one valid payload per point.
+    fn check_payloads(&self, points: usize, payloads: &[Value]) -> Result<(), Error> {
+        if payloads.is_empty() {
+            return Ok(());
+        }
+        if payloads.len() != points {
+            return Err(Error::PayloadCount { points, payloads: payloads.len() });
+        }
+        let empty = Schema::default();
+        let schema = self.schema.as_ref().unwrap_or(&empty);
+        for (point, doc) in payloads.iter().enumerate() {
+            parse_payload(schema, doc).map_err(|error| Error::InvalidPayload { point, error })?;
+        }
+        Ok(())
     }
 
     /// Validates the reserved batch, converting `f64` ids in place.
@@ -299,23 +426,37 @@ impl Collection {
         let live = self.len();
         let mut ids = Vec::with_capacity(live);
         let mut vectors = Vec::with_capacity(live * dim);
+        let with_payloads = self.schema.is_some();
+        let mut docs: Vec<Value> = Vec::with_capacity(if with_payloads { live } else { 0 });
         if let Some(seg) = &self.sealed {
+            let view = if with_payloads { seg.payload() } else { None };
             for (row, &id) in seg.ids().iter().enumerate() {
                 if !self.sealed_deleted.contains(row) {
                     ids.push(id);
                     vectors.extend_from_slice(seg.vector(row));
+                    if with_payloads {
+                        docs.push(view.as_ref().and_then(|v| v.document(row as u32).ok()).unwrap_or(Value::Null));
+                    }
                 }
             }
         }
+        // The mutable segment is cleared below: move its payloads rather than copy them.
+        let mut mutable_docs = core::mem::take(&mut self.mutable.payloads);
         let m = &self.mutable;
         for row in 0..m.rows() {
             if !m.deleted.contains(row) {
                 ids.push(m.ids[row]);
                 vectors.extend_from_slice(&m.vectors[row * dim..(row + 1) * dim]);
+                if with_payloads {
+                    docs.push(mutable_docs.get_mut(row).map(core::mem::take).unwrap_or(Value::Null));
+                }
             }
         }
-        let bytes = SealedSegment::write(&self.kernels, dim, self.metric, &ids, &vectors, self.index);
-        drop((ids, vectors));
+        drop(mutable_docs);
+        let payloads = self.schema.as_ref().map(|schema| PayloadInput { schema, docs: &docs });
+        let bytes =
+            SealedSegment::write_with_payloads(&self.kernels, dim, self.metric, &ids, &vectors, payloads, self.index);
+        drop((ids, vectors, docs));
         self.sealed = Some(SealedSegment::open(Box::new(bytes)).expect("a freshly written segment opens"));
         self.sealed_deleted.clear();
         self.mutable.clear();
@@ -359,27 +500,61 @@ impl Collection {
 
     /// Runs a search request, writing the results into `out` (cleared first). Query buffers come
     /// from the collection's scratch pool: once they and `out` have grown to size, a search
-    /// allocates nothing.
+    /// without a filter allocates nothing.
     pub fn search_into(&self, req: &SearchRequest, out: &mut Vec<ScoredPoint>) -> Result<SearchStats, Error> {
         req.check()?;
         let vector = req.vector.as_deref().ok_or_else(|| Error::InvalidRequest("missing field `vector`".into()))?;
+        let filter = self.parse_filter(req.filter.as_ref())?;
         self.scratch.with(|s| {
             self.prepare_query(vector, &mut s.query)?;
-            let stats = self.search_prepared(req, s);
+            let stats = self.search_prepared(req, filter.as_ref(), s)?;
             out.clear();
             s.topk.drain_sorted(&mut s.best);
-            out.extend(
-                s.best
-                    .iter()
-                    .skip(req.offset)
-                    .map(|c| ScoredPoint { id: self.external_id(c.id as usize), score: self.metric.score(c.key) }),
-            );
+            out.extend(s.best.iter().skip(req.offset).map(|c| ScoredPoint {
+                id: self.external_id(c.id as usize),
+                score: self.metric.score(c.key),
+                payload: None,
+            }));
+            if req.with_payload {
+                let view = self.sealed.as_ref().and_then(|seg| seg.payload());
+                for (p, c) in out.iter_mut().zip(s.best.iter().skip(req.offset)) {
+                    p.payload = Some(self.payload_of(c.id as usize, view.as_ref()));
+                }
+            }
             Ok(stats)
         })
     }
 
+    /// Parses a request's filter and checks it against the schema (`null` means none).
+    fn parse_filter(&self, filter: Option<&Value>) -> Result<Option<Filter>, Error> {
+        let Some(v) = filter.filter(|v| !v.is_null()) else { return Ok(None) };
+        let invalid = |e: shoal_payload::FilterError| Error::InvalidRequest(format!("{e}"));
+        let f = Filter::from_value(v).map_err(invalid)?;
+        f.validate(self.schema.as_ref().unwrap_or(&Schema::default())).map_err(invalid)?;
+        Ok(Some(f))
+    }
+
+    /// The IVF settings of a request. Filtered searches use the same settings: the search
+    /// widens its probes until enough candidates pass, and the calibrated defaults keep
+    /// recall@10 >= 0.95 down to the planner's exact-scan limit without probing more
+    /// (`tests/payload.rs`, `filtered_ivf_recall_at_every_selectivity`).
+    fn ivf_query(req: &SearchRequest, defaults: IvfQuery) -> IvfQuery {
+        IvfQuery {
+            nprobe: req.params.nprobe.map_or(defaults.nprobe, |n| n as usize),
+            rerank: req.params.rerank.map_or(defaults.rerank, |r| r as usize),
+            epsilon: defaults.epsilon,
+            // An explicit nprobe is probed exactly.
+            probe_ratio: if req.params.nprobe.is_some() { 0.0 } else { defaults.probe_ratio },
+        }
+    }
+
     /// Fills `s.topk` with the best `offset + limit` candidates for the prepared `s.query`.
-    fn search_prepared(&self, req: &SearchRequest, s: &mut QueryScratch) -> SearchStats {
+    fn search_prepared(
+        &self,
+        req: &SearchRequest,
+        filter: Option<&Filter>,
+        s: &mut QueryScratch,
+    ) -> Result<SearchStats, Error> {
         let QueryScratch { query, topk, flat, ivf, .. } = s;
         topk.reset(req.offset + req.limit);
         let mut stats = SearchStats { exact: true, ..SearchStats::default() };
@@ -387,39 +562,138 @@ impl Collection {
         let scan = FlatScan { kernels: self.kernels, metric: self.metric, query };
         if let Some(seg) = &self.sealed {
             let deleted = &self.sealed_deleted;
-            let skip = |r: usize| deleted.contains(r);
-            let skip: Option<&dyn Fn(usize) -> bool> = (deleted.count() > 0).then_some(&skip);
-            match seg.ivf().filter(|_| !req.params.exact) {
-                Some((index, data, defaults)) => {
-                    let params = IvfQuery {
-                        nprobe: req.params.nprobe.map_or(defaults.nprobe, |n| n as usize),
-                        rerank: req.params.rerank.map_or(defaults.rerank, |r| r as usize),
-                        epsilon: defaults.epsilon,
-                        // An explicit nprobe is probed exactly.
-                        probe_ratio: if req.params.nprobe.is_some() { 0.0 } else { defaults.probe_ratio },
-                    };
-                    let search = IvfSearch { kernels: self.kernels, metric: self.metric, query, params };
-                    let st = index.search(&search, &data, skip, 0, ivf, topk);
-                    stats.scanned += st.reranked;
-                    stats.estimated += st.estimated;
-                    stats.exact = false;
-                }
+            let index = seg.ivf().filter(|_| !req.params.exact);
+            match filter {
+                Some(f) => self.search_sealed_filtered(seg, f, req, index, &scan, flat, ivf, topk, &mut stats)?,
                 None => {
-                    scan.scan(seg.vectors(), 0, skip, flat, topk);
-                    stats.scanned += seg.rows() as u64;
+                    let skip = |r: usize| deleted.contains(r);
+                    let skip: Option<&dyn Fn(usize) -> bool> = (deleted.count() > 0).then_some(&skip);
+                    match index {
+                        Some(index) => self.search_ivf(req, index, skip, &scan, ivf, topk, &mut stats),
+                        None => {
+                            scan.scan(seg.vectors(), 0, skip, flat, topk);
+                            stats.scanned += seg.rows() as u64;
+                        }
+                    }
                 }
             }
             stats.segments += 1;
         }
         let m = &self.mutable;
         if m.rows() > 0 {
-            let skip = |r: usize| m.deleted.contains(r);
-            let skip: Option<&dyn Fn(usize) -> bool> = (m.deleted.count() > 0).then_some(&skip);
+            // The mutable segment is always scanned exactly; its filter runs on the JSON.
+            let null = Value::Null;
+            let skip = |r: usize| {
+                m.deleted.contains(r)
+                    || filter.is_some_and(|f| !reference::matches(f, m.payloads.get(r).unwrap_or(&null), m.ids[r]))
+            };
+            let skip: Option<&dyn Fn(usize) -> bool> = (m.deleted.count() > 0 || filter.is_some()).then_some(&skip);
             scan.scan(&m.vectors[..m.rows() * self.dim], sealed_rows as u64, skip, flat, topk);
             stats.scanned += m.rows() as u64;
             stats.segments += 1;
         }
-        stats
+        Ok(stats)
+    }
+
+    /// Searches the sealed segment's IVF index, ignoring the rows `skip` names.
+    #[allow(clippy::too_many_arguments)]
+    fn search_ivf(
+        &self,
+        req: &SearchRequest,
+        (index, data, defaults): (&IvfIndex, IvfData<'_>, IvfQuery),
+        skip: Option<&dyn Fn(usize) -> bool>,
+        scan: &FlatScan<'_>,
+        scratch: &mut IvfScratch,
+        topk: &mut TopK,
+        stats: &mut SearchStats,
+    ) {
+        let params = Self::ivf_query(req, defaults);
+        let search = IvfSearch { kernels: self.kernels, metric: self.metric, query: scan.query, params };
+        let st = index.search(&search, &data, skip, 0, scratch, topk);
+        stats.scanned += st.reranked;
+        stats.estimated += st.estimated;
+        stats.exact = false;
+    }
+
+    /// The filtered search of the sealed segment (the planner). When the indexes prove that
+    /// more points match than an exact scan should take (see [`FILTER_EXACT_DIVISOR`]), the
+    /// IVF index is searched checking each candidate against the columns. Otherwise the
+    /// matching rows are computed from the value → rows indexes; at most that limit are scanned
+    /// exactly, more go to the IVF index (with the matching set as its filter). Without an
+    /// index (or with `params.exact`) the matching rows are always scanned exactly. The IVF
+    /// search widens its probes until `offset + limit` candidates pass, so a filtered search
+    /// returns `limit` results whenever that many live points match.
+    #[allow(clippy::too_many_arguments)]
+    fn search_sealed_filtered(
+        &self,
+        seg: &SealedSegment,
+        filter: &Filter,
+        req: &SearchRequest,
+        index: Option<(&IvfIndex, IvfData<'_>, IvfQuery)>,
+        scan: &FlatScan<'_>,
+        flat: &mut FlatScratch,
+        ivf: &mut IvfScratch,
+        topk: &mut TopK,
+        stats: &mut SearchStats,
+    ) -> Result<(), Error> {
+        let deleted = &self.sealed_deleted;
+        let rows = seg.rows();
+        let view = seg.payload();
+        let row_of = |id: u64| seg.row_of(id).map(|r| r as u32);
+        let compiled = match &view {
+            Some(v) => Some(v.compile(filter, &row_of).map_err(|e| Error::InvalidRequest(format!("{e}")))?),
+            None => None,
+        };
+        let k = (req.offset + req.limit) as u64;
+        let limit = self
+            .filter_exact_limit
+            .unwrap_or_else(|| (rows as u64 / FILTER_EXACT_DIVISOR).max(k.saturating_mul(FILTER_EXACT_PER_RESULT)));
+        if let (Some(index), Some(c)) = (index, compiled.as_ref()) {
+            let est = c.estimate_cardinality();
+            if est.min > limit {
+                let skip = |r: usize| deleted.contains(r) || !c.matches(r as u32);
+                self.search_ivf(req, index, Some(&skip), scan, ivf, topk, stats);
+                return Ok(());
+            }
+        }
+        let mut matching = match &compiled {
+            Some(c) => c.matching_points(),
+            None => {
+                // No payload sections: the filter was validated against no fields, so only
+                // `has_id` conditions (and their boolean combinations) are left.
+                let mut b = shoal_payload::Bitset::empty(rows as u32);
+                for (r, &id) in seg.ids().iter().enumerate() {
+                    if reference::matches(filter, &Value::Null, id) {
+                        b.insert(r as u32);
+                    }
+                }
+                b
+            }
+        };
+        deleted.iter().for_each(|r| matching.remove(r as u32));
+        let count = matching.count();
+        match index {
+            Some(index) if count > limit => {
+                let skip = |r: usize| !matching.contains(r as u32);
+                self.search_ivf(req, index, Some(&skip), scan, ivf, topk, stats);
+            }
+            _ if count.saturating_mul(4) > rows as u64 => {
+                // Dense: the blocked scan with the set as its skip list.
+                let skip = |r: usize| !matching.contains(r as u32);
+                scan.scan(seg.vectors(), 0, Some(&skip), flat, topk);
+                stats.scanned += count;
+            }
+            _ => {
+                let mut key = [0.0f32];
+                for r in matching.iter() {
+                    self.metric.keys(&self.kernels, scan.query, seg.vector(r as usize), &mut key);
+                    let key = if key[0].is_nan() { f32::INFINITY } else { key[0] };
+                    topk.push(Candidate { key, id: r as u64 });
+                }
+                stats.scanned += count;
+            }
+        }
+        Ok(())
     }
 
     fn external_id(&self, internal: usize) -> u64 {

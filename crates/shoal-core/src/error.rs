@@ -1,6 +1,7 @@
 use alloc::string::String;
 use core::fmt;
 use shoal_format::FormatError;
+use shoal_payload::{LayoutError, PayloadError};
 
 /// Everything that can go wrong in the core. Every variant leaves the collection unchanged.
 #[derive(Debug, Clone, PartialEq)]
@@ -46,6 +47,25 @@ pub enum Error {
     NoPendingBatch,
     /// The collection would exceed 2^32 - 1 points.
     CapacityExceeded,
+    /// A point's payload does not fit the collection's schema (unknown field, wrong type, not
+    /// an object); `error.path` names the place, e.g. `payload.year` or `payload.tags[2]`.
+    InvalidPayload {
+        /// Index of the point in its batch.
+        point: usize,
+        /// What is wrong, and where.
+        error: PayloadError,
+    },
+    /// The number of payloads given is neither zero nor the number of points.
+    PayloadCount {
+        /// Points in the batch.
+        points: usize,
+        /// Payloads given.
+        payloads: usize,
+    },
+    /// The collection's schema (`fields`) is invalid.
+    InvalidSchema(PayloadError),
+    /// The payload sections of a segment are inconsistent.
+    PayloadLayout(LayoutError),
 }
 
 impl Error {
@@ -62,6 +82,10 @@ impl Error {
             Error::Unsupported(_) => "unsupported",
             Error::NoPendingBatch => "no_pending_batch",
             Error::CapacityExceeded => "capacity_exceeded",
+            Error::InvalidPayload { .. } => "invalid_payload",
+            Error::PayloadCount { .. } => "length_mismatch",
+            Error::InvalidSchema(_) => "invalid_config",
+            Error::PayloadLayout(_) => "bad_segment",
         }
     }
 }
@@ -87,6 +111,12 @@ impl fmt::Display for Error {
             Error::Unsupported(what) => write!(f, "not supported yet: {what}"),
             Error::NoPendingBatch => f.write_str("commit without a reserved batch (call reserve first)"),
             Error::CapacityExceeded => f.write_str("a collection holds at most 2^32 - 1 points"),
+            Error::InvalidPayload { point, error } => write!(f, "payload of point {point}: {error}"),
+            Error::PayloadCount { points, payloads } => {
+                write!(f, "{payloads} payloads for {points} points (give none or one per point)")
+            }
+            Error::InvalidSchema(e) => write!(f, "invalid collection config: {e}"),
+            Error::PayloadLayout(e) => write!(f, "{e}"),
         }
     }
 }
@@ -96,5 +126,11 @@ impl core::error::Error for Error {}
 impl From<FormatError> for Error {
     fn from(e: FormatError) -> Self {
         Error::Format(e)
+    }
+}
+
+impl From<LayoutError> for Error {
+    fn from(e: LayoutError) -> Self {
+        Error::PayloadLayout(e)
     }
 }

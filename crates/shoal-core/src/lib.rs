@@ -30,11 +30,12 @@ mod pool;
 mod request;
 mod sealed;
 
-pub use collection::{Collection, CollectionConfig, IdEncoding};
+pub use collection::{Collection, CollectionConfig, FILTER_EXACT_DIVISOR, FILTER_EXACT_PER_RESULT, IdEncoding};
 pub use error::Error;
 pub use request::{MAX_LIMIT, MAX_OFFSET, ScoredPoint, SearchParams, SearchRequest, SearchResponse, SearchStats};
-pub use sealed::{IndexKind, SealedSegment, SegmentBytes};
+pub use sealed::{IndexKind, PayloadInput, SealedSegment, SegmentBytes};
 pub use shoal_format::{AlignedBytes, FormatError};
 pub use shoal_index::Metric;
 pub use shoal_index::ivf::IvfParams;
 pub use shoal_kernels::Kernels;
+pub use shoal_payload::{FieldType, Filter, FilterError, LayoutError, PayloadError, Schema};

@@ -20,6 +20,9 @@ pub(crate) struct Mutable {
     pub(crate) deleted: Bitset,
     /// Live external id -> row.
     pub(crate) index: IdMap,
+    /// Payload of every committed row (`null` for none) when the collection has a schema;
+    /// empty otherwise.
+    pub(crate) payloads: Vec<serde_json::Value>,
 }
 
 impl Mutable {

@@ -32,7 +32,9 @@ pub struct SearchRequest {
     /// Results to skip, 0..=[`MAX_OFFSET`].
     #[serde(default)]
     pub offset: usize,
-    /// Payload filter (not supported yet).
+    /// Payload filter in Qdrant's language (`must`, `should`, `must_not`, `min_should`;
+    /// `match` value/any/except, `range`, `is_empty`, `is_null`, `has_id`), checked against the
+    /// collection's schema when the search runs.
     #[serde(default)]
     pub filter: Option<serde_json::Value>,
     /// Index parameters.
@@ -41,7 +43,7 @@ pub struct SearchRequest {
     /// Fusion of vector and text rankings (not supported yet).
     #[serde(default)]
     pub fusion: Option<String>,
-    /// Whether to return payloads (points carry no payload yet, so this changes nothing).
+    /// Whether to return each point's stored payload object (`{}` when it has none).
     #[serde(default)]
     pub with_payload: bool,
     /// Time budget in milliseconds (not supported yet).
@@ -96,9 +98,6 @@ impl SearchRequest {
         if self.text.is_some() {
             return Err(Error::Unsupported("text search"));
         }
-        if self.filter.is_some() {
-            return Err(Error::Unsupported("filters"));
-        }
         if self.fusion.is_some() {
             return Err(Error::Unsupported("fusion"));
         }
@@ -110,12 +109,15 @@ impl SearchRequest {
 }
 
 /// One result.
-#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct ScoredPoint {
     /// External id.
     pub id: u64,
     /// Similarity (`dot`, `cosine`: higher is better) or squared distance (`l2`: lower is better).
     pub score: f32,
+    /// The stored payload object, when the request asked `with_payload`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub payload: Option<serde_json::Value>,
 }
 
 /// What a search did.

@@ -4,12 +4,13 @@ use core::ops::Range;
 
 use bytemuck::Zeroable;
 use shoal_format::{
-    AlignedBytes, FormatError, IdEntry, KIND_ID_INDEX, KIND_IDS, KIND_META, KIND_VECTORS, MAX_DIM, SegmentMeta,
-    SegmentReader, SegmentWriter, cast_records,
+    AlignedBytes, FormatError, IdEntry, KIND_ID_INDEX, KIND_IDS, KIND_META, KIND_VECTORS, MAX_DIM, SECTION_OPTIONAL,
+    SegmentMeta, SegmentReader, SegmentWriter, cast_records,
 };
 use shoal_index::Metric;
 use shoal_index::ivf::{IvfData, IvfIndex, IvfParams, IvfQuery};
 use shoal_kernels::Kernels;
+use shoal_payload::{PayloadBuilder, PayloadSectionBytes, PayloadView, Schema};
 
 use crate::Error;
 use crate::ivf_sections::{self, IvfSections};
@@ -101,6 +102,22 @@ pub struct SealedSegment {
     vectors: Range<usize>,
     id_index: Range<usize>,
     ivf: Option<IvfSections>,
+    payload: Option<PayloadRanges>,
+}
+
+/// Where the five payload sections (kinds 32–36) lie, and the schema they declare.
+struct PayloadRanges {
+    schema: Schema,
+    sections: [Range<usize>; 5],
+}
+
+/// The payload documents of the rows to write, in input row order, with their schema.
+#[derive(Clone, Copy, Debug)]
+pub struct PayloadInput<'a> {
+    /// The fields every document was validated against.
+    pub schema: &'a Schema,
+    /// One document per row (an object, or `null` for none).
+    pub docs: &'a [serde_json::Value],
 }
 
 impl core::fmt::Debug for SealedSegment {
@@ -166,8 +183,9 @@ impl SealedSegment {
             return Err(bad("ID_INDEX", "length does not match the row count"));
         }
         let ivf = IvfSections::open(&reader, dim, rows)?;
+        let payload = open_payload(&reader, rows)?;
         let (ids, vectors, id_index) = (range_of(bytes, ids), range_of(bytes, vectors), range_of(bytes, id_index));
-        Ok(SealedSegment { storage, dim, metric, rows, ids, vectors, id_index, ivf })
+        Ok(SealedSegment { storage, dim, metric, rows, ids, vectors, id_index, ivf, payload })
     }
 
     /// Reads every byte: section checksums, the id index's order and agreement with `IDS`,
@@ -188,7 +206,33 @@ impl SealedSegment {
         if self.vectors().iter().any(|x| !x.is_finite()) {
             return Err(bad("VECTORS", "non-finite element"));
         }
-        self.ivf.as_ref().map_or(Ok(()), |ivf| ivf.verify(self.bytes()))
+        self.ivf.as_ref().map_or(Ok(()), |ivf| ivf.verify(self.bytes()))?;
+        match self.payload() {
+            Some(view) => view.verify().map_err(Error::from),
+            None => Ok(()),
+        }
+    }
+
+    /// The payload schema, if the segment carries payload sections.
+    pub fn schema(&self) -> Option<&Schema> {
+        self.payload.as_ref().map(|p| &p.schema)
+    }
+
+    /// A view of the payload sections (columns, indexes, documents), if the segment has them.
+    /// Opening it repeats the cheap checks of [`open`](Self::open) (O(fields)).
+    pub fn payload(&self) -> Option<PayloadView<'_>> {
+        let p = self.payload.as_ref()?;
+        let b = self.bytes();
+        let [fields, columns, dicts, postings, docs] = p.sections.clone();
+        let sections = PayloadSectionBytes {
+            fields: &b[fields],
+            columns: &b[columns],
+            dicts: &b[dicts],
+            postings: &b[postings],
+            docs: &b[docs],
+        };
+        // The same bytes passed the same checks in `open`.
+        PayloadView::open(sections).ok()
     }
 
     /// The whole file.
@@ -269,7 +313,24 @@ impl SealedSegment {
         vectors: &[f32],
         index: IndexKind,
     ) -> AlignedBytes {
+        SealedSegment::write_with_payloads(kernels, dim, metric, ids, vectors, None, index)
+    }
+
+    /// [`write`](Self::write) with payload documents: the segment also carries the payload
+    /// sections (kinds 32–36, optional), with the documents in the stored row order. Every
+    /// document must have been validated against the schema (one that does not is stored as
+    /// `null`).
+    pub fn write_with_payloads(
+        kernels: &Kernels,
+        dim: usize,
+        metric: Metric,
+        ids: &[u64],
+        vectors: &[f32],
+        payloads: Option<PayloadInput<'_>>,
+        index: IndexKind,
+    ) -> AlignedBytes {
         debug_assert_eq!(ids.len() * dim, vectors.len());
+        debug_assert!(payloads.is_none_or(|p| p.docs.len() == ids.len()));
         let mut meta = SegmentMeta::zeroed();
         meta.dim = dim as u32;
         meta.metric = metric.code();
@@ -278,6 +339,20 @@ impl SealedSegment {
             IndexKind::IvfRabitq(params) => Some((shoal_index::ivf::build(kernels, vectors, dim, params), params.seed)),
             IndexKind::Flat => None,
         };
+        // Payload rows follow the stored row order (the IVF build's permutation).
+        let payload_sections = payloads.map(|p| {
+            let mut pb = PayloadBuilder::new(p.schema.clone());
+            let mut push = |doc: &serde_json::Value| {
+                if pb.push(doc).is_err() {
+                    pb.push(&serde_json::Value::Null).expect("null is every schema's empty payload");
+                }
+            };
+            match &build {
+                Some((b, _)) => b.order.iter().for_each(|&o| push(&p.docs[o as usize])),
+                None => p.docs.iter().for_each(&mut push),
+            }
+            pb.finish()
+        });
         let (ids, vectors) = match &build {
             Some((b, _)) => (ivf_sections::permute(ids, 1, &b.order), ivf_sections::permute(vectors, dim, &b.order)),
             None => (ids.to_vec(), vectors.to_vec()),
@@ -299,6 +374,11 @@ impl SealedSegment {
         if let (Some(build), Some(ivf_meta)) = (&build, &ivf_meta) {
             ivf_sections::add_sections(&mut w, ivf_meta, build);
         }
+        if let Some(p) = &payload_sections {
+            for (kind, bytes) in p.by_kind() {
+                w.add_section(kind, SECTION_OPTIONAL, bytes);
+            }
+        }
         let mut out = AlignedBytes::zeroed(w.file_len() as usize);
         let buf = out.as_mut_slice();
         let mut at = 0;
@@ -309,4 +389,31 @@ impl SealedSegment {
         });
         out
     }
+}
+
+/// Opens the payload sections, if any: all five or none, agreeing with the segment's rows.
+fn open_payload(reader: &SegmentReader<'_>, rows: usize) -> Result<Option<PayloadRanges>, Error> {
+    let kinds = [
+        shoal_payload::KIND_PAYLOAD_FIELDS,
+        shoal_payload::KIND_PAYLOAD_COLUMNS,
+        shoal_payload::KIND_PAYLOAD_DICTS,
+        shoal_payload::KIND_PAYLOAD_POSTINGS,
+        shoal_payload::KIND_PAYLOAD_DOCS,
+    ];
+    let found = kinds.map(|k| reader.section(k));
+    if found.iter().all(Option::is_none) {
+        return Ok(None);
+    }
+    let [Some(fields), Some(columns), Some(dicts), Some(postings), Some(docs)] = found else {
+        return Err(bad("PAYLOAD", "payload sections 32-36 must be present together"));
+    };
+    let view = PayloadView::open(PayloadSectionBytes { fields, columns, dicts, postings, docs })?;
+    if view.rows() as usize != rows {
+        return Err(bad("PAYLOAD_DOCS", "payload rows differ from the segment rows"));
+    }
+    let base = reader.bytes();
+    Ok(Some(PayloadRanges {
+        schema: view.schema().clone(),
+        sections: [fields, columns, dicts, postings, docs].map(|s| range_of(base, s)),
+    }))
 }
