@@ -1,6 +1,7 @@
 # Shoal: the two commands of the README, plus benchmarks.
 #   make demo   - builds everything, prepares GloVe 50-d, answers queries natively and in Node
-#   make test   - every test: Rust (native + wasm under wasmtime), JS (vitest in Node)
+#   make test   - every test: Rust (native + wasm under wasmtime), JS (vitest in Node), and the
+#                 npm package at the edge (Deno, headless Chromium, workerd, npm pack)
 #   make bench  - kernel, search and insert benchmarks (numbers go to docs/benchmarks.md)
 # Each target installs what it needs (idempotent), so a fresh machine needs only these.
 
@@ -12,7 +13,7 @@ WASM_BINDGEN_VERSION := 0.2.130
 CACHE := $(HOME)/.cache/shoal
 GLOVE := $(CACHE)/glove50
 
-.PHONY: demo test bench setup setup-rust setup-js build-js lint test-rust test-js check-targets \
+.PHONY: demo test bench setup setup-rust setup-js setup-edge build-js lint test-rust test-js test-edge check-targets \
         bench-kernels bench-search bench-node bench-ann fuzz
 
 ## ---- setup ---------------------------------------------------------------------------
@@ -34,9 +35,27 @@ setup-js:
 build-js: setup
 	npm run build:js
 
+# The runtimes of test-edge: Chromium from Debian; playwright-core, workerd, deno and wrangler
+# from npm, pinned (wrangler 4.40: newer releases need Node 22, this machine has Node 20) and
+# installed into their own folder without a lockfile, because the registry here lacks the other
+# platforms' binaries that a lockfile of the root package would have to list.
+EDGE_TOOLS := target/edge/tools
+EDGE_TOOL_PKGS := playwright-core@1.65.1 workerd@1.20261117.1 deno@2.9.6 wrangler@4.40.0
+setup-edge: setup-js
+	@if [ "$$(cat $(EDGE_TOOLS)/.installed 2>/dev/null)" != "$(EDGE_TOOL_PKGS)" ]; then \
+		echo "installing $(EDGE_TOOL_PKGS) into $(EDGE_TOOLS)"; \
+		rm -rf $(EDGE_TOOLS) && mkdir -p $(EDGE_TOOLS) && echo '{"private":true}' > $(EDGE_TOOLS)/package.json; \
+		(cd $(EDGE_TOOLS) && npm install --no-audit --no-fund --no-save --no-package-lock $(EDGE_TOOL_PKGS)); \
+		echo "$(EDGE_TOOL_PKGS)" > $(EDGE_TOOLS)/.installed; \
+	fi
+	@if [ ! -x /usr/bin/chromium ]; then \
+		echo "installing chromium (Debian)"; \
+		apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends chromium; \
+	fi
+
 ## ---- test ----------------------------------------------------------------------------
 
-test: setup lint test-rust check-targets test-js
+test: setup lint test-rust check-targets test-edge test-js
 
 lint:
 	$(CARGO) fmt --all -- --check
@@ -54,6 +73,13 @@ test-js: build-js
 	@test -f target/conformance/l2-50.json || $(CARGO) test -p shoal-tests --test conformance
 	npx vitest run --reporter=default --reporter=json --outputFile=target/vitest.json
 	@node scripts/vitest-summary.mjs target/vitest.json
+
+# The npm package at the edge: wasm size budget, then the shared scenario
+# (bindings-js/test/scenario.mjs) in Node, Deno, headless Chromium and workerd, and from an
+# `npm pack` tarball installed into an empty project — every result identical to Node's.
+test-edge: build-js setup-edge
+	bash bindings-js/scripts/sizes.sh
+	node bindings-js/test/edge/run.mjs
 
 ## ---- demo ----------------------------------------------------------------------------
 

@@ -83,3 +83,6 @@ if [ -z "$only" ] || [ "$only" = scalar ]; then
   # An empty RUSTFLAGS overrides .cargo/config.toml's +simd128.
   build scalar ""
 fi
+
+# --- sizes (raw and gzipped; the budget is checked by `make test-edge`) ----------------------
+bash "$here/scripts/sizes.sh" || true

@@ -1,0 +1,21 @@
+#!/usr/bin/env bash
+# Prints the raw and gzipped (gzip -9) size of each build of the npm package's wasm module,
+# against the budget of issue 7: <= 250 KB (250,000 bytes) gzipped (SHOAL_WASM_GZIP_BUDGET
+# overrides it). Exits 1 when a build is over it.
+#   bash bindings-js/scripts/sizes.sh
+set -euo pipefail
+here="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+budget=${SHOAL_WASM_GZIP_BUDGET:-250000}
+status=0
+for variant in simd scalar; do
+  wasm="$here/pkg/$variant/shoal_js_bg.wasm"
+  if [ ! -f "$wasm" ]; then echo "sizes: pkg/$variant: not built"; continue; fi
+  raw=$(wc -c < "$wasm")
+  gz=$(gzip -9 -c "$wasm" | wc -c)
+  verdict="within the ${budget}-byte gzip budget"
+  if [ "$gz" -gt "$budget" ]; then verdict="OVER the ${budget}-byte gzip budget"; status=1; fi
+  awk -v v="$variant" -v raw="$raw" -v gz="$gz" -v verdict="$verdict" 'BEGIN {
+    printf "sizes: pkg/%-6s wasm %8d bytes raw (%6.1f KiB), %7d bytes gzipped (%6.1f KiB) - %s\n", v, raw, raw / 1024, gz, gz / 1024, verdict
+  }'
+done
+exit "$status"
