@@ -152,6 +152,13 @@ pub fn build(kernels: &Kernels, data: &[f32], dim: usize, params: IvfParams) -> 
             let refs: Vec<&[u64]> = block_codes.chunks_exact(words).take(end - chunk).collect();
             let at = (block_offsets[p] as usize + b) * bb;
             rabitq::pack_block(&refs, words, &mut codes[at..at + bb]);
+            if bits > 1 {
+                for (j, new_row) in (chunk..end).enumerate() {
+                    let ex = &ex_codes[new_row * exb..(new_row + 1) * exb];
+                    decode_ex(&codes[at..at + bb], j, ex, bits, &mut rotated);
+                    ex_factors[new_row].centroid_dot = kernels.dot(&rotated, rc);
+                }
+            }
         }
     }
     IvfBuild {
@@ -269,6 +276,7 @@ pub struct IvfScratch {
     heap: BinaryHeap<Estimate>,
     sorted: Vec<Estimate>,
     xbar: Vec<f32>,
+    part_terms: Vec<f32>,
     one: [f32; 1],
 }
 
@@ -321,6 +329,7 @@ impl IvfIndex {
         // Probe order: nearest centroids (l2; inner product for dot), ties by partition.
         s.probes.clear();
         s.centroid_keys.resize(nlist, 0.0);
+        s.part_terms.resize(nlist, 0.0);
         let keys = &mut s.centroid_keys[..];
         match metric {
             Metric::Dot => metric.keys(kernels, query, data.centroids, keys),
@@ -371,6 +380,8 @@ impl IvfIndex {
             } else {
                 centroid_ip = kernels.dot(query, &data.centroids[p * dim..(p + 1) * dim]);
             }
+            // What refining this partition's candidates needs: `‖y‖²` (l2) or `<q, centroid>`.
+            s.part_terms[p] = if metric == Metric::L2 { terms.norm_sq } else { centroid_ip };
             let (b0, b1) = (data.block_offsets[p] as usize, data.block_offsets[p + 1] as usize);
             if s.sums.len() < (b1 - b0) * 32 {
                 s.sums.resize((b1 - b0) * 32, 0);
@@ -455,18 +466,13 @@ impl IvfIndex {
                     &mut s.xbar,
                 );
                 let ex = &data.ex_factors[row];
+                let xq = kernels.dot(&s.xbar, &s.qrot);
                 let (key, err) = if metric == Metric::L2 {
-                    for ((y, x), c) in
-                        s.y.iter_mut().zip(&s.qrot).zip(&data.rot_centroids[p * padded..(p + 1) * padded])
-                    {
-                        *y = x - c;
-                    }
-                    let ny = kernels.dot(&s.y, &s.y);
-                    let ip = ex.scale * kernels.dot(&s.xbar, &s.y);
+                    let ny = s.part_terms[p];
+                    let ip = ex.scale * (xq - ex.centroid_dot);
                     (data.factors[row].norm_sq + ny - 2.0 * ip, 2.0 * ex.err * libm::sqrtf(ny) * q.epsilon)
                 } else {
-                    let centroid_ip = kernels.dot(query, &data.centroids[p * dim..(p + 1) * dim]);
-                    (-(centroid_ip + ex.scale * kernels.dot(&s.xbar, &s.qrot)), ex.err * qnorm * q.epsilon)
+                    (-(s.part_terms[p] + ex.scale * xq), ex.err * qnorm * q.epsilon)
                 };
                 stats.refined += 1;
                 if topk.len() >= k && key - err > topk.threshold() {
