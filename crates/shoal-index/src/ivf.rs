@@ -14,7 +14,7 @@ use core::cmp::Ordering;
 
 use shoal_kernels::Kernels;
 
-use crate::kmeans::{KMeans, nearest};
+use crate::kmeans::KMeans;
 use crate::rabitq::{self, EPSILON0, ExFactors, Factors, MAX_BITS, QueryTerms, decode_ex, ex_code_bytes};
 use crate::rotation::{Rotation, padded_dim};
 use crate::{Candidate, Metric, TopK};
@@ -95,8 +95,10 @@ pub fn build(kernels: &Kernels, data: &[f32], dim: usize, params: IvfParams) -> 
     let centroids = KMeans::new(nlist, params.seed).train(kernels, data, dim);
     let nlist = centroids.len() / dim;
     // Assign and sort rows by partition (counting sort: stable, row order within a partition).
-    let mut dists = vec![0f32; nlist];
-    let assign: Vec<u32> = data.chunks_exact(dim).map(|x| nearest(kernels, x, &centroids, &mut dists) as u32).collect();
+    let all: Vec<u32> = (0..n as u32).collect();
+    let mut assign = vec![0u32; n];
+    crate::kmeans::assign(kernels, data, dim, &all, &centroids, &mut assign);
+    drop(all);
     let mut offsets = vec![0u32; nlist + 1];
     for &a in &assign {
         offsets[a as usize + 1] += 1;
