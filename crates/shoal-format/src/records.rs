@@ -40,7 +40,7 @@ pub const KIND_RABITQ_CODES: u32 = 22;
 pub const KIND_RABITQ_FACTORS: u32 = 23;
 /// Section kind (optional; required when `code_bits > 1`): per-row extra bits of the codes.
 pub const KIND_RABITQ_EX_CODES: u32 = 24;
-/// Section kind (optional; required when `code_bits > 1`): per-row extra-bit factors, 2 `f32`.
+/// Section kind (optional; required when `code_bits > 1`): per-row extra-bit factors, 4 `f32`.
 pub const KIND_RABITQ_EX_FACTORS: u32 = 25;
 
 /// Human-readable name of a section kind.

@@ -14,7 +14,7 @@ use core::cmp::Ordering;
 
 use shoal_kernels::Kernels;
 
-use crate::kmeans::{KMeans, nearest};
+use crate::kmeans::KMeans;
 use crate::rabitq::{self, EPSILON0, ExFactors, Factors, MAX_BITS, QueryTerms, decode_ex, ex_code_bytes};
 use crate::rotation::{Rotation, padded_dim};
 use crate::{Candidate, Metric, TopK};
@@ -95,8 +95,10 @@ pub fn build(kernels: &Kernels, data: &[f32], dim: usize, params: IvfParams) -> 
     let centroids = KMeans::new(nlist, params.seed).train(kernels, data, dim);
     let nlist = centroids.len() / dim;
     // Assign and sort rows by partition (counting sort: stable, row order within a partition).
-    let mut dists = vec![0f32; nlist];
-    let assign: Vec<u32> = data.chunks_exact(dim).map(|x| nearest(kernels, x, &centroids, &mut dists) as u32).collect();
+    let all: Vec<u32> = (0..n as u32).collect();
+    let mut assign = vec![0u32; n];
+    crate::kmeans::assign(kernels, data, dim, &all, &centroids, &mut assign);
+    drop(all);
     let mut offsets = vec![0u32; nlist + 1];
     for &a in &assign {
         offsets[a as usize + 1] += 1;
@@ -152,6 +154,13 @@ pub fn build(kernels: &Kernels, data: &[f32], dim: usize, params: IvfParams) -> 
             let refs: Vec<&[u64]> = block_codes.chunks_exact(words).take(end - chunk).collect();
             let at = (block_offsets[p] as usize + b) * bb;
             rabitq::pack_block(&refs, words, &mut codes[at..at + bb]);
+            if bits > 1 {
+                for (j, new_row) in (chunk..end).enumerate() {
+                    let ex = &ex_codes[new_row * exb..(new_row + 1) * exb];
+                    decode_ex(&codes[at..at + bb], j, ex, bits, &mut rotated);
+                    ex_factors[new_row].centroid_dot = kernels.dot(&rotated, rc);
+                }
+            }
         }
     }
     IvfBuild {
@@ -269,6 +278,7 @@ pub struct IvfScratch {
     heap: BinaryHeap<Estimate>,
     sorted: Vec<Estimate>,
     xbar: Vec<f32>,
+    part_terms: Vec<f32>,
     one: [f32; 1],
 }
 
@@ -321,6 +331,7 @@ impl IvfIndex {
         // Probe order: nearest centroids (l2; inner product for dot), ties by partition.
         s.probes.clear();
         s.centroid_keys.resize(nlist, 0.0);
+        s.part_terms.resize(nlist, 0.0);
         let keys = &mut s.centroid_keys[..];
         match metric {
             Metric::Dot => metric.keys(kernels, query, data.centroids, keys),
@@ -371,6 +382,8 @@ impl IvfIndex {
             } else {
                 centroid_ip = kernels.dot(query, &data.centroids[p * dim..(p + 1) * dim]);
             }
+            // What refining this partition's candidates needs: `‖y‖²` (l2) or `<q, centroid>`.
+            s.part_terms[p] = if metric == Metric::L2 { terms.norm_sq } else { centroid_ip };
             let (b0, b1) = (data.block_offsets[p] as usize, data.block_offsets[p + 1] as usize);
             if s.sums.len() < (b1 - b0) * 32 {
                 s.sums.resize((b1 - b0) * 32, 0);
@@ -455,18 +468,13 @@ impl IvfIndex {
                     &mut s.xbar,
                 );
                 let ex = &data.ex_factors[row];
+                let xq = kernels.dot(&s.xbar, &s.qrot);
                 let (key, err) = if metric == Metric::L2 {
-                    for ((y, x), c) in
-                        s.y.iter_mut().zip(&s.qrot).zip(&data.rot_centroids[p * padded..(p + 1) * padded])
-                    {
-                        *y = x - c;
-                    }
-                    let ny = kernels.dot(&s.y, &s.y);
-                    let ip = ex.scale * kernels.dot(&s.xbar, &s.y);
+                    let ny = s.part_terms[p];
+                    let ip = ex.scale * (xq - ex.centroid_dot);
                     (data.factors[row].norm_sq + ny - 2.0 * ip, 2.0 * ex.err * libm::sqrtf(ny) * q.epsilon)
                 } else {
-                    let centroid_ip = kernels.dot(query, &data.centroids[p * dim..(p + 1) * dim]);
-                    (-(centroid_ip + ex.scale * kernels.dot(&s.xbar, &s.qrot)), ex.err * qnorm * q.epsilon)
+                    (-(s.part_terms[p] + ex.scale * xq), ex.err * qnorm * q.epsilon)
                 };
                 stats.refined += 1;
                 if topk.len() >= k && key - err > topk.threshold() {

@@ -47,15 +47,17 @@ impl KMeans {
         let mut sample_rows: Vec<u32> = idx[..m].to_vec();
         drop(idx);
         sample_rows.sort_unstable();
-        let mut centroids = plus_plus(kernels, data, dim, &sample_rows, k, &mut rng);
+        // The sample, contiguous: every pass below streams it in row order.
+        let sample: Vec<f32> = sample_rows.iter().flat_map(|&r| row(data, dim, r as usize)).copied().collect();
+        drop(sample_rows);
+        let sample_rows: Vec<u32> = (0..m as u32).collect();
+        let data = &sample[..];
+        let mut centroids = plus_plus(kernels, data, dim, k, &mut rng);
         let mut assign = vec![0u32; m];
-        let mut dists = vec![0f32; k];
         let mut sums = vec![0f64; k * dim];
         let mut counts = vec![0usize; k];
         for _ in 0..self.iterations {
-            for (a, &r) in assign.iter_mut().zip(&sample_rows) {
-                *a = nearest(kernels, row(data, dim, r as usize), &centroids, &mut dists) as u32;
-            }
+            crate::kmeans::assign(kernels, data, dim, &sample_rows, &centroids, &mut assign);
             sums.fill(0.0);
             counts.fill(0);
             for (&a, &r) in assign.iter().zip(&sample_rows) {
@@ -82,23 +84,24 @@ impl KMeans {
 /// k-means++ seeding over the sample: each next centre is a sample point drawn with probability
 /// proportional to its squared distance to the nearest centre so far (f64 running sums in row
 /// order, so the draw is the same on every target).
-fn plus_plus(kernels: &Kernels, data: &[f32], dim: usize, rows: &[u32], k: usize, rng: &mut Rng) -> Vec<f32> {
+fn plus_plus(kernels: &Kernels, sample: &[f32], dim: usize, k: usize, rng: &mut Rng) -> Vec<f32> {
+    let m = sample.len() / dim;
     let mut centroids = Vec::with_capacity(k * dim);
-    centroids.extend_from_slice(row(data, dim, rows[rng.below(rows.len())] as usize));
-    let mut best = vec![f32::INFINITY; rows.len()];
-    let mut d = [0f32];
+    centroids.extend_from_slice(row(sample, dim, rng.below(m)));
+    let mut best = vec![f32::INFINITY; m];
+    let mut d = vec![0f32; m];
     for c in 1..k {
         let last = &centroids[(c - 1) * dim..c * dim];
+        kernels.l2_sq_batch(last, sample, &mut d);
         let mut total = 0f64;
-        for (b, &r) in best.iter_mut().zip(rows) {
-            kernels.l2_sq_batch(last, row(data, dim, r as usize), &mut d);
-            *b = b.min(d[0]);
+        for (b, &x) in best.iter_mut().zip(&d) {
+            *b = b.min(x);
             total += *b as f64;
         }
         let pick = if total > 0.0 {
             let target = (rng.next_u64() >> 11) as f64 / (1u64 << 53) as f64 * total;
             let mut acc = 0f64;
-            let mut pick = rows.len() - 1;
+            let mut pick = m - 1;
             for (i, &b) in best.iter().enumerate() {
                 acc += b as f64;
                 if acc > target {
@@ -108,9 +111,9 @@ fn plus_plus(kernels: &Kernels, data: &[f32], dim: usize, rows: &[u32], k: usize
             }
             pick
         } else {
-            rng.below(rows.len())
+            rng.below(m)
         };
-        let next = row(data, dim, rows[pick] as usize).to_vec();
+        let next = row(sample, dim, pick).to_vec();
         centroids.extend_from_slice(&next);
     }
     centroids
@@ -118,6 +121,45 @@ fn plus_plus(kernels: &Kernels, data: &[f32], dim: usize, rows: &[u32], k: usize
 
 fn row(data: &[f32], dim: usize, r: usize) -> &[f32] {
     &data[r * dim..(r + 1) * dim]
+}
+
+/// Rows per block and centroids per tile of [`assign`]: a tile (at most 256 x `dim` floats)
+/// stays in cache while a block of rows is compared with it.
+const ROW_BLOCK: usize = 64;
+const CENTROID_TILE: usize = 256;
+
+/// `out[i]` = index of the centroid nearest to row `rows[i]` of `data`, exactly as
+/// [`nearest`] would give it (the same kernel per pair, the first minimum in index order), but
+/// tiled so the centroids are read from cache rather than memory.
+pub fn assign(kernels: &Kernels, data: &[f32], dim: usize, rows: &[u32], centroids: &[f32], out: &mut [u32]) {
+    let k = centroids.len() / dim.max(1);
+    debug_assert_eq!(rows.len(), out.len());
+    let mut best = [(0f32, 0u32); ROW_BLOCK];
+    let mut dists = [0f32; CENTROID_TILE];
+    for (block, out) in rows.chunks(ROW_BLOCK).zip(out.chunks_mut(ROW_BLOCK)) {
+        for t0 in (0..k).step_by(CENTROID_TILE) {
+            let t1 = (t0 + CENTROID_TILE).min(k);
+            let tile = &centroids[t0 * dim..t1 * dim];
+            for (b, &r) in best.iter_mut().zip(block) {
+                let d = &mut dists[..t1 - t0];
+                kernels.l2_sq_batch(row(data, dim, r as usize), tile, d);
+                let start = if t0 == 0 {
+                    *b = (d[0], 0);
+                    1
+                } else {
+                    0
+                };
+                for (i, &x) in d.iter().enumerate().skip(start) {
+                    if x.total_cmp(&b.0).is_lt() {
+                        *b = (x, (t0 + i) as u32);
+                    }
+                }
+            }
+        }
+        for (o, b) in out.iter_mut().zip(&best) {
+            *o = b.1;
+        }
+    }
 }
 
 /// Index of the centroid nearest to `x` (squared L2, ties to the lower index).
@@ -181,6 +223,22 @@ mod tests {
         for x in data.chunks_exact(8) {
             let c = nearest(&k, x, &a, &mut dists);
             assert!(dists[c] < 0.1, "distance {}", dists[c]);
+        }
+    }
+
+    #[test]
+    fn tiled_assignment_equals_nearest() {
+        let k = Kernels::best();
+        for (n, dim, c) in [(1000usize, 8usize, 300usize), (130, 33, 257), (5, 4, 1), (70, 16, 512)] {
+            let data = blobs(n, dim, 10, n as u64);
+            let centroids = blobs(c, dim, 7, c as u64);
+            let rows: Vec<u32> = (0..n as u32).rev().collect();
+            let mut out = vec![0u32; n];
+            assign(&k, &data, dim, &rows, &centroids, &mut out);
+            let mut dists = vec![0f32; c];
+            for (&r, &o) in rows.iter().zip(&out) {
+                assert_eq!(o as usize, nearest(&k, row(&data, dim, r as usize), &centroids, &mut dists));
+            }
         }
     }
 

@@ -152,7 +152,7 @@ impl QueryTerms {
 /// Most bits per coordinate of a code (1 sign bit + up to 7 extra bits).
 pub const MAX_BITS: u32 = 8;
 
-/// Per-vector factors of the extra-bit code (8 bytes), stored in row order.
+/// Per-vector factors of the extra-bit code (16 bytes), stored in row order.
 ///
 /// With `x̄_i = ±(m_i + 1/2)` (sign of `r_i`, magnitude level `m_i` from the extra bits),
 /// `<r, y> ≈ scale · <x̄, y>` with one standard deviation of error `err · ‖y‖`.
@@ -163,6 +163,11 @@ pub struct ExFactors {
     pub scale: f32,
     /// `‖r‖ √(1 - cos²) / (cos √(D-1))` with `cos = <x̄, r> / (‖x̄‖ ‖r‖)`.
     pub err: f32,
+    /// `<x̄, c>` with the row's rotated centroid `c`, so that an `l2` search gets
+    /// `<x̄, q - c>` from the one query-wide product `<x̄, q>`.
+    pub centroid_dot: f32,
+    /// Zero.
+    pub reserved: f32,
 }
 
 /// Bytes of one row's extra bits: `(bits - 1)` per padded coordinate.
@@ -237,28 +242,30 @@ pub fn encode_ex(r: &[f32], norm_sq: f32, bits: u32, levels: &mut [u8], out: &mu
     let norm = libm::sqrtf(norm_sq);
     let cos = (ip / (libm::sqrtf(nn) * norm)).min(1.0);
     let spread = libm::sqrtf((1.0 - cos * cos).max(0.0));
-    ExFactors { scale: norm_sq / ip, err: norm * spread / (cos * libm::sqrtf((d as f32 - 1.0).max(1.0))) }
+    ExFactors {
+        scale: norm_sq / ip,
+        err: norm * spread / (cos * libm::sqrtf((d as f32 - 1.0).max(1.0))),
+        centroid_dot: 0.0,
+        reserved: 0.0,
+    }
 }
 
 /// Reconstructs `x̄` of code `j` (0..32) of a FastScan `block` (its signs) and its extra bits
-/// `ex` into `out` (`D` floats, each `±(m_i + 1/2)`).
+/// `ex` into `out` (`D` floats, each `±(m_i + 1/2)`; `D` a multiple of 8).
 pub fn decode_ex(block: &[u8], j: usize, ex: &[u8], bits: u32, out: &mut [f32]) {
-    let width = bits - 1;
-    let mask = (1u32 << width) - 1;
+    let width = (bits - 1) as usize;
+    let mask = (1u64 << width) - 1;
     let shift = if j < 16 { 0 } else { 4 };
-    let (mut acc, mut filled, mut at) = (0u64, 0u32, 0usize);
-    for (g, quad) in out.chunks_exact_mut(4).enumerate() {
-        let nib = (block[g * 16 + j % 16] >> shift) & 0xf;
-        for (t, o) in quad.iter_mut().enumerate() {
-            while filled < width {
-                acc |= (ex[at] as u64) << filled;
-                at += 1;
-                filled += 8;
-            }
-            let m = (acc as u32 & mask) as f32 + 0.5;
-            acc >>= width;
-            filled -= width;
-            *o = if nib >> t & 1 == 1 { m } else { -m };
+    // Eight coordinates take exactly `width` bytes, and two sign nibbles.
+    for (c, (eight, bytes)) in out.chunks_exact_mut(8).zip(ex.chunks_exact(width)).enumerate() {
+        let mut word = [0u8; 8];
+        word[..width].copy_from_slice(bytes);
+        let levels = u64::from_le_bytes(word);
+        let signs =
+            ((block[2 * c * 16 + j % 16] >> shift) & 0xf) | (((block[(2 * c + 1) * 16 + j % 16] >> shift) & 0xf) << 4);
+        for (t, o) in eight.iter_mut().enumerate() {
+            let m = ((levels >> (t * width)) & mask) as f32 + 0.5;
+            *o = if signs >> t & 1 == 1 { m } else { -m };
         }
     }
 }

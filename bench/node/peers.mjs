@@ -1,0 +1,159 @@
+// Shoal (wasm, SIMD128) against the vector search engines people run in JavaScript, in one Node
+// process, on the same data and queries, one query at a time (single thread):
+//   hnswlib-wasm (HNSW in wasm), usearch (HNSW, native Node addon), @orama/orama (exhaustive
+//   vector search in JS). Each engine's documented settings; HNSW: M = 16, efConstruction 200
+//   (hnswlib) / expansion_add 128 (usearch), swept over ef / expansion_search.
+//
+//   npm ci --prefix bench/node && node bench/node/peers.mjs [dataset]   (default glove-100k)
+//
+// Prints QPS at recall@10 >= 0.90 / 0.95 / 0.99 per engine and the ratios to Shoal, and writes
+// ~/.cache/shoal/results/node-peers-<dataset>.json.
+import { readFile, writeFile, mkdir } from "node:fs/promises";
+import { createRequire } from "node:module";
+import { homedir } from "node:os";
+import { join } from "node:path";
+import { init, Collection } from "../../bindings-js/js/index.js";
+
+const require = createRequire(import.meta.url);
+const name = process.argv[2] ?? "glove-100k";
+const dir = join(homedir(), ".cache/shoal/datasets", name);
+const K = 10;
+
+/** Reads a C-order .npy of float32 or int32 into a typed array; returns { data, shape }. */
+async function npy(path) {
+  const buf = await readFile(path);
+  if (buf.toString("latin1", 0, 6) !== "\x93NUMPY") throw new Error(`${path}: not an .npy file`);
+  const [lenBytes, len] = buf[6] === 1 ? [2, buf.readUInt16LE(8)] : [4, buf.readUInt32LE(8)];
+  const offset = 8 + lenBytes + len;
+  const dict = buf.toString("latin1", 8 + lenBytes, offset);
+  const descr = /'descr':\s*'([^']*)'/.exec(dict)[1];
+  const shape = /'shape':\s*\(([^)]*)\)/.exec(dict)[1].split(",").map((s) => s.trim()).filter(Boolean).map(Number);
+  const bytes = buf.buffer.slice(buf.byteOffset + offset, buf.byteOffset + buf.length);
+  const data = descr === "<f4" ? new Float32Array(bytes) : descr === "<i4" ? new Int32Array(bytes) : null;
+  if (!data) throw new Error(`${path}: unsupported dtype ${descr}`);
+  return { data, shape };
+}
+
+const meta = JSON.parse(await readFile(join(dir, "meta.json"), "utf8"));
+const base = await npy(join(dir, "base.npy"));
+const queries = await npy(join(dir, "queries.npy"));
+const gt = await npy(join(dir, "gt.npy"));
+const [n, dim] = base.shape;
+const nq = queries.shape[0];
+const gtK = gt.shape[1];
+const rows = Array.from({ length: n }, (_, i) => base.data.subarray(i * dim, (i + 1) * dim));
+const qs = Array.from({ length: nq }, (_, q) => queries.data.subarray(q * dim, (q + 1) * dim));
+const truth = Array.from({ length: nq }, (_, q) => new Set(gt.data.subarray(q * gtK, q * gtK + K)));
+
+/** Recall and QPS of `search(q) -> ids` over the first `count` queries: fastest of `passes`. */
+function measure(search, count = nq, passes = 3) {
+  let hits = 0;
+  for (let q = 0; q < count; q++) for (const id of search(q)) hits += truth[q].has(Number(id)) ? 1 : 0;
+  let best = Infinity;
+  for (let p = 0; p < passes; p++) {
+    const t = performance.now();
+    for (let q = 0; q < count; q++) search(q);
+    best = Math.min(best, performance.now() - t);
+  }
+  return { recall: hits / (K * count), qps: count / (best / 1000) };
+}
+
+const engines = [];
+function report(engine, config, buildS, points) {
+  const summary = [0.9, 0.95, 0.99].map((target) => {
+    const ok = points.filter((p) => p.recall >= target);
+    return ok.length ? Math.max(...ok.map((p) => p.qps)) : null;
+  });
+  engines.push({ engine, config, build_seconds: buildS, points, summary });
+  for (const p of points) console.log(`  ${engine} ${JSON.stringify(p.params)}: recall ${p.recall.toFixed(4)}, ${p.qps.toFixed(0)} QPS`);
+}
+
+// --- Shoal (wasm) ---
+const info = await init();
+{
+  const col = new Collection({ dim, metric: meta.metric });
+  const t = performance.now();
+  col.insert({ ids: Float64Array.from({ length: n }, (_, i) => i), vectors: base.data });
+  col.seal({ index: "ivf-rabitq" });
+  const buildS = (performance.now() - t) / 1000;
+  const points = [];
+  for (const params of [{}, ...[16, 32, 64, 128, 256].flatMap((nprobe) => [8, 16, 32, 64].map((rerank) => ({ nprobe, rerank })))]) {
+    const m = measure((q) => col.search({ vector: qs[q], limit: K, params }).points.map((p) => p.id));
+    points.push({ params, ...m });
+  }
+  report("shoal-wasm", `IVF-RaBitQ 1-bit, ${info.kernels}`, buildS, points);
+  col.free();
+}
+
+// --- hnswlib-wasm ---
+{
+  // hnswlib-wasm is an Emscripten build for the web: it wants `window`, fetches its wasm and
+  // mounts IndexedDB. Give it those in Node (Shoal is initialised already, so it is unaffected).
+  await import("fake-indexeddb/auto");
+  globalThis.window = globalThis;
+  const realFetch = globalThis.fetch;
+  globalThis.fetch = async (url, ...rest) =>
+    String(url).startsWith("file:") ? new Response(await readFile(new URL(String(url))), { headers: { "content-type": "application/wasm" } }) : realFetch(url, ...rest);
+  const { loadHnswlib } = await import("hnswlib-wasm/dist/hnswlib.js");
+  const lib = await loadHnswlib();
+  const space = meta.metric === "cosine" ? "cosine" : meta.metric === "dot" ? "ip" : "l2";
+  const index = new lib.HierarchicalNSW(space, dim, "");
+  const t = performance.now();
+  index.initIndex(n, 16, 200, 100);
+  for (let i = 0; i < n; i++) index.addPoint(rows[i], i, false);
+  const buildS = (performance.now() - t) / 1000;
+  const points = [];
+  for (const ef of [10, 20, 40, 80, 160, 320]) {
+    index.setEfSearch(ef);
+    points.push({ params: { ef }, ...measure((q) => index.searchKnn(qs[q], K, undefined).neighbors) });
+  }
+  report("hnswlib-wasm", "M 16, efConstruction 200", buildS, points);
+}
+
+// --- usearch (native Node addon) ---
+{
+  const usearch = require("usearch");
+  const metric = meta.metric === "cosine" ? "cos" : meta.metric === "dot" ? "ip" : "l2sq";
+  const keys = BigUint64Array.from({ length: n }, (_, i) => BigInt(i));
+  const points = [];
+  let buildS = 0;
+  for (const expansion of [16, 32, 64, 128, 256]) {
+    const index = new usearch.Index({ dimensions: dim, metric, connectivity: 16, expansion_add: 128, expansion_search: expansion });
+    const t = performance.now();
+    index.add(keys, base.data, 1);
+    buildS = (performance.now() - t) / 1000;
+    points.push({ params: { expansion_search: expansion }, ...measure((q) => index.search(qs[q], K, 1).keys) });
+  }
+  report("usearch-node", "connectivity 16, expansion_add 128, 1 thread", buildS, points);
+}
+
+// --- @orama/orama (exhaustive; 100 queries) ---
+{
+  const { create, insertMultiple, search } = await import("@orama/orama");
+  const db = create({ schema: { id: "number", embedding: `vector[${dim}]` } });
+  const t = performance.now();
+  const docs = rows.map((v, i) => ({ id: i, embedding: Array.from(v) }));
+  await insertMultiple(db, docs, 10000);
+  const buildS = (performance.now() - t) / 1000;
+  const count = 100;
+  const m = measure(
+    (q) => search(db, { mode: "vector", vector: { value: Array.from(qs[q]), property: "embedding" }, similarity: -1, limit: K }).hits.map((h) => h.document.id),
+    count,
+    1,
+  );
+  report("orama", `exhaustive vector search (${count} queries)`, buildS, [{ params: {}, ...m }]);
+}
+
+const shoal = engines[0].summary;
+console.log(`\n== ${name} (${n} x ${dim}-d ${meta.metric}), Node ${process.version}, one query at a time`);
+console.log("| engine | config | build s | QPS @0.90 | @0.95 | @0.99 | Shoal / engine @0.90 | @0.95 |");
+console.log("|---|---|---:|---:|---:|---:|---:|---:|");
+for (const e of engines) {
+  const f = (x) => (x == null ? "—" : x.toFixed(0));
+  const r = (i) => (e.summary[i] && shoal[i] ? (shoal[i] / e.summary[i]).toFixed(2) : "—");
+  const best = Math.max(...e.points.map((p) => p.recall));
+  console.log(`| ${e.engine} | ${e.config} (max recall ${best.toFixed(3)}) | ${e.build_seconds.toFixed(1)} | ${f(e.summary[0])} | ${f(e.summary[1])} | ${f(e.summary[2])} | ${r(0)} | ${r(1)} |`);
+}
+const out = join(homedir(), ".cache/shoal/results");
+await mkdir(out, { recursive: true });
+await writeFile(join(out, `node-peers-${name}.json`), JSON.stringify({ dataset: name, node: process.version, engines }, null, 1));
