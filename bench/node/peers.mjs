@@ -59,6 +59,8 @@ function measure(search, count = nq, passes = 3) {
 }
 
 const engines = [];
+// `NODE_PEERS=shoal,hnswlib,usearch,orama` (default: all) runs a subset.
+const only = new Set((process.env.NODE_PEERS ?? "shoal,hnswlib,usearch,orama").split(","));
 function report(engine, config, buildS, points) {
   const summary = [0.9, 0.95, 0.99].map((target) => {
     const ok = points.filter((p) => p.recall >= target);
@@ -70,7 +72,7 @@ function report(engine, config, buildS, points) {
 
 // --- Shoal (wasm) ---
 const info = await init();
-{
+if (only.has("shoal")) {
   const col = new Collection({ dim, metric: meta.metric });
   const t = performance.now();
   col.insert({ ids: Float64Array.from({ length: n }, (_, i) => i), vectors: base.data });
@@ -86,7 +88,7 @@ const info = await init();
 }
 
 // --- hnswlib-wasm ---
-{
+if (only.has("hnswlib")) {
   // hnswlib-wasm is an Emscripten build for the web: it wants `window`, fetches its wasm and
   // mounts IndexedDB. Give it those in Node (Shoal is initialised already, so it is unaffected).
   await import("fake-indexeddb/auto");
@@ -111,7 +113,7 @@ const info = await init();
 }
 
 // --- usearch (native Node addon) ---
-{
+if (only.has("usearch")) {
   const usearch = require("usearch");
   const metric = meta.metric === "cosine" ? "cos" : meta.metric === "dot" ? "ip" : "l2sq";
   const keys = BigUint64Array.from({ length: n }, (_, i) => BigInt(i));
@@ -128,23 +130,23 @@ const info = await init();
 }
 
 // --- @orama/orama (exhaustive; 100 queries) ---
-{
+if (only.has("orama")) {
   const { create, insertMultiple, search } = await import("@orama/orama");
-  const db = create({ schema: { id: "number", embedding: `vector[${dim}]` } });
+  const db = create({ schema: { embedding: `vector[${dim}]` } });
   const t = performance.now();
-  const docs = rows.map((v, i) => ({ id: i, embedding: Array.from(v) }));
+  const docs = rows.map((v, i) => ({ id: String(i), embedding: Array.from(v) }));
   await insertMultiple(db, docs, 10000);
   const buildS = (performance.now() - t) / 1000;
   const count = 100;
   const m = measure(
-    (q) => search(db, { mode: "vector", vector: { value: Array.from(qs[q]), property: "embedding" }, similarity: -1, limit: K }).hits.map((h) => h.document.id),
+    (q) => search(db, { mode: "vector", vector: { value: Array.from(qs[q]), property: "embedding" }, similarity: -1, limit: K }).hits.map((h) => Number(h.id)),
     count,
     1,
   );
   report("orama", `exhaustive vector search (${count} queries)`, buildS, [{ params: {}, ...m }]);
 }
 
-const shoal = engines[0].summary;
+const shoal = engines.find((e) => e.engine === "shoal-wasm")?.summary ?? [null, null, null];
 console.log(`\n== ${name} (${n} x ${dim}-d ${meta.metric}), Node ${process.version}, one query at a time`);
 console.log("| engine | config | build s | QPS @0.90 | @0.95 | @0.99 | Shoal / engine @0.90 | @0.95 |");
 console.log("|---|---|---:|---:|---:|---:|---:|---:|");
