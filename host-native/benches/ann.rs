@@ -99,11 +99,11 @@ fn main() {
                     settings.push((Some(a.parse().unwrap()), Some(b.parse().unwrap())));
                 }
             } else {
-                for nprobe in [8u32, 16, 32, 64, 128, 256] {
+                for nprobe in [8u32, 12, 16, 24, 32, 48, 64, 96, 128, 160, 192, 256] {
                     if nprobe as usize > index.nlist {
                         continue;
                     }
-                    for rerank in [4u32, 8, 16, 32, 64, 128] {
+                    for rerank in [8u32, 16, 32, 64] {
                         settings.push((Some(nprobe), Some(rerank)));
                     }
                 }
