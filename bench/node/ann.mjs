@@ -7,26 +7,12 @@ import { readFile } from "node:fs/promises";
 import { homedir } from "node:os";
 import { join } from "node:path";
 import { init, Collection } from "../../bindings-js/js/index.js";
+import { npy } from "./npy.mjs";
 
 const name = process.argv[2] ?? "glove-100k";
 const dir = join(homedir(), ".cache/shoal/datasets", name);
 const nativePath = join(homedir(), ".cache/shoal/results", `shoal-${name}.json`);
 
-/** Reads a C-order .npy of float32 or int32 into a typed array; returns { data, shape }. */
-async function npy(path) {
-  const buf = await readFile(path);
-  if (buf.toString("latin1", 0, 6) !== "\x93NUMPY") throw new Error(`${path}: not an .npy file`);
-  const [lenBytes, len] = buf[6] === 1 ? [2, buf.readUInt16LE(8)] : [4, buf.readUInt32LE(8)];
-  const offset = 8 + lenBytes + len;
-  const dict = buf.toString("latin1", 8 + lenBytes, offset);
-  const descr = /'descr':\s*'([^']*)'/.exec(dict)[1];
-  if (/'fortran_order':\s*True/.test(dict)) throw new Error(`${path}: Fortran order`);
-  const shape = /'shape':\s*\(([^)]*)\)/.exec(dict)[1].split(",").map((s) => s.trim()).filter(Boolean).map(Number);
-  const bytes = buf.buffer.slice(buf.byteOffset + offset, buf.byteOffset + buf.length);
-  const data = descr === "<f4" ? new Float32Array(bytes) : descr === "<i4" ? new Int32Array(bytes) : null;
-  if (!data) throw new Error(`${path}: unsupported dtype ${descr}`);
-  return { data, shape };
-}
 
 const info = await init();
 const meta = JSON.parse(await readFile(join(dir, "meta.json"), "utf8"));
