@@ -2,31 +2,12 @@
 // path, id types, and typed errors that change nothing.
 import { beforeAll, describe, expect, it } from "vitest";
 import { Collection, ShoalError, init } from "../js/index.js";
+import { randomVectors } from "./scenario.mjs";
 
 let info;
 beforeAll(async () => {
   info = await init();
 });
-
-/** A deterministic generator (xorshift32) of floats in [-1, 1). */
-function rng(seed) {
-  let s = seed >>> 0 || 1;
-  return () => {
-    s ^= s << 13;
-    s >>>= 0;
-    s ^= s >>> 17;
-    s ^= s << 5;
-    s >>>= 0;
-    return s / 2 ** 31 - 1;
-  };
-}
-
-function randomVectors(n, dim, seed) {
-  const next = rng(seed);
-  const v = new Float32Array(n * dim);
-  for (let i = 0; i < v.length; i++) v[i] = next();
-  return v;
-}
 
 /** Brute-force top-k in f64: [{ id, score }] best first (ties by insertion order). */
 function bruteForce(metric, ids, vectors, dim, query, k) {

@@ -17,7 +17,7 @@
 export const SCENARIO_VERSION = 1;
 
 /** A deterministic generator (xorshift32) of floats in [-1, 1), identical in every engine. */
-function rng(seed) {
+export function rng(seed) {
   let s = seed >>> 0 || 1;
   return () => {
     s ^= s << 13;
@@ -29,7 +29,8 @@ function rng(seed) {
   };
 }
 
-function randomVectors(n, dim, seed) {
+/** `n * dim` floats from [`rng`]. */
+export function randomVectors(n, dim, seed) {
   const next = rng(seed);
   const v = new Float32Array(n * dim);
   for (let i = 0; i < v.length; i++) v[i] = next();
