@@ -7,7 +7,7 @@ import { readFile } from "node:fs/promises";
 import { homedir } from "node:os";
 import { join } from "node:path";
 import { init, Collection } from "../../bindings-js/js/index.js";
-import { npy } from "./npy.mjs";
+import { loadDataset } from "./npy.mjs";
 
 const name = process.argv[2] ?? "glove-100k";
 const dir = join(homedir(), ".cache/shoal/datasets", name);
@@ -15,14 +15,8 @@ const nativePath = join(homedir(), ".cache/shoal/results", `shoal-${name}.json`)
 
 
 const info = await init();
-const meta = JSON.parse(await readFile(join(dir, "meta.json"), "utf8"));
 const native = JSON.parse(await readFile(nativePath, "utf8"));
-const base = await npy(join(dir, "base.npy"));
-const queries = await npy(join(dir, "queries.npy"));
-const gt = await npy(join(dir, "gt.npy"));
-const [n, dim] = base.shape;
-const nq = queries.shape[0];
-const gtK = gt.shape[1];
+const { meta, base, queries, gt, n, dim, nq, gtK } = await loadDataset(dir);
 
 const col = new Collection({ dim, metric: meta.metric });
 let t = performance.now();

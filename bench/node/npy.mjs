@@ -1,5 +1,6 @@
 // Reading the `.npy` files of `bench/datasets.py` in Node, shared by the Node benchmarks.
 import { readFile } from "node:fs/promises";
+import { join } from "node:path";
 
 /** Reads a C-order .npy of float32 or int32 into a typed array; returns { data, shape }. */
 export async function npy(path) {
@@ -15,4 +16,13 @@ export async function npy(path) {
   const data = descr === "<f4" ? new Float32Array(bytes) : descr === "<i4" ? new Int32Array(bytes) : null;
   if (!data) throw new Error(`${path}: unsupported dtype ${descr}`);
   return { data, shape };
+}
+
+/** A dataset of `bench/datasets.py`: its meta.json, base vectors, queries and ground truth. */
+export async function loadDataset(dir) {
+  const meta = JSON.parse(await readFile(join(dir, "meta.json"), "utf8"));
+  const base = await npy(join(dir, "base.npy"));
+  const queries = await npy(join(dir, "queries.npy"));
+  const gt = await npy(join(dir, "gt.npy"));
+  return { meta, base, queries, gt, n: base.shape[0], dim: base.shape[1], nq: queries.shape[0], gtK: gt.shape[1] };
 }

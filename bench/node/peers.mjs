@@ -13,21 +13,14 @@ import { createRequire } from "node:module";
 import { homedir } from "node:os";
 import { join } from "node:path";
 import { init, Collection } from "../../bindings-js/js/index.js";
-import { npy } from "./npy.mjs";
+import { loadDataset } from "./npy.mjs";
 
 const require = createRequire(import.meta.url);
 const name = process.argv[2] ?? "glove-100k";
 const dir = join(homedir(), ".cache/shoal/datasets", name);
 const K = 10;
 
-
-const meta = JSON.parse(await readFile(join(dir, "meta.json"), "utf8"));
-const base = await npy(join(dir, "base.npy"));
-const queries = await npy(join(dir, "queries.npy"));
-const gt = await npy(join(dir, "gt.npy"));
-const [n, dim] = base.shape;
-const nq = queries.shape[0];
-const gtK = gt.shape[1];
+const { meta, base, queries, gt, n, dim, nq, gtK } = await loadDataset(dir);
 const rows = Array.from({ length: n }, (_, i) => base.data.subarray(i * dim, (i + 1) * dim));
 const qs = Array.from({ length: nq }, (_, q) => queries.data.subarray(q * dim, (q + 1) * dim));
 const truth = Array.from({ length: nq }, (_, q) => new Set(gt.data.subarray(q * gtK, q * gtK + K)));
