@@ -8,23 +8,13 @@
 //! down for profiling).
 
 use std::hint::black_box;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::time::Instant;
 
 use shoal_core::{Collection, CollectionConfig, IndexKind, IvfParams, Metric, SearchRequest};
-use shoal_host::input::VectorFile;
 
-fn cache() -> PathBuf {
-    std::env::var_os("HOME").map(PathBuf::from).unwrap_or_default().join(".cache/shoal")
-}
-
-fn load_vectors(path: &Path) -> (usize, Vec<f32>) {
-    let f = VectorFile::open(path, None, None)
-        .unwrap_or_else(|e| panic!("{}: {e} (run bench/datasets.py)", path.display()));
-    let mut v = vec![0f32; f.rows() * f.dim()];
-    f.read_rows(0, &mut v).expect("read vectors");
-    (f.dim(), v)
-}
+mod common;
+use common::{cache, load_vectors, median, write_result};
 
 /// The int32 ground-truth matrix (`queries x k`) of a `.npy` file.
 fn load_gt(path: &Path, queries: usize, k: usize) -> Vec<u32> {
@@ -40,11 +30,6 @@ fn load_gt(path: &Path, queries: usize, k: usize) -> Vec<u32> {
     let data = &bytes[header_len..];
     assert_eq!(data.len(), queries * k * 4, "gt.npy shape");
     data.chunks_exact(4).map(|c| i32::from_le_bytes(c.try_into().unwrap()) as u32).collect()
-}
-
-fn median(mut v: Vec<f64>) -> f64 {
-    v.sort_by(f64::total_cmp);
-    v[v.len() / 2]
 }
 
 fn main() {
@@ -170,17 +155,8 @@ fn main() {
                 "build_seconds": build_s, "index_bytes": index_bytes, "vector_bytes": vector_bytes,
                 "nlist": index.nlist, "points": points, "summary": summary,
             });
-            let out_dir = cache().join("results");
-            std::fs::create_dir_all(&out_dir).unwrap();
-            std::fs::write(
-                out_dir.join(if bits == 1 {
-                    format!("shoal-{name}.json")
-                } else {
-                    format!("shoal-{name}-b{bits}.json")
-                }),
-                serde_json::to_vec_pretty(&results).unwrap(),
-            )
-            .unwrap();
+            let file = if bits == 1 { format!("shoal-{name}.json") } else { format!("shoal-{name}-b{bits}.json") };
+            write_result(&file, &results);
         }
     }
 }

@@ -558,3 +558,132 @@ fn damaged_segments_are_typed_errors_never_panics() {
         assert_eq!(o.status.code(), Some(1), "flip at {i} not detected");
     }
 }
+
+/// The payload line of row `r` in the payload tests.
+fn payload_line(r: usize) -> String {
+    match r % 7 {
+        0 => "null".into(),
+        1 => format!(r#"{{"tag": ["a", "t{}"], "year": {}}}"#, r % 3, 1990 + r % 40),
+        _ => format!(r#"{{"tag": "t{}", "year": {}}}"#, r % 3, 1990 + r % 40),
+    }
+}
+
+#[test]
+fn payloads_and_filters_from_the_command_line() {
+    let dir = TempDir::new("payloads");
+    let data = vectors(ROWS, DIM, 3);
+    let input = dir.path("in.npy");
+    write(&input, &npy(1, ROWS, DIM, &data));
+    let lines: Vec<String> = (0..ROWS).map(payload_line).collect();
+    let payload_file = dir.path("payloads.jsonl");
+    std::fs::write(&payload_file, lines.join("\n") + "\n").unwrap();
+    let fields = r#"{"tag": "keyword", "year": "integer"}"#;
+    let out = dir.path("p.shoal");
+    let (input_s, payloads_s, out_s) = (input.to_str().unwrap(), payload_file.to_str().unwrap(), out.to_str().unwrap());
+    let build = |payloads: &str, out: &str| {
+        shoal(&[
+            "build",
+            "--input",
+            input_s,
+            "--fields",
+            fields,
+            "--payloads",
+            payloads,
+            "--out",
+            out,
+            "--batch-rows",
+            "64",
+        ])
+    };
+    ok(build(payloads_s, out_s));
+
+    // The same collection built in process.
+    let schema = Collection::parse_schema(&serde_json::from_str(fields).unwrap()).unwrap();
+    let mut col = Collection::with_schema(CollectionConfig { dim: DIM, metric: Metric::L2 }, schema).unwrap();
+    let docs: Vec<serde_json::Value> = lines.iter().map(|l| serde_json::from_str(l).unwrap()).collect();
+    col.insert_with_payloads(&(0..ROWS as u64).collect::<Vec<_>>(), &data, &docs).unwrap();
+    col.seal();
+    assert!(std::fs::read(&out).unwrap() == col.to_bytes(), "the CLI's segment differs from the in-process one");
+
+    // --filter and --with-payload: exactly the core's response, every result passing.
+    let filter =
+        r#"{"must": [{"key": "year", "range": {"gte": 2000}}], "must_not": [{"key": "tag", "match": {"value": "a"}}]}"#;
+    let query = vectors(1, DIM, 99);
+    let text: Vec<String> = query.iter().map(|x| format!("{x:?}")).collect();
+    let text = text.join(",");
+    let mut req = SearchRequest::nearest(query, 8);
+    req.filter = Some(serde_json::from_str(filter).unwrap());
+    req.with_payload = true;
+    let expected = col.search(&req).unwrap();
+    assert_eq!(expected.points.len(), 8);
+    for p in &expected.points {
+        let doc = &docs[p.id as usize];
+        assert!(doc["year"].as_i64().unwrap() >= 2000 && doc["tag"] != serde_json::json!(["a", "t0"]));
+        assert_eq!(p.payload.as_ref(), Some(doc));
+    }
+    let args = ["search", "--segment", out_s, "--vector", &text, "--limit", "8", "--filter", filter, "--with-payload"];
+    let got = ok(shoal(&[&args[..], &["--json"]].concat()));
+    assert_eq!(got.trim_end(), expected.to_json());
+    // The table has a payload column.
+    let table = ok(shoal(&args));
+    assert!(table.lines().next().unwrap().ends_with("payload"), "{table}");
+    assert!(table.lines().nth(1).unwrap().contains(r#""year":"#), "{table}");
+
+    // Bad input: clear errors, no segment written.
+    fails(
+        shoal(&["search", "--segment", out_s, "--vector", &text, "--filter", "{\"must\": ["]),
+        "--filter is not valid JSON",
+    );
+    fails(
+        shoal(&[
+            "search",
+            "--segment",
+            out_s,
+            "--vector",
+            &text,
+            "--filter",
+            r#"{"must": [{"key": "year", "range": {"gte": "x"}}]}"#,
+        ]),
+        "filter.must[0].range.gte",
+    );
+    fails(
+        shoal(&[
+            "search",
+            "--segment",
+            out_s,
+            "--vector",
+            &text,
+            "--filter",
+            r#"{"must": [{"key": "nope", "match": {"value": 1}}]}"#,
+        ]),
+        "nope",
+    );
+    let bad = dir.path("bad.shoal");
+    let bad_s = bad.to_str().unwrap();
+    let mut wrong = lines.clone();
+    wrong[150] = r#"{"year": "nineteen"}"#.into();
+    std::fs::write(&payload_file, wrong.join("\n")).unwrap();
+    fails(build(payloads_s, bad_s), "line 151");
+    wrong[150] = "{not json".into();
+    std::fs::write(&payload_file, wrong.join("\n")).unwrap();
+    fails(build(payloads_s, bad_s), "line 151: not JSON");
+    std::fs::write(&payload_file, lines[..ROWS - 1].join("\n")).unwrap();
+    fails(build(payloads_s, bad_s), "one payload line per row");
+    std::fs::write(&payload_file, lines.join("\n") + "\n{}\n").unwrap();
+    fails(build(payloads_s, bad_s), "more lines than the 300 rows");
+    fails(
+        shoal(&[
+            "build",
+            "--input",
+            input_s,
+            "--fields",
+            "{\"x\": \"colour\"}",
+            "--payloads",
+            payloads_s,
+            "--out",
+            bad_s,
+        ]),
+        "--fields",
+    );
+    assert!(!bad.exists(), "a failed build leaves no segment");
+}

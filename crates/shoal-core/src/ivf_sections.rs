@@ -167,6 +167,7 @@ impl IvfSections {
                 rerank: meta.default_rerank as usize,
                 epsilon: EPSILON0,
                 probe_ratio: meta.default_probe_ratio,
+                passing: 1.0,
             },
             centroids: range_of(bytes, centroids),
             rot_centroids: range_of(bytes, rot),

@@ -149,7 +149,8 @@ pub fn calibrate(
 
     // Two ladders of settings, each from cheapest to most thorough: adaptive probing (a ratio
     // under a cap of a quarter of the partitions) where the metric allows it, and fixed nprobe.
-    let setting = |nprobe: usize, probe_ratio: f32| IvfQuery { nprobe, rerank: 0, epsilon: EPSILON0, probe_ratio };
+    let setting =
+        |nprobe: usize, probe_ratio: f32| IvfQuery { nprobe, rerank: 0, epsilon: EPSILON0, probe_ratio, passing: 1.0 };
     let mut ladders: Vec<Vec<IvfQuery>> = Vec::new();
     if metric != Metric::Dot {
         let cap = (nlist / 4).max(MIN_PROBES).min(nlist);

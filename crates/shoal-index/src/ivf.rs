@@ -233,7 +233,16 @@ pub struct IvfQuery {
     /// centroid distance is at most this times the nearest one's, at least [`MIN_PROBES`] and
     /// at most `nprobe`.
     pub probe_ratio: f32,
+    /// The fraction of rows a filtered search lets through (1 = unfiltered). Below
+    /// [`WIDEN_BELOW`] the search probes `sqrt(WIDEN_BELOW / passing)` times as many partitions
+    /// (after adaptive probing): the nearest passing points lie further out.
+    pub passing: f32,
 }
+
+/// Filtered searches passing fewer rows than this fraction probe more partitions. Measured on
+/// GloVe 400k (1,265 partitions): with 10% of the rows passing, the unfiltered probes keep
+/// recall@10; with 1% it fell from 0.966 to 0.902 and took 2.5-3x the probes to recover.
+pub const WIDEN_BELOW: f32 = 0.1;
 
 /// Fewest partitions an adaptive search probes (fewer when the index has fewer).
 pub const MIN_PROBES: usize = 4;
@@ -338,7 +347,10 @@ impl IvfIndex {
             Metric::L2 | Metric::Cosine => kernels.l2_sq_batch(query, data.centroids, keys),
         }
         s.probes.extend(keys.iter().enumerate().map(|(p, &k)| (if k.is_nan() { f32::INFINITY } else { k }, p as u32)));
-        let mut nprobe = q.nprobe.clamp(1, nlist);
+        let factor =
+            if q.passing < WIDEN_BELOW { libm::sqrtf(WIDEN_BELOW / q.passing.max(f32::MIN_POSITIVE)) } else { 1.0 };
+        let widen = |n: usize| ((n as f32 * factor) as usize).clamp(1, nlist);
+        let mut nprobe = widen(q.nprobe.max(1));
         let by_key = |a: &(f32, u32), b: &(f32, u32)| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1));
         if nprobe < nlist {
             s.probes.select_nth_unstable_by(nprobe - 1, by_key);
@@ -346,8 +358,8 @@ impl IvfIndex {
         s.probes[..nprobe].sort_unstable_by(by_key);
         if q.probe_ratio > 0.0 && metric != Metric::Dot {
             let limit = s.probes[0].0 * q.probe_ratio;
-            let within = s.probes[..nprobe].partition_point(|p| p.0 <= limit);
-            nprobe = within.max(MIN_PROBES).min(nprobe);
+            let within = s.probes[..q.nprobe.clamp(1, nlist)].partition_point(|p| p.0 <= limit);
+            nprobe = widen(within.max(MIN_PROBES)).min(nprobe);
         }
         let k = topk.capacity_k();
         let depth = k.saturating_mul(q.rerank.max(1)).max(k);
@@ -492,5 +504,11 @@ impl IvfIndex {
 
 /// Default query settings for an index of `nlist` partitions.
 pub fn default_query(nlist: usize) -> IvfQuery {
-    IvfQuery { nprobe: default_nprobe(nlist), rerank: DEFAULT_RERANK, epsilon: EPSILON0, probe_ratio: 0.0 }
+    IvfQuery {
+        nprobe: default_nprobe(nlist),
+        rerank: DEFAULT_RERANK,
+        epsilon: EPSILON0,
+        probe_ratio: 0.0,
+        passing: 1.0,
+    }
 }

@@ -304,15 +304,19 @@ fn eval(view: &PayloadView<'_>, n: &Node, row: u32) -> bool {
         Node::IsEmpty(f) => view.field(*f).column.is_empty(row),
         Node::IsNull(f) => view.field(*f).column.is_null(row),
         Node::Rows(rows) => rows.binary_search(&row).is_ok(),
-        Node::Bool { must, should, must_not, min_should } => {
-            must.iter().all(|c| eval(view, c, row))
-                && (should.is_empty() || should.iter().any(|c| eval(view, c, row)))
-                && !must_not.iter().any(|c| eval(view, c, row))
-                && min_should
-                    .as_ref()
-                    .is_none_or(|(cs, k)| *k == 0 || cs.iter().filter(|c| eval(view, c, row)).take(*k).count() == *k)
-        }
+        Node::Bool { .. } => eval_bool(view, n, None, row),
     }
+}
+
+/// [`eval`] of a `Bool` node, leaving out `must[skip]` (already known to hold).
+fn eval_bool(view: &PayloadView<'_>, n: &Node, skip: Option<usize>, row: u32) -> bool {
+    let Node::Bool { must, should, must_not, min_should } = n else { return eval(view, n, row) };
+    must.iter().enumerate().all(|(i, c)| Some(i) == skip || eval(view, c, row))
+        && (should.is_empty() || should.iter().any(|c| eval(view, c, row)))
+        && !must_not.iter().any(|c| eval(view, c, row))
+        && min_should
+            .as_ref()
+            .is_none_or(|(cs, k)| *k == 0 || cs.iter().filter(|c| eval(view, c, row)).take(*k).count() == *k)
 }
 
 fn estimate(view: &PayloadView<'_>, n: &Node) -> Cardinality {
@@ -403,6 +407,10 @@ fn combine_or(total: u64, parts: impl Iterator<Item = Cardinality>) -> Cardinali
     Cardinality::new(min, expected, max)
 }
 
+/// A `must` condition matching fewer than 1 / `NARROW_FACTOR` of the rows is evaluated first and
+/// the rest of its filter checked row by row on its matches.
+const NARROW_FACTOR: u64 = 16;
+
 fn matching(view: &PayloadView<'_>, n: &Node) -> Bitset {
     let total = view.rows();
     match n {
@@ -452,6 +460,20 @@ fn matching(view: &PayloadView<'_>, n: &Node) -> Bitset {
             b
         }
         Node::Bool { must, should, must_not, min_should } => {
+            // A selective `must` condition: materialise only its rows and check the rest of
+            // the filter on each of them, rather than building every condition's full set.
+            let narrowest = must.iter().enumerate().map(|(i, c)| (estimate(view, c).max, i)).min();
+            if let Some((max, i)) = narrowest
+                && max.saturating_mul(NARROW_FACTOR) < u64::from(total)
+            {
+                let mut rows = matching(view, &must[i]);
+                if must.len() > 1 || !should.is_empty() || !must_not.is_empty() || min_should.is_some() {
+                    let mut out = Bitset::empty(total);
+                    rows.iter().filter(|&r| eval_bool(view, n, Some(i), r)).for_each(|r| out.insert(r));
+                    rows = out;
+                }
+                return rows;
+            }
             let mut acc = Bitset::full(total);
             for c in must {
                 acc.and(&matching(view, c));

@@ -1,7 +1,7 @@
 //! `shoal build`: vector file in, sealed segment file out.
 
-use std::io::IsTerminal;
-use std::path::PathBuf;
+use std::io::{BufRead, BufReader, IsTerminal, Lines};
+use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
@@ -29,6 +29,13 @@ pub struct BuildArgs {
     /// External id of row 0; row r gets id r + N.
     #[arg(long, value_name = "N", default_value_t = 0)]
     pub ids_from: u64,
+    /// Payload fields and their types, as JSON: '{"tag": "keyword", "year": "integer"}'
+    /// (types: keyword, integer, float, bool, text). Needed with --payloads.
+    #[arg(long, value_name = "JSON", requires = "payloads")]
+    pub fields: Option<String>,
+    /// Payloads as JSON lines: line N is the payload object (or null) of row N.
+    #[arg(long, value_name = "FILE", requires = "fields")]
+    pub payloads: Option<PathBuf>,
     /// Segment file to write (atomically: OUT.tmp, fsync, rename).
     #[arg(long, value_name = "SEGMENT")]
     pub out: PathBuf,
@@ -95,8 +102,22 @@ pub fn run(args: &BuildArgs) -> Result<(), HostError> {
         return Err(HostError::Usage(format!("--ids-from {} + {rows} rows overflows u64 ids", args.ids_from)));
     }
     let metric = Metric::from(args.metric);
-    let mut col =
-        Collection::new(CollectionConfig { dim, metric }).map_err(|e| HostError::input(&args.input, format!("{e}")))?;
+    let config = CollectionConfig { dim, metric };
+    let mut col = match &args.fields {
+        Some(fields) => {
+            let json: serde_json::Value = serde_json::from_str(fields)
+                .map_err(|e| HostError::Usage(format!("--fields is not valid JSON: {e}")))?;
+            let schema = Collection::parse_schema(&json).map_err(|e| HostError::Usage(format!("--fields: {e}")))?;
+            Collection::with_schema(config, schema)
+        }
+        None => Collection::new(config),
+    }
+    .map_err(|e| HostError::input(&args.input, format!("{e}")))?;
+    let mut payloads = match &args.payloads {
+        Some(path) => Some(PayloadLines::open(path)?),
+        None => None,
+    };
+    let mut batch_payloads = Vec::new();
 
     let bar = progress_bar(rows as u64, args.quiet);
     let mut first = 0;
@@ -107,15 +128,25 @@ pub fn run(args: &BuildArgs) -> Result<(), HostError> {
             *id = args.ids_from + (first + i) as u64;
         }
         input.read_rows(first, col.pending_vectors())?;
-        col.commit(IdEncoding::U64).map_err(|e| match e {
+        if let Some(p) = &mut payloads {
+            p.read(first, n, &mut batch_payloads)?;
+        }
+        col.commit_with_payloads(IdEncoding::U64, &batch_payloads).map_err(|e| match e {
             Error::NonFinite { point, element } => HostError::input(
                 &args.input,
                 format!("row {}: element {element} is not finite (NaN or infinity)", first + point),
+            ),
+            Error::InvalidPayload { point, error } => HostError::input(
+                args.payloads.as_deref().unwrap_or(Path::new("payloads")),
+                format!("line {}: {error}", first + point + 1),
             ),
             e => HostError::Core(e),
         })?;
         first += n;
         bar.set_position(first as u64);
+    }
+    if let Some(p) = &mut payloads {
+        p.expect_end(rows)?;
     }
     bar.set_message("sealing");
     let index = match args.index {
@@ -153,6 +184,53 @@ pub fn run(args: &BuildArgs) -> Result<(), HostError> {
         );
     }
     Ok(())
+}
+
+/// The payload file of `--payloads`: one JSON value per line, read a batch at a time.
+struct PayloadLines {
+    path: PathBuf,
+    lines: Lines<BufReader<std::fs::File>>,
+}
+
+impl PayloadLines {
+    fn open(path: &Path) -> Result<PayloadLines, HostError> {
+        let file = std::fs::File::open(path).map_err(|e| HostError::io(path, "open", e))?;
+        Ok(PayloadLines { path: path.to_path_buf(), lines: BufReader::new(file).lines() })
+    }
+
+    /// Parses the payloads of rows `first..first + n` into `out`.
+    fn read(&mut self, first: usize, n: usize, out: &mut Vec<serde_json::Value>) -> Result<(), HostError> {
+        out.clear();
+        for row in first..first + n {
+            let line = match self.lines.next() {
+                Some(line) => line.map_err(|e| HostError::io(&self.path, "read", e))?,
+                None => {
+                    return Err(HostError::input(
+                        &self.path,
+                        format!("{row} lines, but the vector file has more rows: one payload line per row"),
+                    ));
+                }
+            };
+            let value = serde_json::from_str(&line)
+                .map_err(|e| HostError::input(&self.path, format!("line {}: not JSON: {e}", row + 1)))?;
+            out.push(value);
+        }
+        Ok(())
+    }
+
+    /// Fails if lines remain after `rows` rows (blank trailing lines are allowed).
+    fn expect_end(&mut self, rows: usize) -> Result<(), HostError> {
+        for line in self.lines.by_ref() {
+            let line = line.map_err(|e| HostError::io(&self.path, "read", e))?;
+            if !line.trim().is_empty() {
+                return Err(HostError::input(
+                    &self.path,
+                    format!("more lines than the {rows} rows of the vector file: one payload line per row"),
+                ));
+            }
+        }
+        Ok(())
+    }
 }
 
 /// A progress bar on standard error, hidden when it is not a terminal or with `--quiet`.

@@ -37,6 +37,13 @@ pub struct SearchArgs {
     /// IVF candidates re-ranked exactly per result [default: the index's].
     #[arg(long, value_name = "N")]
     pub rerank: Option<u32>,
+    /// Payload filter in Qdrant's JSON language, e.g.
+    /// '{"must": [{"key": "year", "range": {"gte": 2000}}]}'.
+    #[arg(long, value_name = "JSON")]
+    pub filter: Option<String>,
+    /// Print each result's payload.
+    #[arg(long)]
+    pub with_payload: bool,
 }
 
 /// The query of `shoal search`: one of these.
@@ -114,7 +121,21 @@ pub fn run(args: &SearchArgs) -> Result<(), HostError> {
 /// `--rerank` applied.
 fn queries(args: &SearchArgs, col: &Collection, labels: Option<&[&str]>) -> Result<Vec<Query>, HostError> {
     let mut out = base_queries(args, col, labels)?;
+    let filter = match &args.filter {
+        Some(text) => Some(
+            serde_json::from_str::<serde_json::Value>(text)
+                .map_err(|e| HostError::Usage(format!("--filter is not valid JSON: {e}")))?,
+        ),
+        None => None,
+    };
     for q in &mut out {
+        if let Some(f) = &filter {
+            if q.request.filter.is_some() {
+                return Err(HostError::Usage("--filter and a filter inside --request: give one".into()));
+            }
+            q.request.filter = Some(f.clone());
+        }
+        q.request.with_payload |= args.with_payload;
         let p = &mut q.request.params;
         p.exact |= args.exact;
         p.nprobe = args.nprobe.or(p.nprobe);
@@ -188,12 +209,19 @@ fn table(out: &mut String, res: &SearchResponse, labels: Option<&[&str]>) {
     if labels.is_some() {
         out.push_str("  label");
     }
+    let payloads = res.points.iter().any(|p| p.payload.is_some());
+    if payloads {
+        out.push_str("  payload");
+    }
     out.push('\n');
     for (rank, p) in res.points.iter().enumerate() {
         let _ = write!(out, "{:>4}  {:>id_width$}  {:>10.6}", rank + 1, p.id, p.score);
         if let Some(labels) = labels {
             let label = usize::try_from(p.id).ok().and_then(|i| labels.get(i)).copied().unwrap_or("");
             let _ = write!(out, "  {label}");
+        }
+        if let Some(payload) = p.payload.as_ref().filter(|_| payloads) {
+            let _ = write!(out, "  {payload}");
         }
         out.push('\n');
     }

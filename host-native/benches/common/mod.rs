@@ -1,0 +1,36 @@
+//! Helpers shared by the dataset benchmarks (`ann`, `filtered`): where `bench/datasets.py`
+//! puts its files, and reading them.
+
+use std::path::{Path, PathBuf};
+
+use shoal_host::input::VectorFile;
+
+/// `~/.cache/shoal` (or `$SHOAL_CACHE`), where `bench/datasets.py` writes its datasets.
+pub fn cache() -> PathBuf {
+    if let Some(dir) = std::env::var_os("SHOAL_CACHE") {
+        return PathBuf::from(dir);
+    }
+    std::env::var_os("HOME").map(PathBuf::from).unwrap_or_default().join(".cache/shoal")
+}
+
+/// `(dim, row-major f32 rows)` of a vector file.
+pub fn load_vectors(path: &Path) -> (usize, Vec<f32>) {
+    let f = VectorFile::open(path, None, None)
+        .unwrap_or_else(|e| panic!("{}: {e} (run bench/datasets.py)", path.display()));
+    let mut v = vec![0f32; f.rows() * f.dim()];
+    f.read_rows(0, &mut v).expect("read vectors");
+    (f.dim(), v)
+}
+
+/// The median of `v` (the upper one for an even count).
+pub fn median(mut v: Vec<f64>) -> f64 {
+    v.sort_by(f64::total_cmp);
+    v[v.len() / 2]
+}
+
+/// Writes `value` as pretty JSON to `~/.cache/shoal/results/<name>`.
+pub fn write_result(name: &str, value: &serde_json::Value) {
+    let out_dir = cache().join("results");
+    std::fs::create_dir_all(&out_dir).unwrap();
+    std::fs::write(out_dir.join(name), serde_json::to_vec_pretty(value).unwrap()).unwrap();
+}

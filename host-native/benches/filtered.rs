@@ -1,0 +1,135 @@
+//! Filtered vector search (issue 4): Shoal's IVF + RaBitQ index with payload filters on GloVe
+//! 400k and the synthetic attributes of `bench/filtered.py prepare` (keyword any, integer range,
+//! and range + must_not, each at 50% / 10% / 1% / 0.1% selectivity), single-threaded, one query
+//! at a time, default search settings (the planner chooses exact or index search per query).
+//! Recall@10 against the exact filtered top-10; QPS is the median of `SHOAL_FILTERED_REPEATS`
+//! (default 5) passes over all queries. Writes `~/.cache/shoal/results/filtered-shoal-<dataset>.json`
+//! for `bench/filtered.py report`.
+//!
+//! `python3 bench/filtered.py prepare && cargo bench -p shoal-host --bench filtered`
+
+use std::hint::black_box;
+use std::io::BufRead;
+use std::time::Instant;
+
+use shoal_core::{Collection, CollectionConfig, IndexKind, IvfParams, Metric, SearchRequest};
+
+mod common;
+use common::{cache, load_vectors, median, write_result};
+
+fn main() {
+    let name = std::env::var("SHOAL_FILTERED_DATASET").unwrap_or_else(|_| "glove-400k".into());
+    let repeats: usize = std::env::var("SHOAL_FILTERED_REPEATS").ok().and_then(|r| r.parse().ok()).unwrap_or(5);
+    let dir = cache().join("datasets").join(&name);
+    let work = dir.join("filtered");
+    let doc: serde_json::Value = serde_json::from_slice(
+        &std::fs::read(work.join("cases.json")).expect("cases.json: run python3 bench/filtered.py prepare"),
+    )
+    .expect("cases.json");
+    let metric = Metric::parse(doc["metric"].as_str().unwrap()).expect("metric");
+    let (dim, base) = load_vectors(&dir.join("base.npy"));
+    let (_, queries) = load_vectors(&dir.join("queries.npy"));
+    let n = base.len() / dim;
+    let nq = queries.len() / dim;
+    let exclude: Option<Vec<u64>> =
+        doc["exclude_self"].as_array().map(|a| a.iter().map(|x| x.as_u64().unwrap()).collect());
+    let payloads: Vec<serde_json::Value> =
+        std::io::BufReader::new(std::fs::File::open(work.join("payloads.jsonl")).expect("payloads.jsonl"))
+            .lines()
+            .map(|l| serde_json::from_str(&l.unwrap()).unwrap())
+            .collect();
+    assert_eq!(payloads.len(), n, "one payload per base row");
+    println!("== {name}: {n} x {dim}-d, {}, {nq} queries, filtered", metric.name());
+
+    let schema = Collection::parse_schema(&serde_json::json!({"cat": "keyword", "price": "integer"})).unwrap();
+    let mut col = Collection::with_schema(CollectionConfig { dim, metric }, schema).unwrap();
+    let t = Instant::now();
+    let ids: Vec<u64> = (0..n as u64).collect();
+    col.insert_with_payloads(&ids, &base, &payloads).unwrap();
+    col.seal_with(IndexKind::IvfRabitq(IvfParams::default()));
+    let build_s = t.elapsed().as_secs_f64();
+    println!("build {build_s:.2} s (1 core, vectors + payload columns + IVF)");
+    drop(payloads);
+
+    let (index, _, defaults) = col.sealed().unwrap().ivf().unwrap();
+    println!(
+        "nlist {}; defaults nprobe {} rerank {} probe ratio {}",
+        index.nlist, defaults.nprobe, defaults.rerank, defaults.probe_ratio
+    );
+    // `SHOAL_FILTERED_SWEEP=nprobe,...`: also run every case at these fixed nprobe values.
+    let sweep: Vec<Option<u32>> = std::iter::once(None)
+        .chain(
+            std::env::var("SHOAL_FILTERED_SWEEP")
+                .unwrap_or_default()
+                .split(',')
+                .filter(|p| !p.is_empty())
+                .map(|p| Some(p.parse().expect("SHOAL_FILTERED_SWEEP is a list of nprobe values"))),
+        )
+        .collect();
+    let k = doc["k"].as_u64().unwrap() as usize;
+    let kq = k + usize::from(exclude.is_some());
+    let mut out = Vec::new();
+    let mut cases = Vec::new();
+    println!("{:<14} {:>9} {:>9} {:>10} {:>10}  path", "filter", "matching", "recall@10", "QPS", "ms/query");
+    // `SHOAL_FILTERED_CASES=range,combo`: only the cases whose name contains one of these.
+    let only = std::env::var("SHOAL_FILTERED_CASES").unwrap_or_default();
+    let wanted =
+        |c: &&serde_json::Value| only.is_empty() || only.split(',').any(|w| c["name"].as_str().unwrap().contains(w));
+    for (case, nprobe) in
+        doc["cases"].as_array().unwrap().iter().filter(wanted).flat_map(|c| sweep.iter().map(move |&p| (c, p)))
+    {
+        let filter = (!case["filter"].is_null()).then(|| case["filter"].clone());
+        let reqs: Vec<SearchRequest> = queries
+            .chunks_exact(dim)
+            .map(|q| {
+                let mut r = SearchRequest { filter: filter.clone(), ..SearchRequest::nearest(q.to_vec(), kq) };
+                r.params.nprobe = nprobe;
+                r
+            })
+            .collect();
+        let gt = case["gt"].as_array().unwrap();
+        let (mut hits, mut want, mut exact) = (0usize, 0usize, 0usize);
+        for (q, r) in reqs.iter().enumerate() {
+            let stats = col.search_into(r, &mut out).unwrap();
+            exact += usize::from(stats.exact);
+            let truth: Vec<u64> = gt[q].as_array().unwrap().iter().map(|x| x.as_u64().unwrap()).collect();
+            let got = out.iter().map(|p| p.id).filter(|&id| exclude.as_ref().is_none_or(|e| e[q] != id)).take(k);
+            hits += got.filter(|id| truth.contains(id)).count();
+            want += truth.len();
+        }
+        let recall = hits as f64 / want as f64;
+        let times: Vec<f64> = (0..repeats)
+            .map(|_| {
+                let t = Instant::now();
+                for r in &reqs {
+                    col.search_into(black_box(r), &mut out).unwrap();
+                }
+                t.elapsed().as_secs_f64()
+            })
+            .collect();
+        let secs = median(times);
+        let qps = nq as f64 / secs;
+        let path = match exact {
+            0 => "index".to_string(),
+            e if e == nq => "exact".to_string(),
+            e => format!("exact {e}/{nq}"),
+        };
+        let cname = match nprobe {
+            None => case["name"].as_str().unwrap().to_string(),
+            Some(p) => format!("{} np{p}", case["name"].as_str().unwrap()),
+        };
+        let matching = case["matching"].as_u64().unwrap();
+        println!("{cname:<14} {matching:>9} {recall:>9.4} {qps:>10.0} {:>10.3}  {path}", 1e3 * secs / nq as f64);
+        cases.push(serde_json::json!({
+            "name": cname, "nprobe": nprobe, "matching": matching, "selectivity": case["selectivity"],
+            "recall": recall, "qps": qps, "path": path,
+        }));
+    }
+    write_result(
+        &format!("filtered-shoal-{name}.json"),
+        &serde_json::json!({
+            "engine": "shoal", "dataset": name, "threads": 1, "queries": nq, "build_seconds": build_s,
+            "repeats": repeats, "cases": cases,
+        }),
+    );
+}
