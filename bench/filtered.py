@@ -30,8 +30,9 @@ Peers, single-threaded with their documented good settings: hnswlib M 16, ef_con
 Lance IVF_RQ (sqrt(n) partitions, the vectors zero-padded to a multiple of 8 dimensions) with
 a BITMAP index on ``cat`` and a BTREE index on ``price``, ``prefilter=True``, refine_factor 8,
 nprobes swept upwards. A sweep stops at the first point reaching recall 0.99 or when one pass
-over the queries takes longer than ``--point-limit`` seconds. QPS: the fastest of up to five
-passes over all queries, one call per query (peers.py's ``time_single``).
+over the queries takes longer than ``--point-limit`` seconds; a point whose pass would take
+more than half that is timed on the first queries only (at least 50, recorded). QPS: the
+fastest of up to five passes over the queries, one call per query (peers.py's ``time_single``).
 """
 
 import argparse
@@ -162,15 +163,33 @@ class Case:
         return total / sum(min(K, len(g)) for g in self.gt) if self.gt else 0.0
 
 
-def sweep(label, case, values, run_point, limit):
+def subset(case, m):
+    """The first m queries of a case."""
+    sub = Case.__new__(Case)
+    sub.queries, sub.gt, sub.exclude, sub.kq = case.queries[:m], case.gt[:m], case.exclude, case.kq
+    return sub
+
+
+def sweep(label, case, values, make_one, limit):
+    """Times make_one(v)(i) (the search of query i) for each v of the sweep. A point whose pass
+    over all queries would take longer than `limit` / 2 seconds (judged from its first 10
+    queries) is measured on the first queries only (at least 50; its "queries" says how many)."""
     points = []
     for v in values:
+        one = make_one(v)
         t = time.perf_counter()
-        raw, single = run_point(v)
-        p = {"param": v, "recall": case.recall(raw), **single}
+        for i in range(min(10, len(case.queries))):
+            one(i)
+        per_query = (time.perf_counter() - t) / min(10, len(case.queries))
+        m = len(case.queries)
+        if per_query * m > limit / 2:
+            m = max(50, min(m, int(limit / 2 / per_query)))
+        sub = subset(case, m)
+        raw, single = peers.time_single(sub, one, warmup=0)
+        p = {"param": v, "recall": sub.recall(raw), "queries": m, **single}
         points.append(p)
-        log(f"  {label} {v}: recall {p['recall']:.4f}, {p['qps']:.1f} QPS (p99 {p['lat_p99_us']:.0f} us)")
-        if p["recall"] >= 0.99 or (time.perf_counter() - t) / max(1, single["passes"]) > limit:
+        log(f"  {label} {v}: recall {p['recall']:.4f}, {p['qps']:.1f} QPS (p99 {p['lat_p99_us']:.0f} us, {m} queries)")
+        if p["recall"] >= 0.99 or per_query * m > limit:
             break
     return points
 
@@ -196,8 +215,7 @@ def run_hnswlib(data, doc, masks, args):
 
         def point(ef):
             idx.set_ef(ef)
-            return peers.time_single(case, lambda i: idx.knn_query(Q[i], k=case.kq, num_threads=1, filter=pred)[0][0],
-                                     warmup=20)
+            return lambda i: idx.knn_query(Q[i], k=case.kq, num_threads=1, filter=pred)[0][0]
         res[c["name"]] = sweep("ef", case, [e for e in HNSW_EFS if e >= case.kq], point, args.point_limit)
     return info, res
 
@@ -239,8 +257,8 @@ def run_lance(data, doc, cat, price, args):
             def one(i):
                 return ds.to_table(nearest={"column": "vector", "q": queries[i], "k": case.kq, "nprobes": nprobes,
                                             "refine_factor": LANCE_REFINE, "query_parallelism": 1},
-                                   filter=c["sql"], prefilter=True, columns=["id"]).column("id").to_numpy()
-            return peers.time_single(case, one, warmup=10)
+                                   filter=c["sql"], prefilter=True, columns=["id", "_distance"]).column("id").to_numpy()
+            return one
         res[c["name"]] = sweep("nprobes", case, [p for p in LANCE_NPROBES if p <= parts], point, args.point_limit)
     import shutil
 

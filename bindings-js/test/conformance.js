@@ -28,7 +28,9 @@ function scoreBits(score) {
 
 /** Replays a fixture; returns what it produced in the fixture's own shape. */
 function replay(fx) {
-  let col = new Collection({ dim: fx.dim, metric: fx.metric });
+  const fields = fx.fields ?? undefined;
+  let col = new Collection({ dim: fx.dim, metric: fx.metric, fields });
+  const filters = fx.filters ?? [];
   const out = { ids: [], scoreBits: [], counts: [] };
   const queries = Float32Array.from(fx.queries);
   const nq = queries.length / fx.dim;
@@ -38,6 +40,7 @@ function replay(fx) {
         col.insert({
           ids: BigUint64Array.from(op.ids, (s) => BigInt(s)),
           vectors: Float32Array.from(op.vectors),
+          payloads: op.payloads,
         });
         break;
       case "delete":
@@ -54,7 +57,12 @@ function replay(fx) {
       }
       case "search":
         for (let q = 0; q < nq; q++) {
-          const res = col.search({ vector: queries.subarray(q * fx.dim, (q + 1) * fx.dim), limit: fx.k });
+          const filter = filters.length > 0 ? filters[q % filters.length] : null;
+          const res = col.search({
+            vector: queries.subarray(q * fx.dim, (q + 1) * fx.dim),
+            limit: fx.k,
+            ...(filter === null ? {} : { filter }),
+          });
           out.counts.push(res.points.length);
           for (const p of res.points) {
             out.ids.push(BigInt(p.id));

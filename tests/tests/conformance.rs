@@ -7,8 +7,11 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use shoal_core::Kernels;
+use shoal_payload::{Filter, reference};
 use shoal_testkit::oracle;
-use shoal_testkit::scenario::{CONFIGS, Op, Output, Scenario, live_points_at_searches, run, scenario};
+use shoal_testkit::scenario::{
+    CONFIGS, FIELDS, FILTERS, Op, Output, Scenario, filter_of, live_points_at_searches, run, scenario,
+};
 
 fn workspace_root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap().to_path_buf()
@@ -31,20 +34,29 @@ fn check_against_oracle(s: &Scenario, out: &Output) {
     let mut at = 0;
     let mut count_at = 0;
     let mut checked = 0;
-    for live in &snaps {
-        for q in s.queries.chunks_exact(c.dim) {
+    for (live, exact) in &snaps {
+        for (qi, q) in s.queries.chunks_exact(c.dim).enumerate() {
             let n = out.counts[count_at] as usize;
             count_at += 1;
             let got: Vec<(u64, u32)> = (at..at + n).map(|i| (out.ids[i], out.score_bits[i])).collect();
             at += n;
-            let Some(live) = live else {
-                // Approximate (IVF) search: cross-target identity is checked; recall is the
-                // business of the index tests.
-                assert_eq!(n, c.k, "{}: an approximate search returned too few results", c.name);
-                continue;
+            let passing: Vec<(u64, Vec<f32>)> = match filter_of(&c, qi) {
+                None => live.points.clone(),
+                Some(f) => {
+                    let f = Filter::from_value(&f).unwrap();
+                    let pass = |(p, doc): &(&(u64, Vec<f32>), &serde_json::Value)| reference::matches(&f, doc, p.0);
+                    live.points.iter().zip(&live.payloads).filter(pass).map(|(p, _)| p.clone()).collect()
+                }
             };
+            if !exact {
+                // Approximate (IVF) search: cross-target identity is checked; recall is the
+                // business of the index tests. A (filtered) search still returns `k` results
+                // whenever that many live points pass.
+                assert_eq!(n, c.k.min(passing.len()), "{}: an approximate search returned too few results", c.name);
+                continue;
+            }
             checked += 1;
-            let want = oracle::top_k(c.metric, live, q, c.k);
+            let want = oracle::top_k(c.metric, &passing, q, c.k);
             let want: Vec<(u64, u32)> = want.iter().map(|&(id, s)| (id, s.to_bits())).collect();
             assert_eq!(got, want, "{}: result differs from the brute-force oracle", c.name);
         }
@@ -83,8 +95,11 @@ fn write_fixture(s: &Scenario, out: &Output) {
         .ops
         .iter()
         .map(|op| match op {
-            Op::Insert { ids: i, vectors } => {
+            Op::Insert { ids: i, vectors, payloads } if payloads.is_empty() => {
                 json!({"op": "insert", "ids": ids(i), "vectors": floats(vectors)})
+            }
+            Op::Insert { ids: i, vectors, payloads } => {
+                json!({"op": "insert", "ids": ids(i), "vectors": floats(vectors), "payloads": payloads})
             }
             Op::Delete { ids: i } => json!({"op": "delete", "ids": ids(i)}),
             Op::Seal(None) => json!({"op": "seal"}),
@@ -102,6 +117,13 @@ fn write_fixture(s: &Scenario, out: &Output) {
         "k": c.k,
         "ops": ops,
         "queries": floats(&s.queries),
+        // Query q uses filters[q % filters.length] (null: none).
+        "fields": if c.payloads { serde_json::from_str::<Value>(FIELDS).unwrap() } else { Value::Null },
+        "filters": if c.payloads {
+            FILTERS.iter().map(|f| serde_json::from_str::<Value>(f).unwrap()).collect::<Vec<_>>()
+        } else {
+            Vec::new()
+        },
         "expected": {"ids": ids(&out.ids), "score_bits": out.score_bits, "counts": out.counts},
         "segment": format!("{}.shoal", c.name),
     });

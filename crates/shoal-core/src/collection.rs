@@ -8,11 +8,13 @@ use shoal_index::ivf::{IvfData, IvfIndex, IvfQuery, IvfScratch, IvfSearch};
 use shoal_index::{Candidate, FlatScan, FlatScratch, Metric, TopK, normalize};
 use shoal_kernels::Kernels;
 use shoal_payload::{Filter, PayloadView, Schema, parse_payload, reference};
+use shoal_text::{Clock, Deadline, Query, TextIndex};
 
 use crate::bitset::Bitset;
 use crate::mutable::Mutable;
 use crate::pool::Pool;
 use crate::sealed::PayloadInput;
+use crate::text;
 use crate::{Error, IndexKind, ScoredPoint, SealedSegment, SearchRequest, SearchResponse, SearchStats, SegmentBytes};
 
 /// What a new collection holds.
@@ -67,6 +69,8 @@ pub struct Collection {
     reindex: bool,
     /// Per-query buffers, reused across searches.
     scratch: Pool<QueryScratch>,
+    /// The host's clock, for `timeout_ms`.
+    clock: Option<Box<dyn Clock + Send + Sync>>,
 }
 
 /// The buffers of one search.
@@ -111,6 +115,7 @@ impl Collection {
             index: IndexKind::Flat,
             reindex: false,
             scratch: Pool::new(SCRATCH_SLOTS),
+            clock: None,
         })
     }
 
@@ -152,6 +157,12 @@ impl Collection {
     /// restores the default rule, see [`FILTER_EXACT_DIVISOR`]). For tests and benchmarks.
     pub fn set_filter_exact_limit(&mut self, limit: Option<u64>) {
         self.filter_exact_limit = limit;
+    }
+
+    /// Gives the collection a monotonic clock (microseconds), which requests with `timeout_ms`
+    /// need: the host supplies it (`Instant` natively, `performance.now()` in JavaScript).
+    pub fn set_clock(&mut self, clock: Box<dyn Clock + Send + Sync>) {
+        self.clock = Some(clock);
     }
 
     /// Opens a sealed segment (cheap checks only; see [`verify`](Self::verify)).
@@ -350,6 +361,9 @@ impl Collection {
         }
         self.mutable.committed = end;
         self.mutable.reserved = false;
+        if let Some(schema) = self.schema.as_ref().filter(|s| text::has_text(s)) {
+            self.mutable.text = Some(text::build(schema, self.mutable.payloads.iter()));
+        }
         Ok(end - first)
     }
 
@@ -495,15 +509,139 @@ impl Collection {
     /// Runs a search request.
     pub fn search(&self, req: &SearchRequest) -> Result<SearchResponse, Error> {
         let mut points = Vec::new();
-        let stats = self.search_into(req, &mut points)?;
-        Ok(SearchResponse { points, partial: false, stats })
+        req.check()?;
+        let (stats, partial) = match (&req.vector, &req.text) {
+            (Some(_), None) => (self.search_into(req, &mut points)?, false),
+            (None, Some(_)) => {
+                let filter = self.parse_filter(req.filter.as_ref())?;
+                let k = req.offset + req.limit;
+                let (hits, partial, stats) = self.text_ranking(req, filter.as_ref(), k)?;
+                points.extend(hits.into_iter().skip(req.offset).map(|(internal, score)| ScoredPoint {
+                    id: self.external_id(internal),
+                    score,
+                    payload: None,
+                }));
+                (stats, partial)
+            }
+            (Some(_), Some(_)) => self.search_hybrid(req, &mut points)?,
+            (None, None) => return Err(Error::InvalidRequest("give `vector`, `text` or both".into())),
+        };
+        if req.with_payload && req.text.is_some() {
+            for p in &mut points {
+                p.payload = Some(self.payload(p.id).unwrap_or(Value::Null));
+            }
+        }
+        Ok(SearchResponse { points, partial, stats })
+    }
+
+    /// The text ranking of a request: up to `k` `(internal id, BM25 score)` pairs, best first
+    /// (ties by internal id), from the sealed and the mutable segment, with the request's
+    /// filter and deadline; and whether the deadline fired.
+    fn text_ranking(
+        &self,
+        req: &SearchRequest,
+        filter: Option<&Filter>,
+        k: usize,
+    ) -> Result<(Vec<(usize, f32)>, bool, SearchStats), Error> {
+        let text = req.text.as_deref().unwrap_or("");
+        if !self.schema.as_ref().is_some_and(text::has_text) {
+            return Err(Error::InvalidRequest("`text`: the collection has no text fields".into()));
+        }
+        let deadline = match (req.timeout_ms, &self.clock) {
+            (None, _) => None,
+            (Some(ms), Some(clock)) => Some(Deadline::after(clock.as_ref(), ms.saturating_mul(1000))),
+            (Some(_), None) => return Err(Error::Unsupported("timeout_ms on a host without a clock")),
+        };
+        let mut stats = SearchStats { exact: true, ..SearchStats::default() };
+        let mut hits: Vec<(usize, f32)> = Vec::new();
+        let mut partial = false;
+        let mut run = |index: &TextIndex<'_>, first: usize, pass: &dyn Fn(u32) -> bool| -> Result<(), Error> {
+            let query = Query::parse(&index.analyzer(), text);
+            let params = shoal_text::SearchParams { k, filter: Some(pass), deadline, ..Default::default() };
+            let res = index.search(0, &query, &params).map_err(Error::Text)?;
+            partial |= res.partial;
+            stats.scanned += res.stats.scored;
+            stats.segments += 1;
+            hits.extend(res.hits.iter().map(|h| (first + h.doc as usize, h.score)));
+            Ok(())
+        };
+        if let Some((seg, index)) = self.sealed.as_ref().and_then(|seg| Some((seg, seg.text()?))) {
+            let deleted = &self.sealed_deleted;
+            let view = seg.payload();
+            let row_of = |id: u64| seg.row_of(id).map(|r| r as u32);
+            let compiled = match (filter, &view) {
+                (Some(f), Some(v)) => Some(v.compile(f, &row_of).map_err(|e| Error::InvalidRequest(format!("{e}")))?),
+                _ => None,
+            };
+            let ids = seg.ids();
+            let pass = |row: u32| {
+                !deleted.contains(row as usize)
+                    && match (&compiled, filter) {
+                        (Some(c), _) => c.matches(row),
+                        (None, Some(f)) => reference::matches(f, &Value::Null, ids[row as usize]),
+                        (None, None) => true,
+                    }
+            };
+            run(&index, 0, &pass)?;
+        }
+        if let Some(sections) = &self.mutable.text {
+            let m = &self.mutable;
+            let null = Value::Null;
+            let pass = |row: u32| {
+                let r = row as usize;
+                r < m.rows()
+                    && !m.deleted.contains(r)
+                    && filter.is_none_or(|f| reference::matches(f, m.payloads.get(r).unwrap_or(&null), m.ids[r]))
+            };
+            run(&text::open(sections), self.sealed_rows(), &pass)?;
+        }
+        hits.sort_unstable_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
+        hits.truncate(k);
+        stats.exact = !partial;
+        Ok((hits, partial, stats))
+    }
+
+    /// A request with both `vector` and `text`: each ranking to [`FUSION_DEPTH`](text::FUSION_DEPTH)
+    /// (or `offset + limit`) results with the filter applied to both, fused by reciprocal rank.
+    fn search_hybrid(&self, req: &SearchRequest, out: &mut Vec<ScoredPoint>) -> Result<(SearchStats, bool), Error> {
+        let depth = (req.offset + req.limit).max(text::FUSION_DEPTH).min(crate::MAX_LIMIT);
+        let filter = self.parse_filter(req.filter.as_ref())?;
+        let (text_hits, partial, tstats) = self.text_ranking(req, filter.as_ref(), depth)?;
+        let vreq = SearchRequest {
+            text: None,
+            limit: depth,
+            offset: 0,
+            with_payload: false,
+            fusion: None,
+            timeout_ms: None,
+            ..req.clone()
+        };
+        let mut vpoints = Vec::new();
+        let mut stats = self.search_into(&vreq, &mut vpoints)?;
+        let vector_ids: Vec<u64> = vpoints.iter().map(|p| p.id).collect();
+        let text_ids: Vec<u64> = text_hits.iter().map(|&(i, _)| self.external_id(i)).collect();
+        let fused = text::rrf(&vector_ids, &text_ids);
+        out.clear();
+        out.extend(fused.into_iter().skip(req.offset).take(req.limit).map(|(id, score)| ScoredPoint {
+            id,
+            score,
+            payload: None,
+        }));
+        stats.scanned += tstats.scanned;
+        stats.exact &= tstats.exact;
+        Ok((stats, partial))
     }
 
     /// Runs a search request, writing the results into `out` (cleared first). Query buffers come
     /// from the collection's scratch pool: once they and `out` have grown to size, a search
     /// without a filter allocates nothing.
+    ///
+    /// This is the vector search alone: a request with `text` goes through [`search`](Self::search).
     pub fn search_into(&self, req: &SearchRequest, out: &mut Vec<ScoredPoint>) -> Result<SearchStats, Error> {
         req.check()?;
+        if req.text.is_some() {
+            return Err(Error::InvalidRequest("`text` requests go through search(), not search_into()".into()));
+        }
         let vector = req.vector.as_deref().ok_or_else(|| Error::InvalidRequest("missing field `vector`".into()))?;
         let filter = self.parse_filter(req.filter.as_ref())?;
         self.scratch.with(|s| {

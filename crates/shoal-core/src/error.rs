@@ -66,6 +66,8 @@ pub enum Error {
     InvalidSchema(PayloadError),
     /// The payload sections of a segment are inconsistent.
     PayloadLayout(LayoutError),
+    /// The text sections of a segment are inconsistent (found on open or by a query).
+    Text(shoal_text::TextError),
 }
 
 impl Error {
@@ -86,6 +88,7 @@ impl Error {
             Error::PayloadCount { .. } => "length_mismatch",
             Error::InvalidSchema(_) => "invalid_config",
             Error::PayloadLayout(_) => "bad_segment",
+            Error::Text(_) => "bad_segment",
         }
     }
 }
@@ -117,6 +120,7 @@ impl fmt::Display for Error {
             }
             Error::InvalidSchema(e) => write!(f, "invalid collection config: {e}"),
             Error::PayloadLayout(e) => write!(f, "{e}"),
+            Error::Text(e) => write!(f, "text index: {e}"),
         }
     }
 }

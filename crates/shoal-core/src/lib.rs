@@ -29,6 +29,7 @@ mod mutable;
 mod pool;
 mod request;
 mod sealed;
+mod text;
 
 pub use collection::{Collection, CollectionConfig, FILTER_EXACT_DIVISOR, FILTER_EXACT_PER_RESULT, IdEncoding};
 pub use error::Error;
@@ -39,3 +40,5 @@ pub use shoal_index::Metric;
 pub use shoal_index::ivf::IvfParams;
 pub use shoal_kernels::Kernels;
 pub use shoal_payload::{FieldType, Filter, FilterError, LayoutError, PayloadError, Schema};
+pub use shoal_text::Clock;
+pub use text::{FUSION_DEPTH, RRF_K};

@@ -23,6 +23,9 @@ pub(crate) struct Mutable {
     /// Payload of every committed row (`null` for none) when the collection has a schema;
     /// empty otherwise.
     pub(crate) payloads: Vec<serde_json::Value>,
+    /// The text index of the committed rows (document = row) when the schema has text fields;
+    /// rebuilt at every commit.
+    pub(crate) text: Option<shoal_text::Sections>,
 }
 
 impl Mutable {

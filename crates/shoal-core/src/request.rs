@@ -7,6 +7,8 @@ use crate::Error;
 
 /// Largest `limit` a request may ask for.
 pub const MAX_LIMIT: usize = 10_000;
+/// Longest `text` query, in bytes.
+pub const MAX_TEXT_BYTES: usize = 16 * 1024;
 /// Largest `offset` a request may ask for.
 pub const MAX_OFFSET: usize = 100_000;
 
@@ -23,7 +25,9 @@ pub struct SearchRequest {
     /// Query vector.
     #[serde(default)]
     pub vector: Option<Vec<f32>>,
-    /// Full-text query (not supported yet).
+    /// Full-text query over the collection's `text` fields: words (any may match), `+word`
+    /// (must), `-word` (must not), `"a phrase"`; BM25-ranked. With `vector` too, the two
+    /// rankings are fused.
     #[serde(default)]
     pub text: Option<String>,
     /// Number of results, 1..=[`MAX_LIMIT`]; default 10.
@@ -40,13 +44,15 @@ pub struct SearchRequest {
     /// Index parameters.
     #[serde(default)]
     pub params: SearchParams,
-    /// Fusion of vector and text rankings (not supported yet).
+    /// How a request with `vector` and `text` fuses the two rankings: `"rrf"` (reciprocal
+    /// rank fusion, the default).
     #[serde(default)]
     pub fusion: Option<String>,
     /// Whether to return each point's stored payload object (`{}` when it has none).
     #[serde(default)]
     pub with_payload: bool,
-    /// Time budget in milliseconds (not supported yet).
+    /// Time budget in milliseconds for the text search: when it runs out the best results
+    /// found so far come back with `partial: true` (the host must supply a clock).
     #[serde(default)]
     pub timeout_ms: Option<u64>,
 }
@@ -95,14 +101,17 @@ impl SearchRequest {
         if self.params.nprobe == Some(0) || self.params.rerank == Some(0) {
             return Err(Error::InvalidRequest(String::from("params.nprobe and params.rerank must be at least 1")));
         }
-        if self.text.is_some() {
-            return Err(Error::Unsupported("text search"));
+        if let Some(f) = self.fusion.as_deref().filter(|&f| f != "rrf") {
+            return Err(Error::InvalidRequest(format!("fusion must be \"rrf\", got {f:?}")));
         }
-        if self.fusion.is_some() {
-            return Err(Error::Unsupported("fusion"));
+        if self.fusion.is_some() && (self.vector.is_none() || self.text.is_none()) {
+            return Err(Error::InvalidRequest(String::from("fusion needs both `vector` and `text`")));
         }
-        if self.timeout_ms.is_some() {
-            return Err(Error::Unsupported("timeout_ms"));
+        if self.text.as_ref().is_some_and(|t| t.len() > MAX_TEXT_BYTES) {
+            return Err(Error::InvalidRequest(format!("text must be at most {MAX_TEXT_BYTES} bytes")));
+        }
+        if self.timeout_ms == Some(0) {
+            return Err(Error::InvalidRequest(String::from("timeout_ms must be at least 1")));
         }
         Ok(())
     }

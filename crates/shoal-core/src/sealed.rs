@@ -14,6 +14,7 @@ use shoal_payload::{PayloadBuilder, PayloadSectionBytes, PayloadView, Schema};
 
 use crate::Error;
 use crate::ivf_sections::{self, IvfSections};
+use crate::text::{self, TextRanges};
 
 /// The index a sealed segment carries besides its vectors.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -103,6 +104,7 @@ pub struct SealedSegment {
     id_index: Range<usize>,
     ivf: Option<IvfSections>,
     payload: Option<PayloadRanges>,
+    text: Option<TextRanges>,
 }
 
 /// Where the five payload sections (kinds 32–36) lie, and the schema they declare.
@@ -184,8 +186,9 @@ impl SealedSegment {
         }
         let ivf = IvfSections::open(&reader, dim, rows)?;
         let payload = open_payload(&reader, rows)?;
+        let text = TextRanges::open(&reader, rows)?;
         let (ids, vectors, id_index) = (range_of(bytes, ids), range_of(bytes, vectors), range_of(bytes, id_index));
-        Ok(SealedSegment { storage, dim, metric, rows, ids, vectors, id_index, ivf, payload })
+        Ok(SealedSegment { storage, dim, metric, rows, ids, vectors, id_index, ivf, payload, text })
     }
 
     /// Reads every byte: section checksums, the id index's order and agreement with `IDS`,
@@ -233,6 +236,12 @@ impl SealedSegment {
         };
         // The same bytes passed the same checks in `open`.
         PayloadView::open(sections).ok()
+    }
+
+    /// The full-text index (sections 48–52), if the segment has one: one document per row,
+    /// the row's `text` fields joined.
+    pub fn text(&self) -> Option<shoal_text::TextIndex<'_>> {
+        self.text.as_ref().map(|t| t.index(self.bytes()))
     }
 
     /// The whole file.
@@ -353,6 +362,11 @@ impl SealedSegment {
             }
             pb.finish()
         });
+        // The text index over the same documents, in the same order.
+        let text_sections = payloads.filter(|p| text::has_text(p.schema)).map(|p| match &build {
+            Some((b, _)) => text::build(p.schema, b.order.iter().map(|&o| &p.docs[o as usize])),
+            None => text::build(p.schema, p.docs.iter()),
+        });
         let (ids, vectors) = match &build {
             Some((b, _)) => (ivf_sections::permute(ids, 1, &b.order), ivf_sections::permute(vectors, dim, &b.order)),
             None => (ids.to_vec(), vectors.to_vec()),
@@ -378,6 +392,9 @@ impl SealedSegment {
             for (kind, bytes) in p.by_kind() {
                 w.add_section(kind, SECTION_OPTIONAL, bytes);
             }
+        }
+        if let Some(t) = &text_sections {
+            text::add_sections(&mut w, t);
         }
         let mut out = AlignedBytes::zeroed(w.file_len() as usize);
         let buf = out.as_mut_slice();

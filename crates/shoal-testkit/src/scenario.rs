@@ -2,7 +2,9 @@
 //! deletes, seals, byte round trips and searches, run natively (scalar and SIMD kernels), in
 //! wasm under wasmtime (SIMD128 and scalar builds) and through the npm package in Node. Every
 //! run must produce the same ids, the same f32 score bits and the same segment bytes.
+//! Configurations with payloads also store a payload per point and filter most searches.
 
+use serde_json::{Value, json};
 use shoal_core::{Collection, CollectionConfig, IndexKind, Kernels, Metric, SearchRequest};
 
 use crate::Rng;
@@ -30,6 +32,61 @@ pub struct Config {
     pub ivf_partitions: Option<u32>,
     /// Bits per coordinate of the IVF codes (1..=8).
     pub ivf_bits: u32,
+    /// Whether points carry payloads ([`FIELDS`]) and searches cycle through [`FILTERS`].
+    pub payloads: bool,
+}
+
+/// The payload fields of configurations with payloads, as the JSON every host parses.
+pub const FIELDS: &str = r#"{"color": "keyword", "n": "integer", "tags": "keyword", "price": "float", "flag": "bool"}"#;
+
+/// The filters that searches of configurations with payloads cycle through (query `q` uses
+/// `FILTERS[q % FILTERS.len()]`; `null` is no filter). Some match most points (the IVF index
+/// is searched with the filter checked per candidate), some few (scanned exactly).
+pub const FILTERS: [&str; 8] = [
+    "null",
+    r#"{"must_not": [{"key": "color", "match": {"value": "red"}}]}"#,
+    r#"{"must": [{"key": "n", "range": {"gte": 10, "lt": 60}}], "must_not": [{"key": "tags", "match": {"any": ["x"]}}]}"#,
+    r#"{"should": [{"key": "flag", "match": {"value": true}}, {"key": "price", "range": {"lt": 0.25}}]}"#,
+    r#"{"must": [{"key": "n", "match": {"value": 7}}]}"#,
+    r#"{"must": [{"key": "tags", "match": {"except": ["x", "y"]}}]}"#,
+    r#"{"should": [{"is_empty": {"key": "tags"}}, {"is_null": {"key": "flag"}}, {"has_id": [3, 700, 1201, 9007199254740992]}]}"#,
+    r#"{"min_should": {"conditions": [{"key": "color", "match": {"any": ["red", "blue"]}}, {"key": "n", "range": {"gt": 50}}, {"key": "flag", "match": {"value": false}}], "min_count": 2}}"#,
+];
+
+/// The payload of point `id` inserted by step `step`: every field type, multi-valued and
+/// missing fields, nulls, and points without a payload (`null`). No random draws, so the
+/// vectors of a scenario do not depend on whether it has payloads.
+pub fn payload(id: u64, step: usize) -> Value {
+    let mut h = id.wrapping_mul(0x9e37_79b9_7f4a_7c15) ^ (step as u64).wrapping_mul(0xc2b2_ae3d_27d4_eb4f);
+    h ^= h >> 31;
+    h = h.wrapping_mul(0xff51_afd7_ed55_8ccd);
+    h ^= h >> 29;
+    if h % 23 == 0 {
+        return Value::Null;
+    }
+    let color = ["red", "green", "blue"][(h % 3) as usize];
+    let mut doc = json!({
+        "color": color,
+        "n": (h >> 8) % 100,
+        "price": ((h >> 24) % 1000) as f64 / 1000.0,
+        "flag": if h % 17 == 1 { Value::Null } else { Value::Bool((h >> 40) % 2 == 0) },
+    });
+    match (h >> 16) % 4 {
+        0 => {}
+        1 => doc["tags"] = json!(["x"]),
+        2 => doc["tags"] = json!(["x", "y"]),
+        _ => doc["tags"] = json!("z"),
+    }
+    doc
+}
+
+/// The filter of query `q` (`None` for no filter) of a configuration.
+pub fn filter_of(config: &Config, q: usize) -> Option<Value> {
+    if !config.payloads {
+        return None;
+    }
+    let f: Value = serde_json::from_str(FILTERS[q % FILTERS.len()]).expect("valid filter JSON");
+    (!f.is_null()).then_some(f)
 }
 
 /// The configurations every target runs: each metric, GloVe's 50-d, an odd dimension whose
@@ -43,6 +100,7 @@ pub const CONFIGS: [Config; 7] = [
         k: 10,
         seed: 1,
         ivf_partitions: None,
+        payloads: true,
         ivf_bits: 1,
     },
     Config {
@@ -53,6 +111,7 @@ pub const CONFIGS: [Config; 7] = [
         k: 10,
         seed: 2,
         ivf_partitions: None,
+        payloads: false,
         ivf_bits: 1,
     },
     Config {
@@ -63,6 +122,7 @@ pub const CONFIGS: [Config; 7] = [
         k: 10,
         seed: 3,
         ivf_partitions: None,
+        payloads: false,
         ivf_bits: 1,
     },
     Config {
@@ -73,6 +133,7 @@ pub const CONFIGS: [Config; 7] = [
         k: 10,
         seed: 4,
         ivf_partitions: None,
+        payloads: false,
         ivf_bits: 1,
     },
     Config {
@@ -83,6 +144,7 @@ pub const CONFIGS: [Config; 7] = [
         k: 10,
         seed: 5,
         ivf_partitions: Some(16),
+        payloads: false,
         ivf_bits: 3,
     },
     Config {
@@ -93,6 +155,7 @@ pub const CONFIGS: [Config; 7] = [
         k: 10,
         seed: 6,
         ivf_partitions: Some(24),
+        payloads: true,
         ivf_bits: 1,
     },
     Config {
@@ -103,6 +166,7 @@ pub const CONFIGS: [Config; 7] = [
         k: 10,
         seed: 7,
         ivf_partitions: Some(12),
+        payloads: false,
         ivf_bits: 8,
     },
 ];
@@ -116,12 +180,14 @@ pub fn seal_options(c: &Config) -> Option<String> {
 /// One step of the scenario.
 #[derive(Clone, Debug)]
 pub enum Op {
-    /// `Collection::insert` (upsert).
+    /// `Collection::insert` (upsert), with payloads when the config has them.
     Insert {
         /// Ids.
         ids: Vec<u64>,
         /// Row-major vectors.
         vectors: Vec<f32>,
+        /// One payload per id, or none.
+        payloads: Vec<Value>,
     },
     /// `Collection::delete`.
     Delete {
@@ -172,7 +238,14 @@ fn row(rng: &mut Rng, dim: usize, i: u64) -> Vec<f32> {
     (0..dim).map(|_| rng.signed_f32() * scale).collect()
 }
 
-fn insert_op(rng: &mut Rng, dim: usize, ids: impl Iterator<Item = u64>, existing: &mut Vec<Vec<f32>>) -> Op {
+fn insert_op(
+    rng: &mut Rng,
+    config: &Config,
+    step: usize,
+    ids: impl Iterator<Item = u64>,
+    existing: &mut Vec<Vec<f32>>,
+) -> Op {
+    let dim = config.dim;
     let mut all_ids = Vec::new();
     let mut vectors = Vec::new();
     for id in ids {
@@ -187,7 +260,8 @@ fn insert_op(rng: &mut Rng, dim: usize, ids: impl Iterator<Item = u64>, existing
         all_ids.push(id);
         vectors.extend_from_slice(&v);
     }
-    Op::Insert { ids: all_ids, vectors }
+    let payloads = if config.payloads { all_ids.iter().map(|&id| payload(id, step)).collect() } else { Vec::new() };
+    Op::Insert { ids: all_ids, vectors, payloads }
 }
 
 /// Builds the scenario of `config`.
@@ -198,14 +272,14 @@ pub fn scenario(config: Config) -> Scenario {
     let big = [1u64 << 53, (1u64 << 53) + 7, u64::MAX - 3, u64::MAX];
     // Evaluated in order: the inserts draw from `rng` one after the other.
     let ops = vec![
-        insert_op(&mut rng, dim, 0..800, &mut existing),
-        insert_op(&mut rng, dim, 700..1300, &mut existing), // 700..800 are upserts
+        insert_op(&mut rng, &config, 0, 0..800, &mut existing),
+        insert_op(&mut rng, &config, 1, 700..1300, &mut existing), // 700..800 are upserts
         Op::Delete { ids: (0..1300).step_by(13).chain([5000, 5001]).collect() },
         Op::Search,
         Op::Seal(seal_options(&config)),
         Op::Search,
         // Upserts into the sealed segment, and ids at the edges of the u64 and f64 ranges.
-        insert_op(&mut rng, dim, (1200..1600).chain(big), &mut existing),
+        insert_op(&mut rng, &config, 6, (1200..1600).chain(big), &mut existing),
         Op::Delete { ids: (3..1600).step_by(17).collect() },
         Op::Search,
         Op::RoundTrip,
@@ -227,12 +301,21 @@ pub fn scenario(config: Config) -> Scenario {
 /// Runs a scenario with the given kernels.
 pub fn run(s: &Scenario, kernels: Kernels) -> Output {
     let c = s.config;
-    let mut col = Collection::new(CollectionConfig { dim: c.dim, metric: c.metric }).expect("valid config");
+    let config = CollectionConfig { dim: c.dim, metric: c.metric };
+    let mut col = if c.payloads {
+        let fields: Value = serde_json::from_str(FIELDS).expect("valid fields JSON");
+        Collection::with_schema(config, Collection::parse_schema(&fields).expect("valid fields"))
+    } else {
+        Collection::new(config)
+    }
+    .expect("valid config");
     col.set_kernels(kernels);
     let mut out = Output { ids: Vec::new(), score_bits: Vec::new(), counts: Vec::new(), segment: Vec::new() };
     for op in &s.ops {
         match op {
-            Op::Insert { ids, vectors } => col.insert(ids, vectors).expect("valid insert"),
+            Op::Insert { ids, vectors, payloads } => {
+                col.insert_with_payloads(ids, vectors, payloads).expect("valid insert")
+            }
             Op::Delete { ids } => {
                 col.delete(ids);
             }
@@ -244,8 +327,9 @@ pub fn run(s: &Scenario, kernels: Kernels) -> Output {
                 col.set_kernels(kernels);
             }
             Op::Search => {
-                for q in s.queries.chunks_exact(c.dim) {
-                    let res = col.search(&SearchRequest::nearest(q.to_vec(), c.k)).expect("valid search");
+                for (i, q) in s.queries.chunks_exact(c.dim).enumerate() {
+                    let req = SearchRequest { filter: filter_of(&c, i), ..SearchRequest::nearest(q.to_vec(), c.k) };
+                    let res = col.search(&req).expect("valid search");
                     out.counts.push(res.points.len() as u32);
                     for p in res.points {
                         out.ids.push(p.id);
@@ -259,60 +343,57 @@ pub fn run(s: &Scenario, kernels: Kernels) -> Output {
     out
 }
 
-/// The live points of a scenario after its steps, as `(id, stored vector)` in internal-id order,
-/// for checking results against the oracle. Returns the points at each search step, or `None`
-/// for a search that runs over an approximate index.
-pub fn live_points_at_searches(s: &Scenario) -> Vec<Option<Points>> {
+/// The live points of a scenario at one search step, in internal-id order.
+#[derive(Clone, Debug, Default)]
+pub struct Snapshot {
+    /// `(id, stored vector)` of each live point.
+    pub points: Points,
+    /// Each point's payload (`null` for none), aligned with `points`.
+    pub payloads: Vec<Value>,
+}
+
+/// The live points at each search step of a scenario, mirroring the collection's model, for
+/// checking results against the oracle; each with whether that search is exact (`false` when it
+/// runs over an approximate index).
+pub fn live_points_at_searches(s: &Scenario) -> Vec<(Snapshot, bool)> {
     let c = s.config;
     let prep = |v: &[f32]| {
         if c.metric == Metric::Cosine { crate::oracle::normalized(v) } else { v.to_vec() }
     };
-    // (sealed rows, mutable rows) with deletion flags, mirroring the collection's model.
-    let mut sealed: Vec<(u64, Vec<f32>)> = Vec::new();
-    let mut mutable: Vec<(u64, Vec<f32>, bool)> = Vec::new();
-    let mut sealed_live: Vec<bool> = Vec::new();
+    // (id, vector, payload, live) of the sealed rows, then of the mutable rows.
+    type Row = (u64, Vec<f32>, Value, bool);
+    let mut sealed: Vec<Row> = Vec::new();
+    let mut mutable: Vec<Row> = Vec::new();
     let mut snapshots = Vec::new();
     let mut approximate = false;
+    let kill = |rows: &mut Vec<Row>, id: u64| rows.iter_mut().filter(|r| r.0 == id).for_each(|r| r.3 = false);
     for op in &s.ops {
         match op {
-            Op::Insert { ids, vectors } => {
-                for (id, v) in ids.iter().zip(vectors.chunks_exact(c.dim)) {
-                    for m in mutable.iter_mut().filter(|m| m.0 == *id) {
-                        m.2 = false;
-                    }
-                    for (i, p) in sealed.iter().enumerate() {
-                        if p.0 == *id {
-                            sealed_live[i] = false;
-                        }
-                    }
-                    mutable.push((*id, prep(v), true));
+            Op::Insert { ids, vectors, payloads } => {
+                for (i, (id, v)) in ids.iter().zip(vectors.chunks_exact(c.dim)).enumerate() {
+                    kill(&mut mutable, *id);
+                    kill(&mut sealed, *id);
+                    mutable.push((*id, prep(v), payloads.get(i).cloned().unwrap_or(Value::Null), true));
                 }
             }
             Op::Delete { ids } => {
                 for id in ids {
-                    for m in mutable.iter_mut().filter(|m| m.0 == *id) {
-                        m.2 = false;
-                    }
-                    for (i, p) in sealed.iter().enumerate() {
-                        if p.0 == *id {
-                            sealed_live[i] = false;
-                        }
-                    }
+                    kill(&mut mutable, *id);
+                    kill(&mut sealed, *id);
                 }
             }
             Op::Seal(_) | Op::RoundTrip => {
                 approximate |= c.ivf_partitions.is_some();
-                let mut next: Vec<(u64, Vec<f32>)> =
-                    sealed.iter().zip(&sealed_live).filter(|(_, l)| **l).map(|(p, _)| p.clone()).collect();
-                next.extend(mutable.drain(..).filter(|m| m.2).map(|m| (m.0, m.1)));
-                sealed_live = vec![true; next.len()];
-                sealed = next;
+                sealed.retain(|r| r.3);
+                sealed.extend(mutable.drain(..).filter(|r| r.3));
             }
             Op::Search => {
-                let mut live: Vec<(u64, Vec<f32>)> =
-                    sealed.iter().zip(&sealed_live).filter(|(_, l)| **l).map(|(p, _)| p.clone()).collect();
-                live.extend(mutable.iter().filter(|m| m.2).map(|m| (m.0, m.1.clone())));
-                snapshots.push((!approximate).then_some(live));
+                let live = sealed.iter().chain(&mutable).filter(|r| r.3);
+                let snap = Snapshot {
+                    points: live.clone().map(|r| (r.0, r.1.clone())).collect(),
+                    payloads: live.map(|r| r.2.clone()).collect(),
+                };
+                snapshots.push((snap, !approximate));
             }
         }
     }

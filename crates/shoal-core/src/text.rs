@@ -1,0 +1,179 @@
+//! Full-text search of a collection: one text index per segment over the collection's `text`
+//! payload fields (their values joined, in field-name order, into one document per point),
+//! BM25 top-k with the request's filter and deadline, and reciprocal rank fusion of a vector
+//! ranking and a text ranking for hybrid requests.
+//!
+//! A sealed segment stores its text index as sections 48–52 (`docs/format.md`), built at seal
+//! in the stored row order. The mutable segment's index is rebuilt when a batch is committed.
+//! BM25 statistics (document count, frequencies, average length) are each segment's own, as
+//! in Lucene's per-segment scoring: a point's score can change when it moves from the mutable
+//! segment into a sealed one.
+
+use alloc::string::String;
+use alloc::vec::Vec;
+use core::ops::Range;
+
+use serde_json::Value;
+use shoal_format::{SECTION_OPTIONAL, SegmentReader, SegmentWriter};
+use shoal_payload::{FieldType, Schema};
+use shoal_text::{BuildOptions, IndexBuilder, Sections, TextIndex, kinds};
+
+use crate::Error;
+use crate::sealed::{bad, range_of};
+
+/// Constant `k` of reciprocal rank fusion: a result at rank `r` (from 1) of a ranking adds
+/// `1 / (RRF_K + r)` to its fused score (Cormack et al., 2009).
+pub const RRF_K: f32 = 60.0;
+
+/// Each ranking fused by a hybrid request holds at least this many results (more when
+/// `offset + limit` is larger).
+pub const FUSION_DEPTH: usize = 100;
+
+/// Whether the schema declares a `text` field.
+pub(crate) fn has_text(schema: &Schema) -> bool {
+    schema.fields().any(|(_, t)| t == FieldType::Text)
+}
+
+/// Appends the indexed text of `doc`: every string value of every `text` field, in field-name
+/// order, each followed by a line break.
+pub(crate) fn doc_text(schema: &Schema, doc: &Value, out: &mut String) {
+    let Some(obj) = doc.as_object() else { return };
+    for (name, ty) in schema.fields() {
+        if ty != FieldType::Text {
+            continue;
+        }
+        let values = match obj.get(name) {
+            Some(Value::Array(a)) => a.as_slice(),
+            Some(v) => core::slice::from_ref(v),
+            None => &[],
+        };
+        for v in values {
+            if let Value::String(s) = v {
+                out.push_str(s);
+                out.push('\n');
+            }
+        }
+    }
+}
+
+/// Builds the text sections of `docs` (document `i` is row `i`).
+pub(crate) fn build<'d>(schema: &Schema, docs: impl Iterator<Item = &'d Value>) -> Sections {
+    let mut b = IndexBuilder::new(BuildOptions::default());
+    let mut text = String::new();
+    for (row, doc) in docs.enumerate() {
+        text.clear();
+        doc_text(schema, doc, &mut text);
+        // Rows ascend from 0 and stay below u32::MAX (the collection's capacity), and a
+        // field count of 1 is what the builder was made for: `add` cannot fail.
+        b.add(row as u32, &[text.as_str()]).expect("rows ascend and fit in u32");
+    }
+    b.finish().expect("a collection's text index fits in the section limits")
+}
+
+/// Opens an owned index (the mutable segment's).
+pub(crate) fn open(s: &Sections) -> TextIndex<'_> {
+    TextIndex::open(&s.meta, &s.dict, &s.postings, &s.positions, &s.doc_lengths)
+        .expect("a freshly built text index opens")
+}
+
+const KINDS: [u32; 5] =
+    [kinds::TEXT_META, kinds::TEXT_DICT, kinds::TEXT_POSTINGS, kinds::TEXT_POSITIONS, kinds::TEXT_DOC_LENGTHS];
+
+/// Adds the text sections to a segment being written.
+pub(crate) fn add_sections<'a>(w: &mut SegmentWriter<'a>, s: &'a Sections) {
+    for (kind, bytes) in KINDS.iter().zip([&s.meta, &s.dict, &s.postings, &s.positions, &s.doc_lengths]) {
+        w.add_section(*kind, SECTION_OPTIONAL, bytes);
+    }
+}
+
+/// Where a sealed segment's five text sections lie.
+#[derive(Clone, Debug)]
+pub(crate) struct TextRanges([Range<usize>; 5]);
+
+impl TextRanges {
+    /// Finds and checks the text sections of a segment: all five or none, one document slot
+    /// per row.
+    pub(crate) fn open(reader: &SegmentReader<'_>, rows: usize) -> Result<Option<TextRanges>, Error> {
+        let found = KINDS.map(|k| reader.section(k));
+        if found.iter().all(Option::is_none) {
+            return Ok(None);
+        }
+        let [Some(meta), Some(dict), Some(postings), Some(positions), Some(lengths)] = found else {
+            return Err(bad("TEXT", "text sections 48-52 must be present together"));
+        };
+        let index = TextIndex::open(meta, dict, postings, positions, lengths).map_err(Error::Text)?;
+        if index.meta().doc_slots as usize != rows || index.meta().field_count != 1 {
+            return Err(bad("TEXT_META", "text documents differ from the segment rows"));
+        }
+        let base = reader.bytes();
+        Ok(Some(TextRanges([meta, dict, postings, positions, lengths].map(|s| range_of(base, s)))))
+    }
+
+    /// The index over the segment's bytes (checked by [`TextRanges::open`]).
+    pub(crate) fn index<'a>(&self, bytes: &'a [u8]) -> TextIndex<'a> {
+        let [a, b, c, d, e] = self.0.clone();
+        TextIndex::open(&bytes[a], &bytes[b], &bytes[c], &bytes[d], &bytes[e])
+            .expect("the same bytes passed the same checks on open")
+    }
+}
+
+/// One entry of a ranking to fuse: an external id and its 1-based rank.
+#[derive(Clone, Copy, Debug)]
+struct Ranked {
+    id: u64,
+    /// 0: the vector ranking, 1: the text ranking.
+    list: u8,
+    rank: u32,
+}
+
+/// Reciprocal rank fusion of two rankings (best first): every id's score is the sum, vector
+/// term first, of `1 / (RRF_K + rank)` over the rankings that hold it. Best first; ties by the
+/// better of the two ranks, then by ascending id. Returns `(id, fused score)`.
+pub(crate) fn rrf(vector: &[u64], text: &[u64]) -> Vec<(u64, f32)> {
+    let mut all: Vec<Ranked> = Vec::with_capacity(vector.len() + text.len());
+    for (list, ids) in [vector, text].into_iter().enumerate() {
+        all.extend(ids.iter().enumerate().map(|(i, &id)| Ranked { id, list: list as u8, rank: i as u32 + 1 }));
+    }
+    all.sort_unstable_by_key(|r| (r.id, r.list));
+    let mut fused: Vec<(u64, f32, u32)> = Vec::with_capacity(all.len());
+    for r in all {
+        let term = 1.0 / (RRF_K + r.rank as f32);
+        match fused.last_mut() {
+            Some(last) if last.0 == r.id => {
+                last.1 += term;
+                last.2 = last.2.min(r.rank);
+            }
+            _ => fused.push((r.id, term, r.rank)),
+        }
+    }
+    fused.sort_unstable_by(|a, b| b.1.total_cmp(&a.1).then(a.2.cmp(&b.2)).then(a.0.cmp(&b.0)));
+    fused.into_iter().map(|(id, score, _)| (id, score)).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rrf_sums_reciprocal_ranks() {
+        let fused = rrf(&[1, 2, 3], &[3, 4, 1]);
+        let score = |id| fused.iter().find(|f| f.0 == id).unwrap().1;
+        assert_eq!(score(1), 1.0 / 61.0 + 1.0 / 63.0);
+        assert_eq!(score(3), 1.0 / 63.0 + 1.0 / 61.0);
+        assert_eq!(score(2), 1.0 / 62.0);
+        // 1 and 3 tie on the sum (the same two terms) and on the best rank: the lower id wins.
+        assert_eq!(fused.iter().map(|f| f.0).collect::<Vec<_>>(), [1, 3, 2, 4]);
+        assert!(rrf(&[], &[]).is_empty());
+    }
+
+    #[test]
+    fn doc_text_joins_text_fields_in_name_order() {
+        let schema = Schema::from_json(r#"{"title": "text", "body": "text", "tag": "keyword"}"#).unwrap();
+        let mut out = String::new();
+        doc_text(&schema, &serde_json::json!({"title": "T", "body": ["a", "b"], "tag": "k"}), &mut out);
+        assert_eq!(out, "a\nb\nT\n");
+        out.clear();
+        doc_text(&schema, &Value::Null, &mut out);
+        assert!(out.is_empty());
+    }
+}

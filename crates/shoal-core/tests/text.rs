@@ -1,0 +1,252 @@
+//! Full-text and hybrid search through the collection: the text fields of payloads indexed in
+//! the mutable and the sealed segment, BM25 results equal to the standalone text index's,
+//! filters and deletes respected, reciprocal rank fusion, deadlines, and bad requests.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use serde_json::{Value, json};
+use shoal_core::{Collection, CollectionConfig, Error, IndexKind, IvfParams, Metric, Schema, SearchRequest};
+use shoal_testkit::{Rng, clustered_vectors};
+use shoal_text::{IndexBuilder, Query, SearchParams, TextIndex};
+
+const WORDS: [&str; 24] = [
+    "whale", "ocean", "salt", "river", "fish", "shoal", "reef", "coral", "tide", "storm", "harbor", "ship", "net",
+    "deep", "blue", "current", "wave", "sand", "shell", "kelp", "gull", "moon", "night", "light",
+];
+
+fn schema() -> Schema {
+    Schema::from_json(r#"{"title": "text", "body": "text", "tag": "keyword", "year": "integer"}"#).unwrap()
+}
+
+/// A payload with a title and a body of Zipf-ish words (low indexes common).
+fn doc(rng: &mut Rng, i: u64) -> Value {
+    let mut word = || {
+        let r = rng.below(WORDS.len() as u64 * WORDS.len() as u64);
+        WORDS[(r as f64).sqrt() as usize % WORDS.len()]
+    };
+    let title: Vec<&str> = (0..3).map(|_| word()).collect();
+    let body: Vec<&str> = (0..(5 + i % 20)).map(|_| word()).collect();
+    if i % 31 == 0 {
+        return json!({"tag": "none", "year": 2000});
+    }
+    let tag = ["a", "b", "c"][(i % 3) as usize];
+    json!({"title": title.join(" "), "body": body.join(" "), "tag": tag, "year": 1990 + i % 30})
+}
+
+fn text_req(text: &str, limit: usize, extra: &str) -> SearchRequest {
+    SearchRequest::from_json(&format!(r#"{{"text": {}, "limit": {limit}{extra}}}"#, json!(text))).unwrap()
+}
+
+struct Data {
+    ids: Vec<u64>,
+    vectors: Vec<f32>,
+    docs: Vec<Value>,
+}
+
+fn data(n: usize, dim: usize) -> Data {
+    let mut rng = Rng::new(5);
+    let ids: Vec<u64> = (0..n as u64).map(|i| i * 3 + 1).collect();
+    let docs = ids.iter().map(|&i| doc(&mut rng, i)).collect();
+    Data { ids, vectors: clustered_vectors(8, n, dim, 16), docs }
+}
+
+/// The standalone index over the same documents (title then body: the collection joins its
+/// text fields in name order, `body` before `title`).
+fn standalone(docs: &[Value]) -> shoal_text::Sections {
+    let mut b = IndexBuilder::new(Default::default());
+    for (i, d) in docs.iter().enumerate() {
+        let mut text = String::new();
+        for f in ["body", "title"] {
+            if let Some(s) = d[f].as_str() {
+                text.push_str(s);
+                text.push('\n');
+            }
+        }
+        b.add(i as u32, &[text.as_str()]).unwrap();
+    }
+    b.finish().unwrap()
+}
+
+const QUERIES: [&str; 6] = ["whale", "ocean salt", "+river fish", "\"moon night\"", "reef -coral", "storm harbor ship"];
+
+#[test]
+fn text_search_equals_the_standalone_index_before_and_after_sealing() {
+    let d = data(2000, 8);
+    let s = standalone(&d.docs);
+    let index = TextIndex::open(&s.meta, &s.dict, &s.postings, &s.positions, &s.doc_lengths).unwrap();
+    let mut col = Collection::with_schema(CollectionConfig { dim: 8, metric: Metric::L2 }, schema()).unwrap();
+    col.insert_with_payloads(&d.ids, &d.vectors, &d.docs).unwrap();
+    for round in 0..3 {
+        for q in QUERIES {
+            let want =
+                index.search(0, &Query::parse(&index.analyzer(), q), &SearchParams { k: 20, ..Default::default() });
+            let want: Vec<(u64, f32)> = want.unwrap().hits.iter().map(|h| (d.ids[h.doc as usize], h.score)).collect();
+            assert!(!want.is_empty(), "{q}");
+            let res = col.search(&text_req(q, 20, "")).unwrap();
+            let got: Vec<(u64, f32)> = res.points.iter().map(|p| (p.id, p.score)).collect();
+            if round < 2 {
+                assert_eq!(got, want, "round {round}: {q}");
+            } else {
+                // Rows permuted by the IVF build: equal scores tie-break by the new row order.
+                // Same scores; the same ids in every tie group but the last (cut at k).
+                let scores = |v: &[(u64, f32)]| v.iter().map(|x| x.1).collect::<Vec<_>>();
+                assert_eq!(scores(&got), scores(&want), "{q}");
+                let last = want.last().unwrap().1;
+                let groups = |v: &[(u64, f32)]| {
+                    let mut v: Vec<(u64, u32)> =
+                        v.iter().filter(|x| x.1 != last).map(|x| (x.0, x.1.to_bits())).collect();
+                    v.sort_by_key(|x| (std::cmp::Reverse(x.1), x.0));
+                    v
+                };
+                assert_eq!(groups(&got), groups(&want), "{q}");
+            }
+            assert!(!res.partial);
+            // offset: the same ranking, shifted.
+            let res = col.search(&text_req(q, 5, r#", "offset": 3"#)).unwrap();
+            let full = col.search(&text_req(q, 20, "")).unwrap();
+            assert_eq!(res.points, full.points[3..8.min(full.points.len())], "{q}");
+            if round < 2 {
+                assert_eq!(
+                    res.points.iter().map(|p| p.id).collect::<Vec<_>>(),
+                    want[3..8.min(want.len())].iter().map(|w| w.0).collect::<Vec<_>>()
+                );
+            }
+        }
+        // Round 0: mutable; round 1: sealed flat; round 2: sealed with an IVF index (rows
+        // permuted by partition) and through bytes.
+        match round {
+            0 => col.seal(),
+            _ => {
+                col.seal_with(IndexKind::IvfRabitq(IvfParams { partitions: Some(8), ..IvfParams::default() }));
+                col = Collection::from_bytes(col.to_bytes()).unwrap();
+            }
+        }
+    }
+}
+
+#[test]
+fn filters_deletes_and_upserts_apply_to_text_results() {
+    let d = data(1500, 8);
+    let mut col = Collection::with_schema(CollectionConfig { dim: 8, metric: Metric::L2 }, schema()).unwrap();
+    col.insert_with_payloads(&d.ids[..1000], &d.vectors[..1000 * 8], &d.docs[..1000]).unwrap();
+    col.seal();
+    col.insert_with_payloads(&d.ids[1000..], &d.vectors[1000 * 8..], &d.docs[1000..]).unwrap();
+    let filter = r#", "filter": {"must": [{"key": "tag", "match": {"value": "a"}}], "must_not": [{"key": "year", "range": {"lt": 1995}}]}"#;
+    for q in QUERIES {
+        let all = col.search(&text_req(q, 10_000, r#", "with_payload": true"#)).unwrap();
+        let want: Vec<u64> = all
+            .points
+            .iter()
+            .filter(|p| {
+                let doc = p.payload.as_ref().unwrap();
+                doc["tag"] == "a" && doc["year"].as_i64().unwrap() >= 1995
+            })
+            .map(|p| p.id)
+            .take(10)
+            .collect();
+        let got = col.search(&text_req(q, 10, filter)).unwrap();
+        assert_eq!(got.points.iter().map(|p| p.id).collect::<Vec<_>>(), want, "{q}");
+    }
+    // Delete every hit of "whale" in both segments; upsert one point with new text.
+    let hits: Vec<u64> = col.search(&text_req("whale", 10_000, "")).unwrap().points.iter().map(|p| p.id).collect();
+    assert!(hits.iter().any(|&id| id < d.ids[1000]) && hits.iter().any(|&id| id >= d.ids[1000]));
+    col.delete(&hits[1..]);
+    col.insert_with_payloads(&[hits[0]], &[0.0; 8], &[json!({"title": "zebra"})]).unwrap();
+    for _ in 0..2 {
+        assert!(col.search(&text_req("whale", 10, "")).unwrap().points.is_empty());
+        let z = col.search(&text_req("zebra", 10, r#", "with_payload": true"#)).unwrap();
+        assert_eq!(z.points.len(), 1);
+        assert_eq!(z.points[0].id, hits[0]);
+        assert_eq!(z.points[0].payload, Some(json!({"title": "zebra"})));
+        col.seal();
+    }
+}
+
+#[test]
+fn hybrid_requests_fuse_the_vector_and_text_rankings() {
+    let d = data(3000, 16);
+    let mut col = Collection::with_schema(CollectionConfig { dim: 16, metric: Metric::Cosine }, schema()).unwrap();
+    col.insert_with_payloads(&d.ids, &d.vectors, &d.docs).unwrap();
+    col.seal_with(IndexKind::IvfRabitq(IvfParams::default()));
+    let q = &d.vectors[16 * 77..16 * 78];
+    let vector = json!(q).to_string();
+    for text in ["whale ocean", "+storm reef"] {
+        for filter in ["", r#", "filter": {"must": [{"key": "tag", "match": {"any": ["a", "b"]}}]}"#] {
+            let v = SearchRequest::from_json(&format!(r#"{{"vector": {vector}, "limit": 100{filter}}}"#)).unwrap();
+            let v: Vec<u64> = col.search(&v).unwrap().points.iter().map(|p| p.id).collect();
+            let t: Vec<u64> = col.search(&text_req(text, 100, filter)).unwrap().points.iter().map(|p| p.id).collect();
+            let mut want: Vec<(u64, f32, usize)> = Vec::new();
+            for id in v.iter().chain(&t) {
+                if want.iter().any(|w| w.0 == *id) {
+                    continue;
+                }
+                let (rv, rt) = (v.iter().position(|x| x == id), t.iter().position(|x| x == id));
+                let score = rv.map_or(0.0, |r| 1.0 / (60.0 + (r + 1) as f32))
+                    + rt.map_or(0.0, |r| 1.0 / (60.0 + (r + 1) as f32));
+                want.push((*id, score, rv.unwrap_or(usize::MAX).min(rt.unwrap_or(usize::MAX))));
+            }
+            want.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.2.cmp(&b.2)).then(a.0.cmp(&b.0)));
+            let req = SearchRequest::from_json(&format!(
+                r#"{{"vector": {vector}, "text": {}, "limit": 10, "fusion": "rrf"{filter}}}"#,
+                json!(text)
+            ))
+            .unwrap();
+            let got = col.search(&req).unwrap();
+            let got: Vec<(u64, f32)> = got.points.iter().map(|p| (p.id, p.score)).collect();
+            let want: Vec<(u64, f32)> = want.iter().take(10).map(|w| (w.0, w.1)).collect();
+            assert_eq!(got, want, "{text} {filter}");
+            // The query's own point is first in the vector ranking; if the text ranking holds it
+            // too, it leads the fused ranking.
+            assert_eq!(v[0], d.ids[77]);
+        }
+    }
+}
+
+#[test]
+fn a_deadline_returns_partial_results() {
+    let d = data(20_000, 4);
+    let mut col = Collection::with_schema(CollectionConfig { dim: 4, metric: Metric::L2 }, schema()).unwrap();
+    col.insert_with_payloads(&d.ids, &d.vectors, &d.docs).unwrap();
+    col.seal();
+    let req = text_req("whale ocean salt river fish", 10, r#", "timeout_ms": 2"#);
+    assert!(matches!(col.search(&req), Err(Error::Unsupported(_))), "no clock: timeout_ms is refused");
+    // A clock that advances 100 µs per reading: the deadline fires after ~20 readings.
+    let now = Arc::new(AtomicU64::new(0));
+    let c = now.clone();
+    col.set_clock(Box::new(move || c.fetch_add(100, Ordering::Relaxed)));
+    let res = col.search(&req).unwrap();
+    assert!(res.partial, "the deadline fired");
+    assert!(!res.stats.exact);
+    let full = col.search(&text_req("whale ocean salt river fish", 10, "")).unwrap();
+    assert!(!full.partial && full.points.len() == 10);
+    // A generous budget: the same results as without one.
+    let res = col.search(&text_req("whale ocean salt river fish", 10, r#", "timeout_ms": 1000000"#)).unwrap();
+    assert!(!res.partial);
+    assert_eq!(res.points, full.points);
+}
+
+#[test]
+fn bad_text_requests_are_clear_errors() {
+    let mut plain = Collection::new(CollectionConfig { dim: 2, metric: Metric::L2 }).unwrap();
+    plain.insert(&[1], &[0.0, 1.0]).unwrap();
+    let err = plain.search(&text_req("whale", 10, "")).unwrap_err();
+    assert!(err.to_string().contains("no text fields"), "{err}");
+    let bad = [
+        (r#"{"vector": [0, 1], "text": "a", "fusion": "max"}"#, "fusion must be"),
+        (r#"{"text": "a", "fusion": "rrf"}"#, "fusion needs both"),
+        (r#"{"text": "a", "timeout_ms": 0}"#, "timeout_ms"),
+        (r#"{"limit": 3}"#, ""),
+    ];
+    for (json, needle) in bad {
+        let err = SearchRequest::from_json(json).and_then(|r| plain.search(&r)).unwrap_err();
+        assert!(err.to_string().contains(needle), "{json}: {err}");
+    }
+    let long = "w ".repeat(10_000);
+    assert!(SearchRequest::from_json(&format!(r#"{{"text": "{long}"}}"#)).is_err());
+    // An empty or all-punctuation query matches nothing.
+    let mut col = Collection::with_schema(CollectionConfig { dim: 2, metric: Metric::L2 }, schema()).unwrap();
+    col.insert_with_payloads(&[1], &[0.0, 1.0], &[json!({"title": "whale"})]).unwrap();
+    assert!(col.search(&text_req("  ... ", 10, "")).unwrap().points.is_empty());
+    assert_eq!(col.search(&text_req("WHALE", 10, "")).unwrap().points.len(), 1);
+}
