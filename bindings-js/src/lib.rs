@@ -37,6 +37,29 @@ pub struct WasmCollection {
     inner: Collection,
 }
 
+impl WasmCollection {
+    fn wrap(mut inner: Collection) -> WasmCollection {
+        inner.set_clock(Box::new(now_micros as fn() -> u64));
+        WasmCollection { inner }
+    }
+}
+
+/// `performance.now()` (or `Date.now()` where there is no `performance`) in microseconds: the
+/// clock of `timeout_ms`.
+fn now_micros() -> u64 {
+    let global = js_sys::global();
+    let perf = js_sys::Reflect::get(&global, &JsValue::from_str("performance")).unwrap_or(JsValue::UNDEFINED);
+    if !perf.is_undefined() {
+        let now = js_sys::Reflect::get(&perf, &JsValue::from_str("now")).unwrap_or(JsValue::UNDEFINED);
+        if let Some(f) = now.dyn_ref::<js_sys::Function>()
+            && let Some(ms) = f.call0(&perf).ok().and_then(|v| v.as_f64())
+        {
+            return (ms * 1000.0) as u64;
+        }
+    }
+    (js_sys::Date::now() * 1000.0) as u64
+}
+
 #[wasm_bindgen]
 impl WasmCollection {
     /// An empty collection of `dim`-dimensional vectors compared with `metric`
@@ -55,7 +78,7 @@ impl WasmCollection {
                 .and_then(|schema| Collection::with_schema(config, schema)),
         }
         .map_err(|e| js_error(&e))?;
-        Ok(WasmCollection { inner })
+        Ok(WasmCollection::wrap(inner))
     }
 
     /// Reserves a batch of `n` points, dropping any batch reserved before and not committed.
@@ -174,7 +197,7 @@ impl WasmCollection {
     /// Opens segment bytes (cheap checks only; see [`verify`](Self::verify)).
     pub fn from_bytes(bytes: &[u8]) -> Result<WasmCollection, JsValue> {
         let inner = Collection::from_bytes(bytes).map_err(|e| js_error(&e))?;
-        Ok(WasmCollection { inner })
+        Ok(WasmCollection::wrap(inner))
     }
 
     /// Name of the kernel implementation in use: `"simd128"` or `"scalar"`.

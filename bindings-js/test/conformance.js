@@ -31,6 +31,7 @@ function replay(fx) {
   const fields = fx.fields ?? undefined;
   let col = new Collection({ dim: fx.dim, metric: fx.metric, fields });
   const filters = fx.filters ?? [];
+  const texts = fx.texts ?? [];
   const out = { ids: [], scoreBits: [], counts: [] };
   const queries = Float32Array.from(fx.queries);
   const nq = queries.length / fx.dim;
@@ -58,10 +59,13 @@ function replay(fx) {
       case "search":
         for (let q = 0; q < nq; q++) {
           const filter = filters.length > 0 ? filters[q % filters.length] : null;
+          const text = texts.length > 0 ? texts[q % texts.length] : "";
+          const alone = text !== "" && Math.floor(q / texts.length) % 2 === 1;
           const res = col.search({
-            vector: queries.subarray(q * fx.dim, (q + 1) * fx.dim),
+            ...(alone ? {} : { vector: queries.subarray(q * fx.dim, (q + 1) * fx.dim) }),
             limit: fx.k,
             ...(filter === null ? {} : { filter }),
+            ...(text === "" ? {} : { text }),
           });
           out.counts.push(res.points.length);
           for (const p of res.points) {

@@ -10,7 +10,7 @@ use shoal_core::Kernels;
 use shoal_payload::{Filter, reference};
 use shoal_testkit::oracle;
 use shoal_testkit::scenario::{
-    CONFIGS, FIELDS, FILTERS, Op, Output, Scenario, filter_of, live_points_at_searches, run, scenario,
+    CONFIGS, FIELDS, FILTERS, Op, Output, Scenario, TEXTS, filter_of, live_points_at_searches, run, scenario, text_of,
 };
 
 fn workspace_root() -> PathBuf {
@@ -34,6 +34,7 @@ fn check_against_oracle(s: &Scenario, out: &Output) {
     let mut at = 0;
     let mut count_at = 0;
     let mut checked = 0;
+    let mut text_results = 0;
     for (live, exact) in &snaps {
         for (qi, q) in s.queries.chunks_exact(c.dim).enumerate() {
             let n = out.counts[count_at] as usize;
@@ -48,6 +49,13 @@ fn check_against_oracle(s: &Scenario, out: &Output) {
                     live.points.iter().zip(&live.payloads).filter(pass).map(|(p, _)| p.clone()).collect()
                 }
             };
+            if text_of(&c, qi).is_some() {
+                // Text and hybrid searches: cross-target identity is checked here; their
+                // results against a naive BM25 are the business of the text tests.
+                assert!(n <= c.k);
+                text_results += n;
+                continue;
+            }
             if !exact {
                 // Approximate (IVF) search: cross-target identity is checked; recall is the
                 // business of the index tests. A (filtered) search still returns `k` results
@@ -62,7 +70,9 @@ fn check_against_oracle(s: &Scenario, out: &Output) {
         }
     }
     assert_eq!(at, out.ids.len());
-    assert!(checked >= c.queries, "{}: at least the first search is exact", c.name);
+    let plain = (0..c.queries).filter(|&q| text_of(&c, q).is_none()).count();
+    assert!(checked >= plain, "{}: at least the first search is exact", c.name);
+    assert_eq!(text_results > 0, c.payloads, "{}: text and hybrid queries find points", c.name);
 }
 
 #[test]
@@ -119,6 +129,8 @@ fn write_fixture(s: &Scenario, out: &Output) {
         "queries": floats(&s.queries),
         // Query q uses filters[q % filters.length] (null: none).
         "fields": if c.payloads { serde_json::from_str::<Value>(FIELDS).unwrap() } else { Value::Null },
+        // ... and texts[q % texts.length] ("": none), alone when floor(q / texts.length) is odd.
+        "texts": if c.payloads { TEXTS.to_vec() } else { Vec::new() },
         "filters": if c.payloads {
             FILTERS.iter().map(|f| serde_json::from_str::<Value>(f).unwrap()).collect::<Vec<_>>()
         } else {

@@ -73,6 +73,14 @@ pub struct Collection {
     clock: Option<Box<dyn Clock + Send + Sync>>,
 }
 
+/// The text ranking of a request: `(internal id, BM25 score)` best first, whether the
+/// deadline fired, and counters.
+struct TextRanking {
+    hits: Vec<(usize, f32)>,
+    partial: bool,
+    stats: SearchStats,
+}
+
 /// The buffers of one search.
 #[derive(Default)]
 struct QueryScratch {
@@ -335,11 +343,16 @@ impl Collection {
         }
         let (first, dim) = (self.mutable.committed, self.dim);
         let end = self.mutable.ids.len();
-        if self.schema.is_some() {
+        if let Some(schema) = &self.schema {
             if payloads.is_empty() {
                 self.mutable.payloads.resize(end, Value::Null);
             } else {
-                self.mutable.payloads.extend_from_slice(payloads);
+                // One canonical form whatever language wrote the numbers (see `canonicalize`).
+                self.mutable.payloads.extend(payloads.iter().map(|p| {
+                    let mut p = p.clone();
+                    shoal_payload::canonicalize(schema, &mut p);
+                    p
+                }));
             }
         }
         if self.metric.normalizes() {
@@ -515,7 +528,7 @@ impl Collection {
             (None, Some(_)) => {
                 let filter = self.parse_filter(req.filter.as_ref())?;
                 let k = req.offset + req.limit;
-                let (hits, partial, stats) = self.text_ranking(req, filter.as_ref(), k)?;
+                let TextRanking { hits, partial, stats } = self.text_ranking(req, filter.as_ref(), k)?;
                 points.extend(hits.into_iter().skip(req.offset).map(|(internal, score)| ScoredPoint {
                     id: self.external_id(internal),
                     score,
@@ -537,12 +550,7 @@ impl Collection {
     /// The text ranking of a request: up to `k` `(internal id, BM25 score)` pairs, best first
     /// (ties by internal id), from the sealed and the mutable segment, with the request's
     /// filter and deadline; and whether the deadline fired.
-    fn text_ranking(
-        &self,
-        req: &SearchRequest,
-        filter: Option<&Filter>,
-        k: usize,
-    ) -> Result<(Vec<(usize, f32)>, bool, SearchStats), Error> {
+    fn text_ranking(&self, req: &SearchRequest, filter: Option<&Filter>, k: usize) -> Result<TextRanking, Error> {
         let text = req.text.as_deref().unwrap_or("");
         if !self.schema.as_ref().is_some_and(text::has_text) {
             return Err(Error::InvalidRequest("`text`: the collection has no text fields".into()));
@@ -598,15 +606,15 @@ impl Collection {
         hits.sort_unstable_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
         hits.truncate(k);
         stats.exact = !partial;
-        Ok((hits, partial, stats))
+        Ok(TextRanking { hits, partial, stats })
     }
 
     /// A request with both `vector` and `text`: each ranking to [`FUSION_DEPTH`](text::FUSION_DEPTH)
     /// (or `offset + limit`) results with the filter applied to both, fused by reciprocal rank.
     fn search_hybrid(&self, req: &SearchRequest, out: &mut Vec<ScoredPoint>) -> Result<(SearchStats, bool), Error> {
-        let depth = (req.offset + req.limit).max(text::FUSION_DEPTH).min(crate::MAX_LIMIT);
+        let depth = (req.offset + req.limit).clamp(text::FUSION_DEPTH, crate::MAX_LIMIT);
         let filter = self.parse_filter(req.filter.as_ref())?;
-        let (text_hits, partial, tstats) = self.text_ranking(req, filter.as_ref(), depth)?;
+        let TextRanking { hits: text_hits, partial, stats: tstats } = self.text_ranking(req, filter.as_ref(), depth)?;
         let vreq = SearchRequest {
             text: None,
             limit: depth,

@@ -48,8 +48,8 @@ pub use store::{
 };
 pub use table::PAYLOAD_LAYOUT_VERSION;
 pub use values::{
-    FieldValues, ScalarValue, f64_of_key, i64_of_key, json_integer, key_of_f64, key_of_i64, parse_payload,
-    parse_payload_str,
+    FieldValues, ScalarValue, canonicalize, f64_of_key, i64_of_key, json_integer, key_of_f64, key_of_i64,
+    parse_payload, parse_payload_str,
 };
 
 #[cfg(target_endian = "big")]

@@ -230,7 +230,11 @@ impl PayloadBuilder {
         }
         let doc_text = match doc {
             Value::Null => "{}".to_string(),
-            d => d.to_string(),
+            d => {
+                let mut d = d.clone();
+                crate::values::canonicalize(&self.schema, &mut d);
+                d.to_string()
+            }
         };
         self.doc_bytes.extend_from_slice(doc_text.as_bytes());
         self.doc_offsets.push(self.doc_bytes.len() as u64);

@@ -58,6 +58,41 @@ pub fn json_type_name(v: &Value) -> &'static str {
     }
 }
 
+/// Rewrites the numbers of `doc`'s typed fields in one canonical form, so the same payload
+/// stores the same bytes whichever language wrote it (JavaScript writes `2.0` as `2`): values
+/// of `float` fields become `f64` numbers, integral values of `integer` fields `i64` numbers.
+/// Other values are left alone (validation is [`parse_payload`]'s business).
+///
+/// ```
+/// let schema = shoal_payload::Schema::from_json(r#"{"price": "float", "n": "integer"}"#).unwrap();
+/// let mut doc = serde_json::json!({"price": [0, 2.5], "n": 3.0, "other": 1});
+/// shoal_payload::canonicalize(&schema, &mut doc);
+/// assert_eq!(doc.to_string(), r#"{"n":3,"other":1,"price":[0.0,2.5]}"#);
+/// ```
+pub fn canonicalize(schema: &Schema, doc: &mut Value) {
+    let Some(obj) = doc.as_object_mut() else { return };
+    for (name, v) in obj.iter_mut() {
+        let fix: fn(&serde_json::Number) -> Option<Value> = match schema.field(name) {
+            Some((_, FieldType::Float)) => {
+                |n| n.as_f64().and_then(|f| serde_json::Number::from_f64(f).map(Value::Number))
+            }
+            Some((_, FieldType::Integer)) => |n| json_integer(n).map(Value::from),
+            _ => continue,
+        };
+        let items: &mut [Value] = match v {
+            Value::Array(a) => a,
+            x => core::slice::from_mut(x),
+        };
+        for x in items {
+            if let Value::Number(n) = x
+                && let Some(c) = fix(n)
+            {
+                *x = c;
+            }
+        }
+    }
+}
+
 /// The `i64` a JSON number denotes, if it is integral and in range (`3` and `3.0` are 3;
 /// `3.5` and `2^63` are not integers).
 pub fn json_integer(n: &serde_json::Number) -> Option<i64> {

@@ -37,7 +37,15 @@ pub struct Config {
 }
 
 /// The payload fields of configurations with payloads, as the JSON every host parses.
-pub const FIELDS: &str = r#"{"color": "keyword", "n": "integer", "tags": "keyword", "price": "float", "flag": "bool"}"#;
+pub const FIELDS: &str =
+    r#"{"color": "keyword", "n": "integer", "tags": "keyword", "price": "float", "flag": "bool", "title": "text"}"#;
+
+/// Words of the `title` text field.
+const VOCAB: [&str; 8] = ["blue", "whale", "ocean", "salt", "reef", "storm", "Blue", "wave"];
+
+/// The text queries of configurations with payloads: query `q` uses `TEXTS[q % TEXTS.len()]`
+/// (`""`: none), with its vector (hybrid) when `(q / TEXTS.len())` is even, alone otherwise.
+pub const TEXTS: [&str; 6] = ["", "whale", "ocean salt", "\"blue whale\"", "+reef -storm", ""];
 
 /// The filters that searches of configurations with payloads cycle through (query `q` uses
 /// `FILTERS[q % FILTERS.len()]`; `null` is no filter). Some match most points (the IVF index
@@ -71,6 +79,10 @@ pub fn payload(id: u64, step: usize) -> Value {
         "price": ((h >> 24) % 1000) as f64 / 1000.0,
         "flag": if h % 17 == 1 { Value::Null } else { Value::Bool((h >> 40) % 2 == 0) },
     });
+    if h % 5 != 0 {
+        let words: Vec<&str> = (0..2 + (h >> 60) % 3).map(|i| VOCAB[((h >> (44 + 4 * i)) % 8) as usize]).collect();
+        doc["title"] = Value::String(words.join(" "));
+    }
     match (h >> 16) % 4 {
         0 => {}
         1 => doc["tags"] = json!(["x"]),
@@ -78,6 +90,23 @@ pub fn payload(id: u64, step: usize) -> Value {
         _ => doc["tags"] = json!("z"),
     }
     doc
+}
+
+/// The request of query `q` (vector `v`) of a configuration: its filter, text and vector.
+pub fn request_of(config: &Config, q: usize, v: &[f32]) -> SearchRequest {
+    let mut req = SearchRequest { filter: filter_of(config, q), ..SearchRequest::nearest(v.to_vec(), config.k) };
+    if let Some(text) = text_of(config, q) {
+        req.text = Some(text.into());
+        if (q / TEXTS.len()) % 2 == 1 {
+            req.vector = None;
+        }
+    }
+    req
+}
+
+/// The text of query `q` of a configuration, if it has one.
+pub fn text_of(config: &Config, q: usize) -> Option<&'static str> {
+    Some(TEXTS[q % TEXTS.len()]).filter(|t| config.payloads && !t.is_empty())
 }
 
 /// The filter of query `q` (`None` for no filter) of a configuration.
@@ -328,8 +357,7 @@ pub fn run(s: &Scenario, kernels: Kernels) -> Output {
             }
             Op::Search => {
                 for (i, q) in s.queries.chunks_exact(c.dim).enumerate() {
-                    let req = SearchRequest { filter: filter_of(&c, i), ..SearchRequest::nearest(q.to_vec(), c.k) };
-                    let res = col.search(&req).expect("valid search");
+                    let res = col.search(&request_of(&c, i, q)).expect("valid search");
                     out.counts.push(res.points.len() as u32);
                     for p in res.points {
                         out.ids.push(p.id);
