@@ -14,7 +14,7 @@ CACHE := $(HOME)/.cache/shoal
 GLOVE := $(CACHE)/glove50
 
 .PHONY: demo test bench setup setup-rust setup-js setup-edge build-js lint test-rust test-js test-edge check-targets \
-        bench-kernels bench-search bench-node bench-ann fuzz
+        bench-kernels bench-search bench-node bench-ann bench-filtered fuzz
 
 ## ---- setup ---------------------------------------------------------------------------
 
@@ -98,7 +98,7 @@ demo: setup build-js $(GLOVE)/vectors.npy
 
 ## ---- bench ---------------------------------------------------------------------------
 
-bench: setup build-js $(GLOVE)/vectors.npy bench-kernels bench-search bench-node bench-ann
+bench: setup build-js $(GLOVE)/vectors.npy bench-kernels bench-search bench-node bench-ann bench-filtered
 
 bench-kernels:
 	$(CARGO) bench -p shoal-kernels --bench kernels
@@ -119,6 +119,15 @@ bench-ann:
 	SHOAL_ANN_DATASETS=$(ANN_DATASETS) $(CARGO) bench -p shoal-host --bench ann
 	for d in $$(echo $(ANN_DATASETS) | tr , ' '); do node bench/node/ann.mjs $$d; done
 	for d in $$(echo $(ANN_DATASETS) | tr , ' '); do python3 bench/peers.py $$d; done
+
+# Issue 4: filtered search on GloVe 400k, Shoal then hnswlib + Lance, one table.
+bench-filtered:
+	pip install -q -r bench/requirements-bench.txt
+	python3 bench/datasets.py --only glove-400k
+	python3 bench/filtered.py prepare
+	$(CARGO) bench -p shoal-host --bench filtered
+	python3 bench/filtered.py peers
+	python3 bench/filtered.py report
 
 ## ---- fuzz (nightly; not part of `make test`) -----------------------------------------
 
