@@ -27,7 +27,6 @@
 
 use alloc::string::String;
 use alloc::vec::Vec;
-use unicode_segmentation::UnicodeSegmentation;
 
 /// Switches of the [`Analyzer`]; stored in the index (`TextMeta`) so queries analyse alike.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -109,7 +108,9 @@ impl Analyzer {
         let mut buf = String::new();
         let mut run = String::new(); // the current CJK run
         let mut run_end = usize::MAX;
-        for (start, seg) in text.split_word_bound_indices() {
+        let mut segs = Vec::new();
+        words(text, |start, seg| segs.push((start, seg)));
+        for (start, seg) in segs {
             let is_cjk = self.opts.cjk_bigrams && seg.chars().all(is_cjk_char);
             if is_cjk {
                 if start != run_end {
@@ -176,6 +177,49 @@ impl Analyzer {
             buf.push_str(&run[i..i + c.len_utf8() + d.len_utf8()]);
             self.emit(buf, pos, f);
         }
+    }
+}
+
+/// Calls `f(start, word)` for the words of `text`, in order: maximal runs of letters and
+/// digits — with combining accents (U+0300–U+036F) inside them, an apostrophe or a full stop
+/// between two letters (`can't`, `U.S.A`) and a full stop or a comma between two digits
+/// (`3.14`, `1,000`) — and every CJK character on its own. Everything else separates words.
+/// (A compact stand-in for Unicode word segmentation, UAX #29, whose tables would cost the
+/// wasm build about 35 KB.)
+pub fn words<'t>(text: &'t str, mut f: impl FnMut(usize, &'t str)) {
+    let mut chars = text.char_indices().peekable();
+    let mut start: Option<usize> = None;
+    let mut prev = ' ';
+    while let Some((i, c)) = chars.next() {
+        if is_cjk_char(c) {
+            if let Some(s) = start.take() {
+                f(s, &text[s..i]);
+            }
+            f(i, &text[i..i + c.len_utf8()]);
+            continue;
+        }
+        if c.is_alphanumeric() || (start.is_some() && ('\u{300}'..='\u{36F}').contains(&c)) {
+            start.get_or_insert(i);
+            prev = c;
+            continue;
+        }
+        if let Some(s) = start {
+            let next = chars.peek().map_or(' ', |&(_, n)| n);
+            let joins = !is_cjk_char(next)
+                && match c {
+                    '.' => (prev.is_alphabetic() && next.is_alphabetic()) || (prev.is_numeric() && next.is_numeric()),
+                    ',' => prev.is_numeric() && next.is_numeric(),
+                    c if is_apostrophe(c) => prev.is_alphabetic() && next.is_alphabetic(),
+                    _ => false,
+                };
+            if !joins {
+                f(s, &text[s..i]);
+                start = None;
+            }
+        }
+    }
+    if let Some(s) = start {
+        f(s, &text[s..]);
     }
 }
 
@@ -266,6 +310,34 @@ fn fold_into(c: char, out: &mut String) {
 
 #[cfg(test)]
 mod tests {
+
+    #[test]
+    fn words_split_like_word_boundaries() {
+        let split = |t| {
+            let mut v = Vec::new();
+            words(t, |i, w| v.push((i, w)));
+            v
+        };
+        assert_eq!(split("can't stop, U.S.A. 3.14 1,000 e-mail"), [
+            (0, "can't"),
+            (6, "stop"),
+            (12, "U.S.A"),
+            (19, "3.14"),
+            (24, "1,000"),
+            (30, "e"),
+            (32, "mail")
+        ]);
+        assert_eq!(split("cafe\u{301} naïve x2 ..a.. 'quoted'"), [
+            (0, "cafe\u{301}"),
+            (7, "naïve"),
+            (14, "x2"),
+            (19, "a"),
+            (24, "quoted")
+        ]);
+        assert_eq!(split("東京abc"), [(0, "東"), (3, "京"), (6, "abc")]);
+        assert!(split(" -- ").is_empty());
+    }
+
     use super::*;
     use alloc::string::ToString;
     use alloc::vec;
