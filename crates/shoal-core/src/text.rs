@@ -72,7 +72,7 @@ pub(crate) fn build<'d>(schema: &Schema, docs: impl Iterator<Item = &'d Value>) 
 
 /// Opens an owned index (the mutable segment's).
 pub(crate) fn open(s: &Sections) -> TextIndex<'_> {
-    TextIndex::open(&s.meta, &s.dict, &s.postings, &s.positions, &s.doc_lengths)
+    TextIndex::reopen(&s.meta, &s.dict, &s.postings, &s.positions, &s.doc_lengths)
         .expect("a freshly built text index opens")
 }
 
@@ -112,7 +112,7 @@ impl TextRanges {
     /// The index over the segment's bytes (checked by [`TextRanges::open`]).
     pub(crate) fn index<'a>(&self, bytes: &'a [u8]) -> TextIndex<'a> {
         let [a, b, c, d, e] = self.0.clone();
-        TextIndex::open(&bytes[a], &bytes[b], &bytes[c], &bytes[d], &bytes[e])
+        TextIndex::reopen(&bytes[a], &bytes[b], &bytes[c], &bytes[d], &bytes[e])
             .expect("the same bytes passed the same checks on open")
     }
 }

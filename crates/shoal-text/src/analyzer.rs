@@ -318,22 +318,14 @@ mod tests {
             words(t, |i, w| v.push((i, w)));
             v
         };
-        assert_eq!(split("can't stop, U.S.A. 3.14 1,000 e-mail"), [
-            (0, "can't"),
-            (6, "stop"),
-            (12, "U.S.A"),
-            (19, "3.14"),
-            (24, "1,000"),
-            (30, "e"),
-            (32, "mail")
-        ]);
-        assert_eq!(split("cafe\u{301} naïve x2 ..a.. 'quoted'"), [
-            (0, "cafe\u{301}"),
-            (7, "naïve"),
-            (14, "x2"),
-            (19, "a"),
-            (24, "quoted")
-        ]);
+        assert_eq!(
+            split("can't stop, U.S.A. 3.14 1,000 e-mail"),
+            [(0, "can't"), (6, "stop"), (12, "U.S.A"), (19, "3.14"), (24, "1,000"), (30, "e"), (32, "mail")]
+        );
+        assert_eq!(
+            split("cafe\u{301} naïve x2 ..a.. 'quoted'"),
+            [(0, "cafe\u{301}"), (7, "naïve"), (14, "x2"), (19, "a"), (24, "quoted")]
+        );
         assert_eq!(split("東京abc"), [(0, "東"), (3, "京"), (6, "abc")]);
         assert!(split(" -- ").is_empty());
     }

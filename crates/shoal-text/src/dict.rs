@@ -133,6 +133,14 @@ impl<'a> TermDict<'a> {
     /// Opens a dictionary: checks the header and that the block table ascends inside the bytes
     /// (O(blocks), reading 4 bytes per block). Blocks are checked as they are read.
     pub fn open(bytes: &'a [u8]) -> Result<TermDict<'a>, TextError> {
+        let dict = TermDict::reopen(bytes)?;
+        dict.check_blocks()?;
+        Ok(dict)
+    }
+
+    /// [`open`](Self::open) without the O(blocks) walk of the block table, for bytes that
+    /// passed `open` before (a reader keeps every later read bounds-checked either way).
+    pub fn reopen(bytes: &'a [u8]) -> Result<TermDict<'a>, TextError> {
         let count = read_u32(bytes, 0, WHAT)?;
         let n_blocks = read_u32(bytes, 4, WHAT)?;
         if n_blocks as usize != (count as usize).div_ceil(DICT_BLOCK) {
@@ -140,7 +148,11 @@ impl<'a> TermDict<'a> {
         }
         let table_end = 8 + 4 * n_blocks as usize;
         let starts = bytes.get(8..table_end).ok_or(TextError::Truncated { what: "dictionary block table" })?;
-        let blocks = &bytes[table_end..];
+        Ok(TermDict { count, n_blocks, starts, blocks: &bytes[table_end..] })
+    }
+
+    fn check_blocks(&self) -> Result<(), TextError> {
+        let (n_blocks, starts, blocks) = (self.n_blocks, self.starts, self.blocks);
         let mut prev = 0u32;
         for b in 0..n_blocks as usize {
             let s = read_u32(starts, 4 * b, WHAT)?;
@@ -149,7 +161,7 @@ impl<'a> TermDict<'a> {
             }
             prev = s;
         }
-        Ok(TermDict { count, n_blocks, starts, blocks })
+        Ok(())
     }
 
     /// Number of terms.

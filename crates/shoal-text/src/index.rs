@@ -321,8 +321,19 @@ impl<'a> TextIndex<'a> {
         positions: &'a [u8],
         doc_lengths: &'a [u8],
     ) -> Result<TextIndex<'a>, TextError> {
+        TextIndex::open_with(meta, dict, postings, positions, doc_lengths, TermDict::open)
+    }
+
+    fn open_with(
+        meta: &[u8],
+        dict: &'a [u8],
+        postings: &'a [u8],
+        positions: &'a [u8],
+        doc_lengths: &'a [u8],
+        open_dict: fn(&'a [u8]) -> Result<TermDict<'a>, TextError>,
+    ) -> Result<TextIndex<'a>, TextError> {
         let meta = TextMeta::from_bytes(meta)?;
-        let dict = TermDict::open(dict)?;
+        let dict = open_dict(dict)?;
         let want = 4 * u64::from(meta.field_count) * u64::from(meta.doc_slots);
         if doc_lengths.len() as u64 != want {
             return Err(corrupt("doc lengths", "length does not match field count x doc slots"));
@@ -331,6 +342,20 @@ impl<'a> TextIndex<'a> {
             return Err(corrupt("positions", "present although the meta says no positions"));
         }
         Ok(TextIndex { meta, dict, postings, positions, doc_lengths })
+    }
+
+    /// [`open`](Self::open) for sections that passed `open` before: the same checks but the
+    /// O(blocks) walk of the dictionary's block table, so a reader that keeps only the byte
+    /// ranges can reopen the index per query in O(1).
+    pub fn reopen(
+        meta: &[u8],
+        dict: &'a [u8],
+        postings: &'a [u8],
+        positions: &'a [u8],
+        doc_lengths: &'a [u8],
+    ) -> Result<TextIndex<'a>, TextError> {
+        let index = TextIndex::open_with(meta, dict, postings, positions, doc_lengths, TermDict::reopen)?;
+        Ok(index)
     }
 
     /// The meta record.

@@ -153,22 +153,34 @@ impl<'a> PositionsList<'a> {
 }
 
 /// A [`PositionsList`] with a per-block lookup table, for reading many postings of one block:
-/// the first access to a block walks its varints once, later accesses are O(1) (mask) or
-/// O(tf) (positions).
+/// masks of postings with two or more positions are O(1); the byte offsets of the position
+/// varints are found by walking the block once, lazily, only as far as the postings read.
 #[derive(Clone, Debug)]
 pub struct PositionsCursor<'a> {
     list: PositionsList<'a>,
     block: u32,
     bytes: &'a [u8],
-    /// Byte offset of each posting's first position varint; its mask slot (`u8::MAX` = none).
+    /// Byte offset of each walked posting's first position varint.
     offsets: [u32; BLOCK],
+    /// Each posting's mask slot (`u8::MAX` = none).
     slots: [u8; BLOCK],
+    /// Postings whose offsets are known, and the byte offset after them.
+    walked: usize,
+    walk_pos: usize,
 }
 
 impl<'a> PositionsCursor<'a> {
     /// A cursor over `list`.
     pub fn new(list: PositionsList<'a>) -> PositionsCursor<'a> {
-        PositionsCursor { list, block: u32::MAX, bytes: &[], offsets: [0; BLOCK], slots: [0; BLOCK] }
+        PositionsCursor {
+            list,
+            block: u32::MAX,
+            bytes: &[],
+            offsets: [0; BLOCK],
+            slots: [0; BLOCK],
+            walked: 0,
+            walk_pos: 0,
+        }
     }
 
     fn index(&mut self, b: u32, idx: usize, block_tfs: &[u32]) -> Result<(), TextError> {
@@ -185,14 +197,21 @@ impl<'a> PositionsCursor<'a> {
                 u8::MAX
             };
         }
-        let mut pos = 8 * usize::from(slot);
-        for (i, &t) in block_tfs.iter().enumerate() {
-            self.offsets[i] = pos as u32;
-            skip_n(bytes, &mut pos, t, WHAT)?;
-        }
+        self.walked = 0;
+        self.walk_pos = 8 * usize::from(slot);
         self.bytes = bytes;
         self.block = b;
         Ok(())
+    }
+
+    /// The byte offset of posting `idx`'s first position varint (walking up to it).
+    fn offset(&mut self, idx: usize, block_tfs: &[u32]) -> Result<usize, TextError> {
+        while self.walked <= idx {
+            self.offsets[self.walked] = self.walk_pos as u32;
+            skip_n(self.bytes, &mut self.walk_pos, block_tfs[self.walked], WHAT)?;
+            self.walked += 1;
+        }
+        Ok(self.offsets[idx] as usize)
     }
 
     /// The mask of posting `idx` of block `b` (see [`PositionsList::mask`]).
@@ -202,7 +221,7 @@ impl<'a> PositionsCursor<'a> {
         if slot != u8::MAX {
             return read_u64(self.bytes, 8 * usize::from(slot), WHAT);
         }
-        let mut pos = self.offsets[idx] as usize;
+        let mut pos = self.offset(idx, block_tfs)?;
         Ok(1u64 << (get_u32(self.bytes, &mut pos, WHAT)? % 64))
     }
 
@@ -210,7 +229,7 @@ impl<'a> PositionsCursor<'a> {
     pub fn positions(&mut self, b: u32, idx: usize, block_tfs: &[u32], out: &mut Vec<u32>) -> Result<(), TextError> {
         out.clear();
         self.index(b, idx, block_tfs)?;
-        let mut pos = self.offsets[idx] as usize;
+        let mut pos = self.offset(idx, block_tfs)?;
         let mut next = 0u64;
         for _ in 0..block_tfs[idx] {
             let v = next + u64::from(get_u32(self.bytes, &mut pos, WHAT)?);

@@ -1,3 +1,4 @@
+#![allow(dead_code)] // each bench uses a subset
 //! Helpers shared by the dataset benchmarks (`ann`, `filtered`): where `bench/datasets.py`
 //! puts its files, and reading them.
 
