@@ -27,7 +27,7 @@ fn doc(rng: &mut Rng, i: u64) -> Value {
     };
     let title: Vec<&str> = (0..3).map(|_| word()).collect();
     let body: Vec<&str> = (0..(5 + i % 20)).map(|_| word()).collect();
-    if i % 31 == 0 {
+    if i.is_multiple_of(31) {
         return json!({"tag": "none", "year": 2000});
     }
     let tag = ["a", "b", "c"][(i % 3) as usize];

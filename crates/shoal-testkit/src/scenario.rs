@@ -69,7 +69,7 @@ pub fn payload(id: u64, step: usize) -> Value {
     h ^= h >> 31;
     h = h.wrapping_mul(0xff51_afd7_ed55_8ccd);
     h ^= h >> 29;
-    if h % 23 == 0 {
+    if h.is_multiple_of(23) {
         return Value::Null;
     }
     let color = ["red", "green", "blue"][(h % 3) as usize];
@@ -77,9 +77,9 @@ pub fn payload(id: u64, step: usize) -> Value {
         "color": color,
         "n": (h >> 8) % 100,
         "price": ((h >> 24) % 1000) as f64 / 1000.0,
-        "flag": if h % 17 == 1 { Value::Null } else { Value::Bool((h >> 40) % 2 == 0) },
+        "flag": if h % 17 == 1 { Value::Null } else { Value::Bool((h >> 40).is_multiple_of(2)) },
     });
-    if h % 5 != 0 {
+    if !h.is_multiple_of(5) {
         let words: Vec<&str> = (0..2 + (h >> 60) % 3).map(|i| VOCAB[((h >> (44 + 4 * i)) % 8) as usize]).collect();
         doc["title"] = Value::String(words.join(" "));
     }
