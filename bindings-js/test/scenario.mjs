@@ -9,12 +9,34 @@
 // of the scores (as hex), and for every segment its length and an FNV-1a hash of its bytes —
 // so "identical" means identical ids, identical score bits and identical segment files.
 //
-// Hooks: payload filters and full text are being built; when they land, their steps go where
-// the `features.payloads` / `features.text` branches are (they are off by default so every
-// runtime runs the same steps).
+// Every collection carries payloads (keyword, integer, float and text fields); the scenario
+// searches with filters, with text alone (BM25) and with vector + text (hybrid, RRF), in the
+// mutable segment, after a flat seal, after IVF seals and after byte round trips.
 
 /** Scenario version: bump it when the steps change (summaries of different versions differ). */
-export const SCENARIO_VERSION = 1;
+export const SCENARIO_VERSION = 2;
+
+const FIELDS = { title: "text", tag: "keyword", year: "integer", price: "float" };
+const VOCAB = ["blue", "whale", "ocean", "salt", "reef", "storm", "wave", "shoal", "Kelp", "tide", "café", "coral"];
+const TAGS = ["a", "b", "c", "d"];
+const FILTER = {
+  must: [{ key: "tag", match: { any: ["a", "b"] } }],
+  must_not: [{ key: "year", range: { lt: 1990 } }],
+};
+const TEXTS = ["whale", "ocean salt", '"blue whale"', "+reef -storm", "cafe coral"];
+
+/** The payload of point number `i` (deterministic; some points have none, some no title). */
+function payload(i) {
+  if (i % 29 === 0) return null;
+  const next = rng(i + 7);
+  const words = [];
+  const len = 2 + (i % 4);
+  for (let w = 0; w < len; w++) words.push(VOCAB[Math.floor((next() + 1) * 6) % VOCAB.length]);
+  const doc = { tag: TAGS[i % 4], year: 1970 + (i % 50), price: (i % 1000) / 8 };
+  if (i % 5 !== 0) doc.title = words.join(" ");
+  if (i % 11 === 0) doc.tag = [TAGS[i % 4], "z"];
+  return doc;
+}
 
 /** A deterministic generator (xorshift32) of floats in [-1, 1), identical in every engine. */
 export function rng(seed) {
@@ -70,17 +92,38 @@ function segmentInfo(bytes) {
   return { bytes: bytes.length, fnv1a: fnv1a(bytes) };
 }
 
+function summarizeResponse(res) {
+  if (res.partial) throw new Error("scenario: unexpected partial result");
+  return { ids: res.points.map((p) => String(p.id)), scores: res.points.map((p) => scoreBits(p.score)) };
+}
+
 /** Runs `queries` (row-major) against `col`; one entry per query: ids and score bits. */
 function searchAll(col, queries, dim, extra = {}) {
   const out = [];
   for (let q = 0; q < queries.length / dim; q++) {
-    const res = col.search({ vector: queries.subarray(q * dim, (q + 1) * dim), limit: 10, ...extra });
-    if (res.partial) throw new Error("scenario: unexpected partial result");
-    out.push({
-      ids: res.points.map((p) => String(p.id)),
-      scores: res.points.map((p) => scoreBits(p.score)),
-    });
+    out.push(summarizeResponse(col.search({ vector: queries.subarray(q * dim, (q + 1) * dim), limit: 10, ...extra })));
   }
+  return out;
+}
+
+/** Filtered, text, filtered text and hybrid searches; each result checked against its filter. */
+function searchPayloads(col, queries, dim) {
+  const out = { filtered: searchAll(col, queries, dim, { filter: FILTER, with_payload: true }) };
+  const res = col.search({ vector: queries.subarray(0, dim), limit: 10, filter: FILTER, with_payload: true });
+  for (const p of res.points) {
+    const tags = [p.payload.tag].flat();
+    if (!(tags.includes("a") || tags.includes("b")) || p.payload.year < 1990) {
+      throw new Error(`scenario: point ${p.id} does not pass the filter: ${JSON.stringify(p.payload)}`);
+    }
+  }
+  out.text = TEXTS.map((text) => summarizeResponse(col.search({ text, limit: 10 })));
+  if (out.text.every((r) => r.ids.length === 0)) throw new Error("scenario: text queries found nothing");
+  out.textFiltered = TEXTS.map((text) => summarizeResponse(col.search({ text, limit: 10, filter: FILTER })));
+  out.hybrid = TEXTS.map((text, q) =>
+    summarizeResponse(
+      col.search({ vector: queries.subarray((q % 6) * dim, (q % 6 + 1) * dim), text, limit: 10, fusion: "rrf" }),
+    ),
+  );
   return out;
 }
 
@@ -94,13 +137,12 @@ function same(what, a, b) {
 /**
  * Runs the scenario with a loaded package (`init()` already awaited) and returns its summary.
  * @param {{ Collection: any }} shoal the package's exports
- * @param {{ features?: { payloads?: boolean, text?: boolean }, n?: number }} [opts]
+ * @param {{ n?: number }} [opts]
  */
 export function runScenario(shoal, opts = {}) {
   const { Collection } = shoal;
-  const features = { payloads: false, text: false, ...(opts.features ?? {}) };
   const n = opts.n ?? 1500;
-  const summary = { version: SCENARIO_VERSION, features, metrics: {} };
+  const summary = { version: SCENARIO_VERSION, metrics: {} };
 
   for (const [metric, dim] of [
     ["l2", 37],
@@ -110,7 +152,7 @@ export function runScenario(shoal, opts = {}) {
     const out = {};
     const vectors = clusteredVectors(n, dim, 12, 1000 + dim);
     const queries = randomVectors(6, dim, 77 + dim);
-    const col = new Collection({ dim, metric });
+    const col = new Collection({ dim, metric, fields: FIELDS });
 
     // First half through the zero-copy path (reserve → fill → commit), with number ids written
     // through idsAsNumbers; second half through insert() with BigInt ids (one beyond 2^53).
@@ -118,20 +160,20 @@ export function runScenario(shoal, opts = {}) {
     const batch = col.reserve(half);
     batch.vectors.set(vectors.subarray(0, half * dim));
     for (let i = 0; i < half; i++) batch.idsAsNumbers[i] = i * 3 + 1;
-    out.committed = batch.commit({ numberIds: true });
+    out.committed = batch.commit({ numberIds: true, payloads: Array.from({ length: half }, (_, i) => payload(i)) });
     const bigIds = new BigUint64Array(n - half);
     for (let i = 0; i < bigIds.length; i++) bigIds[i] = BigInt((half + i) * 3 + 1);
     bigIds[bigIds.length - 1] = (1n << 60n) + 5n;
-    out.inserted = col.insert({ ids: bigIds, vectors: vectors.subarray(half * dim) });
-    // Upsert: an existing id gets a new vector.
-    col.insert({ ids: [4], vectors: queries.subarray(0, dim) });
-
-    if (features.payloads) {
-      // Hook: payload columns and filtered searches go here.
-    }
-    if (features.text) {
-      // Hook: text fields and BM25 / hybrid searches go here.
-    }
+    out.inserted = col.insert({
+      ids: bigIds,
+      vectors: vectors.subarray(half * dim),
+      payloads: Array.from({ length: n - half }, (_, i) => payload(half + i)),
+    });
+    // Upsert: an existing id gets a new vector and a new payload.
+    col.insert({ ids: [4], vectors: queries.subarray(0, dim), payloads: [{ title: "whale whale shoal", tag: "a", year: 2001 }] });
+    const upserted = col.search({ vector: queries.subarray(0, dim), limit: 1, with_payload: true, filter: { must: [{ has_id: [4] }] } });
+    same(`${metric}: upserted payload`, upserted.points[0].payload, { tag: "a", title: "whale whale shoal", year: 2001 });
+    out.mutablePayloads = searchPayloads(col, queries, dim);
 
     out.mutable = searchAll(col, queries, dim);
 
@@ -144,6 +186,7 @@ export function runScenario(shoal, opts = {}) {
     col.seal({ index: "flat" });
     out.flat = searchAll(col, queries, dim);
     same(`${metric}: flat vs mutable`, out.flat, out.afterDelete);
+    out.flatPayloads = searchPayloads(col, queries, dim);
     const flatBytes = col.toBytes();
     out.flatSegment = segmentInfo(flatBytes);
     const flatAgain = Collection.fromBytes(flatBytes);
@@ -160,10 +203,12 @@ export function runScenario(shoal, opts = {}) {
         exact: searchAll(col, queries, dim, { params: { exact: true } }),
       };
       same(`${metric}: ivf exact vs flat`, ivf.exact, out.flat);
+      ivf.payloads = searchPayloads(col, queries, dim);
       const bytes = col.toBytes();
       ivf.segment = segmentInfo(bytes);
       const again = Collection.fromBytes(bytes);
       same(`${metric}: ivf bits ${bits} after fromBytes`, searchAll(again, queries, dim), ivf.default);
+      same(`${metric}: payload searches after fromBytes`, searchPayloads(again, queries, dim), ivf.payloads);
       // A delete after sealing, then a round trip of the result.
       ivf.deletedAfterSeal = again.delete([13, 16]);
       ivf.afterSealDelete = searchAll(again, queries, dim);

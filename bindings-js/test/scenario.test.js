@@ -40,6 +40,24 @@ describe("edge scenario (node)", () => {
     }
   });
 
+  it("filters, text and hybrid searches return results and respect deletes", () => {
+    for (const [metric, m] of Object.entries(summary.metrics)) {
+      const gone = new Set(["1", "7", "10", String((750 + 3) * 3 + 1)]);
+      for (const p of [m.flatPayloads, m.ivfBits1.payloads, m.ivfBits4.payloads]) {
+        expect(p.filtered).toHaveLength(6);
+        for (const q of p.filtered) expect(q.ids, metric).toHaveLength(10);
+        expect(p.text.filter((r) => r.ids.length > 0).length, metric).toBeGreaterThanOrEqual(4);
+        for (const r of [...p.text, ...p.textFiltered, ...p.hybrid]) {
+          for (const id of r.ids) expect(gone.has(id), `${metric}: deleted id ${id} returned`).toBe(false);
+        }
+        // Hybrid: the vector ranking alone fills the top 10.
+        for (const r of p.hybrid) expect(r.ids).toHaveLength(10);
+        // A filter only removes text results.
+        p.textFiltered.forEach((r, i) => expect(r.ids.length).toBeLessThanOrEqual(p.text[i].ids.length));
+      }
+    }
+  });
+
   it("is deterministic: a second run gives the same summary", () => {
     expect(JSON.stringify(runScenario(shoal))).toBe(JSON.stringify(summary));
   }, 120_000);

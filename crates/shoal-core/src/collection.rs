@@ -523,6 +523,10 @@ impl Collection {
     pub fn search(&self, req: &SearchRequest) -> Result<SearchResponse, Error> {
         let mut points = Vec::new();
         req.check()?;
+        // Not in `check`: a host may set `vector` after parsing the JSON.
+        if req.fusion.is_some() && (req.vector.is_none() || req.text.is_none()) {
+            return Err(Error::InvalidRequest("fusion needs both `vector` and `text`".into()));
+        }
         let (stats, partial) = match (&req.vector, &req.text) {
             (Some(_), None) => (self.search_into(req, &mut points)?, false),
             (None, Some(_)) => {

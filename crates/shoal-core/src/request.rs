@@ -104,9 +104,6 @@ impl SearchRequest {
         if let Some(f) = self.fusion.as_deref().filter(|&f| f != "rrf") {
             return Err(Error::InvalidRequest(format!("fusion must be \"rrf\", got {f:?}")));
         }
-        if self.fusion.is_some() && (self.vector.is_none() || self.text.is_none()) {
-            return Err(Error::InvalidRequest(String::from("fusion needs both `vector` and `text`")));
-        }
         if self.text.as_ref().is_some_and(|t| t.len() > MAX_TEXT_BYTES) {
             return Err(Error::InvalidRequest(format!("text must be at most {MAX_TEXT_BYTES} bytes")));
         }
