@@ -33,10 +33,7 @@ fn stats(lat: &[f64]) -> Value {
 fn build(docs: &[String], copies: usize) -> Collection {
     let schema = Collection::parse_schema(&json!({"text": "text"})).unwrap();
     let mut col = Collection::with_schema(CollectionConfig { dim: 1, metric: Metric::L2 }, schema).unwrap();
-    col.set_clock(Box::new(|| {
-        static START: std::sync::OnceLock<Instant> = std::sync::OnceLock::new();
-        START.get_or_init(Instant::now).elapsed().as_micros() as u64
-    }));
+    col.set_clock(Box::new(shoal_host::storage::monotonic_micros));
     let n = docs.len();
     for c in 0..copies {
         let ids: Vec<u64> = (0..n as u64).map(|i| i + (c * n) as u64).collect();

@@ -54,7 +54,15 @@ impl SegmentBytes for MmapSegment {
 /// bounds, `META`; see [`Collection::verify`] for the full check).
 pub fn open_collection(path: &Path) -> Result<Collection, HostError> {
     let seg = MmapSegment::open(path)?;
-    Collection::open(Box::new(seg)).map_err(|e| HostError::segment(path, e))
+    let mut col = Collection::open(Box::new(seg)).map_err(|e| HostError::segment(path, e))?;
+    col.set_clock(Box::new(monotonic_micros));
+    Ok(col)
+}
+
+/// Microseconds on a monotonic clock (from the first call): the clock of `timeout_ms`.
+pub fn monotonic_micros() -> u64 {
+    static START: std::sync::OnceLock<std::time::Instant> = std::sync::OnceLock::new();
+    START.get_or_init(std::time::Instant::now).elapsed().as_micros() as u64
 }
 
 /// The temporary file `write_atomic` writes first: `path` with `.tmp` appended.

@@ -687,3 +687,43 @@ fn payloads_and_filters_from_the_command_line() {
     );
     assert!(!bad.exists(), "a failed build leaves no segment");
 }
+
+#[test]
+fn text_and_hybrid_requests_from_the_command_line() {
+    let dir = TempDir::new("text");
+    let data = vectors(ROWS, DIM, 5);
+    let input = dir.path("in.npy");
+    write(&input, &npy(1, ROWS, DIM, &data));
+    let words = ["whale", "ocean", "salt", "reef", "storm", "blue"];
+    let lines: Vec<String> = (0..ROWS)
+        .map(|r| format!(r#"{{"title": "{} {}", "n": {}}}"#, words[r % 6], words[(r / 6) % 6], r % 10))
+        .collect();
+    let payloads = dir.path("p.jsonl");
+    std::fs::write(&payloads, lines.join("\n")).unwrap();
+    let out = dir.path("t.shoal");
+    let (input_s, payloads_s, out_s) = (input.to_str().unwrap(), payloads.to_str().unwrap(), out.to_str().unwrap());
+    let fields = r#"{"title": "text", "n": "integer"}"#;
+    ok(shoal(&["build", "--input", input_s, "--fields", fields, "--payloads", payloads_s, "--out", out_s]));
+    let schema = Collection::parse_schema(&serde_json::from_str(fields).unwrap()).unwrap();
+    let mut col = Collection::with_schema(CollectionConfig { dim: DIM, metric: Metric::L2 }, schema).unwrap();
+    let docs: Vec<serde_json::Value> = lines.iter().map(|l| serde_json::from_str(l).unwrap()).collect();
+    col.insert_with_payloads(&(0..ROWS as u64).collect::<Vec<_>>(), &data, &docs).unwrap();
+    col.seal();
+    col.set_clock(Box::new(shoal_host::storage::monotonic_micros));
+    let vector: Vec<String> = data[..DIM].iter().map(|x| format!("{x:?}")).collect();
+    for json in [
+        r#"{"text": "whale ocean", "limit": 5}"#.to_string(),
+        r#"{"text": "\"salt reef\"", "limit": 5, "filter": {"must": [{"key": "n", "range": {"lt": 5}}]}}"#.to_string(),
+        format!(r#"{{"text": "+storm", "vector": [{}], "limit": 5, "fusion": "rrf"}}"#, vector.join(",")),
+        // The host supplies a clock: timeout_ms is accepted (and generous here).
+        r#"{"text": "blue", "limit": 5, "timeout_ms": 10000}"#.to_string(),
+    ] {
+        let expected = col.search(&SearchRequest::from_json(&json).unwrap()).unwrap();
+        assert!(!expected.points.is_empty(), "{json}");
+        let got = ok(shoal(&["search", "--segment", out_s, "--request", &json, "--json"]));
+        let got: serde_json::Value = serde_json::from_str(got.trim_end()).unwrap();
+        let want: serde_json::Value = serde_json::from_str(&expected.to_json()).unwrap();
+        assert_eq!(got["points"], want["points"], "{json}");
+        assert_eq!(got["partial"], false);
+    }
+}
