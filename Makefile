@@ -14,7 +14,7 @@ CACHE := $(HOME)/.cache/shoal
 GLOVE := $(CACHE)/glove50
 
 .PHONY: demo test bench setup setup-rust setup-js setup-edge build-js lint test-rust test-js test-edge check-targets \
-        bench-kernels bench-search bench-node bench-ann bench-filtered fuzz
+        bench-kernels bench-search bench-node bench-ann bench-filtered bench-text fuzz
 
 ## ---- setup ---------------------------------------------------------------------------
 
@@ -98,7 +98,7 @@ demo: setup build-js $(GLOVE)/vectors.npy
 
 ## ---- bench ---------------------------------------------------------------------------
 
-bench: setup build-js $(GLOVE)/vectors.npy bench-kernels bench-search bench-node bench-ann bench-filtered
+bench: setup build-js $(GLOVE)/vectors.npy bench-kernels bench-search bench-node bench-ann bench-filtered bench-text
 
 bench-kernels:
 	$(CARGO) bench -p shoal-kernels --bench kernels
@@ -128,6 +128,16 @@ bench-filtered:
 	$(CARGO) bench -p shoal-host --bench filtered
 	python3 bench/filtered.py peers
 	python3 bench/filtered.py report
+
+# Issue 5: full text on GCIDE: Shoal native and in Node, tantivy, MiniSearch, FlexSearch, Orama.
+bench-text: build-js
+	pip install -q -r bench/requirements-bench.txt
+	npm ci --prefix bench/node --no-audit --no-fund
+	python3 bench/text.py prepare
+	python3 bench/text.py tantivy
+	$(CARGO) bench -p shoal-host --bench text
+	node --max-old-space-size=8000 bench/node/text.mjs
+	python3 bench/text.py report
 
 ## ---- fuzz (nightly; not part of `make test`) -----------------------------------------
 

@@ -154,13 +154,7 @@ class Case:
         self.kq = data.kq
 
     def recall(self, results):
-        total = 0
-        for i, ids in enumerate(results):
-            ids = [int(x) for x in ids if x >= 0]
-            if self.exclude is not None:
-                ids = [x for x in ids if x != self.exclude[i]]
-            total += len(set(ids[:K]) & self.gt[i])
-        return total / sum(min(K, len(g)) for g in self.gt) if self.gt else 0.0
+        return peers.recall_at_k(results, self.gt, self.exclude)
 
 
 def subset(case, m):

@@ -126,6 +126,19 @@ def dir_bytes(path):
     return sum(os.path.getsize(os.path.join(d, f)) for d, _, fs in os.walk(path) for f in fs)
 
 
+def recall_at_k(results, truth, exclude=None):
+    """Recall@K of `results` (per query, ids best first; negative ids are padding) against
+    `truth` (per query, a set of ids); `exclude[i]` (optional) is left out of query i's ids."""
+    total = 0
+    for i, ids in enumerate(results):
+        ids = [int(x) for x in ids if x >= 0]
+        if exclude is not None:
+            ids = [x for x in ids if x != exclude[i]]
+        total += len(set(ids[:K]) & truth[i])
+    want = sum(min(K, len(t)) for t in truth[: len(results)])
+    return total / want if want else 0.0
+
+
 class Data:
     def __init__(self, name, nq):
         import numpy as np
@@ -154,15 +167,7 @@ class Data:
 
     def recall(self, results):
         """results: list (per query) of id arrays, best first."""
-        import numpy as np
-
-        total = 0
-        for i, ids in enumerate(results):
-            ids = [int(x) for x in ids if x >= 0]
-            if self.exclude is not None:
-                ids = [x for x in ids if x != self.exclude[i]]
-            total += len(set(ids[:K]) & set(self.gt[i, :K].tolist()))
-        return total / (K * len(results))
+        return recall_at_k(results, [set(g[:K].tolist()) for g in self.gt[: len(results)]], self.exclude)
 
 
 REPEAT = 5          # at most this many timed passes per sweep point ...

@@ -3,7 +3,8 @@
 // prepare). Top-10 per query, one call per query; latency around each call (mean, p50, p99 per
 // query kind, best of 3 passes by total time). Writes ~/.cache/shoal/results/text-node.json.
 //
-//   node bench/node/text.mjs
+//   node bench/node/text.mjs [engine,...]   (default shoal,minisearch,flexsearch,orama; results of
+//                                            engines not run are kept from the previous file)
 //
 // Query semantics per engine (each engine's own API, no query parser in between):
 // - Shoal: the query string as is ("word", "+a +b", "\"a b\""), BM25.
@@ -44,6 +45,7 @@ async function measure(name, build, searchOne, relevanceOne) {
   let t = performance.now();
   await build();
   const buildS = (performance.now() - t) / 1000;
+  process.stderr.write(`${name}: built in ${buildS.toFixed(1)} s\n`);
   for (let i = 0; i < 100; i++) await searchOne(queries[i]);
   let best = null;
   for (let pass = 0; pass < 3; pass++) {
@@ -69,12 +71,18 @@ async function measure(name, build, searchOne, relevanceOne) {
   return { engine: name, where: "node", build_seconds: buildS, heap_delta_bytes: process.memoryUsage().heapUsed - m0, latency, relevance_top10: relevance };
 }
 
+const only = (process.argv[2] ?? "shoal,minisearch,flexsearch,orama").split(",");
+const resultsPath = join(homedir(), ".cache/shoal/results/text-node.json");
+let previous = [];
+try {
+  previous = JSON.parse(readFileSync(resultsPath, "utf8")).engines;
+} catch {}
 const info = await init();
 console.log(`== GCIDE: ${docs.length} documents, ${queries.length} queries; Node ${process.version}, Shoal wasm ${info.kernels}`);
 const engines = [];
 
 let col;
-engines.push(
+if (only.includes("shoal")) engines.push(
   await measure(
     "shoal",
     () => {
@@ -91,10 +99,10 @@ engines.push(
     (q) => col.search({ text: q, limit: 10 }).points.map((p) => p.id),
   ),
 );
-col.free();
+col?.free();
 
 let ms;
-engines.push(
+if (only.includes("minisearch")) engines.push(
   await measure(
     "minisearch",
     () => {
@@ -108,7 +116,7 @@ engines.push(
 ms = null;
 
 let flex;
-engines.push(
+if (only.includes("flexsearch")) engines.push(
   await measure(
     "flexsearch",
     () => {
@@ -122,7 +130,7 @@ engines.push(
 flex = null;
 
 let db;
-engines.push(
+if (only.includes("orama")) engines.push(
   await measure(
     "orama",
     async () => {
@@ -131,13 +139,17 @@ engines.push(
     },
     (q) =>
       oramaSearch(db, { term: words(q.q), exact: true, limit: 10, ...(q.kind === "term" ? {} : { threshold: 0 }) }),
-    async (q) => (await oramaSearch(db, { term: q, exact: true, limit: 10 })).hits.map((h) => Number(h.id)),
+    // No relevance run: Orama's 8-word disjunctions of common words take ~1 s each here.
+    null,
   ),
 );
 
-const shoal = engines[0].latency.all.mean_us;
-for (const e of engines.slice(1)) {
-  console.log(`Shoal is ${(e.latency.all.mean_us / shoal).toFixed(1)}x faster than ${e.engine} (mean latency, all queries)`);
+for (const e of previous) if (!engines.some((x) => x.engine === e.engine)) engines.push(e);
+const order = ["shoal", "minisearch", "flexsearch", "orama"];
+engines.sort((a, b) => order.indexOf(a.engine) - order.indexOf(b.engine));
+const shoal = engines.find((e) => e.engine === "shoal");
+for (const e of engines.filter((x) => x !== shoal && shoal)) {
+  console.log(`Shoal is ${(e.latency.all.mean_us / shoal.latency.all.mean_us).toFixed(1)}x faster than ${e.engine} (mean latency, all queries)`);
 }
 mkdirSync(join(homedir(), ".cache/shoal/results"), { recursive: true });
-writeFileSync(join(homedir(), ".cache/shoal/results/text-node.json"), JSON.stringify({ engines }, null, 1));
+writeFileSync(resultsPath, JSON.stringify({ engines }, null, 1));

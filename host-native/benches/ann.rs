@@ -7,14 +7,13 @@
 //! (`SHOAL_ANN_SWEEP=nprobe:rerank,...`, `SHOAL_ANN_REPEATS`, `SHOAL_ANN_PARTITIONS` narrow a run
 //! down for profiling).
 
-use std::hint::black_box;
 use std::path::Path;
 use std::time::Instant;
 
 use shoal_core::{Collection, CollectionConfig, IndexKind, IvfParams, Metric, SearchRequest};
 
 mod common;
-use common::{cache, load_vectors, median, write_result};
+use common::{cache, load_vectors, median_pass_seconds, write_result};
 
 /// The int32 ground-truth matrix (`queries x k`) of a `.npy` file.
 fn load_gt(path: &Path, queries: usize, k: usize) -> Vec<u32> {
@@ -112,16 +111,7 @@ fn main() {
                 }
                 let recall = hits as f64 / (10 * nq) as f64;
                 let repeats = std::env::var("SHOAL_ANN_REPEATS").ok().and_then(|r| r.parse().ok()).unwrap_or(3);
-                let times: Vec<f64> = (0..repeats)
-                    .map(|_| {
-                        let t = Instant::now();
-                        for r in &reqs {
-                            col.search_into(black_box(r), &mut out).unwrap();
-                        }
-                        t.elapsed().as_secs_f64()
-                    })
-                    .collect();
-                let secs = median(times);
+                let secs = median_pass_seconds(&col, &reqs, &mut out, repeats);
                 let qps = nq as f64 / secs;
                 let (np, rr) = (nprobe.unwrap_or(defaults.nprobe as u32), rerank.unwrap_or(defaults.rerank as u32));
                 let label = if nprobe.is_none() {

@@ -8,14 +8,13 @@
 //!
 //! `python3 bench/filtered.py prepare && cargo bench -p shoal-host --bench filtered`
 
-use std::hint::black_box;
 use std::io::BufRead;
 use std::time::Instant;
 
 use shoal_core::{Collection, CollectionConfig, IndexKind, IvfParams, Metric, SearchRequest};
 
 mod common;
-use common::{cache, load_vectors, median, write_result};
+use common::{cache, load_vectors, median_pass_seconds, write_result};
 
 fn main() {
     let name = std::env::var("SHOAL_FILTERED_DATASET").unwrap_or_else(|_| "glove-400k".into());
@@ -98,16 +97,7 @@ fn main() {
             want += truth.len();
         }
         let recall = hits as f64 / want as f64;
-        let times: Vec<f64> = (0..repeats)
-            .map(|_| {
-                let t = Instant::now();
-                for r in &reqs {
-                    col.search_into(black_box(r), &mut out).unwrap();
-                }
-                t.elapsed().as_secs_f64()
-            })
-            .collect();
-        let secs = median(times);
+        let secs = median_pass_seconds(&col, &reqs, &mut out, repeats);
         let qps = nq as f64 / secs;
         let path = match exact {
             0 => "index".to_string(),

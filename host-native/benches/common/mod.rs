@@ -4,6 +4,7 @@
 
 use std::path::{Path, PathBuf};
 
+use shoal_core::{Collection, ScoredPoint, SearchRequest};
 use shoal_host::input::VectorFile;
 
 /// `~/.cache/shoal` (or `$SHOAL_CACHE`), where `bench/datasets.py` writes its datasets.
@@ -34,4 +35,23 @@ pub fn write_result(name: &str, value: &serde_json::Value) {
     let out_dir = cache().join("results");
     std::fs::create_dir_all(&out_dir).unwrap();
     std::fs::write(out_dir.join(name), serde_json::to_vec_pretty(value).unwrap()).unwrap();
+}
+
+/// Seconds of one pass of `reqs` through `search_into`, the median of `repeats` passes.
+pub fn median_pass_seconds(
+    col: &Collection,
+    reqs: &[SearchRequest],
+    out: &mut Vec<ScoredPoint>,
+    repeats: usize,
+) -> f64 {
+    let times = (0..repeats.max(1))
+        .map(|_| {
+            let t = std::time::Instant::now();
+            for r in reqs {
+                col.search_into(std::hint::black_box(r), out).unwrap();
+            }
+            t.elapsed().as_secs_f64()
+        })
+        .collect();
+    median(times)
 }
