@@ -195,6 +195,41 @@ async function staticServer(dir) {
   return { server, origin: `http://127.0.0.1:${server.address().port}` };
 }
 
+// ---- the browser example (examples/browser), with a screenshot ------------------------------
+async function browserExample(browser, version) {
+  const { server, origin } = await staticServer(root);
+  const page = await browser.newPage({ viewport: { width: 1000, height: 760 } });
+  const errors = [];
+  page.on("pageerror", (e) => errors.push(String(e)));
+  page.on("console", (m) => m.type() === "error" && errors.push(m.text()));
+  try {
+    await page.goto(`${origin}/examples/browser/?q=${encodeURIComponent("blue ceramic mug")}`, { timeout: 30_000 });
+    await page.waitForFunction(() => window.__shoalExample !== undefined, null, { timeout: 60_000 });
+    const r = await page.evaluate(() => window.__shoalExample);
+    const rows = await page.locator("#results tr").count();
+    const first = r.first;
+    const ok =
+      errors.length === 0 &&
+      r.points === 10 &&
+      rows === 10 &&
+      first !== null &&
+      first.in_stock === true &&
+      first.price <= 60 &&
+      /\b(blue|ceramic|mug)\b/.test(first.name);
+    check(`chromium ${version}: examples/browser answers a hybrid search with filters`, ok,
+      ok ? `first result "${first.name}" ${first.price} (${r.kernels})` : `result ${JSON.stringify(r)}, ${rows} rows; ${errors.join("; ")}`);
+    const shot = join(workDir, "browser-example.png");
+    await page.screenshot({ path: shot, fullPage: true });
+    const bytes = existsSync(shot) ? statSync(shot).size : 0;
+    check("chromium: screenshot of the example after a search", bytes > 10_000, `${shot}, ${bytes} bytes`);
+  } catch (e) {
+    check("chromium: examples/browser", false, `${e}; page errors: ${errors.join("; ")}`);
+  } finally {
+    await page.close();
+    await new Promise((r) => server.close(r));
+  }
+}
+
 // ---- chromium -----------------------------------------------------------------------------
 async function chromium() {
   const exe = process.env.SHOAL_CHROMIUM ?? "/usr/bin/chromium";
@@ -241,6 +276,7 @@ async function chromium() {
       compare(`chromium ${version} ${kernels} (${what})`, result, kernels);
       await page.close();
     }
+    await browserExample(browser, version);
   } catch (e) {
     check("chromium", false, String(e));
   } finally {
