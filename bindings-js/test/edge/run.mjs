@@ -183,7 +183,8 @@ const TYPES = {
 async function staticServer(dir) {
   const server = createServer((req, res) => {
     const path = decodeURIComponent(new URL(req.url, "http://x").pathname);
-    const file = resolve(dir, `.${path}`);
+    let file = resolve(dir, `.${path}`);
+    if (path.endsWith("/") && existsSync(join(file, "index.html"))) file = join(file, "index.html");
     if (!file.startsWith(dir + sep) || !existsSync(file) || !statSync(file).isFile()) {
       res.writeHead(404).end("not found");
       return;
