@@ -598,10 +598,14 @@ describe("bad input throws a ShoalError and changes nothing", () => {
     rejects(col, () => col.search("{"), "invalid_request");
   });
 
-  it("capabilities not built yet → unsupported", () => {
+  it("requests the collection cannot serve → invalid_request", () => {
     const { col, dim } = filled();
     const v = new Float32Array(dim);
-    rejects(col, () => col.search({ vector: v, text: "hello" }), "unsupported");
+    // Text needs `text` fields; fusion a known method; timeout_ms at least 1.
+    rejects(col, () => col.search({ vector: v, text: "hello" }), "invalid_request");
+    rejects(col, () => col.search({ vector: v, text: "hello", fusion: "max" }), "invalid_request");
+    rejects(col, () => col.search({ text: "hello", fusion: "rrf" }), "invalid_request");
+    rejects(col, () => col.search({ vector: v, timeout_ms: 0 }), "invalid_request");
     // Filters work; this one names a field the collection does not have.
     rejects(col, () => col.search({ vector: v, filter: { must: [{ key: "tag", match: { value: "a" } }] } }), "invalid_request");
     rejects(col, () => col.seal({ index: "ivf-rabitq", bits: 9 }), "invalid_request");
