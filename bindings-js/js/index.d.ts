@@ -29,7 +29,8 @@ export type ErrorCode =
   | "invalid_argument"
   | "detached_batch"
   | "not_initialized"
-  | "freed";
+  | "freed"
+  | "not_found";
 
 /** Error thrown by every Shoal call. Nothing changed when it is thrown. */
 export class ShoalError extends Error {
@@ -207,3 +208,18 @@ export class Collection {
   /** Releases the collection's wasm memory now. */
   free(): void;
 }
+
+/** Options of the IndexedDB helpers: database (default "shoal") and object store (default "segments"). */
+export interface IndexedDBOptions {
+  db?: string;
+  store?: string;
+}
+/** Saves the collection's segment (sealing first) to the origin private file system (browsers). */
+export function saveToOPFS(col: Collection, name: string): Promise<void>;
+/** Opens a segment file from the origin private file system. */
+export function openFromOPFS(name: string): Promise<Collection>;
+/** Saves the collection's segment (sealing first) in IndexedDB under `key`. */
+export function saveToIndexedDB(col: Collection, key: string, opts?: IndexedDBOptions): Promise<void>;
+/** Opens a segment saved with `saveToIndexedDB`. */
+export function openFromIndexedDB(key: string, opts?: IndexedDBOptions): Promise<Collection>;
+

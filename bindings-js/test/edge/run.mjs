@@ -196,6 +196,42 @@ async function staticServer(dir) {
   return { server, origin: `http://127.0.0.1:${server.address().port}` };
 }
 
+// ---- persistence: OPFS and IndexedDB across two pages ---------------------------------------
+async function persistence(browser, origin, version) {
+  const context = await browser.newContext();
+  const run = async (phase) => {
+    const page = await context.newPage();
+    const errors = [];
+    page.on("pageerror", (e) => errors.push(String(e)));
+    try {
+      await page.goto(`${origin}/test/edge/persist.html?phase=${phase}`, { timeout: 30_000 });
+      await page.waitForFunction(() => window.__shoalResult !== undefined, null, { timeout: 60_000 });
+      const r = await page.evaluate(() => window.__shoalResult);
+      return errors.length ? { error: errors.join("; ") } : r;
+    } finally {
+      await page.close();
+    }
+  };
+  try {
+    const saved = await run("save");
+    const opened = await run("open");
+    const ok =
+      !saved.error &&
+      !opened.error &&
+      saved.results.some((r) => r.length > 0) &&
+      JSON.stringify(opened.opfs) === JSON.stringify(saved.results) &&
+      JSON.stringify(opened.idb) === JSON.stringify(saved.results) &&
+      opened.len === 3000 &&
+      opened.missing === "not_found";
+    check(`chromium ${version}: saveToOPFS / saveToIndexedDB, reopened in a new page`, ok,
+      ok ? `${saved.bytes} bytes; the same results from both stores` : JSON.stringify({ saved, opened }).slice(0, 600));
+  } catch (e) {
+    check("chromium: persistence", false, String(e));
+  } finally {
+    await context.close();
+  }
+}
+
 // ---- the browser example (examples/browser), with a screenshot ------------------------------
 async function browserExample(browser, version) {
   const { server, origin } = await staticServer(root);
@@ -277,6 +313,7 @@ async function chromium() {
       compare(`chromium ${version} ${kernels} (${what})`, result, kernels);
       await page.close();
     }
+    await persistence(browser, origin, version);
     await browserExample(browser, version);
   } catch (e) {
     check("chromium", false, String(e));
