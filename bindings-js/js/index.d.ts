@@ -30,6 +30,7 @@ export type ErrorCode =
   | "detached_batch"
   | "not_initialized"
   | "freed"
+  | "internal"
   | "not_found";
 
 /** Error thrown by every Shoal call. Nothing changed when it is thrown. */

@@ -232,6 +232,25 @@ async function persistence(browser, origin, version) {
   }
 }
 
+// ---- the Web Worker helper -----------------------------------------------------------------
+async function workerHelper(browser, origin, version) {
+  const page = await browser.newPage();
+  const errors = [];
+  page.on("pageerror", (e) => errors.push(String(e)));
+  try {
+    await page.goto(`${origin}/test/edge/worker.html`, { timeout: 30_000 });
+    await page.waitForFunction(() => window.__shoalResult !== undefined, null, { timeout: 60_000 });
+    const r = await page.evaluate(() => window.__shoalResult);
+    const ok = !r.error && errors.length === 0 && r.same.length === 8 && r.same.every(Boolean) && r.detached === 8 &&
+      r.err === "dimension_mismatch";
+    check(`chromium ${version}: SearchWorker answers like the main thread, vectors transferred`, ok, JSON.stringify(r).slice(0, 400) + errors.join("; "));
+  } catch (e) {
+    check("chromium: SearchWorker", false, `${e}; ${errors.join("; ")}`);
+  } finally {
+    await page.close();
+  }
+}
+
 // ---- the browser example (examples/browser), with a screenshot ------------------------------
 async function browserExample(browser, version) {
   const { server, origin } = await staticServer(root);
@@ -314,6 +333,7 @@ async function chromium() {
       await page.close();
     }
     await persistence(browser, origin, version);
+    await workerHelper(browser, origin, version);
     await browserExample(browser, version);
   } catch (e) {
     check("chromium", false, String(e));
@@ -479,7 +499,7 @@ async function pack() {
       return;
     }
     const files = info.files.map((f) => f.path).sort();
-    const required = ["package.json", "js/index.js", "js/index.d.ts", "js/wasm.d.ts", "pkg/simd/shoal_js.js", "pkg/simd/shoal_js_bg.wasm",
+    const required = ["package.json", "js/index.js", "js/index.d.ts", "js/wasm.d.ts", "js/worker.js", "js/worker.d.ts", "pkg/simd/shoal_js.js", "pkg/simd/shoal_js_bg.wasm",
       "pkg/scalar/shoal_js.js", "pkg/scalar/shoal_js_bg.wasm"];
     const missing = required.filter((f) => !files.includes(f));
     const extra = files.filter((f) => f.startsWith("test/") || f.startsWith("src/") || f.endsWith(".rs"));
