@@ -223,4 +223,6 @@ export function openFromOPFS(name: string): Promise<Collection>;
 export function saveToIndexedDB(col: Collection, key: string, opts?: IndexedDBOptions): Promise<void>;
 /** Opens a segment saved with `saveToIndexedDB`. */
 export function openFromIndexedDB(key: string, opts?: IndexedDBOptions): Promise<Collection>;
+/** Bytes of wasm linear memory reserved by the engine (grows, never shrinks; 0 before init()). */
+export function wasmMemoryBytes(): number;
 

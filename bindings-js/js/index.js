@@ -533,6 +533,14 @@ if (typeof Symbol.dispose === "symbol") {
   /** @type {any} */ (Collection.prototype)[Symbol.dispose] = Collection.prototype.free;
 }
 
+/**
+ * Bytes of wasm linear memory reserved by the engine (it grows and never shrinks; all
+ * collections of this instance share it). 0 before `init()`.
+ */
+export function wasmMemoryBytes() {
+  return wasmExports ? wasmExports.memory.buffer.byteLength : 0;
+}
+
 // ---- persistence in browsers: OPFS and IndexedDB -----------------------------------------
 // A collection persists as its segment file (`toBytes()`): the same bytes as natively, so a
 // segment saved here opens in the native host, and one built by `shoal build` opens here.

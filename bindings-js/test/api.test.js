@@ -1,7 +1,7 @@
 // The npm API: inserts, searches, deletes, upserts, seal, byte round trips, the zero-copy batch
 // path, id types, and typed errors that change nothing.
 import { beforeAll, describe, expect, it } from "vitest";
-import { Collection, ShoalError, init } from "../js/index.js";
+import { Collection, ShoalError, init, wasmMemoryBytes } from "../js/index.js";
 import { randomVectors } from "./scenario.mjs";
 
 let info;
@@ -94,6 +94,16 @@ describe("insert and search", () => {
       col.free();
     });
   }
+
+  it("reports wasm memory, which grows with the data", () => {
+    const before = wasmMemoryBytes();
+    expect(before).toBeGreaterThan(0);
+    const col = new Collection({ dim: 64, metric: "l2" });
+    col.insert({ ids: Float64Array.from({ length: 50_000 }, (_, i) => i), vectors: new Float32Array(50_000 * 64) });
+    expect(wasmMemoryBytes()).toBeGreaterThanOrEqual(before);
+    expect(wasmMemoryBytes()).toBeGreaterThanOrEqual(50_000 * 64 * 4);
+    col.free();
+  });
 
   it("accepts ids as number[], Uint32Array, Float64Array, BigUint64Array and BigInt[]", () => {
     const dim = 3;
