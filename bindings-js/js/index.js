@@ -506,7 +506,7 @@ export class Collection {
   }
 
   /**
-   * Opens segment bytes (a copy is made).
+   * Opens segment bytes (copied once into wasm memory; the caller's bytes are not kept).
    * @param {Uint8Array | ArrayBuffer | ArrayBufferView} bytes
    */
   static fromBytes(bytes) {
@@ -516,7 +516,11 @@ export class Collection {
     else if (bytes instanceof ArrayBuffer) u8 = new Uint8Array(bytes);
     else if (ArrayBuffer.isView(bytes)) u8 = new Uint8Array(bytes.buffer, bytes.byteOffset, bytes.byteLength);
     else throw new ShoalError("invalid_argument", "fromBytes expects a Uint8Array, an ArrayBuffer or a typed array");
-    const w = call(() => g.WasmCollection.from_bytes(u8));
+    // One copy: straight from the caller's bytes into an aligned buffer in wasm memory, which
+    // the collection then uses in place.
+    const ptr = call(() => g.segment_buffer(u8.length));
+    new Uint8Array(wasmExports.memory.buffer, ptr, u8.length).set(u8);
+    const w = call(() => g.WasmCollection.open_segment_buffer());
     return new Collection(/** @type {any} */ ({ [WRAP]: w }));
   }
 

@@ -31,6 +31,22 @@ fn js_error(e: &Error) -> JsValue {
     err.into()
 }
 
+thread_local! {
+    /// The buffer a segment is being copied into (see [`segment_buffer`]).
+    static SEGMENT_BUFFER: core::cell::RefCell<Option<shoal_core::AlignedBytes>> = const { core::cell::RefCell::new(None) };
+}
+
+/// Allocates an aligned, zeroed buffer of `len` bytes for a segment and returns its address in
+/// wasm memory; JavaScript copies the segment there and calls
+/// [`WasmCollection::open_segment_buffer`]. A second call replaces an unopened buffer.
+#[wasm_bindgen]
+pub fn segment_buffer(len: usize) -> *mut u8 {
+    let mut bytes = shoal_core::AlignedBytes::zeroed(len);
+    let ptr = bytes.as_mut_slice().as_mut_ptr();
+    SEGMENT_BUFFER.with(|b| *b.borrow_mut() = Some(bytes));
+    ptr
+}
+
 /// A Shoal collection living in wasm memory.
 #[wasm_bindgen]
 pub struct WasmCollection {
@@ -194,9 +210,13 @@ impl WasmCollection {
         js_sys::Uint8Array::from(self.inner.to_bytes())
     }
 
-    /// Opens segment bytes (cheap checks only; see [`verify`](Self::verify)).
-    pub fn from_bytes(bytes: &[u8]) -> Result<WasmCollection, JsValue> {
-        let inner = Collection::from_bytes(bytes).map_err(|e| js_error(&e))?;
+    /// Opens the segment written into the buffer of [`segment_buffer`] (cheap checks only):
+    /// the bytes are copied into wasm memory once, by JavaScript, and used where they are.
+    pub fn open_segment_buffer() -> Result<WasmCollection, JsValue> {
+        let bytes = SEGMENT_BUFFER
+            .with(|b| b.borrow_mut().take())
+            .ok_or_else(|| js_error(&Error::InvalidConfig("no segment buffer: call segment_buffer(len) first")))?;
+        let inner = Collection::open(Box::new(bytes)).map_err(|e| js_error(&e))?;
         Ok(WasmCollection::wrap(inner))
     }
 
