@@ -232,6 +232,38 @@ async function persistence(browser, origin, version) {
   }
 }
 
+// ---- cold start in Chromium (reported; a wall-clock number is never asserted) ---------------
+async function coldStart(browser, origin, version) {
+  const context = await browser.newContext();
+  const load = async (phase) => {
+    const page = await context.newPage();
+    try {
+      await page.goto(`${origin}/test/edge/coldstart.html?phase=${phase}`, { timeout: 30_000 });
+      await page.waitForFunction(() => window.__shoalResult !== undefined, null, { timeout: 120_000 });
+      return await page.evaluate(() => window.__shoalResult);
+    } finally {
+      await page.close();
+    }
+  };
+  try {
+    const built = await load("build");
+    const runs = [];
+    for (let i = 0; i < 5; i++) runs.push(await load("open"));
+    const ok = !built.error && runs.every((r) => !r.error && r.points === 10);
+    const med = (k) => runs.map((r) => r[k]).sort((a, b) => a - b)[2];
+    const detail = ok
+      ? `segment ${(built.bytes / 1e6).toFixed(1)} MB; median of 5 new pages: init ${med("init").toFixed(1)} ms, ` +
+        `open from IndexedDB ${med("open").toFixed(1)} ms (fromBytes alone ${med("fromBytes").toFixed(1)} ms), first search ${med("search").toFixed(1)} ms`
+      : JSON.stringify({ built, runs }).slice(0, 500);
+    check(`chromium ${version}: cold start measured`, ok, detail);
+    if (ok) writeFileSync(join(workDir, "coldstart-chromium.json"), `${JSON.stringify({ built, runs }, null, 1)}\n`);
+  } catch (e) {
+    check("chromium: cold start", false, String(e));
+  } finally {
+    await context.close();
+  }
+}
+
 // ---- the Web Worker helper -----------------------------------------------------------------
 async function workerHelper(browser, origin, version) {
   const page = await browser.newPage();
@@ -334,6 +366,7 @@ async function chromium() {
     }
     await persistence(browser, origin, version);
     await workerHelper(browser, origin, version);
+    await coldStart(browser, origin, version);
     await browserExample(browser, version);
   } catch (e) {
     check("chromium", false, String(e));
