@@ -1,7 +1,7 @@
 //! Shoal's IVF + RaBitQ index on the benchmark datasets of `bench/datasets.py`: build time,
 //! index memory, and recall@10 / QPS over a sweep of `nprobe` x `rerank`, single-threaded, one
 //! query at a time. Writes `~/.cache/shoal/results/shoal-<dataset>.json` in the shape of
-//! `bench/peers.py`'s results, so `bench/compare.py` prints both side by side.
+//! `bench/peers.py`'s results (the tables of `docs/benchmarks.md` put both side by side).
 //!
 //! `SHOAL_ANN_DATASETS=glove-100k,gcide-256 SHOAL_ANN_BITS=1,4 cargo bench -p shoal-host --bench ann`
 //! (`SHOAL_ANN_SWEEP=nprobe:rerank,...`, `SHOAL_ANN_REPEATS`, `SHOAL_ANN_PARTITIONS` narrow a run

@@ -606,10 +606,16 @@ impl<'a> TextIndex<'a> {
                     break;
                 }
                 if keep {
-                    let mut score = 0.0f32;
-                    for (c, _) in should.iter().zip(&matched).filter(|(_, m)| **m) {
-                        c.add_score(&mut score, &bm25, dl, avgdl);
-                    }
+                    // The score in canonical (clause) order; with one clause that is `partial`.
+                    let score = if should.len() == 1 {
+                        partial
+                    } else {
+                        let mut score = 0.0f32;
+                        for (c, _) in should.iter().zip(&matched).filter(|(_, m)| **m) {
+                            c.add_score(&mut score, &bm25, dl, avgdl);
+                        }
+                        score
+                    };
                     ctx.stats.scored += 1;
                     top.push(Hit { doc: d, score });
                 }
