@@ -513,6 +513,37 @@ impl<'a> TextIndex<'a> {
                 ctx.stats.scored += 1;
                 top.push(Hit { doc: d, score });
             }
+        } else if should.len() == 1 && !should[0].phrase && should[0].terms.len() == 1 && must_not.is_empty() {
+            // One term: document by document in list order, skipping every block whose best
+            // impact cannot beat the k-th score (the same bounds and margin as below, without
+            // the bookkeeping of several lists).
+            let c = &mut should[0];
+            let mut d = c.terms[0].cur.doc();
+            while d != TERMINATED {
+                if ctx.tick() {
+                    break;
+                }
+                ctx.stats.candidates += 1;
+                if top.full() {
+                    let thr = top.threshold();
+                    if c.ub * MARGIN <= thr {
+                        break;
+                    }
+                    let (bound, until) = c.block_bound(d, &bm25, avgdl);
+                    if bound * MARGIN <= thr {
+                        ctx.stats.pruned += 1;
+                        d = c.terms[0].cur.seek(until.saturating_add(1))?;
+                        continue;
+                    }
+                }
+                if params.filter.is_none_or(|f| f(d)) {
+                    let mut score = 0.0f32;
+                    c.add_score(&mut score, &bm25, doc_len(d)?, avgdl);
+                    ctx.stats.scored += 1;
+                    top.push(Hit { doc: d, score });
+                }
+                d = c.terms[0].cur.advance()?;
+            }
         } else {
             // Block-max MaxScore over the should clauses.
             let mut order: Vec<usize> = (0..should.len()).collect();
