@@ -399,7 +399,10 @@ impl<'a> TextIndex<'a> {
         };
         let bm25 = params.bm25;
         // Open clauses; `None` when a term is absent (the clause cannot match).
-        let open = |c: &Clause, ctx: &mut Ctx| -> Result<Option<ClauseState<'a>>, TextError> {
+        // `exact_ub`: the clause's bound is the best block impact of each term, O(blocks) to
+        // compute, which only MaxScore over several `should` clauses uses to order and skip
+        // them; elsewhere the O(1) bound from the whole list's max tf and min length will do.
+        let open = |c: &Clause, exact_ub: bool, ctx: &mut Ctx| -> Result<Option<ClauseState<'a>>, TextError> {
             let mut terms = Vec::new();
             let mut offsets = Vec::new();
             for (t, o) in c.terms() {
@@ -415,7 +418,12 @@ impl<'a> TextIndex<'a> {
                 }
                 let idf = Bm25::idf(n, info.doc_freq);
                 let score = |tf, len| bm25.term_score(idf, tf, len, avgdl);
-                let ub = (0..cur.block_count()).map(|b| cur.block_max_score(b, score)).fold(0.0f32, f32::max);
+                let ub = if exact_ub {
+                    (0..cur.block_count()).map(|b| cur.block_max_score(b, score)).fold(0.0f32, f32::max)
+                } else {
+                    let m = cur.list_meta();
+                    bm25.upper_bound(idf, m.max_tf, m.min_len, avgdl)
+                };
                 terms.push(TermState { cur, pos, idf, ub, cache: (u32::MAX, 0.0) });
                 offsets.push(o);
             }
@@ -426,20 +434,20 @@ impl<'a> TextIndex<'a> {
         };
         let mut must = Vec::with_capacity(query.must.len());
         for c in &query.must {
-            match open(c, &mut ctx)? {
+            match open(c, false, &mut ctx)? {
                 Some(s) => must.push(s),
                 None => return Ok(SearchResult::default()),
             }
         }
         let mut should = Vec::with_capacity(query.should.len());
         for c in &query.should {
-            if let Some(s) = open(c, &mut ctx)? {
+            if let Some(s) = open(c, query.should.len() > 1, &mut ctx)? {
                 should.push(s);
             }
         }
         let mut must_not = Vec::with_capacity(query.must_not.len());
         for c in &query.must_not {
-            if let Some(s) = open(c, &mut ctx)? {
+            if let Some(s) = open(c, false, &mut ctx)? {
                 must_not.push(s);
             }
         }
