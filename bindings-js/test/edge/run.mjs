@@ -196,22 +196,26 @@ async function staticServer(dir) {
   return { server, origin: `http://127.0.0.1:${server.address().port}` };
 }
 
+/** Opens `url` in a new page of `context` and returns its `window.__shoalResult` (or `{ error }`
+ * when the page threw). */
+async function pageResult(context, url, timeout = 60_000) {
+  const page = await context.newPage();
+  const errors = [];
+  page.on("pageerror", (e) => errors.push(String(e)));
+  try {
+    await page.goto(url, { timeout: 30_000 });
+    await page.waitForFunction(() => window.__shoalResult !== undefined, null, { timeout });
+    const r = await page.evaluate(() => window.__shoalResult);
+    return errors.length ? { error: errors.join("; ") } : r;
+  } finally {
+    await page.close();
+  }
+}
+
 // ---- persistence: OPFS and IndexedDB across two pages ---------------------------------------
 async function persistence(browser, origin, version) {
   const context = await browser.newContext();
-  const run = async (phase) => {
-    const page = await context.newPage();
-    const errors = [];
-    page.on("pageerror", (e) => errors.push(String(e)));
-    try {
-      await page.goto(`${origin}/test/edge/persist.html?phase=${phase}`, { timeout: 30_000 });
-      await page.waitForFunction(() => window.__shoalResult !== undefined, null, { timeout: 60_000 });
-      const r = await page.evaluate(() => window.__shoalResult);
-      return errors.length ? { error: errors.join("; ") } : r;
-    } finally {
-      await page.close();
-    }
-  };
+  const run = (phase) => pageResult(context, `${origin}/test/edge/persist.html?phase=${phase}`);
   try {
     const saved = await run("save");
     const opened = await run("open");
@@ -235,16 +239,7 @@ async function persistence(browser, origin, version) {
 // ---- cold start in Chromium (reported; a wall-clock number is never asserted) ---------------
 async function coldStart(browser, origin, version) {
   const context = await browser.newContext();
-  const load = async (phase) => {
-    const page = await context.newPage();
-    try {
-      await page.goto(`${origin}/test/edge/coldstart.html?phase=${phase}`, { timeout: 30_000 });
-      await page.waitForFunction(() => window.__shoalResult !== undefined, null, { timeout: 120_000 });
-      return await page.evaluate(() => window.__shoalResult);
-    } finally {
-      await page.close();
-    }
-  };
+  const load = (phase) => pageResult(context, `${origin}/test/edge/coldstart.html?phase=${phase}`, 120_000);
   try {
     const built = await load("build");
     const runs = [];
@@ -266,20 +261,15 @@ async function coldStart(browser, origin, version) {
 
 // ---- the Web Worker helper -----------------------------------------------------------------
 async function workerHelper(browser, origin, version) {
-  const page = await browser.newPage();
-  const errors = [];
-  page.on("pageerror", (e) => errors.push(String(e)));
+  const context = await browser.newContext();
   try {
-    await page.goto(`${origin}/test/edge/worker.html`, { timeout: 30_000 });
-    await page.waitForFunction(() => window.__shoalResult !== undefined, null, { timeout: 60_000 });
-    const r = await page.evaluate(() => window.__shoalResult);
-    const ok = !r.error && errors.length === 0 && r.same.length === 8 && r.same.every(Boolean) && r.detached === 8 &&
-      r.err === "dimension_mismatch";
-    check(`chromium ${version}: SearchWorker answers like the main thread, vectors transferred`, ok, JSON.stringify(r).slice(0, 400) + errors.join("; "));
+    const r = await pageResult(context, `${origin}/test/edge/worker.html`);
+    const ok = !r.error && r.same.length === 8 && r.same.every(Boolean) && r.detached === 8 && r.err === "dimension_mismatch";
+    check(`chromium ${version}: SearchWorker answers like the main thread, vectors transferred`, ok, JSON.stringify(r).slice(0, 400));
   } catch (e) {
-    check("chromium: SearchWorker", false, `${e}; ${errors.join("; ")}`);
+    check("chromium: SearchWorker", false, String(e));
   } finally {
-    await page.close();
+    await context.close();
   }
 }
 
