@@ -108,26 +108,21 @@ impl Analyzer {
         let mut buf = String::new();
         let mut run = String::new(); // the current CJK run
         let mut run_end = usize::MAX;
-        let mut segs = Vec::new();
-        words(text, |start, seg| segs.push((start, seg)));
-        for (start, seg) in segs {
-            let is_cjk = self.opts.cjk_bigrams && seg.chars().all(is_cjk_char);
-            if is_cjk {
+        // Every word `words` yields starts with a letter or digit, or is one CJK character.
+        words(text, |start, seg| {
+            if self.opts.cjk_bigrams && seg.starts_with(is_cjk_char) {
                 if start != run_end {
                     self.flush_run(&run, &mut pos, &mut buf, &mut f);
                     run.clear();
                 }
                 run.push_str(seg);
                 run_end = start + seg.len();
-                continue;
+                return;
             }
             if !run.is_empty() {
                 self.flush_run(&run, &mut pos, &mut buf, &mut f);
                 run.clear();
                 run_end = usize::MAX;
-            }
-            if !seg.chars().any(char::is_alphanumeric) {
-                continue;
             }
             buf.clear();
             for c in seg.chars() {
@@ -140,7 +135,7 @@ impl Analyzer {
                 }
             }
             self.emit(&buf, &mut pos, &mut f);
-        }
+        });
         self.flush_run(&run, &mut pos, &mut buf, &mut f);
         pos
     }
@@ -310,6 +305,16 @@ fn fold_into(c: char, out: &mut String) {
 
 #[cfg(test)]
 mod tests {
+    use super::*;
+    use alloc::string::ToString;
+    use alloc::vec;
+
+    fn toks(a: &Analyzer, s: &str) -> Vec<(String, u32)> {
+        a.tokens(s).into_iter().map(|t| (t.text, t.position)).collect()
+    }
+    fn t(s: &str, p: u32) -> (String, u32) {
+        (s.to_string(), p)
+    }
 
     #[test]
     fn words_split_like_word_boundaries() {
@@ -328,17 +333,6 @@ mod tests {
         );
         assert_eq!(split("東京abc"), [(0, "東"), (3, "京"), (6, "abc")]);
         assert!(split(" -- ").is_empty());
-    }
-
-    use super::*;
-    use alloc::string::ToString;
-    use alloc::vec;
-
-    fn toks(a: &Analyzer, s: &str) -> Vec<(String, u32)> {
-        a.tokens(s).into_iter().map(|t| (t.text, t.position)).collect()
-    }
-    fn t(s: &str, p: u32) -> (String, u32) {
-        (s.to_string(), p)
     }
 
     #[test]

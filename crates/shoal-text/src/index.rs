@@ -354,8 +354,7 @@ impl<'a> TextIndex<'a> {
         positions: &'a [u8],
         doc_lengths: &'a [u8],
     ) -> Result<TextIndex<'a>, TextError> {
-        let index = TextIndex::open_with(meta, dict, postings, positions, doc_lengths, TermDict::reopen)?;
-        Ok(index)
+        TextIndex::open_with(meta, dict, postings, positions, doc_lengths, TermDict::reopen)
     }
 
     /// The meta record.
