@@ -7,7 +7,7 @@ use shoal_format::AlignedBytes;
 use shoal_index::ivf::{IvfData, IvfIndex, IvfQuery, IvfScratch, IvfSearch};
 use shoal_index::{Candidate, FlatScan, FlatScratch, Metric, TopK, normalize};
 use shoal_kernels::Kernels;
-use shoal_payload::{Filter, PayloadView, Schema, parse_payload, reference};
+use shoal_payload::{CompiledFilter, Filter, PayloadView, Schema, parse_payload, reference};
 use shoal_text::{Clock, Deadline, Query, TextIndex};
 
 use crate::bitset::Bitset;
@@ -527,12 +527,13 @@ impl Collection {
         if req.fusion.is_some() && (req.vector.is_none() || req.text.is_none()) {
             return Err(Error::InvalidRequest("fusion needs both `vector` and `text`".into()));
         }
+        let filter = self.parse_filter(req.filter.as_ref())?;
+        let filter = filter.as_ref();
         let (stats, partial) = match (&req.vector, &req.text) {
-            (Some(_), None) => (self.search_into(req, &mut points)?, false),
+            (Some(v), None) => (self.search_vector(req, v, filter, &mut points)?, false),
             (None, Some(_)) => {
-                let filter = self.parse_filter(req.filter.as_ref())?;
                 let k = req.offset + req.limit;
-                let TextRanking { hits, partial, stats } = self.text_ranking(req, filter.as_ref(), k)?;
+                let TextRanking { hits, partial, stats } = self.text_ranking(req, filter, k)?;
                 points.extend(hits.into_iter().skip(req.offset).map(|(internal, score)| ScoredPoint {
                     id: self.external_id(internal),
                     score,
@@ -540,7 +541,7 @@ impl Collection {
                 }));
                 (stats, partial)
             }
-            (Some(_), Some(_)) => self.search_hybrid(req, &mut points)?,
+            (Some(v), Some(_)) => self.search_hybrid(req, v, filter, &mut points)?,
             (None, None) => return Err(Error::InvalidRequest("give `vector`, `text` or both".into())),
         };
         if req.with_payload && req.text.is_some() {
@@ -580,9 +581,8 @@ impl Collection {
         if let Some((seg, index)) = self.sealed.as_ref().and_then(|seg| Some((seg, seg.text()?))) {
             let deleted = &self.sealed_deleted;
             let view = seg.payload();
-            let row_of = |id: u64| seg.row_of(id).map(|r| r as u32);
             let compiled = match (filter, &view) {
-                (Some(f), Some(v)) => Some(v.compile(f, &row_of).map_err(|e| Error::InvalidRequest(format!("{e}")))?),
+                (Some(f), Some(v)) => Some(compile_filter(seg, v, f)?),
                 _ => None,
             };
             let ids = seg.ids();
@@ -598,13 +598,7 @@ impl Collection {
         }
         if let Some(sections) = &self.mutable.text {
             let m = &self.mutable;
-            let null = Value::Null;
-            let pass = |row: u32| {
-                let r = row as usize;
-                r < m.rows()
-                    && !m.deleted.contains(r)
-                    && filter.is_none_or(|f| reference::matches(f, m.payloads.get(r).unwrap_or(&null), m.ids[r]))
-            };
+            let pass = |row: u32| (row as usize) < m.rows() && m.passes(row as usize, filter);
             run(&text::open(sections), self.sealed_rows(), &pass)?;
         }
         hits.sort_unstable_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
@@ -615,21 +609,25 @@ impl Collection {
 
     /// A request with both `vector` and `text`: each ranking to [`FUSION_DEPTH`](text::FUSION_DEPTH)
     /// (or `offset + limit`) results with the filter applied to both, fused by reciprocal rank.
-    fn search_hybrid(&self, req: &SearchRequest, out: &mut Vec<ScoredPoint>) -> Result<(SearchStats, bool), Error> {
+    fn search_hybrid(
+        &self,
+        req: &SearchRequest,
+        vector: &[f32],
+        filter: Option<&Filter>,
+        out: &mut Vec<ScoredPoint>,
+    ) -> Result<(SearchStats, bool), Error> {
         let depth = (req.offset + req.limit).clamp(text::FUSION_DEPTH, crate::MAX_LIMIT);
-        let filter = self.parse_filter(req.filter.as_ref())?;
-        let TextRanking { hits: text_hits, partial, stats: tstats } = self.text_ranking(req, filter.as_ref(), depth)?;
+        let TextRanking { hits: text_hits, partial, stats: tstats } = self.text_ranking(req, filter, depth)?;
+        // The vector ranking: the request's index parameters, `depth` results, no payloads.
         let vreq = SearchRequest {
-            text: None,
             limit: depth,
             offset: 0,
             with_payload: false,
-            fusion: None,
-            timeout_ms: None,
-            ..req.clone()
+            params: req.params.clone(),
+            ..SearchRequest::default()
         };
         let mut vpoints = Vec::new();
-        let mut stats = self.search_into(&vreq, &mut vpoints)?;
+        let mut stats = self.search_vector(&vreq, vector, filter, &mut vpoints)?;
         let vector_ids: Vec<u64> = vpoints.iter().map(|p| p.id).collect();
         let text_ids: Vec<u64> = text_hits.iter().map(|&(i, _)| self.external_id(i)).collect();
         let fused = text::rrf(&vector_ids, &text_ids);
@@ -656,9 +654,21 @@ impl Collection {
         }
         let vector = req.vector.as_deref().ok_or_else(|| Error::InvalidRequest("missing field `vector`".into()))?;
         let filter = self.parse_filter(req.filter.as_ref())?;
+        self.search_vector(req, vector, filter.as_ref(), out)
+    }
+
+    /// The vector search of a checked request with its parsed filter (`req.vector` and
+    /// `req.filter` are not read again).
+    fn search_vector(
+        &self,
+        req: &SearchRequest,
+        vector: &[f32],
+        filter: Option<&Filter>,
+        out: &mut Vec<ScoredPoint>,
+    ) -> Result<SearchStats, Error> {
         self.scratch.with(|s| {
             self.prepare_query(vector, &mut s.query)?;
-            let stats = self.search_prepared(req, filter.as_ref(), s)?;
+            let stats = self.search_prepared(req, filter, s)?;
             out.clear();
             s.topk.drain_sorted(&mut s.best);
             out.extend(s.best.iter().skip(req.offset).map(|c| ScoredPoint {
@@ -734,11 +744,7 @@ impl Collection {
         let m = &self.mutable;
         if m.rows() > 0 {
             // The mutable segment is always scanned exactly; its filter runs on the JSON.
-            let null = Value::Null;
-            let skip = |r: usize| {
-                m.deleted.contains(r)
-                    || filter.is_some_and(|f| !reference::matches(f, m.payloads.get(r).unwrap_or(&null), m.ids[r]))
-            };
+            let skip = |r: usize| !m.passes(r, filter);
             let skip: Option<&dyn Fn(usize) -> bool> = (m.deleted.count() > 0 || filter.is_some()).then_some(&skip);
             scan.scan(&m.vectors[..m.rows() * self.dim], sealed_rows as u64, skip, flat, topk);
             stats.scanned += m.rows() as u64;
@@ -796,9 +802,8 @@ impl Collection {
         let deleted = &self.sealed_deleted;
         let rows = seg.rows();
         let view = seg.payload();
-        let row_of = |id: u64| seg.row_of(id).map(|r| r as u32);
         let compiled = match &view {
-            Some(v) => Some(v.compile(filter, &row_of).map_err(|e| Error::InvalidRequest(format!("{e}")))?),
+            Some(v) => Some(compile_filter(seg, v, filter)?),
             None => None,
         };
         let k = (req.offset + req.limit) as u64;
@@ -861,6 +866,15 @@ impl Collection {
             _ => self.mutable.ids[internal - sealed_rows],
         }
     }
+}
+
+/// `filter` bound to a sealed segment's payload `view` (`has_id` ids resolved to its rows).
+fn compile_filter<'v, 'a>(
+    seg: &SealedSegment,
+    view: &'v PayloadView<'a>,
+    filter: &Filter,
+) -> Result<CompiledFilter<'v, 'a>, Error> {
+    view.compile(filter, &|id| seg.row_of(id).map(|r| r as u32)).map_err(|e| Error::InvalidRequest(format!("{e}")))
 }
 
 /// Index of the first NaN or infinity. The common all-finite case is a branch-free pass

@@ -5,7 +5,13 @@ use rustc_hash::FxBuildHasher;
 /// Id map with a fixed (seedless) hasher: lookups only, never iterated.
 pub(crate) type IdMap = HashMap<u64, u32, FxBuildHasher>;
 
+use serde_json::Value;
+use shoal_payload::{Filter, reference};
+
 use crate::bitset::Bitset;
+
+/// The payload of a row without one.
+static NULL: Value = Value::Null;
 
 /// The append-only segment that takes new points.
 ///
@@ -32,6 +38,12 @@ impl Mutable {
     /// Rows committed, deleted or not.
     pub(crate) fn rows(&self) -> usize {
         self.committed
+    }
+
+    /// Whether committed row `row` is live and passes `filter` (checked on its JSON payload).
+    pub(crate) fn passes(&self, row: usize, filter: Option<&Filter>) -> bool {
+        !self.deleted.contains(row)
+            && filter.is_none_or(|f| reference::matches(f, self.payloads.get(row).unwrap_or(&NULL), self.ids[row]))
     }
 
     pub(crate) fn live(&self) -> usize {
