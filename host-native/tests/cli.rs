@@ -630,34 +630,12 @@ fn payloads_and_filters_from_the_command_line() {
     assert!(table.lines().nth(1).unwrap().contains(r#""year":"#), "{table}");
 
     // Bad input: clear errors, no segment written.
-    fails(
-        shoal(&["search", "--segment", out_s, "--vector", &text, "--filter", "{\"must\": ["]),
-        "--filter is not valid JSON",
-    );
-    fails(
-        shoal(&[
-            "search",
-            "--segment",
-            out_s,
-            "--vector",
-            &text,
-            "--filter",
-            r#"{"must": [{"key": "year", "range": {"gte": "x"}}]}"#,
-        ]),
-        "filter.must[0].range.gte",
-    );
-    fails(
-        shoal(&[
-            "search",
-            "--segment",
-            out_s,
-            "--vector",
-            &text,
-            "--filter",
-            r#"{"must": [{"key": "nope", "match": {"value": 1}}]}"#,
-        ]),
-        "nope",
-    );
+    let bad_filter = |filter: &str, needle: &str| {
+        fails(shoal(&["search", "--segment", out_s, "--vector", &text, "--filter", filter]), needle);
+    };
+    bad_filter("{\"must\": [", "--filter is not valid JSON");
+    bad_filter(r#"{"must": [{"key": "year", "range": {"gte": "x"}}]}"#, "filter.must[0].range.gte");
+    bad_filter(r#"{"must": [{"key": "nope", "match": {"value": 1}}]}"#, "nope");
     let bad = dir.path("bad.shoal");
     let bad_s = bad.to_str().unwrap();
     let mut wrong = lines.clone();
