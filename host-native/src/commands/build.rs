@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
-use shoal_core::{Collection, CollectionConfig, Error, IdEncoding, IndexKind, IvfParams, Metric};
+use shoal_core::{Collection, CollectionConfig, Error, IdEncoding, IndexKind, IvfParams, Metric, Schema};
 
 use crate::HostError;
 use crate::input::{InputFormat, VectorFile};
@@ -105,9 +105,7 @@ pub fn run(args: &BuildArgs) -> Result<(), HostError> {
     let config = CollectionConfig { dim, metric };
     let mut col = match &args.fields {
         Some(fields) => {
-            let json: serde_json::Value = serde_json::from_str(fields)
-                .map_err(|e| HostError::Usage(format!("--fields is not valid JSON: {e}")))?;
-            let schema = Collection::parse_schema(&json).map_err(|e| HostError::Usage(format!("--fields: {e}")))?;
+            let schema = Schema::from_json(fields).map_err(|e| HostError::Usage(format!("--fields: {e}")))?;
             Collection::with_schema(config, schema)
         }
         None => Collection::new(config),
