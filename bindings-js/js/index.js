@@ -620,8 +620,16 @@ function idbRequest({ db = "shoal", store = "segments" }, mode, make) {
     open.onerror = () => reject(open.error);
     open.onsuccess = () => {
       const conn = open.result;
-      const tx = conn.transaction(store, mode);
-      const req = make(tx.objectStore(store));
+      let tx, req;
+      try {
+        // Throws when the database exists without this store (it is created with version 1).
+        tx = conn.transaction(store, mode);
+        req = make(tx.objectStore(store));
+      } catch (e) {
+        conn.close();
+        reject(e);
+        return;
+      }
       let value;
       req.onsuccess = () => (value = req.result);
       tx.oncomplete = () => {

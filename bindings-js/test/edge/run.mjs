@@ -226,7 +226,8 @@ async function persistence(browser, origin, version) {
       JSON.stringify(opened.opfs) === JSON.stringify(saved.results) &&
       JSON.stringify(opened.idb) === JSON.stringify(saved.results) &&
       opened.len === 3000 &&
-      opened.missing === "not_found";
+      opened.missing === "not_found" &&
+      opened.badStore === "NotFoundError";
     check(`chromium ${version}: saveToOPFS / saveToIndexedDB, reopened in a new page`, ok,
       ok ? `${saved.bytes} bytes; the same results from both stores` : JSON.stringify({ saved, opened }).slice(0, 600));
   } catch (e) {
