@@ -429,6 +429,71 @@ impl Collection {
         ids.iter().filter(|&&id| self.mutable.delete(id) || self.delete_sealed(id)).count()
     }
 
+    /// The ids of the live points that pass `filter` (Qdrant's filter JSON; `None` or `null`:
+    /// every live point), ascending. For counting, scrolling and deleting by filter.
+    pub fn matching_ids(&self, filter: Option<&Value>) -> Result<Vec<u64>, Error> {
+        let filter = self.parse_filter(filter)?;
+        let filter = filter.as_ref();
+        let mut ids = Vec::new();
+        if let Some(seg) = &self.sealed {
+            let view = seg.payload();
+            let matching = match (filter, &view) {
+                (Some(f), Some(v)) => Some(compile_filter(seg, v, f)?.matching_points()),
+                _ => None,
+            };
+            for (row, &id) in seg.ids().iter().enumerate() {
+                let pass = match (&matching, filter) {
+                    (Some(m), _) => m.contains(row as u32),
+                    (None, Some(f)) => reference::matches(f, &Value::Null, id),
+                    (None, None) => true,
+                };
+                if pass && !self.sealed_deleted.contains(row) {
+                    ids.push(id);
+                }
+            }
+        }
+        let m = &self.mutable;
+        ids.extend((0..m.rows()).filter(|&r| m.passes(r, filter)).map(|r| m.ids[r]));
+        ids.sort_unstable();
+        Ok(ids)
+    }
+
+    /// Adds payload fields: `schema` must hold every current field with its type, and may add
+    /// more. Existing points have no value for the new fields. The sealed segment is rewritten
+    /// (with its index) so that its payload sections carry the new fields.
+    ///
+    /// On error (a field missing or retyped) the collection is as before.
+    pub fn extend_schema(&mut self, schema: Schema) -> Result<(), Error> {
+        if let Some(old) = &self.schema {
+            for (name, ty) in old.fields() {
+                if schema.field(name).map(|(_, t)| t) != Some(ty) {
+                    return Err(Error::InvalidRequest(format!(
+                        "schema change: field `{name}` ({}) must stay with its type",
+                        ty.name()
+                    )));
+                }
+            }
+            if old.len() == schema.len() {
+                return Ok(());
+            }
+        }
+        if schema.is_empty() {
+            return Ok(());
+        }
+        let had_points = self.sealed.is_some() || self.mutable.rows() > 0;
+        let had_schema = self.schema.is_some();
+        self.schema = Some(schema);
+        if !had_schema {
+            // Rows committed without a schema hold no payload.
+            self.mutable.payloads.resize(self.mutable.rows(), Value::Null);
+        }
+        if had_points {
+            self.reindex = true;
+            self.seal();
+        }
+        Ok(())
+    }
+
     /// Seals with a (new) index: later seals rebuild the same kind of index.
     pub fn seal_with(&mut self, index: IndexKind) {
         self.reindex |= index != self.index;

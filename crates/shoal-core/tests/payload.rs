@@ -128,6 +128,10 @@ fn check(col: &Collection, model: &Model, metric: Metric, queries: &[f32], dim: 
     for filter in FILTERS {
         let f = Filter::from_json(filter).unwrap();
         let matching = model.matching(&f);
+        let mut want_ids: Vec<u64> = matching.iter().map(|m| m.0).collect();
+        want_ids.sort_unstable();
+        let value: Value = serde_json::from_str(filter).unwrap();
+        assert_eq!(col.matching_ids(Some(&value)).unwrap(), want_ids, "{what}: matching_ids, filter {filter}");
         for (qi, q) in queries.chunks_exact(dim).enumerate() {
             for limit in [1, 10, 37] {
                 let want = top_k(metric, &matching, q, limit);
@@ -508,4 +512,49 @@ fn filtered_ivf_recall_at_every_selectivity() {
         eprintln!("{percent}%: recall@10 {recall:.4}, {} codes estimated per query", estimated / 100);
         assert!(recall >= 0.95, "{percent}%: filtered recall@10 {recall} < 0.95");
     }
+}
+
+#[test]
+fn matching_ids_of_no_filter_are_all_live_points() {
+    let dim = 4;
+    let mut col = Collection::with_schema(CollectionConfig { dim, metric: Metric::L2 }, schema()).unwrap();
+    col.insert(&[9, 3, 7], &[0.5; 12]).unwrap();
+    col.seal();
+    col.insert(&[1, 3], &[0.25; 8]).unwrap();
+    col.delete(&[7]);
+    assert_eq!(col.matching_ids(None).unwrap(), vec![1, 3, 9]);
+    assert_eq!(col.matching_ids(Some(&Value::Null)).unwrap(), vec![1, 3, 9]);
+    let bad = json!({"must": [{"key": "nope", "match": {"value": 1}}]});
+    assert!(matches!(col.matching_ids(Some(&bad)), Err(Error::InvalidRequest(_))));
+}
+
+#[test]
+fn extend_schema_adds_fields_and_keeps_points() {
+    let dim = 8;
+    let data = clustered_vectors(6, 400, dim, 4);
+    let ids: Vec<u64> = (0..400).collect();
+    let narrow = Schema::from_json(r#"{"tag": "keyword"}"#).unwrap();
+    let mut col = Collection::with_schema(CollectionConfig { dim, metric: Metric::Cosine }, narrow).unwrap();
+    let docs: Vec<Value> = ids.iter().map(|i| json!({"tag": if i % 2 == 0 { "even" } else { "odd" }})).collect();
+    col.insert_with_payloads(&ids[..300], &data[..300 * dim], &docs[..300]).unwrap();
+    col.seal_with(IndexKind::IvfRabitq(IvfParams { partitions: Some(4), ..IvfParams::default() }));
+    col.insert_with_payloads(&ids[300..], &data[300 * dim..], &docs[300..]).unwrap();
+    // A new field with a type clash is refused and changes nothing.
+    let clash = Schema::from_json(r#"{"tag": "integer", "year": "integer"}"#).unwrap();
+    assert!(matches!(col.extend_schema(clash), Err(Error::InvalidRequest(_))));
+    let year = json!({"year": 2001});
+    assert!(col.insert_with_payloads(&[1000], &data[..dim], std::slice::from_ref(&year)).is_err());
+    let wide = Schema::from_json(r#"{"tag": "keyword", "year": "integer", "title": "text"}"#).unwrap();
+    col.extend_schema(wide.clone()).unwrap();
+    assert_eq!(col.schema(), Some(&wide));
+    assert!(matches!(col.index_kind(), IndexKind::IvfRabitq(_)));
+    assert_eq!(col.len(), 400);
+    assert_eq!(col.payload(5), Some(json!({"tag": "odd"})));
+    col.insert_with_payloads(&[1000], &data[..dim], &[json!({"year": 2001, "title": "new words"})]).unwrap();
+    let even = json!({"must": [{"key": "tag", "match": {"value": "even"}}]});
+    assert_eq!(col.matching_ids(Some(&even)).unwrap().len(), 200);
+    let y = json!({"must": [{"key": "year", "range": {"gte": 2000}}]});
+    assert_eq!(col.matching_ids(Some(&y)).unwrap(), vec![1000]);
+    let res = col.search(&SearchRequest::from_json(r#"{"text": "words", "limit": 3}"#).unwrap()).unwrap();
+    assert_eq!(res.points.iter().map(|p| p.id).collect::<Vec<_>>(), vec![1000]);
 }
