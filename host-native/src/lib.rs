@@ -3,7 +3,7 @@
 //! The core (`shoal-core`) reads and writes segment *bytes*; this crate memory-maps segment
 //! files ([`storage::MmapSegment`]), reads vector files (`.npy`, `.fvecs`, raw `f32`;
 //! [`input::VectorFile`]), writes segments atomically ([`storage::write_atomic`]) and implements
-//! the `shoal` command-line tool ([`commands`]).
+//! the `shoal` command-line tool ([`commands`]) with its HTTP server ([`server`]).
 //!
 //! ```no_run
 //! use shoal_core::SearchRequest;
@@ -18,6 +18,7 @@ pub mod commands;
 pub mod error;
 pub mod input;
 pub mod npy;
+pub mod server;
 pub mod storage;
 
 pub use error::HostError;

@@ -38,6 +38,13 @@ impl MmapSegment {
         Ok(MmapSegment { map })
     }
 
+    /// Tells the kernel that reads will be scattered (no read-ahead): re-ranking reads single
+    /// vectors, and under a small memory budget read-ahead would evict pages that are used.
+    pub fn advise_random(&self) {
+        // Advice only: a kernel that ignores it loses nothing.
+        let _ = self.map.advise(memmap2::Advice::Random);
+    }
+
     /// The mapped bytes.
     pub fn as_bytes(&self) -> &[u8] {
         &self.map

@@ -288,6 +288,36 @@ impl Collection {
         self.commit_checked(IdEncoding::U64, payloads, true).map(|_| ())
     }
 
+    /// Checks an insert without making it: the errors [`insert_with_payloads`] would give for
+    /// these points (dimension, non-finite values, payloads against the schema, capacity), with
+    /// the payloads checked against `schema` instead of the collection's when given (a host
+    /// about to [`extend_schema`]). A host that logs writes before applying them calls this
+    /// first, so that nothing it logs can fail to apply.
+    ///
+    /// [`insert_with_payloads`]: Self::insert_with_payloads
+    /// [`extend_schema`]: Self::extend_schema
+    pub fn check_insert(
+        &self,
+        ids: &[u64],
+        vectors: &[f32],
+        payloads: &[Value],
+        schema: Option<&Schema>,
+    ) -> Result<(), Error> {
+        if Some(vectors.len()) != ids.len().checked_mul(self.dim) {
+            return Err(Error::LengthMismatch { ids: ids.len(), floats: vectors.len(), dim: self.dim });
+        }
+        match schema {
+            Some(s) => check_payloads_against(s, ids.len(), payloads)?,
+            None => self.check_payloads(ids.len(), payloads)?,
+        }
+        if let Some(at) = first_non_finite(vectors) {
+            return Err(Error::NonFinite { point: at / self.dim, element: at % self.dim });
+        }
+        let total = self.sealed_rows() + self.mutable.rows();
+        total.checked_add(ids.len()).filter(|&t| t < u32::MAX as usize).ok_or(Error::CapacityExceeded)?;
+        Ok(())
+    }
+
     /// Reserves a batch of `n` points to be filled in place through [`pending_ids`] and
     /// [`pending_vectors`] and made visible by [`commit`]. A batch reserved before and not
     /// committed is dropped.
@@ -382,18 +412,7 @@ impl Collection {
 
     /// Checks that `payloads` is empty or holds one valid payload per point.
     fn check_payloads(&self, points: usize, payloads: &[Value]) -> Result<(), Error> {
-        if payloads.is_empty() {
-            return Ok(());
-        }
-        if payloads.len() != points {
-            return Err(Error::PayloadCount { points, payloads: payloads.len() });
-        }
-        let empty = Schema::default();
-        let schema = self.schema.as_ref().unwrap_or(&empty);
-        for (point, doc) in payloads.iter().enumerate() {
-            parse_payload(schema, doc).map_err(|error| Error::InvalidPayload { point, error })?;
-        }
-        Ok(())
+        check_payloads_against(self.schema.as_ref().unwrap_or(&Schema::default()), points, payloads)
     }
 
     /// Validates the reserved batch, converting `f64` ids in place.
@@ -940,6 +959,20 @@ fn compile_filter<'v, 'a>(
     filter: &Filter,
 ) -> Result<CompiledFilter<'v, 'a>, Error> {
     view.compile(filter, &|id| seg.row_of(id).map(|r| r as u32)).map_err(|e| Error::InvalidRequest(format!("{e}")))
+}
+
+/// Checks that `payloads` is empty or holds one payload valid under `schema` per point.
+fn check_payloads_against(schema: &Schema, points: usize, payloads: &[Value]) -> Result<(), Error> {
+    if payloads.is_empty() {
+        return Ok(());
+    }
+    if payloads.len() != points {
+        return Err(Error::PayloadCount { points, payloads: payloads.len() });
+    }
+    for (point, doc) in payloads.iter().enumerate() {
+        parse_payload(schema, doc).map_err(|error| Error::InvalidPayload { point, error })?;
+    }
+    Ok(())
 }
 
 /// Index of the first NaN or infinity. The common all-finite case is a branch-free pass

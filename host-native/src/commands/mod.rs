@@ -31,6 +31,9 @@ pub enum Command {
     Inspect(inspect::InspectArgs),
     /// Read every byte of a segment and check it (checksums, id index, finite vectors).
     Verify(verify::VerifyArgs),
+    /// Serve collections over HTTP (Shoal's routes and Qdrant's REST API), with a write-ahead
+    /// log and memory-mapped segments.
+    Serve(crate::server::ServeArgs),
 }
 
 /// Runs a subcommand.
@@ -40,6 +43,7 @@ pub fn run(command: Command) -> Result<(), HostError> {
         Command::Search(args) => search::run(&args),
         Command::Inspect(args) => inspect::run(&args),
         Command::Verify(args) => verify::run(&args),
+        Command::Serve(args) => crate::server::run(&args),
     }
 }
 

@@ -1,0 +1,418 @@
+//! `shoal serve`: the HTTP server of the native host.
+//!
+//! Collections live in `DATA/collections/NAME/` ([`store`]); every write is logged and synced
+//! ([`wal`]) before it is acknowledged; sealed segments are memory-mapped. Routes:
+//!
+//! - Shoal's own: `POST /collections/{name}/search` (the search request of `DESIGN.md`, the
+//!   same JSON as `collection.search` in JavaScript), `POST /collections/{name}/points/binary`
+//!   (binary batches, [`batch`]), `POST /collections/{name}/seal`, `GET /healthz`,
+//!   `GET /metrics` (Prometheus text).
+//! - Qdrant's, for the calls Shoal shares with it ([`qdrant`]): collections, upsert, query,
+//!   search, retrieve, count, scroll, delete, payload indexes; same paths and JSON shapes, so
+//!   the official `qdrant-client` works unmodified.
+//!
+//! Errors are `{"status": {"error": "..."}, "code": "...", "time": 0.0}` with a 4xx status for
+//! bad input (nothing changed) and 5xx for a failure of the host (disk full, ...).
+
+pub mod batch;
+mod metrics;
+mod qdrant;
+pub mod store;
+pub mod wal;
+
+use std::collections::BTreeMap;
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::sync::{Arc, RwLock};
+use std::time::Instant;
+
+use axum::Router;
+use axum::body::Bytes;
+use axum::extract::rejection::BytesRejection;
+use axum::extract::{DefaultBodyLimit, Path, Request, State};
+use axum::http::{HeaderMap, StatusCode, header};
+use axum::middleware::Next;
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use serde_json::{Value, json};
+
+use crate::HostError;
+use store::{Meta, Store};
+
+/// `shoal serve` options.
+#[derive(Debug, clap::Args)]
+pub struct ServeArgs {
+    /// Folder holding the collections (created if missing).
+    #[arg(long, value_name = "DIR")]
+    pub data: PathBuf,
+    /// Address to listen on.
+    #[arg(long, default_value = "127.0.0.1:6333")]
+    pub addr: SocketAddr,
+    /// Require this key on every route (header `api-key: KEY` or `Authorization: Bearer KEY`);
+    /// also read from SHOAL_API_KEY.
+    #[arg(long, env = "SHOAL_API_KEY", hide_env_values = true)]
+    pub api_key: Option<String>,
+    /// `batch`: sync the log before acknowledging each write (default). `relaxed`: leave
+    /// flushing to the OS — faster, and a machine crash (not a process crash) can lose the
+    /// last seconds of acknowledged writes.
+    #[arg(long, value_enum, default_value_t = Durability::Batch)]
+    pub durability: Durability,
+    /// Seal a collection's logged points into a new segment once this many are unsealed (or
+    /// half the sealed segment's points, whichever is more).
+    #[arg(long, default_value_t = 200_000)]
+    pub seal_rows: u64,
+    /// Largest request body, in MiB.
+    #[arg(long, default_value_t = 64)]
+    pub max_body_mib: usize,
+    /// Worker threads (default: one per core).
+    #[arg(long)]
+    pub threads: Option<usize>,
+    /// Log every request (one JSON line on standard error).
+    #[arg(long)]
+    pub log_requests: bool,
+}
+
+/// When the log is synced.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Durability {
+    /// fdatasync per write request, before the acknowledgement.
+    Batch,
+    /// No sync: the OS flushes.
+    Relaxed,
+}
+
+/// Settings shared by every collection.
+#[derive(Debug)]
+pub struct Options {
+    /// Sync the log per write.
+    pub sync: bool,
+    /// See [`ServeArgs::seal_rows`].
+    pub seal_rows: u64,
+}
+
+/// An error response.
+#[derive(Debug)]
+pub struct ApiError {
+    /// HTTP status.
+    pub status: StatusCode,
+    /// Machine-readable kind.
+    pub code: &'static str,
+    /// What went wrong.
+    pub message: String,
+}
+
+impl ApiError {
+    /// 400 with a message.
+    pub fn bad_request(message: impl Into<String>) -> ApiError {
+        ApiError { status: StatusCode::BAD_REQUEST, code: "bad_request", message: message.into() }
+    }
+
+    /// 404: no such collection.
+    pub fn not_found(name: &str) -> ApiError {
+        ApiError {
+            status: StatusCode::NOT_FOUND,
+            code: "not_found",
+            message: format!("Not found: Collection `{name}` doesn't exist!"),
+        }
+    }
+
+    /// 500: the host failed (I/O).
+    pub fn internal(message: impl Into<String>) -> ApiError {
+        ApiError { status: StatusCode::INTERNAL_SERVER_ERROR, code: "internal", message: message.into() }
+    }
+
+    /// 400 from the core's typed error (which names what is wrong and where).
+    pub fn core(e: shoal_core::Error) -> ApiError {
+        ApiError { status: StatusCode::BAD_REQUEST, code: e.code(), message: e.to_string() }
+    }
+}
+
+impl IntoResponse for ApiError {
+    fn into_response(self) -> Response {
+        let body = json!({"status": {"error": self.message}, "code": self.code, "time": 0.0});
+        (self.status, [(header::CONTENT_TYPE, "application/json")], body.to_string()).into_response()
+    }
+}
+
+impl From<BytesRejection> for ApiError {
+    fn from(r: BytesRejection) -> ApiError {
+        let status = r.status();
+        let code = if status == StatusCode::PAYLOAD_TOO_LARGE { "too_large" } else { "bad_body" };
+        ApiError { status, code, message: r.body_text() }
+    }
+}
+
+/// The server's state: the open collections.
+pub struct AppState {
+    collections: RwLock<BTreeMap<String, Arc<Store>>>,
+    root: PathBuf,
+    opts: Arc<Options>,
+    api_key: Option<String>,
+    metrics: metrics::Metrics,
+    log_requests: bool,
+}
+
+impl AppState {
+    /// Opens every collection under `data/collections`.
+    pub fn open(args: &ServeArgs) -> Result<AppState, HostError> {
+        let root = args.data.join("collections");
+        std::fs::create_dir_all(&root).map_err(|e| HostError::io(&root, "create", e))?;
+        let opts = Arc::new(Options { sync: args.durability == Durability::Batch, seal_rows: args.seal_rows.max(1) });
+        let mut collections = BTreeMap::new();
+        for entry in std::fs::read_dir(&root).map_err(|e| HostError::io(&root, "list", e))? {
+            let entry = entry.map_err(|e| HostError::io(&root, "list", e))?;
+            let name = entry.file_name().to_string_lossy().into_owned();
+            if name.starts_with('.') {
+                // A creation or deletion that a crash interrupted.
+                let _ = std::fs::remove_dir_all(entry.path());
+                continue;
+            }
+            if !valid_name(&name) {
+                continue;
+            }
+            let store = Store::open(entry.path(), &name, Arc::clone(&opts))
+                .map_err(|e| HostError::Usage(format!("collection {name}: {}", e.message)))?;
+            collections.insert(name, Arc::new(store));
+        }
+        Ok(AppState {
+            collections: RwLock::new(collections),
+            root,
+            opts,
+            api_key: args.api_key.clone().filter(|k| !k.is_empty()),
+            metrics: metrics::Metrics::default(),
+            log_requests: args.log_requests,
+        })
+    }
+
+    /// The collection called `name`.
+    fn get(&self, name: &str) -> Result<Arc<Store>, ApiError> {
+        self.collections.read().expect("lock poisoned").get(name).cloned().ok_or_else(|| ApiError::not_found(name))
+    }
+
+    /// Names of the collections.
+    fn names(&self) -> Vec<String> {
+        self.collections.read().expect("lock poisoned").keys().cloned().collect()
+    }
+
+    /// Creates a collection; 409 if it exists.
+    fn create(&self, name: &str, meta: Meta) -> Result<(), ApiError> {
+        check_name(name)?;
+        let mut all = self.collections.write().expect("lock poisoned");
+        if all.contains_key(name) {
+            return Err(ApiError {
+                status: StatusCode::CONFLICT,
+                code: "exists",
+                message: format!("Wrong input: Collection `{name}` already exists!"),
+            });
+        }
+        let store = Store::create(self.root.join(name), name, meta, Arc::clone(&self.opts))?;
+        all.insert(name.to_string(), Arc::new(store));
+        Ok(())
+    }
+
+    /// Deletes a collection; false if there was none.
+    fn drop_collection(&self, name: &str) -> Result<bool, ApiError> {
+        check_name(name)?;
+        let store = self.collections.write().expect("lock poisoned").remove(name);
+        match store {
+            Some(s) => s.destroy().map(|()| true),
+            None => Ok(false),
+        }
+    }
+}
+
+/// Collection names: 1–64 of `A-Z a-z 0-9 _ -`, not starting with `-` (no path can be formed).
+pub fn valid_name(name: &str) -> bool {
+    (1..=64).contains(&name.len())
+        && !name.starts_with('-')
+        && name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
+}
+
+fn check_name(name: &str) -> Result<(), ApiError> {
+    if valid_name(name) {
+        Ok(())
+    } else {
+        Err(ApiError::bad_request(format!(
+            "collection name {name:?}: use 1-64 characters of A-Z a-z 0-9 _ - (not starting with -)"
+        )))
+    }
+}
+
+/// The JSON of a successful Qdrant-style response.
+pub(crate) fn ok(result: Value, started: Instant) -> Response {
+    let body = json!({"result": result, "status": "ok", "time": started.elapsed().as_secs_f64()});
+    ([(header::CONTENT_TYPE, "application/json")], body.to_string()).into_response()
+}
+
+/// Parses a JSON body (`{}` when empty).
+pub(crate) fn parse_json<T: serde::de::DeserializeOwned>(body: &[u8]) -> Result<T, ApiError> {
+    let body = if body.iter().all(u8::is_ascii_whitespace) { b"{}".as_slice() } else { body };
+    serde_json::from_slice(body).map_err(|e| ApiError::bad_request(format!("malformed JSON body: {e}")))
+}
+
+/// Runs blocking work (a search, a synced write) off the async workers.
+pub(crate) async fn blocking<T: Send + 'static>(
+    f: impl FnOnce() -> Result<T, ApiError> + Send + 'static,
+) -> Result<T, ApiError> {
+    tokio::task::spawn_blocking(f).await.map_err(|e| ApiError::internal(format!("worker failed: {e}")))?
+}
+
+type Shared = State<Arc<AppState>>;
+
+/// `POST /collections/{name}/search`: Shoal's search request and response.
+async fn search(State(app): Shared, Path(name): Path<String>, body: Result<Bytes, BytesRejection>) -> Response {
+    let run = async {
+        let store = app.get(&name)?;
+        let body = body?;
+        let text = std::str::from_utf8(&body).map_err(|_| ApiError::bad_request("body is not UTF-8"))?;
+        let req = shoal_core::SearchRequest::from_json(text).map_err(ApiError::core)?;
+        let res = blocking(move || store.read().search(&req).map_err(ApiError::core)).await?;
+        Ok::<_, ApiError>(([(header::CONTENT_TYPE, "application/json")], res.to_json()).into_response())
+    };
+    run.await.unwrap_or_else(IntoResponse::into_response)
+}
+
+/// `POST /collections/{name}/points/binary`: a binary batch, logged as received.
+async fn upsert_binary(
+    State(app): Shared,
+    Path(name): Path<String>,
+    headers: HeaderMap,
+    body: Result<Bytes, BytesRejection>,
+) -> Response {
+    let started = Instant::now();
+    let run = async {
+        let store = app.get(&name)?;
+        let ct = headers.get(header::CONTENT_TYPE).and_then(|v| v.to_str().ok()).unwrap_or("");
+        if ct != "application/octet-stream" {
+            return Err(ApiError {
+                status: StatusCode::UNSUPPORTED_MEDIA_TYPE,
+                code: "content_type",
+                message: "binary batches are sent as application/octet-stream".into(),
+            });
+        }
+        let body = body?;
+        let n = blocking(move || {
+            let b = batch::parse(&body).map_err(ApiError::bad_request)?;
+            store.upsert(&b, Some(&body))?;
+            Ok(b.ids.len())
+        })
+        .await?;
+        Ok(ok(json!({"status": "completed", "points": n}), started))
+    };
+    run.await.unwrap_or_else(IntoResponse::into_response)
+}
+
+/// `POST /collections/{name}/seal`: seal logged points into a new segment now (waits).
+async fn seal(State(app): Shared, Path(name): Path<String>) -> Response {
+    let started = Instant::now();
+    let run = async {
+        let store = app.get(&name)?;
+        let sealed = blocking(move || store.seal()).await?;
+        Ok::<_, ApiError>(ok(json!({"sealed": sealed}), started))
+    };
+    run.await.unwrap_or_else(IntoResponse::into_response)
+}
+
+async fn healthz() -> Response {
+    ([(header::CONTENT_TYPE, "application/json")], r#"{"status":"ok"}"#).into_response()
+}
+
+async fn metrics_route(State(app): Shared) -> Response {
+    let collections: Vec<(String, store::Gauges)> = app
+        .collections
+        .read()
+        .expect("lock poisoned")
+        .iter()
+        .map(|(n, s)| (n.clone(), s.gauges()))
+        .collect();
+    let text = app.metrics.render(&collections);
+    ([(header::CONTENT_TYPE, "text/plain; version=0.0.4")], text).into_response()
+}
+
+/// Checks the API key, then counts and times the request.
+async fn guard(State(app): Shared, req: Request, next: Next) -> Response {
+    let started = Instant::now();
+    let route = req
+        .extensions()
+        .get::<axum::extract::MatchedPath>()
+        .map_or_else(|| "unmatched".to_string(), |p| p.as_str().to_string());
+    let method = req.method().clone();
+    let response = match &app.api_key {
+        Some(key) if !has_key(req.headers(), key) => ApiError {
+            status: StatusCode::UNAUTHORIZED,
+            code: "unauthorized",
+            message: "Unauthorized: missing or wrong api-key".into(),
+        }
+        .into_response(),
+        _ => next.run(req).await,
+    };
+    let elapsed = started.elapsed();
+    app.metrics.record(method.as_str(), &route, response.status().as_u16(), elapsed);
+    if app.log_requests {
+        let line = json!({"method": method.as_str(), "route": route, "status": response.status().as_u16(),
+                          "ms": elapsed.as_secs_f64() * 1e3});
+        eprintln!("{line}");
+    }
+    response
+}
+
+fn has_key(headers: &HeaderMap, key: &str) -> bool {
+    let given = headers.get("api-key").and_then(|v| v.to_str().ok()).or_else(|| {
+        headers.get(header::AUTHORIZATION).and_then(|v| v.to_str().ok()).and_then(|v| v.strip_prefix("Bearer "))
+    });
+    // Compare in constant time: the key's length is not secret, its bytes are.
+    given.is_some_and(|g| g.len() == key.len() && g.bytes().zip(key.bytes()).fold(0u8, |a, (x, y)| a | (x ^ y)) == 0)
+}
+
+/// The router of `shoal serve` over `app`.
+pub fn router(app: Arc<AppState>, max_body: usize) -> Router {
+    Router::new()
+        .route("/healthz", get(healthz))
+        .route("/metrics", get(metrics_route))
+        .route("/collections/{name}/search", post(search))
+        .route("/collections/{name}/points/binary", post(upsert_binary))
+        .route("/collections/{name}/seal", post(seal))
+        .merge(qdrant::routes())
+        .fallback(|| async { ApiError { status: StatusCode::NOT_FOUND, code: "no_route", message: "no such route".into() } })
+        .layer(axum::middleware::from_fn_with_state(Arc::clone(&app), guard))
+        .layer(DefaultBodyLimit::max(max_body))
+        .with_state(app)
+}
+
+/// Runs the server until SIGINT or SIGTERM.
+pub fn run(args: &ServeArgs) -> Result<(), HostError> {
+    let mut rt = tokio::runtime::Builder::new_multi_thread();
+    if let Some(n) = args.threads {
+        rt.worker_threads(n.max(1));
+    }
+    let rt = rt.enable_all().build().map_err(|e| HostError::io(&args.data, "start the runtime for", e))?;
+    let app = Arc::new(AppState::open(args)?);
+    let names = app.names();
+    rt.block_on(async {
+        let listener =
+            tokio::net::TcpListener::bind(args.addr).await.map_err(|e| HostError::io(&args.data, "listen for", e))?;
+        let addr = listener.local_addr().map_err(|e| HostError::io(&args.data, "listen for", e))?;
+        eprintln!("{}", json!({"event": "listening", "addr": addr.to_string(), "data": args.data, "collections": names}));
+        let router = router(app, args.max_body_mib.saturating_mul(1 << 20));
+        axum::serve(listener, router)
+            .with_graceful_shutdown(shutdown())
+            .await
+            .map_err(|e| HostError::io(&args.data, "serve", e))
+    })
+}
+
+async fn shutdown() {
+    let ctrl_c = async {
+        let _ = tokio::signal::ctrl_c().await;
+    };
+    #[cfg(unix)]
+    let term = async {
+        if let Ok(mut s) = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            s.recv().await;
+        }
+    };
+    #[cfg(not(unix))]
+    let term = std::future::pending::<()>();
+    tokio::select! { () = ctrl_c => {}, () = term => {} }
+    eprintln!("{}", json!({"event": "shutdown"}));
+}

@@ -1,0 +1,272 @@
+//! The write-ahead log (`docs/format.md`, "Write-ahead log"): one file per generation, records
+//! of `[length, CRC-32C, kind]` + body, appended and synced before a write is acknowledged.
+
+use std::fs::{File, OpenOptions};
+use std::io::{self, BufReader, Read, Seek, SeekFrom, Write};
+use std::path::{Path, PathBuf};
+
+/// File header: magic, version, reserved.
+const FILE_MAGIC: &[u8; 8] = b"SHOALWAL";
+const VERSION: u32 = 1;
+/// Bytes of the file header.
+pub const FILE_HEADER: u64 = 16;
+/// Bytes of a record header.
+const RECORD_HEADER: usize = 12;
+/// Largest record body (a binary batch of the largest request body fits easily).
+const MAX_BODY: usize = 1 << 31;
+
+/// What a record holds.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[repr(u8)]
+pub enum Kind {
+    /// A binary batch of points to insert or replace.
+    Upsert = 1,
+    /// `count` (u32) then the ids (u64) to delete.
+    Delete = 2,
+    /// The new payload schema as JSON.
+    Schema = 3,
+}
+
+impl Kind {
+    fn from_u8(b: u8) -> Option<Kind> {
+        Some(match b {
+            1 => Kind::Upsert,
+            2 => Kind::Delete,
+            3 => Kind::Schema,
+            _ => return None,
+        })
+    }
+}
+
+const CRC: crc::Crc<u32, crc::Table<16>> = crc::Crc::<u32, crc::Table<16>>::new(&crc::CRC_32_ISCSI);
+
+fn record_crc(kind_bytes: &[u8], body: &[u8]) -> u32 {
+    let mut d = CRC.digest();
+    d.update(kind_bytes);
+    d.update(body);
+    d.finalize()
+}
+
+/// The log file of generation `gen` in `dir`.
+pub fn path(dir: &Path, generation: u64) -> PathBuf {
+    dir.join(format!("wal-{generation:010}.log"))
+}
+
+/// The generation of a log file name, if it is one.
+pub fn generation_of(name: &str) -> Option<u64> {
+    name.strip_prefix("wal-")?.strip_suffix(".log")?.parse().ok()
+}
+
+/// Appends records to the current generation's file.
+#[derive(Debug)]
+pub struct WalWriter {
+    file: File,
+    path: PathBuf,
+    generation: u64,
+    len: u64,
+    sync: bool,
+}
+
+impl WalWriter {
+    /// Creates the (empty) log of `generation` in `dir` and makes it durable.
+    pub fn create(dir: &Path, generation: u64, sync: bool) -> io::Result<WalWriter> {
+        let path = path(dir, generation);
+        let mut file = OpenOptions::new().write(true).create_new(true).open(&path)?;
+        let mut header = [0u8; FILE_HEADER as usize];
+        header[..8].copy_from_slice(FILE_MAGIC);
+        header[8..12].copy_from_slice(&VERSION.to_le_bytes());
+        file.write_all(&header)?;
+        file.sync_all()?;
+        File::open(dir)?.sync_all()?;
+        Ok(WalWriter { file, path, generation, len: FILE_HEADER, sync })
+    }
+
+    /// Continues the log at `path` after its last whole record (`len` bytes, as [`replay`]
+    /// found), cutting a torn tail.
+    pub fn reopen(dir: &Path, generation: u64, len: u64, sync: bool) -> io::Result<WalWriter> {
+        let path = path(dir, generation);
+        let mut file = OpenOptions::new().write(true).open(&path)?;
+        if file.metadata()?.len() != len {
+            file.set_len(len)?;
+            file.sync_all()?;
+        }
+        file.seek(SeekFrom::Start(len))?;
+        Ok(WalWriter { file, path, generation, len, sync })
+    }
+
+    /// The generation this writer appends to.
+    pub fn generation(&self) -> u64 {
+        self.generation
+    }
+
+    /// Bytes in the file (header and whole records).
+    pub fn len(&self) -> u64 {
+        self.len
+    }
+
+    /// Whether the log holds no record.
+    pub fn is_empty(&self) -> bool {
+        self.len == FILE_HEADER
+    }
+
+    /// Appends one record and, unless the log is relaxed, syncs it to disk. On error the file
+    /// is cut back to its previous length, so a failed append leaves no partial record.
+    pub fn append(&mut self, kind: Kind, body: &[u8]) -> io::Result<()> {
+        if body.len() > MAX_BODY {
+            return Err(io::Error::new(io::ErrorKind::InvalidInput, "write-ahead log record too large"));
+        }
+        let mut header = [0u8; RECORD_HEADER];
+        header[8] = kind as u8;
+        let crc = record_crc(&header[8..12], body);
+        header[..4].copy_from_slice(&(body.len() as u32).to_le_bytes());
+        header[4..8].copy_from_slice(&crc.to_le_bytes());
+        let result = self.file.write_all(&header).and_then(|()| self.file.write_all(body)).and_then(|()| {
+            if self.sync { self.file.sync_data() } else { Ok(()) }
+        });
+        match result {
+            Ok(()) => {
+                self.len += (RECORD_HEADER + body.len()) as u64;
+                Ok(())
+            }
+            Err(e) => {
+                let _ = self.file.set_len(self.len).and_then(|()| self.file.seek(SeekFrom::Start(self.len)).map(drop));
+                Err(e)
+            }
+        }
+    }
+
+    /// The file this writer appends to.
+    pub fn file_path(&self) -> &Path {
+        &self.path
+    }
+}
+
+/// Where a replay stopped.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ReplayEnd {
+    /// Bytes up to the end of the last whole record.
+    pub len: u64,
+    /// Whether bytes followed that were not a whole, valid record (a write torn by a crash).
+    pub torn: bool,
+}
+
+/// Reads the records of the log at `path` from byte `from` (at least [`FILE_HEADER`]) to byte
+/// `to` (or the end), calling `apply` with each; stops at the first torn or corrupt record.
+pub fn replay(
+    path: &Path,
+    from: u64,
+    to: Option<u64>,
+    mut apply: impl FnMut(Kind, &[u8]) -> Result<(), String>,
+) -> Result<ReplayEnd, String> {
+    let what = |e: io::Error| format!("{}: {e}", path.display());
+    let file = File::open(path).map_err(what)?;
+    let file_len = file.metadata().map_err(what)?.len().min(to.unwrap_or(u64::MAX));
+    let mut r = BufReader::with_capacity(1 << 20, file);
+    let mut header = [0u8; FILE_HEADER as usize];
+    if file_len < FILE_HEADER {
+        // A crash while the file was created: nothing in it was ever acknowledged.
+        return Ok(ReplayEnd { len: 0, torn: true });
+    }
+    r.read_exact(&mut header).map_err(what)?;
+    if &header[..8] != FILE_MAGIC || u32::from_le_bytes(header[8..12].try_into().unwrap()) != VERSION {
+        return Err(format!("{}: not a Shoal write-ahead log (version 1)", path.display()));
+    }
+    let mut pos = from.max(FILE_HEADER);
+    r.seek(SeekFrom::Start(pos)).map_err(what)?;
+    let mut body = Vec::new();
+    loop {
+        let mut h = [0u8; RECORD_HEADER];
+        if file_len - pos < RECORD_HEADER as u64 {
+            return Ok(ReplayEnd { len: pos, torn: pos != file_len });
+        }
+        r.read_exact(&mut h).map_err(what)?;
+        let len = u32::from_le_bytes(h[..4].try_into().unwrap()) as u64;
+        let crc = u32::from_le_bytes(h[4..8].try_into().unwrap());
+        let kind = Kind::from_u8(h[8]).filter(|_| h[9..12] == [0, 0, 0]);
+        if kind.is_none() || file_len - pos - (RECORD_HEADER as u64) < len {
+            return Ok(ReplayEnd { len: pos, torn: true });
+        }
+        body.resize(len as usize, 0);
+        r.read_exact(&mut body).map_err(what)?;
+        if record_crc(&h[8..12], &body) != crc {
+            return Ok(ReplayEnd { len: pos, torn: true });
+        }
+        apply(kind.expect("checked"), &body)?;
+        pos += RECORD_HEADER as u64 + len;
+    }
+}
+
+/// The body of a delete record.
+pub fn delete_body(ids: &[u64]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(4 + 8 * ids.len());
+    out.extend_from_slice(&(ids.len() as u32).to_le_bytes());
+    ids.iter().for_each(|id| out.extend_from_slice(&id.to_le_bytes()));
+    out
+}
+
+/// Parses the body of a delete record.
+pub fn parse_delete(body: &[u8]) -> Result<Vec<u64>, String> {
+    let n = body.get(..4).map(|b| u32::from_le_bytes(b.try_into().unwrap()) as usize);
+    match n {
+        Some(n) if body.len() == 4 + 8 * n => {
+            Ok(body[4..].chunks_exact(8).map(|c| u64::from_le_bytes(c.try_into().unwrap())).collect())
+        }
+        _ => Err("write-ahead log: malformed delete record".into()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn collect(path: &Path) -> (Vec<(Kind, Vec<u8>)>, ReplayEnd) {
+        let mut got = Vec::new();
+        let end = replay(path, FILE_HEADER, None, |k, b| {
+            got.push((k, b.to_vec()));
+            Ok(())
+        })
+        .unwrap();
+        (got, end)
+    }
+
+    #[test]
+    fn records_replay_and_a_torn_tail_is_cut() {
+        let dir = std::env::temp_dir().join(format!("shoal-wal-test-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        let mut w = WalWriter::create(&dir, 3, true).unwrap();
+        w.append(Kind::Upsert, b"first").unwrap();
+        w.append(Kind::Delete, &delete_body(&[1, 2])).unwrap();
+        w.append(Kind::Schema, b"{}").unwrap();
+        let full = w.len();
+        drop(w);
+        let p = path(&dir, 3);
+        let (got, end) = collect(&p);
+        assert_eq!(got.len(), 3);
+        assert_eq!(got[0], (Kind::Upsert, b"first".to_vec()));
+        assert_eq!(parse_delete(&got[1].1).unwrap(), vec![1, 2]);
+        assert_eq!(end, ReplayEnd { len: full, torn: false });
+
+        // Every cut inside the last record replays the first two and reports a torn tail.
+        let bytes = std::fs::read(&p).unwrap();
+        let two = full - (RECORD_HEADER as u64 + 2);
+        for cut in two + 1..full {
+            std::fs::write(&p, &bytes[..cut as usize]).unwrap();
+            let (got, end) = collect(&p);
+            assert_eq!((got.len(), end), (2, ReplayEnd { len: two, torn: true }), "cut at {cut}");
+        }
+        // A flipped bit in the last body fails its CRC.
+        let mut flipped = bytes.clone();
+        *flipped.last_mut().unwrap() ^= 1;
+        std::fs::write(&p, &flipped).unwrap();
+        assert_eq!(collect(&p).1, ReplayEnd { len: two, torn: true });
+        // Reopening cuts the torn tail; appends continue after the last whole record.
+        let mut w = WalWriter::reopen(&dir, 3, two, true).unwrap();
+        w.append(Kind::Schema, b"{\"a\":1}").unwrap();
+        let (got, end) = collect(&p);
+        assert_eq!(got.len(), 3);
+        assert_eq!(got[2].1, b"{\"a\":1}".to_vec());
+        assert!(!end.torn);
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+}
