@@ -31,8 +31,12 @@ pub struct Metrics {
 impl Metrics {
     /// Counts one request.
     pub fn record(&self, method: &str, route: &str, status: u16, elapsed: Duration) {
-        *self.requests.lock().expect("lock poisoned").entry((method.to_string(), route.to_string(), status)).or_default() +=
-            1;
+        *self
+            .requests
+            .lock()
+            .expect("lock poisoned")
+            .entry((method.to_string(), route.to_string(), status))
+            .or_default() += 1;
         let secs = elapsed.as_secs_f64();
         let mut latency = self.latency.lock().expect("lock poisoned");
         let h = latency.entry(route.to_string()).or_default();
@@ -49,7 +53,8 @@ impl Metrics {
         out.push_str("# HELP shoal_requests_total HTTP requests by method, route and status.\n");
         out.push_str("# TYPE shoal_requests_total counter\n");
         for ((method, route, status), n) in self.requests.lock().expect("lock poisoned").iter() {
-            let _ = writeln!(out, "shoal_requests_total{{method=\"{method}\",route=\"{route}\",status=\"{status}\"}} {n}");
+            let _ =
+                writeln!(out, "shoal_requests_total{{method=\"{method}\",route=\"{route}\",status=\"{status}\"}} {n}");
         }
         out.push_str("# HELP shoal_request_duration_seconds HTTP request latency by route.\n");
         out.push_str("# TYPE shoal_request_duration_seconds histogram\n");
@@ -57,7 +62,8 @@ impl Metrics {
             let mut cumulative = 0;
             for (b, c) in BUCKETS.iter().zip(h.counts) {
                 cumulative += c;
-                let _ = writeln!(out, "shoal_request_duration_seconds_bucket{{route=\"{route}\",le=\"{b}\"}} {cumulative}");
+                let _ =
+                    writeln!(out, "shoal_request_duration_seconds_bucket{{route=\"{route}\",le=\"{b}\"}} {cumulative}");
             }
             let _ = writeln!(out, "shoal_request_duration_seconds_bucket{{route=\"{route}\",le=\"+Inf\"}} {}", h.count);
             let _ = writeln!(out, "shoal_request_duration_seconds_sum{{route=\"{route}\"}} {}", h.sum);

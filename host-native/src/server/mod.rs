@@ -318,13 +318,8 @@ async fn healthz() -> Response {
 }
 
 async fn metrics_route(State(app): Shared) -> Response {
-    let collections: Vec<(String, store::Gauges)> = app
-        .collections
-        .read()
-        .expect("lock poisoned")
-        .iter()
-        .map(|(n, s)| (n.clone(), s.gauges()))
-        .collect();
+    let collections: Vec<(String, store::Gauges)> =
+        app.collections.read().expect("lock poisoned").iter().map(|(n, s)| (n.clone(), s.gauges())).collect();
     let text = app.metrics.render(&collections);
     ([(header::CONTENT_TYPE, "text/plain; version=0.0.4")], text).into_response()
 }
@@ -373,7 +368,9 @@ pub fn router(app: Arc<AppState>, max_body: usize) -> Router {
         .route("/collections/{name}/points/binary", post(upsert_binary))
         .route("/collections/{name}/seal", post(seal))
         .merge(qdrant::routes())
-        .fallback(|| async { ApiError { status: StatusCode::NOT_FOUND, code: "no_route", message: "no such route".into() } })
+        .fallback(|| async {
+            ApiError { status: StatusCode::NOT_FOUND, code: "no_route", message: "no such route".into() }
+        })
         .layer(axum::middleware::from_fn_with_state(Arc::clone(&app), guard))
         .layer(DefaultBodyLimit::max(max_body))
         .with_state(app)
@@ -392,7 +389,10 @@ pub fn run(args: &ServeArgs) -> Result<(), HostError> {
         let listener =
             tokio::net::TcpListener::bind(args.addr).await.map_err(|e| HostError::io(&args.data, "listen for", e))?;
         let addr = listener.local_addr().map_err(|e| HostError::io(&args.data, "listen for", e))?;
-        eprintln!("{}", json!({"event": "listening", "addr": addr.to_string(), "data": args.data, "collections": names}));
+        eprintln!(
+            "{}",
+            json!({"event": "listening", "addr": addr.to_string(), "data": args.data, "collections": names})
+        );
         let router = router(app, args.max_body_mib.saturating_mul(1 << 20));
         axum::serve(listener, router)
             .with_graceful_shutdown(shutdown())

@@ -121,9 +121,10 @@ fn create_meta(body: &Map<String, Value>) -> Result<Meta, ApiError> {
             on_disk: on_disk(v.get("on_disk")),
         });
     }
-    let dim = body.get("dim").and_then(Value::as_u64).ok_or_else(|| {
-        ApiError::bad_request("give `vectors` ({\"size\", \"distance\"}) or `dim` and `metric`")
-    })?;
+    let dim = body
+        .get("dim")
+        .and_then(Value::as_u64)
+        .ok_or_else(|| ApiError::bad_request("give `vectors` ({\"size\", \"distance\"}) or `dim` and `metric`"))?;
     let metric = body.get("metric").and_then(Value::as_str).unwrap_or("cosine").to_string();
     Ok(Meta {
         dim: dim as usize,
@@ -203,14 +204,19 @@ async fn create_index(State(app): Shared, Path(name): Path<String>, body: Body) 
         let started = Instant::now();
         let store = app.get(&name)?;
         let body: Map<String, Value> = parse_json(&body?)?;
-        let field = body.get("field_name").and_then(Value::as_str).ok_or_else(|| ApiError::bad_request("missing field_name"))?;
+        let field = body
+            .get("field_name")
+            .and_then(Value::as_str)
+            .ok_or_else(|| ApiError::bad_request("missing field_name"))?;
         let ty = match body.get("field_schema") {
             Some(Value::String(s)) => s.clone(),
             Some(Value::Object(o)) => o.get("type").and_then(Value::as_str).unwrap_or("").to_string(),
             _ => return Err(ApiError::bad_request("missing field_schema")),
         };
         let ty = FieldType::from_name(&ty).ok_or_else(|| {
-            ApiError::bad_request(format!("field_schema {ty:?}: Shoal fields are keyword, integer, float, bool or text"))
+            ApiError::bad_request(format!(
+                "field_schema {ty:?}: Shoal fields are keyword, integer, float, bool or text"
+            ))
         })?;
         let fields = vec![(field.to_string(), ty)];
         blocking(move || store.add_fields(&fields)).await?;
@@ -223,9 +229,9 @@ async fn create_index(State(app): Shared, Path(name): Path<String>, body: Body) 
 fn point_id(v: &Value, at: &str) -> Result<u64, ApiError> {
     match v {
         Value::Number(n) => n.as_u64().ok_or_else(|| ApiError::bad_request(format!("{at}: ids are unsigned integers"))),
-        Value::String(_) => {
-            Err(ApiError::bad_request(format!("{at}: Shoal point ids are unsigned integers (UUID ids are not supported)")))
-        }
+        Value::String(_) => Err(ApiError::bad_request(format!(
+            "{at}: Shoal point ids are unsigned integers (UUID ids are not supported)"
+        ))),
         _ => Err(ApiError::bad_request(format!("{at}: expected an unsigned integer id"))),
     }
 }
@@ -237,7 +243,11 @@ fn vector_of(v: &Value, at: &str, out: &mut Vec<f32>) -> Result<usize, ApiError>
         Value::Object(o) if o.len() == 1 && o.contains_key("") => {
             return vector_of(&o[""], at, out);
         }
-        _ => return Err(ApiError::bad_request(format!("{at}: expected a list of numbers (named vectors are not supported)"))),
+        _ => {
+            return Err(ApiError::bad_request(format!(
+                "{at}: expected a list of numbers (named vectors are not supported)"
+            )));
+        }
     };
     for (i, x) in list.iter().enumerate() {
         let x = x.as_f64().ok_or_else(|| ApiError::bad_request(format!("{at}[{i}]: expected a number")))?;
@@ -259,10 +269,12 @@ async fn upsert(State(app): Shared, Path(name): Path<String>, body: Body) -> Res
             if n == dim {
                 Ok(())
             } else {
-                Err(ApiError::core(shoal_core::Error::DimensionMismatch { expected: dim, found: n })).map_err(|mut e| {
-                    e.message = format!("{at}: {}", e.message);
-                    e
-                })
+                Err(ApiError::core(shoal_core::Error::DimensionMismatch { expected: dim, found: n })).map_err(
+                    |mut e| {
+                        e.message = format!("{at}: {}", e.message);
+                        e
+                    },
+                )
             }
         };
         if let Some(points) = body.get("points") {
@@ -332,7 +344,13 @@ impl PayloadSel {
                 .ok_or_else(|| ApiError::bad_request("with_payload: expected a list of field names"))
         };
         Ok(match v {
-            None | Some(Value::Null) => if default { PayloadSel::All } else { PayloadSel::None },
+            None | Some(Value::Null) => {
+                if default {
+                    PayloadSel::All
+                } else {
+                    PayloadSel::None
+                }
+            }
             Some(Value::Bool(true)) => PayloadSel::All,
             Some(Value::Bool(false)) => PayloadSel::None,
             Some(a @ Value::Array(_)) => PayloadSel::Include(names(a)?),
@@ -369,7 +387,8 @@ fn record(col: &shoal_core::Collection, id: u64, sel: &PayloadSel, with_vector: 
 }
 
 fn ids_of(v: Option<&Value>, at: &str) -> Result<Vec<u64>, ApiError> {
-    let list = v.and_then(Value::as_array).ok_or_else(|| ApiError::bad_request(format!("{at}: expected a list of ids")))?;
+    let list =
+        v.and_then(Value::as_array).ok_or_else(|| ApiError::bad_request(format!("{at}: expected a list of ids")))?;
     list.iter().enumerate().map(|(i, x)| point_id(x, &format!("{at}[{i}]"))).collect()
 }
 
@@ -411,7 +430,9 @@ async fn retrieve_one(State(app): Shared, Path((name, id)): Path<(String, String
 /// Runs a vector search for the Qdrant routes: `{"id", "version", "score", "payload", "vector"}`
 /// per result. Euclid scores are distances (Shoal's `l2` is squared).
 fn run_search(store: &Store, vector: Vec<f32>, body: &Map<String, Value>) -> Result<Vec<Value>, ApiError> {
-    let limit = body.get("limit").map_or(Ok(10), |v| v.as_u64().ok_or_else(|| ApiError::bad_request("limit: expected an integer")))?;
+    let limit = body
+        .get("limit")
+        .map_or(Ok(10), |v| v.as_u64().ok_or_else(|| ApiError::bad_request("limit: expected an integer")))?;
     let offset = body.get("offset").map_or(Ok(0), |v| {
         if v.is_null() { Ok(0) } else { v.as_u64().ok_or_else(|| ApiError::bad_request("offset: expected an integer")) }
     })?;

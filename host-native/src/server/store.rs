@@ -159,7 +159,8 @@ fn apply(col: &mut Collection, kind: Kind, body: &[u8]) -> Result<u64, String> {
 fn replay_into(col: &mut Collection, path: &Path, from: u64, to: Option<u64>) -> Result<(ReplayEnd, u64), ApiError> {
     let mut points = 0;
     let end = wal::replay(path, from, to, |kind, body| {
-        points += apply(col, kind, body).map_err(|e| format!("{}: a logged write does not apply: {e}", path.display()))?;
+        points +=
+            apply(col, kind, body).map_err(|e| format!("{}: a logged write does not apply: {e}", path.display()))?;
         Ok(())
     })
     .map_err(ApiError::internal)?;
@@ -180,7 +181,8 @@ impl Store {
         drop(WalWriter::create(&tmp, 1, opts.sync).map_err(|e| io_err(&tmp, "create log in", e))?);
         fs::rename(&tmp, &dir).map_err(|e| io_err(&dir, "rename into place", e))?;
         fs::File::open(parent).and_then(|d| d.sync_all()).map_err(|e| io_err(parent, "fsync", e))?;
-        let wal = WalWriter::reopen(&dir, 1, wal::FILE_HEADER, opts.sync).map_err(|e| io_err(&dir, "open log in", e))?;
+        let wal =
+            WalWriter::reopen(&dir, 1, wal::FILE_HEADER, opts.sync).map_err(|e| io_err(&dir, "open log in", e))?;
         let mut col = Collection::with_schema(config, schema).map_err(ApiError::core)?;
         col.set_clock(Box::new(monotonic_micros));
         Ok(Store::new(name, dir, meta, index, col, wal, 0, 0, opts))
@@ -198,7 +200,8 @@ impl Store {
         unsealed: u64,
         opts: Arc<Options>,
     ) -> Store {
-        let segment_bytes = if segment == 0 { 0 } else { fs::metadata(segment_path(&dir, segment)).map_or(0, |m| m.len()) };
+        let segment_bytes =
+            if segment == 0 { 0 } else { fs::metadata(segment_path(&dir, segment)).map_or(0, |m| m.len()) };
         Store {
             name: name.to_string(),
             dir,
@@ -221,8 +224,8 @@ impl Store {
     pub fn open(dir: PathBuf, name: &str, opts: Arc<Options>) -> Result<Store, ApiError> {
         let meta_path = dir.join("collection.json");
         let text = fs::read(&meta_path).map_err(|e| io_err(&meta_path, "read", e))?;
-        let meta: Meta = serde_json::from_slice(&text)
-            .map_err(|e| ApiError::internal(format!("{}: {e}", meta_path.display())))?;
+        let meta: Meta =
+            serde_json::from_slice(&text).map_err(|e| ApiError::internal(format!("{}: {e}", meta_path.display())))?;
         let (_, _, index) = meta.parse()?;
         let files = list(&dir)?;
         let (mut col, segment) = open_base(&dir, &meta, files.segment)?;
@@ -341,10 +344,7 @@ impl Store {
                 match all.iter().find(|(n, _)| n == name) {
                     Some((_, t)) if t == ty => {}
                     Some((_, t)) => {
-                        return Err(ApiError::bad_request(format!(
-                            "field `{name}` is already a {} field",
-                            t.name()
-                        )));
+                        return Err(ApiError::bad_request(format!("field `{name}` is already a {} field", t.name())));
                     }
                     None => all.push((name.clone(), *ty)),
                 }
@@ -386,7 +386,8 @@ impl Store {
                 return Ok(false);
             }
             let g = wal.generation();
-            *wal = WalWriter::create(&self.dir, g + 1, self.opts.sync).map_err(|e| io_err(&self.dir, "create log in", e))?;
+            *wal = WalWriter::create(&self.dir, g + 1, self.opts.sync)
+                .map_err(|e| io_err(&self.dir, "create log in", e))?;
             self.unsealed.store(0, Ordering::Relaxed);
             g
         };

@@ -120,9 +120,11 @@ impl WalWriter {
         let crc = record_crc(&header[8..12], body);
         header[..4].copy_from_slice(&(body.len() as u32).to_le_bytes());
         header[4..8].copy_from_slice(&crc.to_le_bytes());
-        let result = self.file.write_all(&header).and_then(|()| self.file.write_all(body)).and_then(|()| {
-            if self.sync { self.file.sync_data() } else { Ok(()) }
-        });
+        let result = self
+            .file
+            .write_all(&header)
+            .and_then(|()| self.file.write_all(body))
+            .and_then(|()| if self.sync { self.file.sync_data() } else { Ok(()) });
         match result {
             Ok(()) => {
                 self.len += (RECORD_HEADER + body.len()) as u64;
