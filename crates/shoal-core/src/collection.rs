@@ -282,9 +282,12 @@ impl Collection {
             return Err(Error::LengthMismatch { ids: ids.len(), floats: vectors.len(), dim: self.dim });
         }
         self.check_payloads(ids.len(), payloads)?;
-        self.reserve(ids.len())?;
-        self.pending_ids().copy_from_slice(ids);
-        self.pending_vectors().copy_from_slice(vectors);
+        // `reserve` without its zero fill: the batch is appended straight from the slices.
+        self.reserve(0)?;
+        let total = self.sealed_rows() + self.mutable.rows();
+        total.checked_add(ids.len()).filter(|&t| t < u32::MAX as usize).ok_or(Error::CapacityExceeded)?;
+        self.mutable.ids.extend_from_slice(ids);
+        self.mutable.vectors.extend_from_slice(vectors);
         self.commit_checked(IdEncoding::U64, payloads, true).map(|_| ())
     }
 

@@ -28,7 +28,7 @@ type Shared = State<Arc<AppState>>;
 type Body = Result<Bytes, BytesRejection>;
 
 /// The Qdrant version whose API these routes follow (reported by `GET /`).
-const QDRANT_API_VERSION: &str = "1.16.0";
+const QDRANT_API_VERSION: &str = "1.20.0";
 
 static OPERATION: AtomicU64 = AtomicU64::new(1);
 

