@@ -14,7 +14,7 @@ CACHE := $(HOME)/.cache/shoal
 GLOVE := $(CACHE)/glove50
 
 .PHONY: demo test bench setup setup-rust setup-js setup-edge build-js lint test-rust test-js test-edge check-targets \
-        bench-kernels bench-search bench-node bench-ann bench-filtered bench-text fuzz
+        bench-kernels bench-search bench-node bench-ann bench-filtered bench-text bench-ingest test-qdrant fuzz
 
 ## ---- setup ---------------------------------------------------------------------------
 
@@ -55,7 +55,7 @@ setup-edge: setup-js
 
 ## ---- test ----------------------------------------------------------------------------
 
-test: setup lint test-rust check-targets test-edge test-js
+test: setup lint test-rust test-qdrant check-targets test-edge test-js
 
 lint:
 	$(CARGO) fmt --all -- --check
@@ -68,6 +68,13 @@ test-rust:
 check-targets:
 	$(CARGO) check -p shoal-kernels -p shoal-core --target aarch64-unknown-linux-gnu
 	$(CARGO) clippy -p shoal-js --target wasm32-unknown-unknown -- -D warnings
+
+# The official qdrant-client (PyPI) against `shoal serve`, unmodified.
+QDRANT_CLIENT := qdrant-client==1.20.0
+test-qdrant:
+	@python3 -c "import qdrant_client" 2>/dev/null || pip install --quiet $(QDRANT_CLIENT)
+	$(CARGO) build -p shoal-host
+	python3 host-native/tests/qdrant_compat.py target/debug/shoal
 
 test-js: build-js
 	@test -f target/conformance/l2-50.json || $(CARGO) test -p shoal-tests --test conformance
@@ -98,7 +105,7 @@ demo: setup build-js $(GLOVE)/vectors.npy
 
 ## ---- bench ---------------------------------------------------------------------------
 
-bench: setup build-js $(GLOVE)/vectors.npy bench-kernels bench-search bench-node bench-ann bench-filtered bench-text
+bench: setup build-js $(GLOVE)/vectors.npy bench-kernels bench-search bench-node bench-ann bench-filtered bench-text bench-ingest
 
 bench-kernels:
 	$(CARGO) bench -p shoal-kernels --bench kernels
@@ -130,6 +137,13 @@ bench-filtered:
 	python3 bench/filtered.py report
 
 # Issue 5: full text on GCIDE: Shoal native and in Node, tantivy, MiniSearch, FlexSearch, Orama.
+# Ingest into `shoal serve`: binary batches vs Qdrant-style JSON, 1M x 128-d, fsync per batch.
+bench-ingest:
+	pip install -q -r bench/requirements-bench.txt
+	$(CARGO) build --release -p shoal-host
+	python3 bench/ingest.py --clients 1
+	python3 bench/ingest.py --clients 2 --runs 1
+
 bench-text: build-js
 	pip install -q -r bench/requirements-bench.txt
 	npm ci --prefix bench/node --no-audit --no-fund

@@ -1,0 +1,174 @@
+#!/usr/bin/env python3
+"""The official qdrant-client (PyPI, REST) against `shoal serve`, unmodified.
+
+    python3 host-native/tests/qdrant_compat.py PATH/TO/shoal
+
+Starts the server on a fresh data folder with an API key, then: create collections (Cosine,
+Euclid), exists/get/list, payload indexes, upsert (points and Batch), query_points with
+filters (results checked against a brute-force answer computed here), retrieve, count, scroll
+(paged), delete by ids and by filter, errors (wrong dimension, UUID ids, missing collection,
+wrong key) and delete_collection. Exits non-zero on the first mismatch.
+"""
+
+import json
+import math
+import random
+import shutil
+import subprocess
+import sys
+import tempfile
+import warnings
+
+from qdrant_client import QdrantClient
+from qdrant_client.http import models as m
+from qdrant_client.http.exceptions import UnexpectedResponse
+
+# An API key over plain http warns in the client; that is the client's business.
+warnings.filterwarnings("ignore", message="Api key is used with an insecure connection")
+
+
+def start(binary, data, key):
+    proc = subprocess.Popen([binary, "serve", "--data", data, "--addr", "127.0.0.1:0", "--api-key", key],
+                            stderr=subprocess.PIPE, text=True)
+    for line in proc.stderr:
+        try:
+            ev = json.loads(line)
+        except ValueError:
+            continue
+        if ev.get("event") == "listening":
+            return proc, "http://" + ev["addr"]
+    raise SystemExit("server did not start")
+
+
+def expect_error(fn, status, needle):
+    try:
+        fn()
+    except UnexpectedResponse as e:
+        assert e.status_code == status, (e.status_code, e.content)
+        msg = json.loads(e.content)["status"]["error"]
+        assert needle in msg, (needle, msg)
+        return
+    raise AssertionError(f"expected HTTP {status} mentioning {needle!r}")
+
+
+def cosine(a, b):
+    return sum(x * y for x, y in zip(a, b)) / math.sqrt(sum(x * x for x in a) * sum(y * y for y in b))
+
+
+def main():
+    binary = sys.argv[1]
+    data = tempfile.mkdtemp(prefix="shoal-qdrant-")
+    proc, url = start(binary, data, "sesame")
+    try:
+        run(url)
+    finally:
+        proc.terminate()
+        proc.wait()
+        shutil.rmtree(data, ignore_errors=True)
+    print("qdrant-client: all calls behaved as against Qdrant")
+
+
+def run(url):
+    client = QdrantClient(url=url, api_key="sesame", prefer_grpc=False, timeout=30)
+    dim = 6
+    rng = random.Random(5)
+    colors = ["red", "green", "blue"]
+    vectors = {i: [rng.uniform(-1, 1) for _ in range(dim)] for i in range(1, 401)}
+    payload = {i: {"color": colors[i % 3], "size": i % 17, "price": (i % 50) / 2, "sale": i % 4 == 0}
+               for i in vectors}
+
+    # Collections.
+    assert not client.collection_exists("shop")
+    assert client.create_collection("shop", vectors_config=m.VectorParams(size=dim, distance=m.Distance.COSINE))
+    assert client.create_collection("geo", vectors_config=m.VectorParams(size=2, distance=m.Distance.EUCLID))
+    assert client.collection_exists("shop")
+    assert sorted(c.name for c in client.get_collections().collections) == ["geo", "shop"]
+    client.create_payload_index("shop", field_name="color", field_schema=m.PayloadSchemaType.KEYWORD)
+    client.create_payload_index("shop", field_name="size", field_schema="integer")
+
+    # Upserts: PointStruct list, then a Batch.
+    ids = sorted(vectors)
+    half = ids[:200]
+    client.upsert("shop", points=[m.PointStruct(id=i, vector=vectors[i], payload=payload[i]) for i in half], wait=True)
+    rest = ids[200:]
+    client.upsert("shop", points=m.Batch(ids=rest, vectors=[vectors[i] for i in rest],
+                                         payloads=[payload[i] for i in rest]), wait=True)
+    info = client.get_collection("shop")
+    assert info.points_count == 400, info
+    assert info.config.params.vectors.size == dim
+    assert info.config.params.vectors.distance == m.Distance.COSINE
+    assert set(info.payload_schema) >= {"color", "size", "price", "sale"}, info.payload_schema
+
+    # Query with filters against brute force.
+    q = [0.3, -0.2, 0.9, 0.1, -0.5, 0.4]
+    flt = m.Filter(must=[m.FieldCondition(key="color", match=m.MatchValue(value="red")),
+                         m.FieldCondition(key="size", range=m.Range(gte=3, lt=12))],
+                   must_not=[m.FieldCondition(key="sale", match=m.MatchValue(value=True))])
+
+    def passes(i):
+        p = payload[i]
+        return p["color"] == "red" and 3 <= p["size"] < 12 and not p["sale"]
+
+    want = sorted((i for i in ids if passes(i)), key=lambda i: -cosine(q, vectors[i]))[:5]
+    res = client.query_points("shop", query=q, query_filter=flt, limit=5, with_payload=True)
+    assert [p.id for p in res.points] == want, ([p.id for p in res.points], want)
+    for p in res.points:
+        assert abs(p.score - cosine(q, vectors[p.id])) < 1e-5
+        assert p.payload == payload[p.id]
+    anyf = m.Filter(should=[m.FieldCondition(key="color", match=m.MatchAny(any=["green", "blue"]))],
+                    must=[m.FieldCondition(key="price", range=m.Range(lte=5.0))])
+    want = sorted((i for i in ids if payload[i]["color"] != "red" and payload[i]["price"] <= 5.0),
+                  key=lambda i: -cosine(q, vectors[i]))[:7]
+    res = client.query_points("shop", query=q, query_filter=anyf, limit=7, with_vectors=True)
+    assert [p.id for p in res.points] == want
+    assert res.points[0].payload == payload[want[0]] and len(res.points[0].vector) == dim, res.points[0]
+
+    res = client.query_points("shop", query=q, limit=2, with_payload=False)
+    assert all(p.payload is None and p.vector is None for p in res.points), res
+
+    # Retrieve, count, scroll.
+    got = client.retrieve("shop", ids=[3, 7, 999], with_payload=True, with_vectors=False)
+    assert [(r.id, r.payload) for r in got] == [(3, payload[3]), (7, payload[7])]
+    assert client.count("shop", exact=True).count == 400
+    red = m.Filter(must=[m.FieldCondition(key="color", match=m.MatchValue(value="red"))])
+    n_red = sum(1 for i in ids if payload[i]["color"] == "red")
+    assert client.count("shop", count_filter=red, exact=True).count == n_red
+    seen, offset = [], None
+    while True:
+        points, offset = client.scroll("shop", scroll_filter=red, limit=50, offset=offset, with_payload=True)
+        seen += [p.id for p in points]
+        assert all(p.payload["color"] == "red" for p in points)
+        if offset is None:
+            break
+    assert seen == [i for i in ids if payload[i]["color"] == "red"]
+
+    # Deletes: by ids, then by filter.
+    client.delete("shop", points_selector=m.PointIdsList(points=[3, 6, 9]))
+    assert client.count("shop").count == 397
+    client.delete("shop", points_selector=m.FilterSelector(filter=red))
+    assert client.count("shop", count_filter=red).count == 0
+    assert client.count("shop").count == 397 - (n_red - 3)
+
+    # Euclid scores are distances.
+    client.upsert("geo", points=[m.PointStruct(id=1, vector=[0, 0]), m.PointStruct(id=2, vector=[3, 4])])
+    res = client.query_points("geo", query=[0, 0], limit=2)
+    assert [(p.id, round(p.score, 5)) for p in res.points] == [(1, 0.0), (2, 5.0)], res
+
+    # Errors: typed 4xx, nothing written.
+    expect_error(lambda: client.upsert("shop", points=[m.PointStruct(id=1, vector=[1.0, 2.0])]), 400, "dimension")
+    expect_error(lambda: client.upsert("shop", points=[m.PointStruct(id="5c56c793-69f3-4fbf-87e6-c4bf54c28c26",
+                                                                     vector=[0.0] * dim)]), 400, "UUID")
+    expect_error(lambda: client.get_collection("nope"), 404, "doesn't exist")
+    bad = m.Filter(must=[m.FieldCondition(key="colour", match=m.MatchValue(value="red"))])
+    expect_error(lambda: client.count("shop", count_filter=bad), 400, "colour")
+    assert client.count("shop").count == 397 - (n_red - 3)
+    wrong = QdrantClient(url=url, api_key="open", prefer_grpc=False, check_compatibility=False)
+    expect_error(lambda: wrong.get_collections(), 401, "api-key")
+
+    assert client.delete_collection("geo")
+    assert not client.collection_exists("geo")
+    client.close()
+
+
+if __name__ == "__main__":
+    main()
