@@ -1,5 +1,6 @@
 # Shoal: the two commands of the README, plus benchmarks.
-#   make demo   - builds everything, prepares GloVe 50-d, answers queries natively and in Node
+#   make demo   - builds everything, prepares GloVe 50-d, answers queries natively, in Node and
+#                 over HTTP (shoal serve), then serves the browser example beside it
 #   make test   - every test: Rust (native + wasm under wasmtime), JS (vitest in Node), and the
 #                 npm package at the edge (Deno, headless Chromium, workerd, npm pack)
 #   make bench  - kernel, search and insert benchmarks (numbers go to docs/benchmarks.md)
@@ -12,6 +13,7 @@ export PATH := $(HOME)/.cargo/bin:$(PATH)
 WASM_BINDGEN_VERSION := 0.2.130
 CACHE := $(HOME)/.cache/shoal
 GLOVE := $(CACHE)/glove50
+DEMO_PORT ?= 6333
 
 .PHONY: demo test bench setup setup-rust setup-js setup-edge build-js lint test-rust test-js test-edge check-targets \
         bench-kernels bench-search bench-node bench-ann bench-filtered bench-text bench-ingest test-qdrant fuzz
@@ -102,6 +104,10 @@ demo: setup build-js $(GLOVE)/vectors.npy
 	target/release/shoal search --segment $(CACHE)/glove50.shoal --labels $(GLOVE)/words.txt --words king,france,computer
 	@echo "== Node (npm package, wasm): the same queries"
 	node examples/node/demo.mjs
+	@echo "== native host: the segment imported into shoal serve, asked over HTTP"
+	rm -rf $(CACHE)/demo-data
+	target/release/shoal import --data $(CACHE)/demo-data --name glove $(CACHE)/glove50.shoal
+	scripts/demo-serve.sh $(CACHE)/demo-data $(GLOVE)/words.txt $(DEMO_PORT)
 
 ## ---- bench ---------------------------------------------------------------------------
 

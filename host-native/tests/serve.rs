@@ -359,6 +359,11 @@ fn bad_input_gets_a_clear_4xx_and_writes_nothing() {
         ("bad collection name", put("/collections/a.b", r#"{"dim": 4}"#), "collection name"),
         ("bad metric", put("/collections/d", r#"{"dim": 4, "metric": "manhattan"}"#), "metric"),
         ("missing collection", put("/collections/nope/points", r#"{"points": []}"#), "doesn't exist"),
+        (
+            "delete with a null filter",
+            post("/collections/c/points/delete", "application/json", br#"{"filter": null}"#.to_vec()),
+            "non-empty filter",
+        ),
         ("oversized body", put("/collections/c/points", &big), "length limit"),
         ("missing API key", call(&s, "POST", "/collections/c/points/count", None, &[]), "api-key"),
         ("wrong API key", call(&s, "GET", "/collections", None, &[("api-key", "sesam")]), "api-key"),
@@ -496,4 +501,53 @@ fn kill_9_during_concurrent_upserts_loses_no_acknowledged_point() {
         }
     }
     eprintln!("{} acknowledged points checked after 20 kills; {} present", acked.len(), total);
+}
+
+#[test]
+fn imported_segments_are_served_and_static_files_stay_inside_their_folder() {
+    let dir = TempDir::new("import");
+    let dim = 5;
+    // A segment from `shoal build` (raw f32 input), imported as collection `w`.
+    let ids: Vec<u64> = (0..40).collect();
+    let raw: Vec<u8> = ids.iter().flat_map(|&id| vector_of(id, dim)).flat_map(f32::to_le_bytes).collect();
+    let input = dir.0.join("v.f32");
+    std::fs::write(&input, &raw).unwrap();
+    let seg = dir.0.join("v.shoal");
+    let shoal = |args: &[&std::ffi::OsStr]| {
+        let out = Command::new(env!("CARGO_BIN_EXE_shoal")).args(args).output().unwrap();
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    };
+    shoal(&[
+        "build".as_ref(),
+        "--input".as_ref(),
+        input.as_os_str(),
+        "--dim".as_ref(),
+        "5".as_ref(),
+        "--metric".as_ref(),
+        "l2".as_ref(),
+        "--quiet".as_ref(),
+        "--out".as_ref(),
+        seg.as_os_str(),
+    ]);
+    let data = dir.0.join("data");
+    shoal(&["import".as_ref(), "--data".as_ref(), data.as_os_str(), "--name".as_ref(), "w".as_ref(), seg.as_os_str()]);
+    let www = dir.0.join("www");
+    std::fs::create_dir_all(www.join("sub")).unwrap();
+    std::fs::write(www.join("sub").join("index.html"), "<p>hi</p>").unwrap();
+    std::fs::write(dir.0.join("secret.txt"), "no").unwrap();
+    let www_arg = www.to_str().unwrap().to_string();
+    let s = Server::start(&data, &["--static-dir", &www_arg]);
+    assert_eq!(count(&s, "w"), 40);
+    let res = okj(&s, "POST", "/collections/w/search", json!({"vector": vector_of(7, dim), "limit": 1}));
+    assert_eq!(ids_of(&res), vec![7]);
+    // Writes after the import land in the log and survive a restart.
+    assert_eq!(post_binary(&s, "w", binary_batch(&[100], dim, None)).0, 200);
+    drop(s);
+    let s = Server::start(&data, &["--static-dir", &www_arg]);
+    assert_eq!(count(&s, "w"), 41);
+    let (status, body) = call(&s, "GET", "/ui/sub/", None, &[]);
+    assert_eq!((status, body), (200, Value::String("<p>hi</p>".into())));
+    for path in ["/ui/../secret.txt", "/ui/%2e%2e/secret.txt", "/ui/sub/../../secret.txt", "/ui/.hidden"] {
+        assert_eq!(call(&s, "GET", path, None, &[]).0, 404, "{path}");
+    }
 }

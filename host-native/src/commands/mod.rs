@@ -7,6 +7,7 @@ use std::path::Path;
 use crate::HostError;
 
 pub mod build;
+pub mod import;
 pub mod inspect;
 pub mod search;
 pub mod verify;
@@ -34,6 +35,8 @@ pub enum Command {
     /// Serve collections over HTTP (Shoal's routes and Qdrant's REST API), with a write-ahead
     /// log and memory-mapped segments.
     Serve(crate::server::ServeArgs),
+    /// Make a segment file a collection of a `shoal serve` data folder.
+    Import(import::ImportArgs),
 }
 
 /// Runs a subcommand.
@@ -44,6 +47,7 @@ pub fn run(command: Command) -> Result<(), HostError> {
         Command::Inspect(args) => inspect::run(&args),
         Command::Verify(args) => verify::run(&args),
         Command::Serve(args) => crate::server::run(&args),
+        Command::Import(args) => import::run(&args),
     }
 }
 

@@ -66,8 +66,11 @@ pub fn parse(body: &[u8]) -> Result<Batch<'_>, String> {
     if flags & !FLAG_PAYLOADS != 0 {
         return Err(format!("binary batch: unknown flags {flags:#x}"));
     }
-    let ids_end = HEADER + 8 * n;
-    let vec_end = ids_end + 4 * n * dim;
+    // n <= 1e6 and dim <= 65536: these fit in 64 bits; checked for 32-bit targets.
+    let too_big = || "binary batch: count x dim is too large for this machine".to_string();
+    let ids_end = n.checked_mul(8).and_then(|b| b.checked_add(HEADER)).ok_or_else(too_big)?;
+    let vec_end =
+        n.checked_mul(dim).and_then(|f| f.checked_mul(4)).and_then(|b| b.checked_add(ids_end)).ok_or_else(too_big)?;
     if body.len() < vec_end {
         return Err(format!(
             "binary batch: truncated: {} bytes, the header announces {n} points of dim {dim} ({vec_end} bytes before payloads)",

@@ -58,7 +58,7 @@ pub struct ServeArgs {
     #[arg(long, value_enum, default_value_t = Durability::Batch)]
     pub durability: Durability,
     /// Seal a collection's logged points into a new segment once this many are unsealed (or
-    /// half the sealed segment's points, whichever is more).
+    /// an eighth of the sealed segment's points, whichever is more).
     #[arg(long, default_value_t = 200_000)]
     pub seal_rows: u64,
     /// Largest request body, in MiB.
@@ -70,6 +70,10 @@ pub struct ServeArgs {
     /// Log every request (one JSON line on standard error).
     #[arg(long)]
     pub log_requests: bool,
+    /// Serve the files of this folder under `/ui/` (e.g. the repository root, for
+    /// `/ui/examples/browser/`).
+    #[arg(long, value_name = "DIR")]
+    pub static_dir: Option<PathBuf>,
 }
 
 /// When the log is synced.
@@ -150,6 +154,7 @@ pub struct AppState {
     api_key: Option<String>,
     metrics: metrics::Metrics,
     log_requests: bool,
+    static_dir: Option<PathBuf>,
 }
 
 impl AppState {
@@ -181,6 +186,7 @@ impl AppState {
             api_key: args.api_key.clone().filter(|k| !k.is_empty()),
             metrics: metrics::Metrics::default(),
             log_requests: args.log_requests,
+            static_dir: args.static_dir.clone(),
         })
     }
 
@@ -313,15 +319,53 @@ async fn seal(State(app): Shared, Path(name): Path<String>) -> Response {
     run.await.unwrap_or_else(IntoResponse::into_response)
 }
 
+/// `GET /ui/{path}`: a file of `--static-dir` (a folder gives its `index.html`). Paths with
+/// `..` or hidden components are refused, so nothing outside the folder is reachable.
+async fn static_file(State(app): Shared, path: Option<Path<String>>) -> Response {
+    let not_found = || ApiError { status: StatusCode::NOT_FOUND, code: "not_found", message: "no such file".into() };
+    let Some(mut file) = app.static_dir.clone() else { return not_found().into_response() };
+    let path = path.map(|Path(p)| p).unwrap_or_default();
+    for part in path.split('/').filter(|p| !p.is_empty()) {
+        if part.starts_with('.') || part.contains('\\') {
+            return not_found().into_response();
+        }
+        file.push(part);
+    }
+    if file.is_dir() {
+        file.push("index.html");
+    }
+    let kind = match file.extension().and_then(|e| e.to_str()).unwrap_or("") {
+        "html" => "text/html; charset=utf-8",
+        "js" | "mjs" => "text/javascript; charset=utf-8",
+        "css" => "text/css; charset=utf-8",
+        "json" => "application/json",
+        "wasm" => "application/wasm",
+        "svg" => "image/svg+xml",
+        "png" => "image/png",
+        _ => "application/octet-stream",
+    };
+    match tokio::fs::read(&file).await {
+        Ok(bytes) => ([(header::CONTENT_TYPE, kind)], bytes).into_response(),
+        Err(_) => not_found().into_response(),
+    }
+}
+
 async fn healthz() -> Response {
     ([(header::CONTENT_TYPE, "application/json")], r#"{"status":"ok"}"#).into_response()
 }
 
 async fn metrics_route(State(app): Shared) -> Response {
-    let collections: Vec<(String, store::Gauges)> =
-        app.collections.read().expect("lock poisoned").iter().map(|(n, s)| (n.clone(), s.gauges())).collect();
-    let text = app.metrics.render(&collections);
-    ([(header::CONTENT_TYPE, "text/plain; version=0.0.4")], text).into_response()
+    let stores: Vec<Arc<Store>> = app.collections.read().expect("lock poisoned").values().cloned().collect();
+    // Gauges take each collection's read lock: off the async workers.
+    let text = blocking(move || {
+        let collections: Vec<(String, store::Gauges)> = stores.iter().map(|s| (s.name.clone(), s.gauges())).collect();
+        Ok(app.metrics.render(&collections))
+    })
+    .await;
+    match text {
+        Ok(text) => ([(header::CONTENT_TYPE, "text/plain; version=0.0.4")], text).into_response(),
+        Err(e) => e.into_response(),
+    }
 }
 
 /// Checks the API key, then counts and times the request.
@@ -367,6 +411,8 @@ pub fn router(app: Arc<AppState>, max_body: usize) -> Router {
         .route("/collections/{name}/search", post(search))
         .route("/collections/{name}/points/binary", post(upsert_binary))
         .route("/collections/{name}/seal", post(seal))
+        .route("/ui/", get(static_file))
+        .route("/ui/{*path}", get(static_file))
         .merge(qdrant::routes())
         .fallback(|| async {
             ApiError { status: StatusCode::NOT_FOUND, code: "no_route", message: "no such route".into() }

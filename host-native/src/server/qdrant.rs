@@ -149,6 +149,15 @@ async fn info(State(app): Shared, Path(name): Path<String>) -> Response {
     respond(async {
         let started = Instant::now();
         let store = app.get(&name)?;
+        let result = blocking(move || Ok(collection_info(&store))).await?;
+        Ok(ok(result, started))
+    })
+    .await
+}
+
+/// The `result` of `GET /collections/{name}`.
+fn collection_info(store: &Store) -> Value {
+    {
         let g = store.gauges();
         let col = store.read();
         let mut schema = Map::new();
@@ -179,9 +188,8 @@ async fn info(State(app): Shared, Path(name): Path<String>) -> Response {
             },
             "payload_schema": schema,
         });
-        Ok(ok(result, started))
-    })
-    .await
+        result
+    }
 }
 
 fn type_name(t: FieldType) -> &'static str {
@@ -401,9 +409,11 @@ async fn retrieve(State(app): Shared, Path(name): Path<String>, body: Body) -> R
         let ids = ids_of(body.get("ids"), "ids")?;
         let sel = PayloadSel::parse(body.get("with_payload"), true)?;
         let with_vector = body.get("with_vector").and_then(Value::as_bool).unwrap_or(false);
-        let col = store.read();
-        let records: Vec<Value> =
-            ids.iter().filter(|&&id| col.contains(id)).map(|&id| record(&col, id, &sel, with_vector)).collect();
+        let records = blocking(move || {
+            let col = store.read();
+            Ok(ids.iter().filter(|&&id| col.contains(id)).map(|&id| record(&col, id, &sel, with_vector)).collect())
+        })
+        .await?;
         Ok(ok(Value::Array(records), started))
     })
     .await
@@ -414,15 +424,19 @@ async fn retrieve_one(State(app): Shared, Path((name, id)): Path<(String, String
         let started = Instant::now();
         let store = app.get(&name)?;
         let id: u64 = id.parse().map_err(|_| ApiError::bad_request("point ids are unsigned integers"))?;
-        let col = store.read();
-        if !col.contains(id) {
-            return Err(ApiError {
-                status: axum::http::StatusCode::NOT_FOUND,
-                code: "not_found",
-                message: format!("Not found: No point with id {id} found"),
-            });
-        }
-        Ok(ok(record(&col, id, &PayloadSel::All, true), started))
+        let rec = blocking(move || {
+            let col = store.read();
+            if !col.contains(id) {
+                return Err(ApiError {
+                    status: axum::http::StatusCode::NOT_FOUND,
+                    code: "not_found",
+                    message: format!("Not found: No point with id {id} found"),
+                });
+            }
+            Ok(record(&col, id, &PayloadSel::All, true))
+        })
+        .await?;
+        Ok(ok(rec, started))
     })
     .await
 }
@@ -564,7 +578,9 @@ async fn delete_points(State(app): Shared, Path(name): Path<String>, body: Body)
         let body: Map<String, Value> = parse_json(&body?)?;
         let ids = match (body.get("points"), body.get("filter")) {
             (Some(p), None) => Some(ids_of(Some(p), "points")?),
-            (None, Some(_)) => None,
+            // `null` or `{}` would match every point: Qdrant refuses that, so does Shoal.
+            (None, Some(Value::Object(f))) if !f.is_empty() => None,
+            (None, Some(_)) => return Err(ApiError::bad_request("filter: expected a non-empty filter object")),
             _ => return Err(ApiError::bad_request("give `points` (ids) or `filter`")),
         };
         blocking(move || store.delete(ids.as_deref(), body.get("filter"))).await?;

@@ -171,16 +171,7 @@ impl Store {
     /// Creates a new collection folder `dir` (which must not exist).
     pub fn create(dir: PathBuf, name: &str, meta: Meta, opts: Arc<Options>) -> Result<Store, ApiError> {
         let (config, schema, index) = meta.parse()?;
-        let parent = dir.parent().expect("collections live in a folder");
-        // Build in a temporary folder and rename it into place: a crash leaves no half collection.
-        let tmp = parent.join(format!(".{name}.creating"));
-        let _ = fs::remove_dir_all(&tmp);
-        fs::create_dir_all(&tmp).map_err(|e| io_err(&tmp, "create", e))?;
-        let text = serde_json::to_vec_pretty(&meta).expect("meta serialises");
-        write_atomic(&tmp.join("collection.json"), &text).map_err(|e| ApiError::internal(e.to_string()))?;
-        drop(WalWriter::create(&tmp, 1, opts.sync).map_err(|e| io_err(&tmp, "create log in", e))?);
-        fs::rename(&tmp, &dir).map_err(|e| io_err(&dir, "rename into place", e))?;
-        fs::File::open(parent).and_then(|d| d.sync_all()).map_err(|e| io_err(parent, "fsync", e))?;
+        create_folder(&dir, name, &meta, None)?;
         let wal =
             WalWriter::reopen(&dir, 1, wal::FILE_HEADER, opts.sync).map_err(|e| io_err(&dir, "open log in", e))?;
         let mut col = Collection::with_schema(config, schema).map_err(ApiError::core)?;
@@ -274,6 +265,16 @@ impl Store {
         }
     }
 
+    /// The log, locked for a write; 404 once the collection is deleted (a request that found
+    /// it before the delete must not write into its removed folder).
+    fn lock_wal(&self) -> Result<std::sync::MutexGuard<'_, WalWriter>, ApiError> {
+        let wal = self.wal.lock().expect("log lock poisoned");
+        if self.dropped.load(Ordering::Acquire) {
+            return Err(ApiError::not_found(&self.name));
+        }
+        Ok(wal)
+    }
+
     /// A read lock on the collection, for searches.
     pub fn read(&self) -> std::sync::RwLockReadGuard<'_, Collection> {
         self.col.read().expect("collection lock poisoned")
@@ -281,7 +282,15 @@ impl Store {
 
     /// Inserts or replaces points; returns once the write is logged (and synced).
     pub fn upsert(self: &Arc<Self>, b: &Batch<'_>, raw: Option<&[u8]>) -> Result<(), ApiError> {
-        let mut wal = self.wal.lock().expect("log lock poisoned");
+        if b.ids.len() > batch::MAX_POINTS {
+            // A logged batch must parse on replay, which takes at most this many points.
+            return Err(ApiError::bad_request(format!(
+                "{} points in one request; the limit is {}",
+                b.ids.len(),
+                batch::MAX_POINTS
+            )));
+        }
+        let mut wal = self.lock_wal()?;
         let extended = {
             let col = self.read();
             if b.dim != col.dim() {
@@ -320,7 +329,7 @@ impl Store {
 
     /// Deletes points by id, or every point passing `filter`; returns how many existed.
     pub fn delete(&self, ids: Option<&[u64]>, filter: Option<&Value>) -> Result<usize, ApiError> {
-        let mut wal = self.wal.lock().expect("log lock poisoned");
+        let mut wal = self.lock_wal()?;
         let ids = match (ids, filter) {
             (Some(ids), _) => ids.to_vec(),
             (None, f) => self.read().matching_ids(f).map_err(ApiError::core)?,
@@ -335,7 +344,7 @@ impl Store {
 
     /// Adds payload fields (`PUT /collections/{name}/index`).
     pub fn add_fields(&self, fields: &[(String, shoal_core::FieldType)]) -> Result<(), ApiError> {
-        let mut wal = self.wal.lock().expect("log lock poisoned");
+        let mut wal = self.lock_wal()?;
         let schema = {
             let col = self.read();
             let mut all: Vec<(String, shoal_core::FieldType)> =
@@ -361,8 +370,10 @@ impl Store {
 
     fn maybe_seal(self: &Arc<Self>, unsealed: u64) {
         let sealed = self.read().sealed().map_or(0, |s| s.rows()) as u64;
-        // Geometric growth keeps the total work of repeated seals O(n log n).
-        let threshold = self.opts.seal_rows.max(sealed / 2);
+        // A seal rewrites the whole segment, so the threshold grows with it (total seal work
+        // stays linear in the points written: each seal adds at least 1/8 of its size); an
+        // eighth keeps the exact-scanned unsealed part small next to the indexed part.
+        let threshold = self.opts.seal_rows.max(sealed / 8);
         if unsealed >= threshold && !self.sealing.swap(true, Ordering::AcqRel) {
             let me = Arc::clone(self);
             std::thread::spawn(move || {
@@ -381,10 +392,13 @@ impl Store {
         let base = self.segment.load(Ordering::Acquire);
         // 1. Close the current log generation; new writes go to the next one.
         let closed = {
-            let mut wal = self.wal.lock().expect("log lock poisoned");
+            let mut wal = self.lock_wal()?;
             if wal.is_empty() {
                 return Ok(false);
             }
+            // Relaxed logs are not synced per write: the closed log must be whole on disk
+            // before a later log exists (recovery refuses a torn log that is not the last).
+            wal.sync().map_err(|e| io_err(wal.file_path(), "fsync", e))?;
             let g = wal.generation();
             *wal = WalWriter::create(&self.dir, g + 1, self.opts.sync)
                 .map_err(|e| io_err(&self.dir, "create log in", e))?;
@@ -396,7 +410,12 @@ impl Store {
         {
             let (mut private, _) = open_base(&self.dir, &self.meta, (base > 0).then_some(base))?;
             for g in list(&self.dir)?.wals.into_iter().filter(|&g| g >= base && g <= closed) {
-                replay_into(&mut private, &wal::path(&self.dir, g), wal::FILE_HEADER, None)?;
+                let path = wal::path(&self.dir, g);
+                let (end, _) = replay_into(&mut private, &path, wal::FILE_HEADER, None)?;
+                if end.torn {
+                    // A closed log is whole; anything else is damage, never to be sealed over.
+                    return Err(ApiError::internal(format!("{}: corrupt record at byte {}", path.display(), end.len)));
+                }
             }
             private.seal_with(self.index);
             let path = segment_path(&self.dir, next);
@@ -428,8 +447,9 @@ impl Store {
     /// folder.
     pub fn destroy(&self) -> Result<(), ApiError> {
         self.dropped.store(true, Ordering::Release);
-        let _wal = self.wal.lock().expect("log lock poisoned");
+        // The seal's lock order: seal lock, then log lock.
         let _one = self.seal_lock.lock().expect("seal lock poisoned");
+        let _wal = self.wal.lock().expect("log lock poisoned");
         let trash = self.dir.with_file_name(format!(".{}.deleting", self.name));
         fs::rename(&self.dir, &trash).map_err(|e| io_err(&self.dir, "rename", e))?;
         fs::remove_dir_all(&trash).map_err(|e| io_err(&trash, "remove", e))
@@ -460,6 +480,26 @@ pub struct Gauges {
     pub segment_bytes: u64,
     /// Whether it is memory-mapped.
     pub mapped: bool,
+}
+
+/// Writes a new collection folder `dir` — `collection.json`, an empty log of generation 1 and,
+/// when given, a copy of `segment` as generation 1's segment — in a temporary folder renamed
+/// into place, so a crash leaves no half collection.
+pub fn create_folder(dir: &Path, name: &str, meta: &Meta, segment: Option<&Path>) -> Result<(), ApiError> {
+    let parent = dir.parent().expect("collections live in a folder");
+    let tmp = parent.join(format!(".{name}.creating"));
+    let _ = fs::remove_dir_all(&tmp);
+    fs::create_dir_all(&tmp).map_err(|e| io_err(&tmp, "create", e))?;
+    let text = serde_json::to_vec_pretty(meta).expect("meta serialises");
+    write_atomic(&tmp.join("collection.json"), &text).map_err(|e| ApiError::internal(e.to_string()))?;
+    if let Some(src) = segment {
+        let dst = segment_path(&tmp, 1);
+        fs::copy(src, &dst).map_err(|e| io_err(src, "copy", e))?;
+        fs::File::open(&dst).and_then(|f| f.sync_all()).map_err(|e| io_err(&dst, "fsync", e))?;
+    }
+    drop(WalWriter::create(&tmp, 1, true).map_err(|e| io_err(&tmp, "create log in", e))?);
+    fs::rename(&tmp, dir).map_err(|e| io_err(dir, "rename into place", e))?;
+    fs::File::open(parent).and_then(|d| d.sync_all()).map_err(|e| io_err(parent, "fsync", e))
 }
 
 /// A collection on segment generation `segment` (mapped or read into RAM), or an empty one.

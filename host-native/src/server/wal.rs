@@ -97,6 +97,20 @@ fn open_for_writing(path: &Path, create: bool) -> io::Result<File> {
     o.open(path)
 }
 
+/// Writes all of `data` at byte `at` of `file`.
+fn write_at(file: &mut File, data: &[u8], at: u64) -> io::Result<()> {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::FileExt;
+        file.write_all_at(data, at)
+    }
+    #[cfg(not(unix))]
+    {
+        file.seek(SeekFrom::Start(at))?;
+        file.write_all(data)
+    }
+}
+
 /// A block-aligned window of `len` bytes in `buf` (grown as needed).
 fn aligned(buf: &mut Vec<u8>, len: usize) -> &mut [u8] {
     if buf.len() < len + BLOCK as usize {
@@ -116,10 +130,18 @@ impl WalWriter {
         header.fill(0);
         header[..8].copy_from_slice(FILE_MAGIC);
         header[8..12].copy_from_slice(&VERSION.to_le_bytes());
-        file.write_all(header)?;
-        file.sync_all()?;
-        File::open(dir)?.sync_all()?;
+        let written = file.write_all(header).and_then(|()| file.sync_all()).and_then(|()| File::open(dir)?.sync_all());
+        if let Err(e) = written {
+            // Leave no half-made log behind: a later attempt creates it again.
+            let _ = std::fs::remove_file(&path);
+            return Err(e);
+        }
         Ok(WalWriter { file, path, generation, len: FILE_HEADER, sync, buf })
+    }
+
+    /// Syncs everything appended so far (relaxed logs do not sync per record).
+    pub fn sync(&mut self) -> io::Result<()> {
+        self.file.sync_data()
     }
 
     /// Continues the log at `path` after its last whole record (`len` bytes, as [`replay`]
@@ -165,14 +187,16 @@ impl WalWriter {
         rec[4..8].copy_from_slice(&crc.to_le_bytes());
         rec[RECORD_HEADER..RECORD_HEADER + body.len()].copy_from_slice(body);
         rec[RECORD_HEADER + body.len()..].fill(0);
-        let result = self.file.write_all(rec).and_then(|()| if self.sync { self.file.sync_data() } else { Ok(()) });
+        let result = write_at(&mut self.file, rec, self.len)
+            .and_then(|()| if self.sync { self.file.sync_data() } else { Ok(()) });
         match result {
             Ok(()) => {
                 self.len += total as u64;
                 Ok(())
             }
             Err(e) => {
-                let _ = self.file.set_len(self.len).and_then(|()| self.file.seek(SeekFrom::Start(self.len)).map(drop));
+                // Writes are positional, so the next append overwrites whatever this one left.
+                let _ = self.file.set_len(self.len);
                 Err(e)
             }
         }
@@ -236,8 +260,9 @@ pub fn replay(
             return Ok(ReplayEnd { len: pos, torn: true });
         }
         apply(kind.expect("checked"), &body)?;
+        // Skip the padding within the buffer (a plain seek would discard it).
+        r.seek_relative((total - RECORD_HEADER as u64 - len) as i64).map_err(what)?;
         pos += total;
-        r.seek(SeekFrom::Start(pos)).map_err(what)?;
     }
 }
 

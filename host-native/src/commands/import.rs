@@ -1,0 +1,66 @@
+//! `shoal import`: a segment file (from `shoal build`, or `toBytes()` in JavaScript) becomes a
+//! collection that `shoal serve` serves.
+
+use std::path::PathBuf;
+
+use serde_json::json;
+use shoal_core::IndexKind;
+
+use crate::HostError;
+use crate::server::store::{Meta, create_folder};
+use crate::server::valid_name;
+use crate::storage::open_collection;
+
+/// Arguments of `shoal import`.
+#[derive(Debug, clap::Args)]
+pub struct ImportArgs {
+    /// The server's data folder (as `shoal serve --data`).
+    #[arg(long, value_name = "DIR")]
+    pub data: PathBuf,
+    /// Name of the new collection (1-64 of A-Z a-z 0-9 _ -).
+    #[arg(long)]
+    pub name: String,
+    /// Keep the full vectors in RAM when served (default: memory-mapped).
+    #[arg(long)]
+    pub in_ram: bool,
+    /// The segment file to import (checked in full first).
+    pub segment: PathBuf,
+}
+
+/// Runs `shoal import`. Stop the server first, or restart it after: it opens collections at start.
+pub fn run(args: &ImportArgs) -> Result<(), HostError> {
+    if !valid_name(&args.name) {
+        return Err(HostError::Usage(format!("--name {:?}: use 1-64 of A-Z a-z 0-9 _ -", args.name)));
+    }
+    let col = open_collection(&args.segment)?;
+    col.verify().map_err(|e| HostError::segment(&args.segment, e))?;
+    let dir = args.data.join("collections").join(&args.name);
+    if dir.exists() {
+        return Err(HostError::Usage(format!("collection {} exists in {}", args.name, args.data.display())));
+    }
+    let fields: serde_json::Map<String, serde_json::Value> =
+        col.schema().into_iter().flat_map(|s| s.fields()).map(|(n, t)| (n.to_string(), json!(t.name()))).collect();
+    let index = match col.index_kind() {
+        IndexKind::IvfRabitq(p) => json!({"index": "ivf-rabitq", "seed": p.seed, "bits": p.bits}),
+        _ => json!({}),
+    };
+    let meta = Meta {
+        dim: col.dim(),
+        metric: col.metric().name().to_string(),
+        fields: serde_json::Value::Object(fields),
+        index,
+        on_disk: !args.in_ram,
+        dynamic: false,
+    };
+    std::fs::create_dir_all(args.data.join("collections")).map_err(|e| HostError::io(&args.data, "create", e))?;
+    create_folder(&dir, &args.name, &meta, Some(&args.segment)).map_err(|e| HostError::Usage(e.message))?;
+    eprintln!(
+        "imported {} ({} points, {}-d {}) as collection {}",
+        args.segment.display(),
+        col.len(),
+        col.dim(),
+        meta.metric,
+        args.name
+    );
+    Ok(())
+}
