@@ -19,7 +19,6 @@ import os
 import shutil
 import statistics
 import struct
-import subprocess
 import sys
 import threading
 import time
@@ -27,35 +26,9 @@ import time
 import numpy as np
 import requests
 
+from shoal_server import Server
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-
-
-class Server:
-    """A `shoal serve` on a fresh data folder and a free port."""
-
-    def __init__(self, binary, data, extra=()):
-        self.data = data
-        self.proc = subprocess.Popen(
-            [binary, "serve", "--data", data, "--addr", "127.0.0.1:0", *extra],
-            stderr=subprocess.PIPE, text=True)
-        for line in self.proc.stderr:
-            try:
-                ev = json.loads(line)
-            except ValueError:
-                continue
-            if ev.get("event") == "listening":
-                self.base = "http://" + ev["addr"]
-                break
-        else:
-            raise SystemExit("server did not start")
-
-    def rss_mib(self):
-        with open(f"/proc/{self.proc.pid}/statm") as f:
-            return int(f.read().split()[1]) * 4096 / 2**20
-
-    def stop(self):
-        self.proc.terminate()
-        self.proc.wait()
 
 
 def binary_body(ids, vecs):
@@ -71,7 +44,7 @@ def run(server, name, ids, vecs, batch, binary, clients):
     """Sends every batch from `clients` threads (each its own connection, batches dealt round
     robin); returns vectors/s and the client encoding seconds (summed over threads)."""
     dim = vecs.shape[1]
-    requests.put(f"{server.base}/collections/{name}", json={"dim": dim, "metric": "l2"}).raise_for_status()
+    requests.put(f"{server.url}/collections/{name}", json={"dim": dim, "metric": "l2"}).raise_for_status()
     starts = list(range(0, len(ids), batch))
     encode = [0.0] * clients
 
@@ -86,7 +59,7 @@ def run(server, name, ids, vecs, batch, binary, clients):
     for t in threads:
         t.join()
     secs = time.perf_counter() - t0
-    r = requests.post(f"{server.base}/collections/{name}/points/count", json={})
+    r = requests.post(f"{server.url}/collections/{name}/points/count", json={})
     if r.json()["result"]["count"] != len(ids):
         raise SystemExit(f"{name}: {r.text}")
     return len(ids) / secs, sum(encode)
@@ -102,10 +75,10 @@ def send(server, name, ids, vecs, batch, binary, session, starts):
             body = json_body(ids[lo:lo + batch], vecs[lo:lo + batch])
         encode += time.perf_counter() - e0
         if binary:
-            r = session.post(f"{server.base}/collections/{name}/points/binary", data=body,
+            r = session.post(f"{server.url}/collections/{name}/points/binary", data=body,
                              headers={"content-type": "application/octet-stream"})
         else:
-            r = session.put(f"{server.base}/collections/{name}/points", data=body,
+            r = session.put(f"{server.url}/collections/{name}/points", data=body,
                             headers={"content-type": "application/json"})
         if r.status_code != 200:
             raise SystemExit(f"{name}: {r.status_code} {r.text[:300]}")

@@ -19,7 +19,6 @@ import os
 import random
 import shutil
 import struct
-import subprocess
 import sys
 import threading
 import time
@@ -28,15 +27,12 @@ from pathlib import Path
 import numpy as np
 import requests
 
+from shoal_server import Server
+
 ROOT = Path(__file__).resolve().parent.parent
 CACHE = Path(os.environ.get("SHOAL_CACHE", Path.home() / ".cache" / "shoal"))
 DATASET = CACHE / "datasets" / "mixed-1m-100"
 NAME = "ram"
-
-
-def rss_mib(pid):
-    with open(f"/proc/{pid}/statm") as f:
-        return int(f.read().split()[1]) * 4096 / 2**20
 
 
 def pct(xs, p):
@@ -64,20 +60,8 @@ def main():
     queries = np.load(DATASET / "queries.npy").tolist()
     n, d = base.shape
 
-    proc = subprocess.Popen([str(ROOT / "target" / "release" / "shoal"), "serve", "--data", str(data),
-                             "--addr", "127.0.0.1:0"], stderr=subprocess.PIPE, text=True)
-    url = None
-    for line in proc.stderr:
-        try:
-            ev = json.loads(line)
-        except ValueError:
-            continue
-        if ev.get("event") == "listening":
-            url = "http://" + ev["addr"]
-            break
-    if url is None:
-        raise SystemExit("server did not start")
-    threading.Thread(target=lambda: [None for _ in proc.stderr], daemon=True).start()
+    server = Server(ROOT / "target" / "release" / "shoal", data)
+    url = server.url
 
     lock = threading.Lock()
     window = {"search": [], "upsert": [], "errors": []}
@@ -126,7 +110,7 @@ def main():
             row = {"t_s": round(time.perf_counter() - t0), "searches": len(w["search"]), "upserts": len(w["upsert"]),
                    "search_p50_ms": pct(w["search"], 0.5), "search_p99_ms": pct(w["search"], 0.99),
                    "upsert_p50_ms": pct(w["upsert"], 0.5), "upsert_p99_ms": pct(w["upsert"], 0.99),
-                   "errors": len(w["errors"]), "rss_mib": rss_mib(proc.pid)}
+                   "errors": len(w["errors"]), "rss_mib": server.rss_mib()}
             rows.append(row)
             print(f"{row['t_s']:5d} s: {row['searches'] / args.window:7.0f} searches/s  p50 {row['search_p50_ms']:6.2f} "
                   f"p99 {row['search_p99_ms']:7.2f} ms | {row['upserts'] / args.window:5.1f} upserts/s "
@@ -139,8 +123,7 @@ def main():
         for t in threads:
             t.join()
     count = requests.post(f"{url}/collections/{NAME}/points/count", json={}).json()["result"]["count"]
-    proc.terminate()
-    proc.wait()
+    server.stop()
     shutil.rmtree(data, ignore_errors=True)
     errors = sum(r["errors"] for r in rows)
     rss = [r["rss_mib"] for r in rows]

@@ -30,6 +30,8 @@ from pathlib import Path
 import numpy as np
 import requests
 
+from shoal_server import Server
+
 ROOT = Path(__file__).resolve().parent.parent
 CACHE = Path(os.environ.get("SHOAL_CACHE", Path.home() / ".cache" / "shoal"))
 DATASET = CACHE / "datasets" / "mixed-1m-100"
@@ -42,18 +44,6 @@ def shoal_binary():
     return str(ROOT / "target" / "release" / "shoal")
 
 
-def wait_listening(proc):
-    for line in proc.stderr:
-        try:
-            ev = json.loads(line)
-        except ValueError:
-            continue
-        if ev.get("event") == "listening":
-            threading.Thread(target=lambda: [None for _ in proc.stderr], daemon=True).start()
-            return "http://" + ev["addr"]
-    raise SystemExit(f"server did not start (exit {proc.wait()})")
-
-
 def data_dir(bits):
     return DATA if bits == 1 else DATA.with_name(f"ram-data-bits{bits}")
 
@@ -64,9 +54,8 @@ def prepare(args):
     meta = json.loads((DATASET / "meta.json").read_text())
     n, d = base.shape
     subprocess.run(["rm", "-rf", str(data)], check=True)
-    proc = subprocess.Popen([shoal_binary(), "serve", "--data", str(data), "--addr", "127.0.0.1:0"],
-                            stderr=subprocess.PIPE, text=True)
-    url = wait_listening(proc)
+    server = Server(shoal_binary(), data)
+    url = server.url
     try:
         s = requests.Session()
         r = s.put(f"{url}/collections/{NAME}", json={"dim": d, "metric": meta["metric"],
@@ -86,8 +75,7 @@ def prepare(args):
         print(f"sealed in {time.perf_counter() - t:.1f} s", flush=True)
         assert s.post(f"{url}/collections/{NAME}/points/count", json={}).json()["result"]["count"] == n
     finally:
-        proc.terminate()
-        proc.wait()
+        server.stop()
     for f in sorted((data / "collections" / NAME).iterdir()):
         print(f"  {f.name}: {f.stat().st_size / 2**20:,.1f} MiB")
 
@@ -147,16 +135,15 @@ def measure(limit_mib, clients, queries, gt, data, warmup=200, budget_s=300):
     """One run under `limit_mib`: returns a result dict (served=False if the server died)."""
     dropped = drop_caches()
     cg = Cgroup(limit_mib << 20)
-    cmd = (f"echo $$ > {cg.dir}/cgroup.procs && exec {shoal_binary()} serve --data {data} "
-           f"--addr 127.0.0.1:0")
-    proc = subprocess.Popen(["sh", "-c", cmd], stderr=subprocess.PIPE, text=True)
     res = {"limit_mib": limit_mib, "clients": clients, "page_cache_dropped": dropped, "data": str(data)}
+    server = None
     try:
         try:
-            url = wait_listening(proc)
-        except SystemExit as e:
+            server = Server(shoal_binary(), data, wrap=f"echo $$ > {cg.dir}/cgroup.procs")
+        except RuntimeError as e:
             res.update(served=False, error=str(e))
             return res
+        url = server.url
         q = queries.tolist()
         got = [None] * len(q)
         lat = [0.0] * len(q)
@@ -202,7 +189,7 @@ def measure(limit_mib, clients, queries, gt, data, warmup=200, budget_s=300):
         [t.join() for t in ths]
         secs = time.perf_counter() - t0
         answered = [i for i in range(len(q)) if got[i] is not None]
-        alive = proc.poll() is None
+        alive = server.alive()
         recall = (sum(len(set(got[i]) & set(gt[i, :10].tolist())) for i in answered) / (10 * len(answered))
                   if answered else 0.0)
         lats = sorted(lat[i] for i in answered)
@@ -214,12 +201,8 @@ def measure(limit_mib, clients, queries, gt, data, warmup=200, budget_s=300):
             peak_mib=(cg.peak() or 0) / 2**20, oom_kills=cg.oom_kills())
         return res
     finally:
-        if proc.poll() is None:
-            proc.terminate()
-            try:
-                proc.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                proc.kill()
+        if server:
+            server.stop()
         cg.close()
 
 

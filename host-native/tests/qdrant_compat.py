@@ -14,10 +14,13 @@ import json
 import math
 import random
 import shutil
-import subprocess
+from pathlib import Path
 import sys
 import tempfile
 import warnings
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench"))
+from shoal_server import Server  # noqa: E402  (the repository's bench/ helpers)
 
 from qdrant_client import QdrantClient
 from qdrant_client.http import models as m
@@ -25,19 +28,6 @@ from qdrant_client.http.exceptions import UnexpectedResponse
 
 # An API key over plain http warns in the client; that is the client's business.
 warnings.filterwarnings("ignore", message="Api key is used with an insecure connection")
-
-
-def start(binary, data, key):
-    proc = subprocess.Popen([binary, "serve", "--data", data, "--addr", "127.0.0.1:0", "--api-key", key],
-                            stderr=subprocess.PIPE, text=True)
-    for line in proc.stderr:
-        try:
-            ev = json.loads(line)
-        except ValueError:
-            continue
-        if ev.get("event") == "listening":
-            return proc, "http://" + ev["addr"]
-    raise SystemExit("server did not start")
 
 
 def expect_error(fn, status, needle):
@@ -58,12 +48,11 @@ def cosine(a, b):
 def main():
     binary = sys.argv[1]
     data = tempfile.mkdtemp(prefix="shoal-qdrant-")
-    proc, url = start(binary, data, "sesame")
+    server = Server(binary, data, ["--api-key", "sesame"])
     try:
-        run(url)
+        run(server.url)
     finally:
-        proc.terminate()
-        proc.wait()
+        server.stop()
         shutil.rmtree(data, ignore_errors=True)
     print("qdrant-client: all calls behaved as against Qdrant")
 

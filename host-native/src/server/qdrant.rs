@@ -32,8 +32,25 @@ const QDRANT_API_VERSION: &str = "1.20.0";
 
 static OPERATION: AtomicU64 = AtomicU64::new(1);
 
-fn update_result(started: Instant) -> Response {
-    ok(json!({"operation_id": OPERATION.fetch_add(1, Ordering::Relaxed), "status": "completed"}), started)
+/// The `result` of a write: Qdrant's `UpdateResult`.
+fn update_result() -> Value {
+    json!({"operation_id": OPERATION.fetch_add(1, Ordering::Relaxed), "status": "completed"})
+}
+
+/// A JSON route on collection `name`: the body parsed as a JSON object, then `f` on a blocking
+/// thread (it may read or write the collection), its value answered in Qdrant's envelope.
+async fn on_json<F>(app: Arc<AppState>, name: String, body: Body, f: F) -> Response
+where
+    F: FnOnce(Arc<Store>, Map<String, Value>) -> Result<Value, ApiError> + Send + 'static,
+{
+    respond(async {
+        let started = Instant::now();
+        let store = app.get(&name)?;
+        let body: Map<String, Value> = parse_json(&body?)?;
+        let result = blocking(move || f(store, body)).await?;
+        Ok(ok(result, started))
+    })
+    .await
 }
 
 /// The routes.
@@ -208,10 +225,7 @@ async fn delete_collection(State(app): Shared, Path(name): Path<String>) -> Resp
 /// `PUT /collections/{name}/index`: `{"field_name": "color", "field_schema": "keyword"}` (or
 /// `{"type": "keyword", ...}`) declares a payload field.
 async fn create_index(State(app): Shared, Path(name): Path<String>, body: Body) -> Response {
-    respond(async {
-        let started = Instant::now();
-        let store = app.get(&name)?;
-        let body: Map<String, Value> = parse_json(&body?)?;
+    on_json(app, name, body, |store, body| {
         let field = body
             .get("field_name")
             .and_then(Value::as_str)
@@ -226,9 +240,8 @@ async fn create_index(State(app): Shared, Path(name): Path<String>, body: Body) 
                 "field_schema {ty:?}: Shoal fields are keyword, integer, float, bool or text"
             ))
         })?;
-        let fields = vec![(field.to_string(), ty)];
-        blocking(move || store.add_fields(&fields)).await?;
-        Ok(update_result(started))
+        store.add_fields(&[(field.to_string(), ty)])?;
+        Ok(update_result())
     })
     .await
 }
@@ -267,23 +280,16 @@ fn vector_of(v: &Value, at: &str, out: &mut Vec<f32>) -> Result<usize, ApiError>
 /// `PUT /collections/{name}/points`: `{"points": [{"id", "vector", "payload"}]}` or
 /// `{"batch": {"ids", "vectors", "payloads"}}`.
 async fn upsert(State(app): Shared, Path(name): Path<String>, body: Body) -> Response {
-    respond(async {
-        let started = Instant::now();
-        let store = app.get(&name)?;
-        let body: Map<String, Value> = parse_json(&body?)?;
+    on_json(app, name, body, |store, body| {
         let dim = store.meta.dim;
         let (mut ids, mut vectors, mut payloads) = (Vec::new(), Vec::new(), Vec::new());
         let check_dim = |n: usize, at: &str| {
             if n == dim {
-                Ok(())
-            } else {
-                Err(ApiError::core(shoal_core::Error::DimensionMismatch { expected: dim, found: n })).map_err(
-                    |mut e| {
-                        e.message = format!("{at}: {}", e.message);
-                        e
-                    },
-                )
+                return Ok(());
             }
+            let mut e = ApiError::core(shoal_core::Error::DimensionMismatch { expected: dim, found: n });
+            e.message = format!("{at}: {}", e.message);
+            Err(e)
         };
         if let Some(points) = body.get("points") {
             let points = points.as_array().ok_or_else(|| ApiError::bad_request("points: expected a list"))?;
@@ -317,7 +323,7 @@ async fn upsert(State(app): Shared, Path(name): Path<String>, body: Body) -> Res
             return Err(ApiError::bad_request("give `points` or `batch`"));
         }
         if ids.is_empty() {
-            return Ok(update_result(started));
+            return Ok(update_result());
         }
         // `{}` and null are both "no payload"; all-empty means the batch carries none.
         for p in &mut payloads {
@@ -329,8 +335,8 @@ async fn upsert(State(app): Shared, Path(name): Path<String>, body: Body) -> Res
             payloads.clear();
         }
         let batch = Batch { dim, ids: ids.into(), vectors: vectors.into(), payloads };
-        blocking(move || store.upsert(&batch, None)).await?;
-        Ok(update_result(started))
+        store.upsert(&batch, None)?;
+        Ok(update_result())
     })
     .await
 }
@@ -402,19 +408,12 @@ fn ids_of(v: Option<&Value>, at: &str) -> Result<Vec<u64>, ApiError> {
 
 /// `POST /collections/{name}/points`: `{"ids", "with_payload", "with_vector"}`.
 async fn retrieve(State(app): Shared, Path(name): Path<String>, body: Body) -> Response {
-    respond(async {
-        let started = Instant::now();
-        let store = app.get(&name)?;
-        let body: Map<String, Value> = parse_json(&body?)?;
+    on_json(app, name, body, |store, body| {
         let ids = ids_of(body.get("ids"), "ids")?;
         let sel = PayloadSel::parse(body.get("with_payload"), true)?;
         let with_vector = body.get("with_vector").and_then(Value::as_bool).unwrap_or(false);
-        let records = blocking(move || {
-            let col = store.read();
-            Ok(ids.iter().filter(|&&id| col.contains(id)).map(|&id| record(&col, id, &sel, with_vector)).collect())
-        })
-        .await?;
-        Ok(ok(Value::Array(records), started))
+        let col = store.read();
+        Ok(ids.iter().filter(|&&id| col.contains(id)).map(|&id| record(&col, id, &sel, with_vector)).collect())
     })
     .await
 }
@@ -487,10 +486,7 @@ fn run_search(store: &Store, vector: Vec<f32>, body: &Map<String, Value>) -> Res
 /// `POST /collections/{name}/points/query`: `{"query": [...] | {"nearest": [...]}, "filter",
 /// "limit", "offset", "with_payload", "with_vector", "params", "score_threshold"}`.
 async fn query(State(app): Shared, Path(name): Path<String>, body: Body) -> Response {
-    respond(async {
-        let started = Instant::now();
-        let store = app.get(&name)?;
-        let body: Map<String, Value> = parse_json(&body?)?;
+    on_json(app, name, body, |store, body| {
         let q = match body.get("query") {
             Some(Value::Object(o)) if o.contains_key("nearest") => &o["nearest"],
             Some(q @ Value::Array(_)) => q,
@@ -499,41 +495,30 @@ async fn query(State(app): Shared, Path(name): Path<String>, body: Body) -> Resp
         };
         let mut vector = Vec::new();
         vector_of(q, "query", &mut vector)?;
-        let points = blocking(move || run_search(&store, vector, &body)).await?;
-        Ok(ok(json!({"points": points}), started))
+        Ok(json!({"points": run_search(&store, vector, &body)?}))
     })
     .await
 }
 
 /// `POST /collections/{name}/points/search` (Qdrant's older search call).
 async fn search(State(app): Shared, Path(name): Path<String>, body: Body) -> Response {
-    respond(async {
-        let started = Instant::now();
-        let store = app.get(&name)?;
-        let body: Map<String, Value> = parse_json(&body?)?;
+    on_json(app, name, body, |store, body| {
         let mut vector = Vec::new();
         vector_of(body.get("vector").unwrap_or(&Value::Null), "vector", &mut vector)?;
-        let points = blocking(move || run_search(&store, vector, &body)).await?;
-        Ok(ok(Value::Array(points), started))
+        Ok(Value::Array(run_search(&store, vector, &body)?))
     })
     .await
 }
 
 /// `POST /collections/{name}/points/count`: `{"filter", "exact"}`.
 async fn count(State(app): Shared, Path(name): Path<String>, body: Body) -> Response {
-    respond(async {
-        let started = Instant::now();
-        let store = app.get(&name)?;
-        let body: Map<String, Value> = parse_json(&body?)?;
-        let n = blocking(move || {
-            let col = store.read();
-            match body.get("filter").filter(|f| !f.is_null()) {
-                None => Ok(col.len()),
-                Some(f) => col.matching_ids(Some(f)).map(|ids| ids.len()).map_err(ApiError::core),
-            }
-        })
-        .await?;
-        Ok(ok(json!({"count": n}), started))
+    on_json(app, name, body, |store, body| {
+        let col = store.read();
+        let n = match body.get("filter").filter(|f| !f.is_null()) {
+            None => col.len(),
+            Some(f) => col.matching_ids(Some(f)).map_err(ApiError::core)?.len(),
+        };
+        Ok(json!({"count": n}))
     })
     .await
 }
@@ -541,10 +526,7 @@ async fn count(State(app): Shared, Path(name): Path<String>, body: Body) -> Resp
 /// `POST /collections/{name}/points/scroll`: `{"filter", "limit", "offset", "with_payload",
 /// "with_vector"}`, ids ascending; `next_page_offset` is the id to continue from.
 async fn scroll(State(app): Shared, Path(name): Path<String>, body: Body) -> Response {
-    respond(async {
-        let started = Instant::now();
-        let store = app.get(&name)?;
-        let body: Map<String, Value> = parse_json(&body?)?;
+    on_json(app, name, body, |store, body| {
         if body.get("order_by").is_some_and(|v| !v.is_null()) {
             return Err(ApiError::bad_request("scroll: order_by is not supported (points come in id order)"));
         }
@@ -555,27 +537,20 @@ async fn scroll(State(app): Shared, Path(name): Path<String>, body: Body) -> Res
         };
         let sel = PayloadSel::parse(body.get("with_payload"), true)?;
         let with_vector = body.get("with_vector").and_then(Value::as_bool).unwrap_or(false);
-        let result = blocking(move || {
-            let col = store.read();
-            let ids = col.matching_ids(body.get("filter")).map_err(ApiError::core)?;
-            let start = ids.partition_point(|&id| id < from);
-            let page = &ids[start..ids.len().min(start + limit)];
-            let next = ids.get(start + limit).copied();
-            let points: Vec<Value> = page.iter().map(|&id| record(&col, id, &sel, with_vector)).collect();
-            Ok(json!({"points": points, "next_page_offset": next}))
-        })
-        .await?;
-        Ok(ok(result, started))
+        let col = store.read();
+        let ids = col.matching_ids(body.get("filter")).map_err(ApiError::core)?;
+        let start = ids.partition_point(|&id| id < from);
+        let page = &ids[start..ids.len().min(start + limit)];
+        let next = ids.get(start + limit).copied();
+        let points: Vec<Value> = page.iter().map(|&id| record(&col, id, &sel, with_vector)).collect();
+        Ok(json!({"points": points, "next_page_offset": next}))
     })
     .await
 }
 
 /// `POST /collections/{name}/points/delete`: `{"points": [ids]}` or `{"filter": {...}}`.
 async fn delete_points(State(app): Shared, Path(name): Path<String>, body: Body) -> Response {
-    respond(async {
-        let started = Instant::now();
-        let store = app.get(&name)?;
-        let body: Map<String, Value> = parse_json(&body?)?;
+    on_json(app, name, body, |store, body| {
         let ids = match (body.get("points"), body.get("filter")) {
             (Some(p), None) => Some(ids_of(Some(p), "points")?),
             // `null` or `{}` would match every point: Qdrant refuses that, so does Shoal.
@@ -583,8 +558,8 @@ async fn delete_points(State(app): Shared, Path(name): Path<String>, body: Body)
             (None, Some(_)) => return Err(ApiError::bad_request("filter: expected a non-empty filter object")),
             _ => return Err(ApiError::bad_request("give `points` (ids) or `filter`")),
         };
-        blocking(move || store.delete(ids.as_deref(), body.get("filter"))).await?;
-        Ok(update_result(started))
+        store.delete(ids.as_deref(), body.get("filter"))?;
+        Ok(update_result())
     })
     .await
 }
