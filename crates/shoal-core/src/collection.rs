@@ -4,7 +4,7 @@ use alloc::vec::Vec;
 
 use serde_json::Value;
 use shoal_format::AlignedBytes;
-use shoal_index::ivf::{IvfData, IvfIndex, IvfQuery, IvfScratch, IvfSearch};
+use shoal_index::ivf::{IvfData, IvfIndex, IvfQuery, IvfScratch, IvfSearch, Prefetch};
 use shoal_index::{Candidate, FlatScan, FlatScratch, Metric, TopK, normalize};
 use shoal_kernels::Kernels;
 use shoal_payload::{CompiledFilter, Filter, PayloadView, Schema, parse_payload, reference};
@@ -845,7 +845,7 @@ impl Collection {
     fn search_ivf(
         &self,
         req: &SearchRequest,
-        (index, data, defaults): (&IvfIndex, IvfData<'_>, IvfQuery),
+        (index, mut data, defaults): (&IvfIndex, IvfData<'_>, IvfQuery),
         skip: Option<&dyn Fn(usize) -> bool>,
         passing: f32,
         scan: &FlatScan<'_>,
@@ -853,6 +853,11 @@ impl Collection {
         topk: &mut TopK,
         stats: &mut SearchStats,
     ) {
+        let seg = self.sealed.as_ref().expect("an IVF index lives in the sealed segment");
+        let hint = |v: &[f32]| seg.prefetch(v);
+        if seg.prefetches() {
+            data.prefetch = Some(Prefetch(&hint));
+        }
         let mut params = Self::ivf_query(req, defaults);
         if req.params.nprobe.is_none() {
             // Explicit probes are probed as asked; the defaults widen for a filter.

@@ -194,6 +194,7 @@ impl IvfSections {
             bits: self.bits,
             ex_codes: &bytes[self.ex_codes.clone()],
             ex_factors: bytemuck::cast_slice(&bytes[self.ex_factors.clone()]),
+            prefetch: None,
         }
     }
 

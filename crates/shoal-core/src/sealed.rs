@@ -85,6 +85,15 @@ impl IndexKind {
 pub trait SegmentBytes: Send + Sync + 'static {
     /// The whole file.
     fn bytes(&self) -> &[u8];
+
+    /// Whether [`prefetch`](Self::prefetch) does anything (bytes read from disk on demand).
+    fn prefetches(&self) -> bool {
+        false
+    }
+
+    /// A hint that `range` (a sub-slice of [`bytes`](Self::bytes)) is about to be read: a
+    /// memory-mapped file starts reading it. Never changes what is read.
+    fn prefetch(&self, _range: &[u8]) {}
 }
 
 impl SegmentBytes for AlignedBytes {
@@ -286,6 +295,16 @@ impl SealedSegment {
 
     fn id_index(&self) -> &[IdEntry] {
         bytemuck::cast_slice(&self.bytes()[self.id_index.clone()])
+    }
+
+    /// Whether the storage reads ahead on [`prefetch`](Self::prefetch) (a memory-mapped file).
+    pub fn prefetches(&self) -> bool {
+        self.storage.prefetches()
+    }
+
+    /// Hints that `v` (a slice of this segment's vectors) is about to be read.
+    pub fn prefetch(&self, v: &[f32]) {
+        self.storage.prefetch(bytemuck::cast_slice(v));
     }
 
     /// The index this segment carries.

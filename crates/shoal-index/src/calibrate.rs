@@ -131,6 +131,7 @@ pub fn calibrate(
         bits: build.bits,
         ex_codes: &build.ex_codes,
         ex_factors: &build.ex_factors,
+        prefetch: None,
     };
     let mut scratch = IvfScratch::default();
     // Evaluates one setting: (recall, total work).

@@ -180,6 +180,21 @@ pub fn build(kernels: &Kernels, data: &[f32], dim: usize, params: IvfParams) -> 
     }
 }
 
+/// A hint from the host that a row's full vector is about to be read: with vectors
+/// memory-mapped from disk it starts the read (`madvise(WILLNEED)`), so the re-ranking of one
+/// query keeps several reads in flight instead of faulting them in one at a time.
+#[derive(Clone, Copy)]
+pub struct Prefetch<'a>(pub &'a (dyn Fn(&[f32]) + Sync));
+
+impl core::fmt::Debug for Prefetch<'_> {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.write_str("Prefetch")
+    }
+}
+
+/// Candidates whose vectors are hinted ahead of the one being re-ranked.
+pub const PREFETCH_AHEAD: usize = 8;
+
 /// The index's data as borrowed slices (from a segment's sections).
 #[derive(Clone, Copy, Debug)]
 pub struct IvfData<'a> {
@@ -205,6 +220,8 @@ pub struct IvfData<'a> {
     pub ex_codes: &'a [u8],
     /// Extra-bit factors by row (empty for 1-bit codes).
     pub ex_factors: &'a [ExFactors],
+    /// The host's read-ahead hint for full vectors (`None`: vectors are in memory).
+    pub prefetch: Option<Prefetch<'a>>,
 }
 
 /// One search: kernels, metric, the prepared query and its settings.
@@ -461,33 +478,39 @@ impl IvfIndex {
         let exb = ex_code_bytes(padded, bits);
         let qnorm = if bits > 1 && metric != Metric::L2 { libm::sqrtf(kernels.dot(&s.qrot, &s.qrot)) } else { 0.0 };
         s.xbar.resize(padded, 0.0);
-        for e in &s.sorted {
+        let ex = ExQuery { data, kernels, metric, bb, exb, qnorm, epsilon: q.epsilon };
+        let mut ahead = 0;
+        for j in 0..s.sorted.len() {
+            let e = s.sorted[j];
             if topk.len() >= k && e.lower > topk.threshold() {
                 break;
+            }
+            if let Some(Prefetch(hint)) = data.prefetch {
+                // Hint the vectors of the next candidates that can still enter, so their reads
+                // overlap with this one's (the threshold only falls: a candidate that fails it
+                // now fails it later too, and so do all after it, sorted by lower bound).
+                while ahead < s.sorted.len() && ahead < j + PREFETCH_AHEAD {
+                    let c = s.sorted[ahead];
+                    ahead += 1;
+                    if topk.len() >= k && c.lower > topk.threshold() {
+                        ahead = s.sorted.len();
+                        break;
+                    }
+                    let r = c.row as usize;
+                    if bits > 1 {
+                        let (key, err) = ex.refine(r, &s.qrot, &s.part_terms, &mut s.xbar);
+                        if topk.len() >= k && key - err > topk.threshold() {
+                            continue;
+                        }
+                    }
+                    hint(&data.vectors[r * dim..(r + 1) * dim]);
+                }
             }
             let row = e.row as usize;
             if bits > 1 {
                 // Refine with the extra bits; skip the exact distance when the tighter bound
                 // already proves the candidate cannot enter.
-                let p = data.offsets.partition_point(|&o| o as usize <= row) - 1;
-                let i = row - data.offsets[p] as usize;
-                let block = (data.block_offsets[p] as usize + i / 32) * bb;
-                decode_ex(
-                    &data.codes[block..block + bb],
-                    i % 32,
-                    &data.ex_codes[row * exb..(row + 1) * exb],
-                    bits,
-                    &mut s.xbar,
-                );
-                let ex = &data.ex_factors[row];
-                let xq = kernels.dot(&s.xbar, &s.qrot);
-                let (key, err) = if metric == Metric::L2 {
-                    let ny = s.part_terms[p];
-                    let ip = ex.scale * (xq - ex.centroid_dot);
-                    (data.factors[row].norm_sq + ny - 2.0 * ip, 2.0 * ex.err * libm::sqrtf(ny) * q.epsilon)
-                } else {
-                    (-(s.part_terms[p] + ex.scale * xq), ex.err * qnorm * q.epsilon)
-                };
+                let (key, err) = ex.refine(row, &s.qrot, &s.part_terms, &mut s.xbar);
                 stats.refined += 1;
                 if topk.len() >= k && key - err > topk.threshold() {
                     continue;
@@ -499,6 +522,40 @@ impl IvfIndex {
             stats.reranked += 1;
         }
         stats
+    }
+}
+
+/// What refining a candidate with its extra bits needs, besides the query's buffers.
+struct ExQuery<'d, 'a> {
+    data: &'d IvfData<'a>,
+    kernels: &'d Kernels,
+    metric: Metric,
+    /// Bytes of a FastScan block.
+    bb: usize,
+    /// Bytes of a row's extra-bit code.
+    exb: usize,
+    /// `‖q_rot‖` (inner-product metrics).
+    qnorm: f32,
+    epsilon: f32,
+}
+
+impl ExQuery<'_, '_> {
+    /// The extra-bit estimate of `row` and its error bound: `(key, err)`.
+    fn refine(&self, row: usize, qrot: &[f32], part_terms: &[f32], xbar: &mut [f32]) -> (f32, f32) {
+        let (data, bb, exb) = (self.data, self.bb, self.exb);
+        let p = data.offsets.partition_point(|&o| o as usize <= row) - 1;
+        let i = row - data.offsets[p] as usize;
+        let block = (data.block_offsets[p] as usize + i / 32) * bb;
+        decode_ex(&data.codes[block..block + bb], i % 32, &data.ex_codes[row * exb..(row + 1) * exb], data.bits, xbar);
+        let ex = &data.ex_factors[row];
+        let xq = self.kernels.dot(xbar, qrot);
+        if self.metric == Metric::L2 {
+            let ny = part_terms[p];
+            let ip = ex.scale * (xq - ex.centroid_dot);
+            (data.factors[row].norm_sq + ny - 2.0 * ip, 2.0 * ex.err * libm::sqrtf(ny) * self.epsilon)
+        } else {
+            (-(part_terms[p] + ex.scale * xq), ex.err * self.qnorm * self.epsilon)
+        }
     }
 }
 
