@@ -13,7 +13,8 @@ Finally a binary search finds the smallest limit at which it still answers every
     python3 bench/ram.py prepare          # ingest + seal (once)
     python3 bench/ram.py run [--limits 1024,256,128,64] [--clients 8] [--min-search]
 
-Needs root (cgroups, drop_caches). Results: ~/.cache/shoal/results/ram.json.
+Needs root (cgroups, drop_caches). Results: ~/.cache/shoal/results/ram-bits{B}.json.
+SHOAL_BIN=path runs another build of the server.
 """
 
 import argparse
@@ -41,7 +42,7 @@ NAME = "ram"
 
 
 def shoal_binary():
-    return str(ROOT / "target" / "release" / "shoal")
+    return os.environ.get("SHOAL_BIN", str(ROOT / "target" / "release" / "shoal"))
 
 
 def data_dir(bits):
