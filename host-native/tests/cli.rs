@@ -2,41 +2,9 @@
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
-use std::sync::atomic::{AtomicUsize, Ordering};
 
 use shoal_core::{Collection, CollectionConfig, Metric, SearchRequest};
-
-/// A directory under the system temp dir, removed on drop.
-struct TempDir(PathBuf);
-
-impl TempDir {
-    fn new(name: &str) -> TempDir {
-        static NEXT: AtomicUsize = AtomicUsize::new(0);
-        let n = NEXT.fetch_add(1, Ordering::Relaxed);
-        let dir = std::env::temp_dir().join(format!("shoal-cli-{}-{name}-{n}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
-        std::fs::create_dir_all(&dir).unwrap();
-        TempDir(dir)
-    }
-
-    fn path(&self, name: &str) -> PathBuf {
-        self.0.join(name)
-    }
-
-    /// Files in the directory, sorted.
-    fn files(&self) -> Vec<String> {
-        let mut names: Vec<String> =
-            std::fs::read_dir(&self.0).unwrap().map(|e| e.unwrap().file_name().into_string().unwrap()).collect();
-        names.sort();
-        names
-    }
-}
-
-impl Drop for TempDir {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
+use shoal_testkit::TempDir;
 
 /// Runs `shoal` with `args`.
 fn shoal<S: AsRef<std::ffi::OsStr>>(args: &[S]) -> Output {
@@ -168,7 +136,7 @@ fn build_npy(dir: &TempDir, metric: &str) -> (PathBuf, Vec<f32>) {
 
 #[test]
 fn every_input_format_gives_the_same_segment() {
-    let dir = TempDir::new("formats");
+    let dir = TempDir::new("cli", "formats");
     let data = vectors(ROWS, DIM, 7);
     let inputs = [
         ("v1.npy", npy(1, ROWS, DIM, &data)),
@@ -209,7 +177,7 @@ fn every_input_format_gives_the_same_segment() {
 
 #[test]
 fn search_matches_the_core_in_process() {
-    let dir = TempDir::new("search");
+    let dir = TempDir::new("cli", "search");
     for metric in ["cosine", "dot", "l2"] {
         let (seg, data) = build_npy(&dir, metric);
         let col = in_process(ROWS, DIM, metric, 0, &data);
@@ -259,7 +227,7 @@ fn search_matches_the_core_in_process() {
 
 #[test]
 fn search_with_labels_and_words() {
-    let dir = TempDir::new("labels");
+    let dir = TempDir::new("cli", "labels");
     let (seg, data) = build_npy(&dir, "cosine");
     let labels = dir.path("labels.txt");
     let words: Vec<String> = (0..ROWS).map(|i| format!("w{i}")).collect();
@@ -295,7 +263,7 @@ fn search_with_labels_and_words() {
 
 #[test]
 fn bad_search_requests_are_clear_errors() {
-    let dir = TempDir::new("badreq");
+    let dir = TempDir::new("cli", "badreq");
     let (seg, _) = build_npy(&dir, "l2");
     let seg = seg.to_str().unwrap();
     fails(shoal(&["search", "--segment", seg, "--vector", "1,2,3"]), "wrong vector dimension: expected 17, got 3");
@@ -310,7 +278,7 @@ fn bad_search_requests_are_clear_errors() {
 
 #[test]
 fn inspect_shows_header_sections_and_meta() {
-    let dir = TempDir::new("inspect");
+    let dir = TempDir::new("cli", "inspect");
     let (seg, _) = build_npy(&dir, "cosine");
     let text = ok(shoal(&["inspect".as_ref(), seg.as_os_str()]));
     for needle in
@@ -350,7 +318,7 @@ fn vectors_offset(seg: &Path) -> usize {
 
 #[test]
 fn verify_passes_then_catches_a_flipped_byte() {
-    let dir = TempDir::new("verify");
+    let dir = TempDir::new("cli", "verify");
     let (seg, _) = build_npy(&dir, "l2");
     assert_eq!(ok(shoal(&["verify".as_ref(), seg.as_os_str()])), "ok\n");
     let mut bytes = std::fs::read(&seg).unwrap();
@@ -369,7 +337,7 @@ fn verify_passes_then_catches_a_flipped_byte() {
 
 #[test]
 fn bad_input_is_rejected_and_leaves_no_file() {
-    let dir = TempDir::new("badinput");
+    let dir = TempDir::new("cli", "badinput");
     let data = vectors(ROWS, DIM, 3);
     let good = npy(1, ROWS, DIM, &data);
     let dim = DIM.to_string();
@@ -509,7 +477,7 @@ fn bad_input_is_rejected_and_leaves_no_file() {
 
 #[test]
 fn damaged_segments_are_typed_errors_never_panics() {
-    let dir = TempDir::new("damaged");
+    let dir = TempDir::new("cli", "damaged");
     let (seg, _) = build_npy(&dir, "dot");
     let good = std::fs::read(&seg).unwrap();
     let check = |name: &str, bytes: &[u8], needle: &str| {
@@ -570,7 +538,7 @@ fn payload_line(r: usize) -> String {
 
 #[test]
 fn payloads_and_filters_from_the_command_line() {
-    let dir = TempDir::new("payloads");
+    let dir = TempDir::new("cli", "payloads");
     let data = vectors(ROWS, DIM, 3);
     let input = dir.path("in.npy");
     write(&input, &npy(1, ROWS, DIM, &data));
@@ -668,7 +636,7 @@ fn payloads_and_filters_from_the_command_line() {
 
 #[test]
 fn text_and_hybrid_requests_from_the_command_line() {
-    let dir = TempDir::new("text");
+    let dir = TempDir::new("cli", "text");
     let data = vectors(ROWS, DIM, 5);
     let input = dir.path("in.npy");
     write(&input, &npy(1, ROWS, DIM, &data));

@@ -4,12 +4,11 @@
 
 use shoal_core::{Collection, CollectionConfig, IndexKind, IvfParams, Metric, SearchRequest};
 use shoal_host::storage::{open_collection, write_atomic};
-use shoal_testkit::clustered_vectors;
+use shoal_testkit::{TempDir, clustered_vectors};
 
 #[test]
 fn mapped_ivf_search_equals_in_memory_bit_for_bit() {
-    let dir = std::env::temp_dir().join(format!("shoal-mapped-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
+    let dir = TempDir::new("mapped", "ivf");
     let (n, dim) = (6_000, 24);
     let data = clustered_vectors(11, n, dim, 30);
     let queries = clustered_vectors(12, 50, dim, 30);
@@ -19,7 +18,7 @@ fn mapped_ivf_search_equals_in_memory_bit_for_bit() {
             let mut col = Collection::new(CollectionConfig { dim, metric }).unwrap();
             col.insert(&ids, &data).unwrap();
             col.seal_with(IndexKind::IvfRabitq(IvfParams { bits, ..IvfParams::default() }));
-            let path = dir.join(format!("{metric:?}-{bits}.shoal"));
+            let path = dir.path(&format!("{metric:?}-{bits}.shoal"));
             write_atomic(&path, col.to_bytes()).unwrap();
             let in_memory = Collection::from_bytes(col.to_bytes()).unwrap();
             let mapped = open_collection(&path).unwrap();
@@ -36,5 +35,4 @@ fn mapped_ivf_search_equals_in_memory_bit_for_bit() {
             }
         }
     }
-    std::fs::remove_dir_all(&dir).unwrap();
 }

@@ -3,33 +3,14 @@
 //! seals, and `kill -9` at random moments during concurrent upserts (nothing acknowledged lost).
 
 use std::io::{BufRead, BufReader};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Child, Command, Stdio};
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
-
-/// A folder under the system temp dir, removed on drop.
-struct TempDir(PathBuf);
-
-impl TempDir {
-    fn new(name: &str) -> TempDir {
-        static NEXT: AtomicUsize = AtomicUsize::new(0);
-        let n = NEXT.fetch_add(1, Ordering::Relaxed);
-        let dir = std::env::temp_dir().join(format!("shoal-serve-{}-{name}-{n}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
-        std::fs::create_dir_all(&dir).unwrap();
-        TempDir(dir)
-    }
-}
-
-impl Drop for TempDir {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
+use shoal_testkit::TempDir;
 
 /// A running `shoal serve`, killed on drop.
 struct Server {
@@ -191,7 +172,7 @@ const TAGS: [&str; 3] = ["red", "green", "blue"];
 
 #[test]
 fn json_and_binary_upserts_search_alike_and_survive_restart() {
-    let dir = TempDir::new("alike");
+    let dir = TempDir::new("serve", "alike");
     let dim = 8;
     let s = Server::start(&dir.0, &[]);
     let fields = json!({"tag": "keyword", "n": "integer", "title": "text"});
@@ -280,7 +261,7 @@ fn cosine(a: &[f32], b: &[f32]) -> f32 {
 
 #[test]
 fn bad_input_gets_a_clear_4xx_and_writes_nothing() {
-    let dir = TempDir::new("bad");
+    let dir = TempDir::new("serve", "bad");
     let dim = 4;
     let s = Server::start(&dir.0, &["--max-body-mib", "1", "--api-key", "sesame"]);
     let key = [("api-key", "sesame")];
@@ -384,7 +365,7 @@ fn bad_input_gets_a_clear_4xx_and_writes_nothing() {
 
 #[test]
 fn background_seals_keep_serving_and_lose_nothing() {
-    let dir = TempDir::new("seal");
+    let dir = TempDir::new("serve", "seal");
     let dim = 16;
     let s = Server::start(&dir.0, &["--seal-rows", "500"]);
     create(&s, "g", json!({"vectors": {"size": dim, "distance": "Dot"}}));
@@ -430,7 +411,7 @@ fn background_seals_keep_serving_and_lose_nothing() {
 
 #[test]
 fn kill_9_during_concurrent_upserts_loses_no_acknowledged_point() {
-    let dir = TempDir::new("kill");
+    let dir = TempDir::new("serve", "kill");
     let dim = 12;
     let args = ["--seal-rows", "3000"];
     let s = Server::start(&dir.0, &args);
@@ -505,7 +486,7 @@ fn kill_9_during_concurrent_upserts_loses_no_acknowledged_point() {
 
 #[test]
 fn imported_segments_are_served_and_static_files_stay_inside_their_folder() {
-    let dir = TempDir::new("import");
+    let dir = TempDir::new("serve", "import");
     let dim = 5;
     // A segment from `shoal build` (raw f32 input), imported as collection `w`.
     let ids: Vec<u64> = (0..40).collect();

@@ -77,3 +77,39 @@ pub fn golden_v1_input() -> (usize, shoal_core::Metric, Vec<u64>, Vec<f32>) {
     let ids = (0..64u64).map(|i| 1000 + 7 * i).collect();
     (dim, shoal_core::Metric::Cosine, ids, uniform_vectors(0x601d, 64, dim))
 }
+
+/// A fresh folder under the system temp dir (`shoal-{suite}-{pid}-{name}-{n}`), removed on
+/// drop.
+#[derive(Debug)]
+pub struct TempDir(pub std::path::PathBuf);
+
+impl TempDir {
+    /// Creates it, empty.
+    pub fn new(suite: &str, name: &str) -> TempDir {
+        static NEXT: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+        let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let dir = std::env::temp_dir().join(format!("shoal-{suite}-{}-{name}-{n}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        TempDir(dir)
+    }
+
+    /// A path inside it.
+    pub fn path(&self, name: &str) -> std::path::PathBuf {
+        self.0.join(name)
+    }
+
+    /// The names of the files in it, sorted.
+    pub fn files(&self) -> Vec<String> {
+        let mut names: Vec<String> =
+            std::fs::read_dir(&self.0).unwrap().map(|e| e.unwrap().file_name().into_string().unwrap()).collect();
+        names.sort();
+        names
+    }
+}
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
