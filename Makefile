@@ -92,10 +92,11 @@ test-edge: build-js setup-edge
 
 ## ---- demo ----------------------------------------------------------------------------
 
-$(GLOVE)/vectors.npy:
+# words.txt is written last: its presence marks a complete preparation.
+$(GLOVE)/words.txt:
 	python3 bench/prepare_glove.py
 
-demo: setup build-js $(GLOVE)/vectors.npy
+demo: setup build-js $(GLOVE)/words.txt
 	$(CARGO) build --release -p shoal-host
 	@echo "== native: shoal build (GloVe 6B, 400,000 x 50-d, cosine)"
 	target/release/shoal build --input $(GLOVE)/vectors.npy --metric cosine --out $(CACHE)/glove50.shoal
@@ -111,7 +112,7 @@ demo: setup build-js $(GLOVE)/vectors.npy
 
 ## ---- bench ---------------------------------------------------------------------------
 
-bench: setup build-js $(GLOVE)/vectors.npy bench-kernels bench-search bench-node bench-ann bench-filtered bench-text bench-ingest
+bench: setup build-js $(GLOVE)/words.txt bench-kernels bench-search bench-node bench-ann bench-filtered bench-text bench-ingest
 
 bench-kernels:
 	$(CARGO) bench -p shoal-kernels --bench kernels

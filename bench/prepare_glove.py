@@ -42,7 +42,12 @@ def log(msg):
 
 def ensure_module(module, requirement):
     """Imports `module`, pip-installing `requirement` first if it is missing."""
-    if importlib.util.find_spec(module) is None:
+    try:
+        # A dotted name whose parent package is missing raises instead of returning None.
+        missing = importlib.util.find_spec(module) is None
+    except ModuleNotFoundError:
+        missing = True
+    if missing:
         log(f"installing {requirement}")
         subprocess.check_call([sys.executable, "-m", "pip", "install", "--quiet", requirement])
         importlib.invalidate_caches()

@@ -26,7 +26,8 @@ for word in king france computer; do
 import json, sys
 words = open(sys.argv[1]).read().split("\n")
 res = json.load(sys.stdin)
-print(sys.argv[2].ljust(9), " ".join(f"{words[p[\"id\"]]} ({p[\"score\"]:.3f})" for p in res["points"][1:]))
+hits = [(words[p["id"]], p["score"]) for p in res["points"][1:]]
+print(sys.argv[2].ljust(9), " ".join("%s (%.3f)" % h for h in hits))
 ' "$words" "$word"
 done
 echo "Qdrant-style count: $(curl -s -X POST "$base/collections/glove/points/count" -H 'content-type: application/json' -d '{}')"
