@@ -183,4 +183,51 @@ mod tests {
             assert!(err.contains(want), "{err:?} should mention {want:?}");
         }
     }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(256))]
+
+        /// Whatever the bytes, parsing answers (no panic), and an accepted batch re-encodes to
+        /// the same bytes (payload lines normalised aside).
+        #[test]
+        fn any_bytes_parse_or_are_refused(
+            magic in proptest::prelude::any::<bool>(),
+            n in 0u32..4,
+            dim in 0u32..4,
+            flags in 0u32..3,
+            tail in proptest::collection::vec(proptest::prelude::any::<u8>(), 0..256),
+        ) {
+            let mut bytes = if magic { MAGIC.to_vec() } else { b"SHB0".to_vec() };
+            for x in [dim, n, flags] {
+                bytes.extend_from_slice(&x.to_le_bytes());
+            }
+            bytes.extend_from_slice(&tail);
+            if let Ok(b) = parse(&bytes)
+                && b.payloads.is_empty()
+            {
+                proptest::prop_assert_eq!(encode(b.dim, &b.ids, &b.vectors, &[]), bytes);
+            }
+        }
+
+        /// Every damage to a valid batch — a cut, a flipped byte — is refused or parses to a
+        /// batch of the announced shape.
+        #[test]
+        fn damaged_batches_never_panic(n in 1usize..5, dim in 1usize..4, cut in 0usize..200, at in 0usize..200, bit in 0u8..8) {
+            let ids: Vec<u64> = (0..n as u64).collect();
+            let v: Vec<f32> = (0..n * dim).map(|i| i as f32).collect();
+            let docs: Vec<Value> = (0..n).map(|i| serde_json::json!({"i": i})).collect();
+            let good = encode(dim, &ids, &v, &docs);
+            let cut_bytes = &good[..cut.min(good.len())];
+            if let Ok(b) = parse(cut_bytes) {
+                proptest::prop_assert_eq!(b.ids.len() * b.dim, b.vectors.len());
+            }
+            let mut flipped = good.clone();
+            let at = at % flipped.len();
+            flipped[at] ^= 1 << bit;
+            if let Ok(b) = parse(&flipped) {
+                proptest::prop_assert_eq!(b.ids.len() * b.dim, b.vectors.len());
+                proptest::prop_assert!(b.payloads.is_empty() || b.payloads.len() == b.ids.len());
+            }
+        }
+    }
 }
