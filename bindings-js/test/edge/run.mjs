@@ -274,9 +274,67 @@ async function workerHelper(browser, origin, version) {
   }
 }
 
+/** `shoal serve` (the native host, built by `cargo build -p shoal-host` if missing) serving the
+ * repository under `/ui/` from an empty data folder; resolves `{ origin, close }`. */
+async function shoalServe() {
+  const shoal = join(root, "target", "debug", "shoal");
+  if (!existsSync(shoal)) {
+    const b = await run("cargo", ["build", "-p", "shoal-host"], { timeoutMs: 900_000 });
+    if (b.code !== 0) throw new Error(`cargo build -p shoal-host failed: ${b.stderr.slice(-500)}`);
+  }
+  const data = mkdtempSync(join(tmpdir(), "shoal-edge-serve-"));
+  const child = spawn(shoal, ["serve", "--data", data, "--addr", "127.0.0.1:0", "--static-dir", root], {
+    stdio: ["ignore", "ignore", "pipe"],
+  });
+  const close = () => {
+    child.kill();
+    rmSync(data, { recursive: true, force: true });
+  };
+  try {
+    const addr = await new Promise((resolveAddr, reject) => {
+      let log = "";
+      const timer = setTimeout(() => reject(new Error(`shoal serve did not start: ${log}`)), 30_000);
+      child.stderr.on("data", (chunk) => {
+        log += chunk;
+        for (const line of log.split("\n")) {
+          let ev = null;
+          try {
+            ev = JSON.parse(line);
+          } catch {
+            continue; // a partial or non-JSON line
+          }
+          if (ev?.event === "listening") {
+            clearTimeout(timer);
+            resolveAddr(ev.addr);
+          }
+        }
+      });
+      child.on("exit", (code) => reject(new Error(`shoal serve exited (${code}): ${log}`)));
+    });
+    return { origin: `http://${addr}/ui`, close };
+  } catch (e) {
+    close();
+    throw e;
+  }
+}
+
 // ---- the browser example (examples/browser), with a screenshot ------------------------------
-async function browserExample(browser, version) {
-  const { server, origin } = await staticServer(root);
+// Served twice: by a plain static server, and by the native host (`shoal serve --static-dir`).
+async function browserExample(browser, version, host) {
+  let origin;
+  let close;
+  try {
+    if (host === "shoal serve") {
+      ({ origin, close } = await shoalServe());
+    } else {
+      const { server, origin: o } = await staticServer(root);
+      origin = o;
+      close = () => server.close();
+    }
+  } catch (e) {
+    check(`chromium: examples/browser served by ${host}`, false, String(e));
+    return;
+  }
   const page = await browser.newPage({ viewport: { width: 1000, height: 760 } });
   const errors = [];
   page.on("pageerror", (e) => errors.push(String(e)));
@@ -295,17 +353,17 @@ async function browserExample(browser, version) {
       first.in_stock === true &&
       first.price <= 60 &&
       /\b(blue|ceramic|mug)\b/.test(first.name);
-    check(`chromium ${version}: examples/browser answers a hybrid search with filters`, ok,
+    check(`chromium ${version}: examples/browser (served by ${host}) answers a hybrid search with filters`, ok,
       ok ? `first result "${first.name}" ${first.price} (${r.kernels})` : `result ${JSON.stringify(r)}, ${rows} rows; ${errors.join("; ")}`);
-    const shot = join(workDir, "browser-example.png");
+    const shot = join(workDir, host === "shoal serve" ? "browser-example-native-host.png" : "browser-example.png");
     await page.screenshot({ path: shot, fullPage: true });
     const bytes = existsSync(shot) ? statSync(shot).size : 0;
-    check("chromium: screenshot of the example after a search", bytes > 10_000, `${shot}, ${bytes} bytes`);
+    check(`chromium: screenshot of the example after a search (served by ${host})`, bytes > 10_000, `${shot}, ${bytes} bytes`);
   } catch (e) {
-    check("chromium: examples/browser", false, `${e}; page errors: ${errors.join("; ")}`);
+    check(`chromium: examples/browser (served by ${host})`, false, `${e}; page errors: ${errors.join("; ")}`);
   } finally {
     await page.close();
-    await new Promise((r) => server.close(r));
+    close();
   }
 }
 
@@ -358,7 +416,8 @@ async function chromium() {
     await persistence(browser, origin, version);
     await workerHelper(browser, origin, version);
     await coldStart(browser, origin, version);
-    await browserExample(browser, version);
+    await browserExample(browser, version, "a static server");
+    await browserExample(browser, version, "shoal serve");
   } catch (e) {
     check("chromium", false, String(e));
   } finally {
