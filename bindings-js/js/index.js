@@ -153,7 +153,14 @@ async function load(opts) {
     // glue's async path tests `typeof Response`, which in Node loads the whole fetch
     // implementation (~15 ms of a ~20 ms start); instantiating a compiled module is ~1 ms.
     const module = source instanceof WebAssembly.Module ? source : await WebAssembly.compile(source);
-    ex = g.initSync({ module });
+    try {
+      ex = g.initSync({ module });
+    } catch (e) {
+      // Older Chromium refuses a synchronous instantiation of a large module on the main
+      // thread (RangeError): instantiate asynchronously there.
+      if (!(e instanceof RangeError)) throw e;
+      ex = await g.default({ module_or_path: module });
+    }
   } else {
     ex = await g.default({ module_or_path: source });
   }

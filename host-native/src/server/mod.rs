@@ -326,7 +326,10 @@ async fn static_file(State(app): Shared, path: Option<Path<String>>) -> Response
     let Some(mut file) = app.static_dir.clone() else { return not_found().into_response() };
     let path = path.map(|Path(p)| p).unwrap_or_default();
     for part in path.split('/').filter(|p| !p.is_empty()) {
-        if part.starts_with('.') || part.contains('\\') {
+        // One plain name per part: no `..`, no hidden files, no `C:` or other prefixes.
+        let mut components = std::path::Path::new(part).components();
+        let plain = matches!(components.next(), Some(std::path::Component::Normal(_))) && components.next().is_none();
+        if !plain || part.starts_with('.') || part.contains('\\') {
             return not_found().into_response();
         }
         file.push(part);

@@ -72,6 +72,9 @@ pub struct WalWriter {
     sync: bool,
     /// Staging memory for a record; writes come from a block-aligned window of it.
     buf: Vec<u8>,
+    /// A failed append could not be cut back: the file may end in garbage, so this writer
+    /// refuses further appends (the host answers 500 until restarted, when replay cuts it).
+    broken: bool,
 }
 
 /// Opens a log file for writing, with `O_DIRECT` where the file system takes it (Linux; not
@@ -136,7 +139,7 @@ impl WalWriter {
             let _ = std::fs::remove_file(&path);
             return Err(e);
         }
-        Ok(WalWriter { file, path, generation, len: FILE_HEADER, sync, buf })
+        Ok(WalWriter { file, path, generation, len: FILE_HEADER, sync, buf, broken: false })
     }
 
     /// Syncs everything appended so far (relaxed logs do not sync per record).
@@ -154,7 +157,7 @@ impl WalWriter {
             file.sync_all()?;
         }
         file.seek(SeekFrom::Start(len))?;
-        Ok(WalWriter { file, path, generation, len, sync, buf: Vec::new() })
+        Ok(WalWriter { file, path, generation, len, sync, buf: Vec::new(), broken: false })
     }
 
     /// The generation this writer appends to.
@@ -178,6 +181,9 @@ impl WalWriter {
         if body.len() > MAX_BODY {
             return Err(io::Error::new(io::ErrorKind::InvalidInput, "write-ahead log record too large"));
         }
+        if self.broken {
+            return Err(io::Error::other("an earlier failed write could not be cut back; restart the server"));
+        }
         let total = padded((RECORD_HEADER + body.len()) as u64) as usize;
         let rec = aligned(&mut self.buf, total);
         rec[8] = kind as u8;
@@ -195,8 +201,9 @@ impl WalWriter {
                 Ok(())
             }
             Err(e) => {
-                // Writes are positional, so the next append overwrites whatever this one left.
-                let _ = self.file.set_len(self.len);
+                // Writes are positional, so the next append overwrites whatever this one left
+                // once the file is cut back; if even that fails, stop appending.
+                self.broken = self.file.set_len(self.len).is_err();
                 Err(e)
             }
         }
