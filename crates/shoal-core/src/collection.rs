@@ -278,16 +278,12 @@ impl Collection {
     ///
     /// All input is checked before anything changes: on error the collection is as before.
     pub fn insert_with_payloads(&mut self, ids: &[u64], vectors: &[f32], payloads: &[Value]) -> Result<(), Error> {
-        if Some(vectors.len()) != ids.len().checked_mul(self.dim) {
-            return Err(Error::LengthMismatch { ids: ids.len(), floats: vectors.len(), dim: self.dim });
-        }
-        self.check_payloads(ids.len(), payloads)?;
+        self.check_insert(ids, vectors, payloads, None)?;
         // `reserve` without its zero fill: the batch is appended straight from the slices.
-        self.reserve(0)?;
-        let total = self.sealed_rows() + self.mutable.rows();
-        total.checked_add(ids.len()).filter(|&t| t < u32::MAX as usize).ok_or(Error::CapacityExceeded)?;
+        self.mutable.discard_pending(self.dim);
         self.mutable.ids.extend_from_slice(ids);
         self.mutable.vectors.extend_from_slice(vectors);
+        self.mutable.reserved = true;
         self.commit_checked(IdEncoding::U64, payloads, true).map(|_| ())
     }
 
@@ -316,9 +312,16 @@ impl Collection {
         if let Some(at) = first_non_finite(vectors) {
             return Err(Error::NonFinite { point: at / self.dim, element: at % self.dim });
         }
+        self.check_capacity(ids.len())
+    }
+
+    /// Checks that `n` more rows fit: internal ids are `u32`.
+    fn check_capacity(&self, n: usize) -> Result<(), Error> {
         let total = self.sealed_rows() + self.mutable.rows();
-        total.checked_add(ids.len()).filter(|&t| t < u32::MAX as usize).ok_or(Error::CapacityExceeded)?;
-        Ok(())
+        match total.checked_add(n) {
+            Some(t) if t < u32::MAX as usize => Ok(()),
+            _ => Err(Error::CapacityExceeded),
+        }
     }
 
     /// Reserves a batch of `n` points to be filled in place through [`pending_ids`] and
@@ -330,10 +333,8 @@ impl Collection {
     /// [`commit`]: Self::commit
     pub fn reserve(&mut self, n: usize) -> Result<(), Error> {
         self.mutable.discard_pending(self.dim);
-        let total = self.sealed_rows() + self.mutable.rows();
-        let rows = total.checked_add(n).filter(|&t| t < u32::MAX as usize).ok_or(Error::CapacityExceeded)?;
+        self.check_capacity(n)?;
         let floats = (self.mutable.rows() + n).checked_mul(self.dim).ok_or(Error::CapacityExceeded)?;
-        let _ = rows;
         self.mutable.ids.resize(self.mutable.rows() + n, 0);
         self.mutable.vectors.resize(floats, 0.0);
         self.mutable.reserved = true;
@@ -363,16 +364,17 @@ impl Collection {
         self.commit_checked(ids, payloads, false)
     }
 
-    /// Commits; `payloads_checked`: [`check_payloads`](Self::check_payloads) already passed.
-    fn commit_checked(&mut self, ids: IdEncoding, payloads: &[Value], payloads_checked: bool) -> Result<usize, Error> {
+    /// Commits; `checked`: the batch (`u64` ids) already passed [`check_insert`](Self::check_insert).
+    fn commit_checked(&mut self, ids: IdEncoding, payloads: &[Value], checked: bool) -> Result<usize, Error> {
         if !self.mutable.reserved {
             return Err(Error::NoPendingBatch);
         }
-        let n = self.mutable.ids.len() - self.mutable.committed;
-        let checked = if payloads_checked { Ok(()) } else { self.check_payloads(n, payloads) };
-        if let Err(e) = checked.and_then(|()| self.check_pending(ids)) {
-            self.mutable.discard_pending(self.dim);
-            return Err(e);
+        if !checked {
+            let n = self.mutable.ids.len() - self.mutable.committed;
+            if let Err(e) = self.check_payloads(n, payloads).and_then(|()| self.check_pending(ids)) {
+                self.mutable.discard_pending(self.dim);
+                return Err(e);
+            }
         }
         let (first, dim) = (self.mutable.committed, self.dim);
         let end = self.mutable.ids.len();
@@ -458,19 +460,15 @@ impl Collection {
         let filter = filter.as_ref();
         let mut ids = Vec::new();
         if let Some(seg) = &self.sealed {
-            let view = seg.payload();
-            let matching = match (filter, &view) {
-                (Some(f), Some(v)) => Some(compile_filter(seg, v, f)?.matching_points()),
-                _ => None,
-            };
-            for (row, &id) in seg.ids().iter().enumerate() {
-                let pass = match (&matching, filter) {
-                    (Some(m), _) => m.contains(row as u32),
-                    (None, Some(f)) => reference::matches(f, &Value::Null, id),
-                    (None, None) => true,
-                };
-                if pass && !self.sealed_deleted.contains(row) {
-                    ids.push(id);
+            let seg_ids = seg.ids();
+            match filter {
+                None => ids.extend(
+                    seg_ids.iter().enumerate().filter(|&(r, _)| !self.sealed_deleted.contains(r)).map(|(_, &id)| id),
+                ),
+                Some(f) => {
+                    let view = seg.payload();
+                    let compiled = view.as_ref().map(|v| compile_filter(seg, v, f)).transpose()?;
+                    ids.extend(self.sealed_matching(seg, compiled.as_ref(), f).iter().map(|r| seg_ids[r as usize]));
                 }
             }
         }
@@ -911,21 +909,7 @@ impl Collection {
                 return Ok(());
             }
         }
-        let mut matching = match &compiled {
-            Some(c) => c.matching_points(),
-            None => {
-                // No payload sections: the filter was validated against no fields, so only
-                // `has_id` conditions (and their boolean combinations) are left.
-                let mut b = shoal_payload::Bitset::empty(rows as u32);
-                for (r, &id) in seg.ids().iter().enumerate() {
-                    if reference::matches(filter, &Value::Null, id) {
-                        b.insert(r as u32);
-                    }
-                }
-                b
-            }
-        };
-        deleted.iter().for_each(|r| matching.remove(r as u32));
+        let matching = self.sealed_matching(seg, compiled.as_ref(), filter);
         let count = matching.count();
         match index {
             Some(index) if count > limit => {
@@ -949,6 +933,32 @@ impl Collection {
             }
         }
         Ok(())
+    }
+
+    /// The live rows of the sealed segment `seg` that pass `filter` (`compiled`: the filter
+    /// bound to its payload sections, `None` when it has none).
+    fn sealed_matching(
+        &self,
+        seg: &SealedSegment,
+        compiled: Option<&CompiledFilter<'_, '_>>,
+        filter: &Filter,
+    ) -> shoal_payload::Bitset {
+        let mut matching = match compiled {
+            Some(c) => c.matching_points(),
+            None => {
+                // No payload sections: the filter was validated against no fields, so only
+                // `has_id` conditions (and their boolean combinations) are left.
+                let mut b = shoal_payload::Bitset::empty(seg.rows() as u32);
+                for (r, &id) in seg.ids().iter().enumerate() {
+                    if reference::matches(filter, &Value::Null, id) {
+                        b.insert(r as u32);
+                    }
+                }
+                b
+            }
+        };
+        self.sealed_deleted.iter().for_each(|r| matching.remove(r as u32));
+        matching
     }
 
     fn external_id(&self, internal: usize) -> u64 {
