@@ -7,7 +7,7 @@ use serde_json::json;
 use shoal_core::IndexKind;
 
 use crate::HostError;
-use crate::server::store::{Meta, create_folder};
+use crate::server::store::{Meta, create_folder, schema_json};
 use crate::server::valid_name;
 use crate::storage::open_collection;
 
@@ -38,8 +38,7 @@ pub fn run(args: &ImportArgs) -> Result<(), HostError> {
     if dir.exists() {
         return Err(HostError::Usage(format!("collection {} exists in {}", args.name, args.data.display())));
     }
-    let fields: serde_json::Map<String, serde_json::Value> =
-        col.schema().into_iter().flat_map(|s| s.fields()).map(|(n, t)| (n.to_string(), json!(t.name()))).collect();
+    let fields = col.schema().map_or_else(|| json!({}), schema_json);
     let index = match col.index_kind() {
         IndexKind::IvfRabitq(p) => json!({"index": "ivf-rabitq", "seed": p.seed, "bits": p.bits}),
         _ => json!({}),
@@ -47,7 +46,7 @@ pub fn run(args: &ImportArgs) -> Result<(), HostError> {
     let meta = Meta {
         dim: col.dim(),
         metric: col.metric().name().to_string(),
-        fields: serde_json::Value::Object(fields),
+        fields,
         index,
         on_disk: !args.in_ram,
         dynamic: false,

@@ -134,7 +134,7 @@ impl ApiError {
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
         let body = json!({"status": {"error": self.message}, "code": self.code, "time": 0.0});
-        (self.status, [(header::CONTENT_TYPE, "application/json")], body.to_string()).into_response()
+        (self.status, json_response(body.to_string())).into_response()
     }
 }
 
@@ -244,10 +244,15 @@ fn check_name(name: &str) -> Result<(), ApiError> {
     }
 }
 
+/// A response with a JSON body.
+pub(crate) fn json_response(body: String) -> Response {
+    ([(header::CONTENT_TYPE, "application/json")], body).into_response()
+}
+
 /// The JSON of a successful Qdrant-style response.
 pub(crate) fn ok(result: Value, started: Instant) -> Response {
     let body = json!({"result": result, "status": "ok", "time": started.elapsed().as_secs_f64()});
-    ([(header::CONTENT_TYPE, "application/json")], body.to_string()).into_response()
+    json_response(body.to_string())
 }
 
 /// Parses a JSON body (`{}` when empty).
@@ -273,7 +278,7 @@ async fn search(State(app): Shared, Path(name): Path<String>, body: Result<Bytes
         let text = std::str::from_utf8(&body).map_err(|_| ApiError::bad_request("body is not UTF-8"))?;
         let req = shoal_core::SearchRequest::from_json(text).map_err(ApiError::core)?;
         let res = blocking(move || store.read().search(&req).map_err(ApiError::core)).await?;
-        Ok::<_, ApiError>(([(header::CONTENT_TYPE, "application/json")], res.to_json()).into_response())
+        Ok::<_, ApiError>(json_response(res.to_json()))
     };
     run.await.unwrap_or_else(IntoResponse::into_response)
 }
@@ -354,7 +359,7 @@ async fn static_file(State(app): Shared, path: Option<Path<String>>) -> Response
 }
 
 async fn healthz() -> Response {
-    ([(header::CONTENT_TYPE, "application/json")], r#"{"status":"ok"}"#).into_response()
+    json_response(r#"{"status":"ok"}"#.to_string())
 }
 
 async fn metrics_route(State(app): Shared) -> Response {

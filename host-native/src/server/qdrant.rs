@@ -22,7 +22,7 @@ use shoal_core::{FieldType, Metric, SearchParams, SearchRequest};
 
 use super::batch::Batch;
 use super::store::{Meta, Store};
-use super::{ApiError, AppState, blocking, ok, parse_json};
+use super::{ApiError, AppState, blocking, json_response, ok, parse_json};
 
 type Shared = State<Arc<AppState>>;
 type Body = Result<Bytes, BytesRejection>;
@@ -78,7 +78,7 @@ async fn respond(f: impl Future<Output = Result<Response, ApiError>>) -> Respons
 async fn root() -> Response {
     let body = json!({"title": "shoal - vector search engine (Qdrant-compatible API)", "version": QDRANT_API_VERSION,
                       "shoal_version": env!("CARGO_PKG_VERSION")});
-    ([(axum::http::header::CONTENT_TYPE, "application/json")], body.to_string()).into_response()
+    json_response(body.to_string())
 }
 
 async fn list(State(app): Shared) -> Response {
@@ -107,57 +107,53 @@ async fn create(State(app): Shared, Path(name): Path<String>, body: Body) -> Res
 }
 
 fn create_meta(body: &Map<String, Value>) -> Result<Meta, ApiError> {
+    // Qdrant's `vectors` object or Shoal's top-level `dim` and `metric`, each with its `on_disk`.
+    let (dim, metric, on_disk) = match body.get("vectors") {
+        Some(v) => {
+            let v = v.as_object().ok_or_else(|| ApiError::bad_request("vectors: expected an object"))?;
+            let size = match v.get("size") {
+                Some(s) => s.as_u64().ok_or_else(|| ApiError::bad_request("vectors.size: expected an integer"))?,
+                None => {
+                    return Err(ApiError::bad_request(
+                        "vectors: named vectors are not supported; give {\"size\": N, \"distance\": \"Cosine\"}",
+                    ));
+                }
+            };
+            let metric = match v.get("distance").and_then(Value::as_str) {
+                Some("Cosine") => "cosine",
+                Some("Dot") => "dot",
+                Some("Euclid") => "l2",
+                other => {
+                    return Err(ApiError::bad_request(format!(
+                        "vectors.distance {other:?}: Shoal supports Cosine, Dot and Euclid"
+                    )));
+                }
+            };
+            (size, metric, v.get("on_disk"))
+        }
+        None => {
+            let dim = body.get("dim").and_then(Value::as_u64).ok_or_else(|| {
+                ApiError::bad_request("give `vectors` ({\"size\", \"distance\"}) or `dim` and `metric`")
+            })?;
+            (dim, body.get("metric").and_then(Value::as_str).unwrap_or("cosine"), body.get("on_disk"))
+        }
+    };
+    let on_disk = on_disk.and_then(Value::as_bool).unwrap_or(true);
     let fields = body.get("fields").cloned();
-    let on_disk = |v: Option<&Value>| v.and_then(Value::as_bool).unwrap_or(true);
     // The default index: IVF-RaBitQ with 4-bit codes when the full vectors are mapped (the extra
     // bits settle most candidates without reading their vector from disk: ~4x fewer reads on
     // the RAM experiment's data), 1-bit codes when they are in RAM.
-    let mapped = on_disk(body.get("vectors").and_then(|v| v.get("on_disk")).or_else(|| body.get("on_disk")));
     let index = body
         .get("index")
         .cloned()
-        .unwrap_or_else(|| json!({"index": "ivf-rabitq", "bits": if mapped { 4 } else { 1 }}));
-    if let Some(v) = body.get("vectors") {
-        let v = v.as_object().ok_or_else(|| ApiError::bad_request("vectors: expected an object"))?;
-        let size = match v.get("size") {
-            Some(s) => s.as_u64().ok_or_else(|| ApiError::bad_request("vectors.size: expected an integer"))?,
-            None => {
-                return Err(ApiError::bad_request(
-                    "vectors: named vectors are not supported; give {\"size\": N, \"distance\": \"Cosine\"}",
-                ));
-            }
-        };
-        let metric = match v.get("distance").and_then(Value::as_str) {
-            Some("Cosine") => "cosine",
-            Some("Dot") => "dot",
-            Some("Euclid") => "l2",
-            other => {
-                return Err(ApiError::bad_request(format!(
-                    "vectors.distance {other:?}: Shoal supports Cosine, Dot and Euclid"
-                )));
-            }
-        };
-        return Ok(Meta {
-            dim: size as usize,
-            metric: metric.into(),
-            dynamic: fields.is_none(),
-            fields: fields.unwrap_or_else(|| json!({})),
-            index,
-            on_disk: on_disk(v.get("on_disk")),
-        });
-    }
-    let dim = body
-        .get("dim")
-        .and_then(Value::as_u64)
-        .ok_or_else(|| ApiError::bad_request("give `vectors` ({\"size\", \"distance\"}) or `dim` and `metric`"))?;
-    let metric = body.get("metric").and_then(Value::as_str).unwrap_or("cosine").to_string();
+        .unwrap_or_else(|| json!({"index": "ivf-rabitq", "bits": if on_disk { 4 } else { 1 }}));
     Ok(Meta {
         dim: dim as usize,
-        metric,
+        metric: metric.to_string(),
         dynamic: fields.is_none(),
         fields: fields.unwrap_or_else(|| json!({})),
         index,
-        on_disk: on_disk(body.get("on_disk")),
+        on_disk,
     })
 }
 
@@ -187,7 +183,7 @@ fn collection_info(store: &Store) -> Value {
         let col = store.read();
         let mut schema = Map::new();
         for (field, ty) in col.schema().into_iter().flat_map(|s| s.fields()) {
-            schema.insert(field.to_string(), json!({"data_type": type_name(ty), "points": 0}));
+            schema.insert(field.to_string(), json!({"data_type": ty.name(), "points": 0}));
         }
         let m = &store.meta;
         let result = json!({
@@ -215,10 +211,6 @@ fn collection_info(store: &Store) -> Value {
         });
         result
     }
-}
-
-fn type_name(t: FieldType) -> &'static str {
-    t.name()
 }
 
 async fn delete_collection(State(app): Shared, Path(name): Path<String>) -> Response {

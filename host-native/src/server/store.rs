@@ -103,6 +103,16 @@ fn segment_path(dir: &Path, generation: u64) -> PathBuf {
     dir.join(format!("segment-{generation:010}.shoal"))
 }
 
+/// Bytes of segment generation `generation` (0 when unreadable: a gauge only).
+fn segment_size(dir: &Path, generation: u64) -> u64 {
+    fs::metadata(segment_path(dir, generation)).map_or(0, |m| m.len())
+}
+
+/// Appends a record to the log, as an [`ApiError`] naming the file on failure.
+fn append(wal: &mut WalWriter, kind: Kind, body: &[u8]) -> Result<(), ApiError> {
+    wal.append(kind, body).map_err(|e| io_err(wal.file_path(), "append to", e))
+}
+
 fn segment_generation(name: &str) -> Option<u64> {
     name.strip_prefix("segment-")?.strip_suffix(".shoal")?.parse().ok()
 }
@@ -191,8 +201,7 @@ impl Store {
         unsealed: u64,
         opts: Arc<Options>,
     ) -> Store {
-        let segment_bytes =
-            if segment == 0 { 0 } else { fs::metadata(segment_path(&dir, segment)).map_or(0, |m| m.len()) };
+        let segment_bytes = if segment == 0 { 0 } else { segment_size(&dir, segment) };
         Store {
             name: name.to_string(),
             dir,
@@ -301,8 +310,8 @@ impl Store {
             extended
         };
         if let Some(schema) = &extended {
-            let text = schema_json(schema);
-            wal.append(Kind::Schema, text.as_bytes()).map_err(|e| io_err(wal.file_path(), "append to", e))?;
+            let text = schema_json(schema).to_string();
+            append(&mut wal, Kind::Schema, text.as_bytes())?;
         }
         let encoded;
         let body = match raw {
@@ -312,7 +321,7 @@ impl Store {
                 &encoded
             }
         };
-        let logged = wal.append(Kind::Upsert, body).map_err(|e| io_err(wal.file_path(), "append to", e));
+        let logged = append(&mut wal, Kind::Upsert, body);
         let mut col = self.col.write().expect("collection lock poisoned");
         if let Some(schema) = extended {
             // Logged: apply it even if the batch's record failed.
@@ -337,7 +346,7 @@ impl Store {
         if ids.is_empty() {
             return Ok(0);
         }
-        wal.append(Kind::Delete, &wal::delete_body(&ids)).map_err(|e| io_err(wal.file_path(), "append to", e))?;
+        append(&mut wal, Kind::Delete, &wal::delete_body(&ids))?;
         let n = self.col.write().expect("collection lock poisoned").delete(&ids);
         Ok(n)
     }
@@ -347,8 +356,7 @@ impl Store {
         let mut wal = self.lock_wal()?;
         let schema = {
             let col = self.read();
-            let mut all: Vec<(String, shoal_core::FieldType)> =
-                col.schema().map(|s| s.fields().map(|(n, t)| (n.to_string(), t)).collect()).unwrap_or_default();
+            let mut all = field_list(col.schema());
             for (name, ty) in fields {
                 match all.iter().find(|(n, _)| n == name) {
                     Some((_, t)) if t == ty => {}
@@ -363,8 +371,7 @@ impl Store {
             }
             Schema::new(&all).map_err(|e| ApiError::core(shoal_core::Error::InvalidSchema(e)))?
         };
-        wal.append(Kind::Schema, schema_json(&schema).as_bytes())
-            .map_err(|e| io_err(wal.file_path(), "append to", e))?;
+        append(&mut wal, Kind::Schema, schema_json(&schema).to_string().as_bytes())?;
         self.col.write().expect("collection lock poisoned").extend_schema(schema).map_err(ApiError::core)
     }
 
@@ -436,7 +443,7 @@ impl Store {
         }
         *self.col.write().expect("collection lock poisoned") = fresh;
         self.segment.store(next, Ordering::Release);
-        self.segment_bytes.store(fs::metadata(segment_path(&self.dir, next)).map_or(0, |m| m.len()), Ordering::Relaxed);
+        self.segment_bytes.store(segment_size(&self.dir, next), Ordering::Relaxed);
         drop(wal);
         // 4. Only now are the closed logs and the old segment garbage.
         self.remove_stale(next, next);
@@ -530,10 +537,13 @@ fn open_base(dir: &Path, meta: &Meta, segment: Option<u64>) -> Result<(Collectio
 }
 
 /// The schema as JSON (`{"name": "type", ...}`).
-fn schema_json(schema: &Schema) -> String {
-    let map: serde_json::Map<String, Value> =
-        schema.fields().map(|(n, t)| (n.to_string(), Value::String(t.name().into()))).collect();
-    Value::Object(map).to_string()
+pub fn schema_json(schema: &Schema) -> Value {
+    Value::Object(schema.fields().map(|(n, t)| (n.to_string(), Value::String(t.name().into()))).collect())
+}
+
+/// The fields of a schema (none without one), to extend.
+fn field_list(schema: Option<&Schema>) -> Vec<(String, shoal_core::FieldType)> {
+    schema.map(|s| s.fields().map(|(n, t)| (n.to_string(), t)).collect()).unwrap_or_default()
 }
 
 /// The schema extended with the fields of `payloads` it lacks, typed from their first value
@@ -541,8 +551,7 @@ fn schema_json(schema: &Schema) -> String {
 /// elements); `None` when nothing is new.
 fn infer_schema(current: Option<&Schema>, payloads: &[Value]) -> Option<Schema> {
     use shoal_core::FieldType;
-    let mut fields: Vec<(String, FieldType)> =
-        current.map(|s| s.fields().map(|(n, t)| (n.to_string(), t)).collect()).unwrap_or_default();
+    let mut fields = field_list(current);
     let known = fields.len();
     let type_of = |v: &Value| -> Option<FieldType> {
         match v {
