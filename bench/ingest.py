@@ -18,7 +18,6 @@ import json
 import os
 import shutil
 import statistics
-import struct
 import sys
 import threading
 import time
@@ -26,14 +25,9 @@ import time
 import numpy as np
 import requests
 
-from shoal_server import Server
+from shoal_server import BINARY, Server, binary_batch
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-
-
-def binary_body(ids, vecs):
-    n, dim = vecs.shape
-    return struct.pack("<4sIII", b"SHB1", dim, n, 0) + ids.astype("<u8").tobytes() + vecs.astype("<f4").tobytes()
 
 
 def json_body(ids, vecs):
@@ -70,13 +64,13 @@ def send(server, name, ids, vecs, batch, binary, session, starts):
     for lo in starts:
         e0 = time.perf_counter()
         if binary:
-            body = binary_body(ids[lo:lo + batch], vecs[lo:lo + batch])
+            body = binary_batch(ids[lo:lo + batch], vecs[lo:lo + batch])
         else:
             body = json_body(ids[lo:lo + batch], vecs[lo:lo + batch])
         encode += time.perf_counter() - e0
         if binary:
             r = session.post(f"{server.url}/collections/{name}/points/binary", data=body,
-                             headers={"content-type": "application/octet-stream"})
+                             headers=BINARY)
         else:
             r = session.put(f"{server.url}/collections/{name}/points", data=body,
                             headers={"content-type": "application/json"})

@@ -18,7 +18,6 @@ import json
 import os
 import random
 import shutil
-import struct
 import sys
 import threading
 import time
@@ -27,7 +26,7 @@ from pathlib import Path
 import numpy as np
 import requests
 
-from shoal_server import Server
+from shoal_server import BINARY, Server, binary_batch
 
 ROOT = Path(__file__).resolve().parent.parent
 CACHE = Path(os.environ.get("SHOAL_CACHE", Path.home() / ".cache" / "shoal"))
@@ -75,12 +74,11 @@ def main():
             t = time.perf_counter()
             try:
                 if rng.random() < args.upsert_share:
-                    ids = np.array(rng.sample(range(n), args.batch), dtype="<u8")
-                    vecs = (np.asarray(base[np.sort(ids)], dtype=np.float32)
+                    ids = np.sort(np.array(rng.sample(range(n), args.batch), dtype=np.uint64))
+                    vecs = (np.asarray(base[ids], dtype=np.float32)
                             + nrng.standard_normal((args.batch, d), dtype=np.float32) * 0.01)
-                    body = struct.pack("<4sIII", b"SHB1", d, args.batch, 0) + np.sort(ids).tobytes() + vecs.astype("<f4").tobytes()
-                    r = s.post(f"{url}/collections/{NAME}/points/binary", data=body,
-                               headers={"content-type": "application/octet-stream"}, timeout=60)
+                    r = s.post(f"{url}/collections/{NAME}/points/binary", data=binary_batch(ids, vecs),
+                               headers=BINARY, timeout=60)
                     kind = "upsert"
                 else:
                     r = s.post(f"{url}/collections/{NAME}/search",

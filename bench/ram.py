@@ -21,7 +21,6 @@ import argparse
 import json
 import os
 import statistics
-import struct
 import subprocess
 import sys
 import threading
@@ -31,7 +30,7 @@ from pathlib import Path
 import numpy as np
 import requests
 
-from shoal_server import Server
+from shoal_server import BINARY, Server, binary_batch
 
 ROOT = Path(__file__).resolve().parent.parent
 CACHE = Path(os.environ.get("SHOAL_CACHE", Path.home() / ".cache" / "shoal"))
@@ -65,10 +64,8 @@ def prepare(args):
         t = time.perf_counter()
         for lo in range(0, n, 10_000):
             hi = min(n, lo + 10_000)
-            body = (struct.pack("<4sIII", b"SHB1", d, hi - lo, 0) + np.arange(lo, hi, dtype="<u8").tobytes()
-                    + np.ascontiguousarray(base[lo:hi], dtype="<f4").tobytes())
-            r = s.post(f"{url}/collections/{NAME}/points/binary", data=body,
-                       headers={"content-type": "application/octet-stream"})
+            r = s.post(f"{url}/collections/{NAME}/points/binary",
+                       data=binary_batch(np.arange(lo, hi), base[lo:hi]), headers=BINARY)
             r.raise_for_status()
         print(f"ingested {n:,} x {d} in {time.perf_counter() - t:.1f} s", flush=True)
         t = time.perf_counter()
@@ -149,45 +146,39 @@ def measure(limit_mib, clients, queries, gt, data, warmup=200, budget_s=300):
         got = [None] * len(q)
         lat = [0.0] * len(q)
         errors = []
-        order = list(range(warmup)) + list(range(len(q)))  # warm-up queries, then every query once
-        stop_at = [None]
-        nxt = [0]
-        lock = threading.Lock()
+        def run_pass(indices, record, deadline=None):
+            """Sends the queries `indices` from `clients` threads; `record`: keep results."""
+            todo = iter(indices)
+            lock = threading.Lock()
 
-        def worker(timed_from):
-            s = requests.Session()
-            while True:
-                with lock:
-                    i = nxt[0]
-                    nxt[0] += 1
-                if i >= len(order) or (stop_at[0] and time.perf_counter() > stop_at[0]):
-                    return
-                qi = order[i]
-                t = time.perf_counter()
-                try:
-                    r = s.post(f"{url}/collections/{NAME}/search", json={"vector": q[qi], "limit": 10}, timeout=120)
-                    r.raise_for_status()
-                except Exception as e:  # noqa: BLE001 - a dead server is a result here
-                    errors.append(str(e)[:200])
-                    return
-                if i >= timed_from:
-                    lat[qi] = time.perf_counter() - t
-                    got[qi] = [p["id"] for p in r.json()["points"]]
+            def worker():
+                s = requests.Session()
+                while True:
+                    with lock:
+                        qi = next(todo, None)
+                    if qi is None or (deadline and time.perf_counter() > deadline):
+                        return
+                    t = time.perf_counter()
+                    try:
+                        r = s.post(f"{url}/collections/{NAME}/search", json={"vector": q[qi], "limit": 10},
+                                   timeout=120)
+                        r.raise_for_status()
+                    except Exception as e:  # noqa: BLE001 - a dead server is a result here
+                        errors.append(str(e)[:200])
+                        return
+                    if record:
+                        lat[qi] = time.perf_counter() - t
+                        got[qi] = [p["id"] for p in r.json()["points"]]
 
-        # Warm-up single pass (not timed), then the timed pass.
-        nxt[0] = 0
-        order_warm = order
-        order = order_warm[:warmup]
-        ths = [threading.Thread(target=worker, args=(len(order),)) for _ in range(clients)]
-        [t.start() for t in ths]
-        [t.join() for t in ths]
-        order = order_warm[warmup:]
-        nxt[0] = 0
-        stop_at[0] = time.perf_counter() + budget_s
+            threads = [threading.Thread(target=worker) for _ in range(clients)]
+            for t in threads:
+                t.start()
+            for t in threads:
+                t.join()
+
+        run_pass(range(warmup), record=False)  # warm-up, not timed
         t0 = time.perf_counter()
-        ths = [threading.Thread(target=worker, args=(0,)) for _ in range(clients)]
-        [t.start() for t in ths]
-        [t.join() for t in ths]
+        run_pass(range(len(q)), record=True, deadline=t0 + budget_s)  # every query once
         secs = time.perf_counter() - t0
         answered = [i for i in range(len(q)) if got[i] is not None]
         alive = server.alive()

@@ -1,8 +1,22 @@
-"""Start and stop a `shoal serve` for the benchmarks and the qdrant-client test."""
+"""Start and stop a `shoal serve` for the benchmarks and the qdrant-client test, and encode
+the binary batches its `points/binary` route takes."""
 
 import json
+import struct
 import subprocess
 import threading
+
+# The content type of `POST /collections/{name}/points/binary`.
+BINARY = {"content-type": "application/octet-stream"}
+
+
+def binary_batch(ids, vecs):
+    """A binary batch (docs/format.md): `SHB1`, dim, count, flags 0, u64 ids, f32 vectors."""
+    import numpy as np
+
+    vecs = np.ascontiguousarray(vecs, dtype="<f4")
+    n, dim = vecs.shape
+    return struct.pack("<4sIII", b"SHB1", dim, n, 0) + np.asarray(ids, dtype="<u8").tobytes() + vecs.tobytes()
 
 
 class Server:
