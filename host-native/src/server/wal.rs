@@ -256,17 +256,17 @@ pub fn replay(
         r.read_exact(&mut h).map_err(what)?;
         let len = u32::from_le_bytes(h[..4].try_into().unwrap()) as u64;
         let crc = u32::from_le_bytes(h[4..8].try_into().unwrap());
-        let kind = Kind::from_u8(h[8]).filter(|_| h[9..12] == [0, 0, 0]);
         let total = padded(RECORD_HEADER as u64 + len);
-        if kind.is_none() || file_len - pos < total {
+        let kind = Kind::from_u8(h[8]).filter(|_| h[9..12] == [0, 0, 0]);
+        let Some(kind) = kind.filter(|_| file_len - pos >= total) else {
             return Ok(ReplayEnd { len: pos, torn: true });
-        }
+        };
         body.resize(len as usize, 0);
         r.read_exact(&mut body).map_err(what)?;
         if record_crc(&h[8..12], &body) != crc {
             return Ok(ReplayEnd { len: pos, torn: true });
         }
-        apply(kind.expect("checked"), &body)?;
+        apply(kind, &body)?;
         // Skip the padding within the buffer (a plain seek would discard it).
         r.seek_relative((total - RECORD_HEADER as u64 - len) as i64).map_err(what)?;
         pos += total;
