@@ -25,6 +25,7 @@ export type ErrorCode =
   | "no_pending_batch"
   | "capacity_exceeded"
   | "invalid_payload"
+  | "codes_only"
   // raised by the JavaScript wrapper itself
   | "invalid_argument"
   | "detached_batch"
@@ -173,6 +174,9 @@ export interface SealOptions {
   /** Bits per dimension of the codes, 1..=8 (default 1): the sign bit scanned with FastScan plus
    * extra bits (extended RaBitQ) that refine candidates before exact re-ranking. */
   bits?: number;
+  /** Keep only the codes, not the full vectors (needs bits 2..=8): a much smaller collection,
+   * ranked by the codes' estimates, that refuses changes and exact search (`codes_only` errors). */
+  codes_only?: boolean;
 }
 
 export class Collection {
@@ -198,6 +202,8 @@ export class Collection {
    * `{ index: "ivf-rabitq" }` builds an IVF + RaBitQ index, `{ index: "flat" }` drops it.
    */
   seal(opts?: SealOptions): void;
+  /** Whether the collection keeps index codes only (sealed with `codes_only`). */
+  readonly codesOnly: boolean;
   /** The index the next seal builds. */
   readonly index: "flat" | "ivf-rabitq";
   search(req: SearchRequest): SearchResponse;
@@ -206,6 +212,9 @@ export class Collection {
   /** The segment file (seals first). */
   toBytes(): Uint8Array;
   static fromBytes(bytes: Uint8Array | ArrayBuffer | ArrayBufferView): Collection;
+  /** Opens a segment of `length` bytes from a stream (a `fetch`/R2 body or a Node file stream),
+   * each chunk copied straight into wasm memory: no whole copy in JavaScript memory. */
+  static fromStream(source: ReadableStream<Uint8Array> | AsyncIterable<Uint8Array>, length: number): Promise<Collection>;
   /** Releases the collection's wasm memory now. */
   free(): void;
 }

@@ -446,16 +446,17 @@ export class Collection {
   delete(ids) {
     const w = this.#get();
     const norm = normalizeIds(ids);
-    if ("big" in norm) return w.delete(norm.big);
+    if ("big" in norm) return call(() => w.delete(norm.big));
     const f = norm.numbers instanceof Float64Array ? norm.numbers : Float64Array.from(/** @type {any} */ (norm.numbers));
     return call(() => w.delete_f64(f));
   }
 
   /**
    * Merges everything into one sealed segment. Without options the collection keeps its index;
-   * `{ index: "ivf-rabitq", partitions?, seed?, bits? }` builds an IVF + RaBitQ index (bits: 1)
-   * and `{ index: "flat" }` drops it.
-   * @param {{ index?: "flat" | "ivf-rabitq", partitions?: number, seed?: number, bits?: number }} [opts]
+   * `{ index: "ivf-rabitq", partitions?, seed?, bits?, codes_only? }` builds an IVF + RaBitQ
+   * index (bits: 1) and `{ index: "flat" }` drops it. `codes_only: true` (with bits 2..=8)
+   * drops the full vectors: a far smaller, read-only collection ranked by the codes' estimates.
+   * @param {{ index?: "flat" | "ivf-rabitq", partitions?: number, seed?: number, bits?: number, codes_only?: boolean }} [opts]
    */
   seal(opts) {
     const w = this.#get();
@@ -468,6 +469,11 @@ export class Collection {
     }
     // Parsed and checked by the same Rust code as the native host's seal options.
     call(() => w.seal_with(JSON.stringify(opts)));
+  }
+
+  /** Whether the collection keeps index codes only (read-only, no exact search, no vectors). */
+  get codesOnly() {
+    return this.#get().codes_only();
   }
 
   /** The index the next seal builds: "flat" or "ivf-rabitq". */
@@ -534,10 +540,49 @@ export class Collection {
     else throw new ShoalError("invalid_argument", "fromBytes expects a Uint8Array, an ArrayBuffer or a typed array");
     // One copy: straight from the caller's bytes into an aligned buffer in wasm memory, which
     // the collection then uses in place.
-    const ptr = call(() => g.segment_buffer(u8.length));
-    new Uint8Array(wasmExports.memory.buffer, ptr, u8.length).set(u8);
-    const w = call(() => g.WasmCollection.open_segment_buffer());
-    return new Collection(/** @type {any} */ ({ [WRAP]: w }));
+    const buf = new g.SegmentBuffer(u8.length);
+    new Uint8Array(wasmExports.memory.buffer, buf.ptr(), u8.length).set(u8);
+    return new Collection(/** @type {any} */ ({ [WRAP]: call(() => buf.open()) }));
+  }
+
+  /**
+   * Opens a segment of `length` bytes read from a stream (a `ReadableStream` such as a
+   * `fetch` or R2 body, or any async iterable of byte chunks such as a Node file stream), each
+   * chunk copied straight into wasm memory: no whole copy of the file ever sits in JavaScript
+   * memory, which is what lets a large segment open inside a 128 MB isolate.
+   * @param {ReadableStream<Uint8Array> | AsyncIterable<Uint8Array>} source
+   * @param {number} length
+   * @returns {Promise<Collection>}
+   */
+  static async fromStream(source, length) {
+    const g = wasmGlue();
+    if (!Number.isSafeInteger(length) || length < 0) {
+      throw new ShoalError("invalid_argument", "fromStream(source, length): length must be the segment's byte count");
+    }
+    const buf = new g.SegmentBuffer(length);
+    try {
+      const ptr = buf.ptr();
+      let at = 0;
+      /** @param {any} chunk */
+      const put = (chunk) => {
+        const u8 = chunk instanceof Uint8Array ? chunk : new Uint8Array(chunk.buffer ?? chunk, chunk.byteOffset ?? 0, chunk.byteLength);
+        if (u8.length > length - at) throw new ShoalError("bad_segment", `the stream holds more than ${length} bytes`);
+        // Re-read `memory.buffer` per chunk: other calls may grow (and so replace) it meanwhile.
+        new Uint8Array(wasmExports.memory.buffer, ptr + at, u8.length).set(u8);
+        at += u8.length;
+      };
+      if (typeof (/** @type {any} */ (source).getReader) === "function") {
+        const reader = /** @type {ReadableStream<Uint8Array>} */ (source).getReader();
+        for (let r = await reader.read(); !r.done; r = await reader.read()) put(r.value);
+      } else {
+        for await (const chunk of /** @type {AsyncIterable<Uint8Array>} */ (source)) put(chunk);
+      }
+      if (at !== length) throw new ShoalError("bad_segment", `the stream ended after ${at} of ${length} bytes`);
+    } catch (e) {
+      buf.free();
+      throw e;
+    }
+    return new Collection(/** @type {any} */ ({ [WRAP]: call(() => buf.open()) }));
   }
 
   /** Releases the wasm memory of this collection now (otherwise at garbage collection). */

@@ -31,20 +31,31 @@ fn js_error(e: &Error) -> JsValue {
     err.into()
 }
 
-thread_local! {
-    /// The buffer a segment is being copied into (see [`segment_buffer`]).
-    static SEGMENT_BUFFER: core::cell::RefCell<Option<shoal_core::AlignedBytes>> = const { core::cell::RefCell::new(None) };
+/// An aligned buffer in wasm memory that JavaScript copies a segment into (at once, or chunk
+/// by chunk from a stream), then opens in place: the segment's only copy in wasm memory.
+#[wasm_bindgen]
+pub struct SegmentBuffer {
+    bytes: shoal_core::AlignedBytes,
 }
 
-/// Allocates an aligned, zeroed buffer of `len` bytes for a segment and returns its address in
-/// wasm memory; JavaScript copies the segment there and calls
-/// [`WasmCollection::open_segment_buffer`]. A second call replaces an unopened buffer.
 #[wasm_bindgen]
-pub fn segment_buffer(len: usize) -> *mut u8 {
-    let mut bytes = shoal_core::AlignedBytes::zeroed(len);
-    let ptr = bytes.as_mut_slice().as_mut_ptr();
-    SEGMENT_BUFFER.with(|b| *b.borrow_mut() = Some(bytes));
-    ptr
+impl SegmentBuffer {
+    /// A zeroed buffer of `len` bytes.
+    #[wasm_bindgen(constructor)]
+    pub fn new(len: usize) -> SegmentBuffer {
+        SegmentBuffer { bytes: shoal_core::AlignedBytes::zeroed(len) }
+    }
+
+    /// Its address in wasm memory (stable until it is opened or freed).
+    pub fn ptr(&mut self) -> *mut u8 {
+        self.bytes.as_mut_slice().as_mut_ptr()
+    }
+
+    /// Opens the segment written into the buffer (cheap checks only), which it then owns.
+    pub fn open(self) -> Result<WasmCollection, JsValue> {
+        let inner = Collection::open(Box::new(self.bytes)).map_err(|e| js_error(&e))?;
+        Ok(WasmCollection::wrap(inner))
+    }
 }
 
 /// A Shoal collection living in wasm memory.
@@ -136,8 +147,8 @@ impl WasmCollection {
     }
 
     /// Deletes points by id (a `BigUint64Array`); returns how many existed.
-    pub fn delete(&mut self, ids: &[u64]) -> usize {
-        self.inner.delete(ids)
+    pub fn delete(&mut self, ids: &[u64]) -> Result<usize, JsValue> {
+        self.inner.delete(ids).map_err(|e| js_error(&e))
     }
 
     /// Deletes points by id given as JavaScript numbers (a `Float64Array`); every id must be
@@ -150,7 +161,7 @@ impl WasmCollection {
             }
             converted.push(x as u64);
         }
-        Ok(self.inner.delete(&converted))
+        self.inner.delete(&converted).map_err(|e| js_error(&e))
     }
 
     /// Merges everything into one sealed segment, with the index it had.
@@ -162,8 +173,12 @@ impl WasmCollection {
     /// `IndexKind::from_json`); later seals rebuild the same kind of index.
     pub fn seal_with(&mut self, options: &str) -> Result<(), JsValue> {
         let kind = IndexKind::from_json(options).map_err(|e| js_error(&e))?;
-        self.inner.seal_with(kind);
-        Ok(())
+        self.inner.seal_with(kind).map_err(|e| js_error(&e))
+    }
+
+    /// Whether the sealed segment keeps index codes only.
+    pub fn codes_only(&self) -> bool {
+        self.inner.codes_only()
     }
 
     /// `"flat"` or `"ivf-rabitq"`: the index the next seal builds.
@@ -208,16 +223,6 @@ impl WasmCollection {
     /// The collection as one sealed segment file (sealing first), copied into a `Uint8Array`.
     pub fn to_bytes(&mut self) -> js_sys::Uint8Array {
         js_sys::Uint8Array::from(self.inner.to_bytes())
-    }
-
-    /// Opens the segment written into the buffer of [`segment_buffer`] (cheap checks only):
-    /// the bytes are copied into wasm memory once, by JavaScript, and used where they are.
-    pub fn open_segment_buffer() -> Result<WasmCollection, JsValue> {
-        let bytes = SEGMENT_BUFFER
-            .with(|b| b.borrow_mut().take())
-            .ok_or_else(|| js_error(&Error::InvalidConfig("no segment buffer: call segment_buffer(len) first")))?;
-        let inner = Collection::open(Box::new(bytes)).map_err(|e| js_error(&e))?;
-        Ok(WasmCollection::wrap(inner))
     }
 
     /// Name of the kernel implementation in use: `"simd128"` or `"scalar"`.

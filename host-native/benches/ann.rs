@@ -5,7 +5,8 @@
 //!
 //! `SHOAL_ANN_DATASETS=glove-100k,gcide-256 SHOAL_ANN_BITS=1,4 cargo bench -p shoal-host --bench ann`
 //! (`SHOAL_ANN_SWEEP=nprobe:rerank,...`, `SHOAL_ANN_REPEATS`, `SHOAL_ANN_PARTITIONS` narrow a run
-//! down for profiling).
+//! down for profiling; `SHOAL_ANN_CODES_ONLY=1` builds codes-only indexes, ranked by the
+//! extended-bit estimates without the full vectors).
 
 use std::path::Path;
 use std::time::Instant;
@@ -48,16 +49,17 @@ fn main() {
 
         let bits_list = std::env::var("SHOAL_ANN_BITS").unwrap_or_else(|_| "1".into());
         for bits in bits_list.split(',').map(|b| b.trim().parse::<u32>().expect("SHOAL_ANN_BITS is a list of 1..=8")) {
-            println!("-- {bits}-bit codes");
+            let codes_only = std::env::var("SHOAL_ANN_CODES_ONLY").is_ok_and(|v| v == "1");
+            println!("-- {bits}-bit codes{}", if codes_only { ", codes only (no full vectors)" } else { "" });
             let ids: Vec<u64> = (0..n as u64).collect();
             let mut col = Collection::new(CollectionConfig { dim, metric }).unwrap();
             let t = Instant::now();
             col.insert(&ids, &base).unwrap();
-            let mut params = IvfParams { bits, ..IvfParams::default() };
+            let mut params = IvfParams { bits, codes_only, ..IvfParams::default() };
             if let Some(p) = std::env::var("SHOAL_ANN_PARTITIONS").ok().and_then(|p| p.parse().ok()) {
                 params.partitions = Some(p);
             }
-            col.seal_with(IndexKind::IvfRabitq(params));
+            col.seal_with(IndexKind::IvfRabitq(params)).unwrap();
             let build_s = t.elapsed().as_secs_f64();
             let seg = col.sealed().unwrap();
             let (index, _, defaults) = seg.ivf().unwrap();
@@ -142,10 +144,14 @@ fn main() {
                 .collect();
             let results = serde_json::json!({
                 "engine": "shoal", "dataset": name, "threads": 1, "bits": bits,
-                "build_seconds": build_s, "index_bytes": index_bytes, "vector_bytes": vector_bytes,
+                "codes_only": codes_only, "build_seconds": build_s, "index_bytes": index_bytes, "vector_bytes": vector_bytes,
                 "nlist": index.nlist, "points": points, "summary": summary,
             });
-            let file = if bits == 1 { format!("shoal-{name}.json") } else { format!("shoal-{name}-b{bits}.json") };
+            let file = match (bits, codes_only) {
+                (_, true) => format!("shoal-{name}-b{bits}-codes.json"),
+                (1, false) => format!("shoal-{name}.json"),
+                _ => format!("shoal-{name}-b{bits}.json"),
+            };
             write_result(&file, &results);
         }
     }

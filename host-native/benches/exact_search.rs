@@ -54,9 +54,10 @@ fn main() {
     col.insert(&ids, &vectors).unwrap();
     col.seal();
     let seg = col.sealed().unwrap();
-    let bytes = (seg.vectors().len() * 4) as f64;
-    let words: Vec<u64> = bytemuck::cast_slice::<f32, u64>(&seg.vectors()[..seg.vectors().len() / 2 * 2]).to_vec();
-    let queries: Vec<Vec<f32>> = (0..32).map(|i| seg.vector(i * 997 % n).to_vec()).collect();
+    let stored = seg.vectors().expect("a flat segment keeps its vectors");
+    let bytes = (stored.len() * 4) as f64;
+    let words: Vec<u64> = bytemuck::cast_slice::<f32, u64>(&stored[..stored.len() / 2 * 2]).to_vec();
+    let queries: Vec<Vec<f32>> = (0..32).map(|i| stored[i * 997 % n * dim..][..dim].to_vec()).collect();
 
     println!("exact search, {name}, cosine, top-10, one thread");
     read_pass(&words);

@@ -13,7 +13,7 @@ use shoal_testkit::{golden_v1_input, uniform_vectors};
 /// calibrated at build time (its fixed `default_nprobe` must keep working); `v1-ivf-calibrated`
 /// is what the writer produces now.
 fn v1_files() -> [(&'static str, IndexKind, bool); 3] {
-    let ivf = IndexKind::IvfRabitq(IvfParams { partitions: Some(4), seed: 7, bits: 1 });
+    let ivf = IndexKind::IvfRabitq(IvfParams { partitions: Some(4), seed: 7, bits: 1, codes_only: false });
     [("v1-flat", IndexKind::Flat, true), ("v1-ivf", ivf, false), ("v1-ivf-calibrated", ivf, true)]
 }
 
@@ -40,7 +40,7 @@ fn build(index: IndexKind) -> Collection {
     let (dim, metric, ids, vectors) = golden_v1_input();
     let mut col = Collection::new(CollectionConfig { dim, metric }).unwrap();
     col.insert(&ids, &vectors).unwrap();
-    col.seal_with(index);
+    col.seal_with(index).unwrap();
     col
 }
 

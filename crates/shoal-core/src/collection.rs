@@ -229,18 +229,32 @@ impl Collection {
 
     /// Whether a live point has external id `id`.
     pub fn contains(&self, id: u64) -> bool {
-        self.vector(id).is_some()
+        self.mutable.index.contains_key(&id) || self.sealed_row(id).is_some()
     }
 
-    /// The stored vector of a live point (normalised for cosine).
+    /// The live sealed row of external id `id`.
+    fn sealed_row(&self, id: u64) -> Option<usize> {
+        self.sealed.as_ref()?.row_of(id).filter(|&r| !self.sealed_deleted.contains(r))
+    }
+
+    /// The stored vector of a live point (normalised for cosine); `None` also for the points
+    /// of a codes-only segment, which keeps no vectors.
     pub fn vector(&self, id: u64) -> Option<&[f32]> {
         if let Some(&row) = self.mutable.index.get(&id) {
             let row = row as usize;
             return Some(&self.mutable.vectors[row * self.dim..(row + 1) * self.dim]);
         }
-        let seg = self.sealed.as_ref()?;
-        let row = seg.row_of(id).filter(|&r| !self.sealed_deleted.contains(r))?;
-        Some(seg.vector(row))
+        self.sealed.as_ref()?.vector(self.sealed_row(id)?)
+    }
+
+    /// Whether the sealed segment keeps index codes only (see [`Error::CodesOnly`]).
+    pub fn codes_only(&self) -> bool {
+        self.sealed.as_ref().is_some_and(SealedSegment::codes_only)
+    }
+
+    /// Refuses changes to a codes-only collection.
+    fn writable(&self, what: &'static str) -> Result<(), Error> {
+        if self.codes_only() { Err(Error::CodesOnly(what)) } else { Ok(()) }
     }
 
     /// The payload of a live point (`{}` when it has none).
@@ -248,9 +262,8 @@ impl Collection {
         if let Some(&row) = self.mutable.index.get(&id) {
             return Some(self.payload_of(self.sealed_rows() + row as usize, None));
         }
-        let seg = self.sealed.as_ref()?;
-        let row = seg.row_of(id).filter(|&r| !self.sealed_deleted.contains(r))?;
-        Some(self.payload_of(row, seg.payload().as_ref()))
+        let row = self.sealed_row(id)?;
+        Some(self.payload_of(row, self.sealed.as_ref()?.payload().as_ref()))
     }
 
     /// The stored payload of an internal id (`view`: the sealed segment's, for sealed rows).
@@ -302,6 +315,7 @@ impl Collection {
         payloads: &[Value],
         schema: Option<&Schema>,
     ) -> Result<(), Error> {
+        self.writable("insert")?;
         if Some(vectors.len()) != ids.len().checked_mul(self.dim) {
             return Err(Error::LengthMismatch { ids: ids.len(), floats: vectors.len(), dim: self.dim });
         }
@@ -332,6 +346,7 @@ impl Collection {
     /// [`pending_vectors`]: Self::pending_vectors
     /// [`commit`]: Self::commit
     pub fn reserve(&mut self, n: usize) -> Result<(), Error> {
+        self.writable("insert")?;
         self.mutable.discard_pending(self.dim);
         self.check_capacity(n)?;
         let floats = (self.mutable.rows() + n).checked_mul(self.dim).ok_or(Error::CapacityExceeded)?;
@@ -448,9 +463,10 @@ impl Collection {
         }
     }
 
-    /// Deletes points by id; returns how many existed.
-    pub fn delete(&mut self, ids: &[u64]) -> usize {
-        ids.iter().filter(|&&id| self.mutable.delete(id) || self.delete_sealed(id)).count()
+    /// Deletes points by id; returns how many existed. A codes-only collection refuses.
+    pub fn delete(&mut self, ids: &[u64]) -> Result<usize, Error> {
+        self.writable("delete")?;
+        Ok(ids.iter().filter(|&&id| self.mutable.delete(id) || self.delete_sealed(id)).count())
     }
 
     /// The ids of the live points that pass `filter` (Qdrant's filter JSON; `None` or `null`:
@@ -500,6 +516,7 @@ impl Collection {
         if schema.is_empty() {
             return Ok(());
         }
+        self.writable("schema change")?;
         let had_points = self.sealed.is_some() || self.mutable.rows() > 0;
         let had_schema = self.schema.is_some();
         self.schema = Some(schema);
@@ -514,11 +531,16 @@ impl Collection {
         Ok(())
     }
 
-    /// Seals with a (new) index: later seals rebuild the same kind of index.
-    pub fn seal_with(&mut self, index: IndexKind) {
+    /// Seals with a (new) index: later seals rebuild the same kind of index. A codes-only
+    /// collection refuses a different index (it has no vectors to build one from).
+    pub fn seal_with(&mut self, index: IndexKind) -> Result<(), Error> {
+        if index != self.index {
+            self.writable("rebuild with another index")?;
+        }
         self.reindex |= index != self.index;
         self.index = index;
         self.seal();
+        Ok(())
     }
 
     /// The index the next seal builds.
@@ -531,7 +553,8 @@ impl Collection {
     /// new segment stores them sorted by partition, stably).
     pub fn seal(&mut self) {
         let dirty = self.mutable.rows() > 0 || self.sealed_deleted.count() > 0 || self.sealed.is_none() || self.reindex;
-        if !dirty {
+        // A codes-only collection refuses every change, so it is never dirty.
+        if !dirty || self.codes_only() {
             return;
         }
         self.mutable.discard_pending(self.dim);
@@ -546,7 +569,7 @@ impl Collection {
             for (row, &id) in seg.ids().iter().enumerate() {
                 if !self.sealed_deleted.contains(row) {
                     ids.push(id);
-                    vectors.extend_from_slice(seg.vector(row));
+                    vectors.extend_from_slice(seg.vector(row).expect("not codes-only (checked above)"));
                     if with_payloads {
                         docs.push(view.as_ref().and_then(|v| v.document(row as u32).ok()).unwrap_or(Value::Null));
                     }
@@ -808,6 +831,9 @@ impl Collection {
         let sealed_rows = self.sealed_rows();
         let scan = FlatScan { kernels: self.kernels, metric: self.metric, query };
         if let Some(seg) = &self.sealed {
+            if req.params.exact && seg.codes_only() {
+                return Err(Error::CodesOnly("exact search"));
+            }
             let deleted = &self.sealed_deleted;
             let index = seg.ivf().filter(|_| !req.params.exact);
             match filter {
@@ -815,12 +841,13 @@ impl Collection {
                 None => {
                     let skip = |r: usize| deleted.contains(r);
                     let skip: Option<&dyn Fn(usize) -> bool> = (deleted.count() > 0).then_some(&skip);
-                    match index {
-                        Some(index) => self.search_ivf(req, index, skip, 1.0, &scan, ivf, topk, &mut stats),
-                        None => {
-                            scan.scan(seg.vectors(), 0, skip, flat, topk);
+                    match (index, seg.vectors()) {
+                        (Some(index), _) => self.search_ivf(req, index, skip, 1.0, &scan, ivf, topk, &mut stats),
+                        (None, Some(vectors)) => {
+                            scan.scan(vectors, 0, skip, flat, topk);
                             stats.scanned += seg.rows() as u64;
                         }
+                        (None, None) => unreachable!("a codes-only segment has an index (checked at open)"),
                     }
                 }
             }
@@ -911,26 +938,36 @@ impl Collection {
         }
         let matching = self.sealed_matching(seg, compiled.as_ref(), filter);
         let count = matching.count();
-        match index {
-            Some(index) if count > limit => {
+        match (index, seg.vectors()) {
+            (Some(index), _) if count > limit => {
                 let skip = |r: usize| !matching.contains(r as u32);
                 self.search_ivf(req, index, Some(&skip), count as f32 / rows as f32, scan, ivf, topk, stats);
             }
-            _ if count.saturating_mul(4) > rows as u64 => {
+            (Some((index, data, defaults)), None) => {
+                // Codes only: the matches ranked by their estimates, as the IVF search ranks.
+                let params = Self::ivf_query(req, defaults);
+                let search = IvfSearch { kernels: self.kernels, metric: self.metric, query: scan.query, params };
+                let mut rows = matching.iter().map(|r| r as usize);
+                stats.estimated += index.estimate_rows(&search, &data, &mut rows, 0, ivf, topk);
+                stats.exact = false;
+            }
+            (_, Some(vectors)) if count.saturating_mul(4) > rows as u64 => {
                 // Dense: the blocked scan with the set as its skip list.
                 let skip = |r: usize| !matching.contains(r as u32);
-                scan.scan(seg.vectors(), 0, Some(&skip), flat, topk);
+                scan.scan(vectors, 0, Some(&skip), flat, topk);
                 stats.scanned += count;
             }
-            _ => {
+            (_, Some(vectors)) => {
                 let mut key = [0.0f32];
                 for r in matching.iter() {
-                    self.metric.keys(&self.kernels, scan.query, seg.vector(r as usize), &mut key);
+                    let r = r as usize;
+                    self.metric.keys(&self.kernels, scan.query, &vectors[r * self.dim..(r + 1) * self.dim], &mut key);
                     let key = if key[0].is_nan() { f32::INFINITY } else { key[0] };
                     topk.push(Candidate { key, id: r as u64 });
                 }
                 stats.scanned += count;
             }
+            (None, None) => unreachable!("a codes-only segment has an index (checked at open)"),
         }
         Ok(())
     }

@@ -68,6 +68,9 @@ pub enum Error {
     PayloadLayout(LayoutError),
     /// The text sections of a segment are inconsistent (found on open or by a query).
     Text(shoal_text::TextError),
+    /// The collection keeps only its index codes (a codes-only segment): it has no full
+    /// vectors to change, rebuild, return or search exactly; names what was asked.
+    CodesOnly(&'static str),
 }
 
 impl Error {
@@ -89,6 +92,7 @@ impl Error {
             Error::InvalidSchema(_) => "invalid_config",
             Error::PayloadLayout(_) => "bad_segment",
             Error::Text(_) => "bad_segment",
+            Error::CodesOnly(_) => "codes_only",
         }
     }
 }
@@ -121,6 +125,9 @@ impl fmt::Display for Error {
             Error::InvalidSchema(e) => write!(f, "invalid collection config: {e}"),
             Error::PayloadLayout(e) => write!(f, "{e}"),
             Error::Text(e) => write!(f, "text index: {e}"),
+            Error::CodesOnly(what) => {
+                write!(f, "{what}: the collection keeps index codes only (no full vectors), so it is read-only")
+            }
         }
     }
 }

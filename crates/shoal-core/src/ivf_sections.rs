@@ -181,7 +181,7 @@ impl IvfSections {
     }
 
     /// The index data over the segment's bytes.
-    pub(crate) fn data<'a>(&self, bytes: &'a [u8], dim: usize, vectors: &'a [f32]) -> IvfData<'a> {
+    pub(crate) fn data<'a>(&self, bytes: &'a [u8], dim: usize, vectors: Option<&'a [f32]>) -> IvfData<'a> {
         IvfData {
             dim,
             centroids: bytemuck::cast_slice(&bytes[self.centroids.clone()]),

@@ -5,7 +5,7 @@ use core::ops::Range;
 use bytemuck::Zeroable;
 use shoal_format::{
     AlignedBytes, FormatError, IdEntry, KIND_ID_INDEX, KIND_IDS, KIND_META, KIND_VECTORS, MAX_DIM, SECTION_OPTIONAL,
-    SegmentMeta, SegmentReader, SegmentWriter, cast_records,
+    SegmentMeta, SegmentReader, SegmentWriter, VECTOR_TYPE_CODES_ONLY, VECTOR_TYPE_F32, cast_records,
 };
 use shoal_index::Metric;
 use shoal_index::ivf::{IvfData, IvfIndex, IvfParams, IvfQuery};
@@ -27,7 +27,7 @@ pub enum IndexKind {
 }
 
 /// The JSON form of seal options, shared by every host:
-/// `{"index": "flat" | "ivf-rabitq", "partitions": 512, "seed": 7, "bits": 1}`.
+/// `{"index": "flat" | "ivf-rabitq", "partitions": 512, "seed": 7, "bits": 1, "codes_only": false}`.
 #[derive(serde::Deserialize)]
 #[serde(deny_unknown_fields)]
 struct SealOptions {
@@ -39,6 +39,8 @@ struct SealOptions {
     seed: Option<u64>,
     #[serde(default)]
     bits: Option<u8>,
+    #[serde(default)]
+    codes_only: Option<bool>,
 }
 
 impl IndexKind {
@@ -52,12 +54,12 @@ impl IndexKind {
     pub fn from_json(json: &str) -> Result<IndexKind, Error> {
         let o: SealOptions =
             serde_json::from_str(json).map_err(|e| Error::InvalidRequest(alloc::format!("seal options: {e}")))?;
-        let ivf_only = o.partitions.is_some() || o.seed.is_some() || o.bits.is_some();
+        let ivf_only = o.partitions.is_some() || o.seed.is_some() || o.bits.is_some() || o.codes_only.is_some();
         match o.index.as_deref() {
             None | Some("flat") if !ivf_only => Ok(IndexKind::Flat),
-            None | Some("flat") => {
-                Err(Error::InvalidRequest("seal options: partitions, seed and bits need index \"ivf-rabitq\"".into()))
-            }
+            None | Some("flat") => Err(Error::InvalidRequest(
+                "seal options: partitions, seed, bits and codes_only need index \"ivf-rabitq\"".into(),
+            )),
             Some("ivf-rabitq") => {
                 if o.bits.is_some_and(|b| !(1..=8).contains(&b)) {
                     return Err(Error::InvalidRequest("seal options: bits must be 1..=8".into()));
@@ -65,11 +67,18 @@ impl IndexKind {
                 if o.partitions == Some(0) {
                     return Err(Error::InvalidRequest("seal options: partitions must be at least 1".into()));
                 }
+                let codes_only = o.codes_only.unwrap_or(false);
+                if codes_only && o.bits.is_none_or(|b| b < 2) {
+                    return Err(Error::InvalidRequest(
+                        "seal options: codes_only ranks by the extra bits: it needs bits 2..=8".into(),
+                    ));
+                }
                 let d = IvfParams::default();
                 Ok(IndexKind::IvfRabitq(IvfParams {
                     partitions: o.partitions.map(|p| p as usize),
                     seed: o.seed.unwrap_or(d.seed),
                     bits: o.bits.map_or(d.bits, |b| b as u32),
+                    codes_only,
                 }))
             }
             Some(other) => Err(Error::InvalidRequest(alloc::format!(
@@ -109,7 +118,8 @@ pub struct SealedSegment {
     metric: Metric,
     rows: usize,
     ids: Range<usize>,
-    vectors: Range<usize>,
+    /// `None` in a codes-only segment.
+    vectors: Option<Range<usize>>,
     id_index: Range<usize>,
     ivf: Option<IvfSections>,
     payload: Option<PayloadRanges>,
@@ -170,7 +180,7 @@ impl SealedSegment {
             return Err(bad("META", "dimension out of range"));
         }
         let metric = Metric::from_code(meta.metric).ok_or(bad("META", "unknown metric"))?;
-        if meta.vector_type != 0 {
+        if meta.vector_type != VECTOR_TYPE_F32 && meta.vector_type != VECTOR_TYPE_CODES_ONLY {
             return Err(bad("META", "unknown vector type"));
         }
         if meta.reserved.iter().any(|&b| b != 0) {
@@ -185,18 +195,28 @@ impl SealedSegment {
         if cast_records::<u64>("IDS", ids)?.len() != rows {
             return Err(bad("IDS", "length does not match the row count"));
         }
-        let vectors = reader.require(KIND_VECTORS)?;
-        if Some(cast_records::<f32>("VECTORS", vectors)?.len()) != rows.checked_mul(dim) {
-            return Err(bad("VECTORS", "length does not match rows x dim"));
-        }
+        let vectors = if meta.vector_type == VECTOR_TYPE_F32 {
+            let vectors = reader.require(KIND_VECTORS)?;
+            if Some(cast_records::<f32>("VECTORS", vectors)?.len()) != rows.checked_mul(dim) {
+                return Err(bad("VECTORS", "length does not match rows x dim"));
+            }
+            Some(range_of(bytes, vectors))
+        } else if reader.section(KIND_VECTORS).is_some() {
+            return Err(bad("VECTORS", "present in a codes-only segment"));
+        } else {
+            None
+        };
         let id_index = reader.require(KIND_ID_INDEX)?;
         if cast_records::<IdEntry>("ID_INDEX", id_index)?.len() != rows {
             return Err(bad("ID_INDEX", "length does not match the row count"));
         }
         let ivf = IvfSections::open(&reader, dim, rows)?;
+        if vectors.is_none() && ivf.as_ref().is_none_or(|i| i.bits < 2) {
+            return Err(bad("META", "a codes-only segment needs an IVF-RaBitQ index with 2 or more bits"));
+        }
         let payload = open_payload(&reader, rows)?;
         let text = TextRanges::open(&reader, rows)?;
-        let (ids, vectors, id_index) = (range_of(bytes, ids), range_of(bytes, vectors), range_of(bytes, id_index));
+        let (ids, id_index) = (range_of(bytes, ids), range_of(bytes, id_index));
         Ok(SealedSegment { storage, dim, metric, rows, ids, vectors, id_index, ivf, payload, text })
     }
 
@@ -215,7 +235,7 @@ impl SealedSegment {
             }
             prev = Some(e.id);
         }
-        if self.vectors().iter().any(|x| !x.is_finite()) {
+        if self.vectors().is_some_and(|v| v.iter().any(|x| !x.is_finite())) {
             return Err(bad("VECTORS", "non-finite element"));
         }
         self.ivf.as_ref().map_or(Ok(()), |ivf| ivf.verify(self.bytes()))?;
@@ -283,14 +303,20 @@ impl SealedSegment {
         bytemuck::cast_slice(&self.bytes()[self.ids.clone()])
     }
 
-    /// All vectors, row-major.
-    pub fn vectors(&self) -> &[f32] {
-        bytemuck::cast_slice(&self.bytes()[self.vectors.clone()])
+    /// All vectors, row-major (`None` in a codes-only segment).
+    pub fn vectors(&self) -> Option<&[f32]> {
+        self.vectors.as_ref().map(|r| bytemuck::cast_slice(&self.bytes()[r.clone()]))
     }
 
-    /// The vector of `row`.
-    pub fn vector(&self, row: usize) -> &[f32] {
-        &self.vectors()[row * self.dim..(row + 1) * self.dim]
+    /// The vector of `row` (`None` in a codes-only segment).
+    pub fn vector(&self, row: usize) -> Option<&[f32]> {
+        self.vectors().map(|v| &v[row * self.dim..(row + 1) * self.dim])
+    }
+
+    /// Whether the segment keeps only its index codes (no full vectors): searches rank by the
+    /// codes' estimates, and the segment cannot be rebuilt.
+    pub fn codes_only(&self) -> bool {
+        self.vectors.is_none()
     }
 
     fn id_index(&self) -> &[IdEntry] {
@@ -310,9 +336,12 @@ impl SealedSegment {
     /// The index this segment carries.
     pub fn index_kind(&self) -> IndexKind {
         match &self.ivf {
-            Some(ivf) => {
-                IndexKind::IvfRabitq(IvfParams { partitions: Some(ivf.index.nlist), seed: ivf.seed, bits: ivf.bits })
-            }
+            Some(ivf) => IndexKind::IvfRabitq(IvfParams {
+                partitions: Some(ivf.index.nlist),
+                seed: ivf.seed,
+                bits: ivf.bits,
+                codes_only: self.codes_only(),
+            }),
             None => IndexKind::Flat,
         }
     }
@@ -359,10 +388,17 @@ impl SealedSegment {
     ) -> AlignedBytes {
         debug_assert_eq!(ids.len() * dim, vectors.len());
         debug_assert!(payloads.is_none_or(|p| p.docs.len() == ids.len()));
+        // Codes only: ranked by the extra bits, so at least 2 of them.
+        let index = match index {
+            IndexKind::IvfRabitq(p) if p.codes_only => IndexKind::IvfRabitq(IvfParams { bits: p.bits.max(2), ..p }),
+            other => other,
+        };
+        let codes_only = matches!(index, IndexKind::IvfRabitq(p) if p.codes_only);
         let mut meta = SegmentMeta::zeroed();
         meta.dim = dim as u32;
         meta.metric = metric.code();
         meta.rows = ids.len() as u64;
+        meta.vector_type = if codes_only { VECTOR_TYPE_CODES_ONLY } else { VECTOR_TYPE_F32 };
         let build = match index {
             IndexKind::IvfRabitq(params) => Some((shoal_index::ivf::build(kernels, vectors, dim, params), params.seed)),
             IndexKind::Flat => None,
@@ -392,7 +428,7 @@ impl SealedSegment {
         };
         // Default query settings measured on the data (in the stored row order).
         let ivf_meta = build.as_ref().map(|(b, seed)| {
-            let defaults = shoal_index::calibrate::calibrate(kernels, metric, b, &vectors, dim, *seed);
+            let defaults = shoal_index::calibrate::calibrate(kernels, metric, b, &vectors, dim, *seed, codes_only);
             ivf_sections::meta_of(b, *seed, defaults)
         });
         let build = build.map(|(b, _)| b);
@@ -400,10 +436,11 @@ impl SealedSegment {
             ids.iter().enumerate().map(|(row, &id)| IdEntry { id, row: row as u32, reserved: 0 }).collect();
         index.sort_unstable();
         let mut w = SegmentWriter::new();
-        w.add_section(KIND_META, 0, bytemuck::bytes_of(&meta))
-            .add_section(KIND_IDS, 0, bytemuck::cast_slice(&ids))
-            .add_section(KIND_VECTORS, 0, bytemuck::cast_slice(&vectors))
-            .add_section(KIND_ID_INDEX, 0, bytemuck::cast_slice(&index));
+        w.add_section(KIND_META, 0, bytemuck::bytes_of(&meta)).add_section(KIND_IDS, 0, bytemuck::cast_slice(&ids));
+        if !codes_only {
+            w.add_section(KIND_VECTORS, 0, bytemuck::cast_slice(&vectors));
+        }
+        w.add_section(KIND_ID_INDEX, 0, bytemuck::cast_slice(&index));
         if let (Some(build), Some(ivf_meta)) = (&build, &ivf_meta) {
             ivf_sections::add_sections(&mut w, ivf_meta, build);
         }

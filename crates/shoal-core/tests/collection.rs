@@ -40,7 +40,7 @@ fn upsert_replaces_and_delete_removes() {
     c.insert(&[1, 1], &[5.0, 5.0, 1.0, 1.0]).unwrap(); // last write in a batch wins
     assert_eq!(c.vector(1), Some(&[1.0, 1.0][..]));
     assert_eq!(c.len(), 2);
-    assert_eq!(c.delete(&[2, 2, 99]), 1);
+    assert_eq!(c.delete(&[2, 2, 99]).unwrap(), 1);
     assert_eq!(ids_of(&c, &[0.0, 0.0], 10), [1]);
     let bytes = c.to_bytes().to_vec();
     let again = Collection::from_bytes(&bytes).unwrap();
@@ -199,7 +199,7 @@ proptest! {
                 Step::Delete(ids) => {
                     let before = model.len();
                     model.retain(|p| !ids.contains(&p.0));
-                    prop_assert_eq!(c.delete(&ids), before - model.len());
+                    prop_assert_eq!(c.delete(&ids).unwrap(), before - model.len());
                 }
                 Step::Seal => c.seal(),
             }

@@ -9,7 +9,7 @@ fn build(metric: Metric, dim: usize, n: usize, seed: u64) -> (Collection, Vec<f3
     let ids: Vec<u64> = (0..n as u64).map(|i| i * 3 + 1).collect();
     let mut col = Collection::new(CollectionConfig { dim, metric }).unwrap();
     col.insert(&ids, &data).unwrap();
-    col.seal_with(IndexKind::IvfRabitq(IvfParams::default()));
+    col.seal_with(IndexKind::IvfRabitq(IvfParams::default())).unwrap();
     (col, clustered_vectors(seed + 1000, 200, dim, 64))
 }
 
@@ -53,7 +53,8 @@ fn builds_are_deterministic_across_kernels() {
         let mut col = Collection::new(CollectionConfig { dim: 40, metric: Metric::Cosine }).unwrap();
         col.set_kernels(k);
         col.insert(&ids, &data).unwrap();
-        col.seal_with(IndexKind::IvfRabitq(IvfParams { partitions: Some(30), seed: 9, bits: 1 }));
+        col.seal_with(IndexKind::IvfRabitq(IvfParams { partitions: Some(30), seed: 9, bits: 1, codes_only: false }))
+            .unwrap();
         segments.push((k.name(), col.to_bytes().to_vec()));
     }
     for (name, bytes) in &segments[1..] {
@@ -70,7 +71,7 @@ fn deletes_upserts_and_reseal_keep_working() {
     let q = &queries[..32];
     let first = ids(&col, r#"{"limit": 5}"#, q);
     // Deleting the best hit removes it from IVF results; an upsert lands in the mutable segment.
-    assert_eq!(col.delete(&first[..1]), 1);
+    assert_eq!(col.delete(&first[..1]).unwrap(), 1);
     let after = ids(&col, r#"{"limit": 5}"#, q);
     assert!(!after.contains(&first[0]));
     col.insert(&[999_999], q).unwrap();
@@ -86,13 +87,13 @@ fn deletes_upserts_and_reseal_keep_working() {
     assert_eq!(ids(&again, r#"{"limit": 5}"#, q), ids(&col, r#"{"limit": 5}"#, q));
     // Nearly everything deleted: the probes widen until the survivors are found.
     let all: Vec<u64> = (0..5000u64).map(|i| i * 3 + 1).collect();
-    col.delete(&all[5..]);
+    col.delete(&all[5..]).unwrap();
     assert!(col.sealed().unwrap().ivf().is_some(), "deletes are pending against the IVF segment");
     let left = ids(&col, r#"{"limit": 10}"#, q);
     assert_eq!(left.len(), col.len(), "every live point is found: {left:?}");
     assert!(col.len() >= 5);
     // Back to flat.
-    col.seal_with(IndexKind::Flat);
+    col.seal_with(IndexKind::Flat).unwrap();
     assert!(col.sealed().unwrap().ivf().is_none());
 }
 
@@ -107,8 +108,11 @@ fn extra_bits_keep_recall_with_fewer_exact_distances() {
         let mut col = Collection::new(CollectionConfig { dim, metric: Metric::L2 }).unwrap();
         col.insert(&row_ids, &data).unwrap();
         let opts = format!(r#"{{"index": "ivf-rabitq", "partitions": 140, "seed": 3, "bits": {bits}}}"#);
-        col.seal_with(IndexKind::from_json(&opts).unwrap());
-        assert_eq!(col.index_kind(), IndexKind::IvfRabitq(IvfParams { partitions: Some(140), seed: 3, bits }));
+        col.seal_with(IndexKind::from_json(&opts).unwrap()).unwrap();
+        assert_eq!(
+            col.index_kind(),
+            IndexKind::IvfRabitq(IvfParams { partitions: Some(140), seed: 3, bits, codes_only: false })
+        );
         // The bytes open again with the same index.
         let reopened = Collection::from_bytes(col.to_bytes()).unwrap();
         reopened.verify().unwrap();

@@ -198,7 +198,7 @@ fn scenario(metric: Metric, index: IndexKind) {
     model.upsert(metric, &ids[..half], &data[..half * dim], &payloads[..half]);
     check(&col, &model, metric, &queries, dim, &format!("{what} mutable"));
 
-    col.seal_with(index);
+    col.seal_with(index).unwrap();
     check(&col, &model, metric, &queries, dim, &format!("{what} sealed"));
 
     // The rest through reserve/commit, upserts of sealed and mutable points (new payloads or
@@ -216,7 +216,7 @@ fn scenario(metric: Metric, index: IndexKind) {
     col.insert(&up_ids[100..], &up_vecs[100 * dim..]).unwrap();
     model.upsert(metric, &up_ids[100..], &up_vecs[100 * dim..], &[]);
     let del: Vec<u64> = (0..300).map(|i| ids[i * 7 % n]).collect();
-    col.delete(&del);
+    col.delete(&del).unwrap();
     model.delete(&del);
     assert_eq!(col.len(), model.points.len());
     check(&col, &model, metric, &queries, dim, &format!("{what} sealed + mutable"));
@@ -243,9 +243,12 @@ fn filtered_search_equals_reference_flat() {
 
 #[test]
 fn filtered_search_equals_reference_ivf() {
-    let ivf = IndexKind::IvfRabitq(IvfParams { partitions: Some(24), seed: 3, bits: 1 });
+    let ivf = IndexKind::IvfRabitq(IvfParams { partitions: Some(24), seed: 3, bits: 1, codes_only: false });
     scenario(Metric::L2, ivf);
-    scenario(Metric::Dot, IndexKind::IvfRabitq(IvfParams { partitions: Some(16), seed: 5, bits: 4 }));
+    scenario(
+        Metric::Dot,
+        IndexKind::IvfRabitq(IvfParams { partitions: Some(16), seed: 5, bits: 4, codes_only: false }),
+    );
 }
 
 #[test]
@@ -334,7 +337,9 @@ fn with_payload_round_trips() {
     ];
     let ids = [10u64, 11, 12, 13, 14];
     let vectors: Vec<f32> = (0..10).map(|i| i as f32).collect();
-    for index in [IndexKind::Flat, IndexKind::IvfRabitq(IvfParams { partitions: Some(2), seed: 1, bits: 1 })] {
+    for index in
+        [IndexKind::Flat, IndexKind::IvfRabitq(IvfParams { partitions: Some(2), seed: 1, bits: 1, codes_only: false })]
+    {
         let mut col = Collection::with_schema(CollectionConfig { dim: 2, metric: Metric::L2 }, schema()).unwrap();
         col.insert_with_payloads(&ids, &vectors, &docs).unwrap();
         let expect = |id: u64| {
@@ -357,7 +362,7 @@ fn with_payload_round_trips() {
             assert!(!res.to_json().contains("payload"));
         };
         all(&col);
-        col.seal_with(index);
+        col.seal_with(index).unwrap();
         all(&col);
         let again = Collection::from_bytes(col.to_bytes()).unwrap();
         again.verify().unwrap();
@@ -414,7 +419,8 @@ fn selective_filters_always_return_limit_on_ivf() {
         ids.iter().map(|&i| json!({"bucket": i % 1000, "tag": format!("t{}", i % 100)})).collect();
     let mut col = Collection::with_schema(CollectionConfig { dim, metric: Metric::L2 }, schema()).unwrap();
     col.insert_with_payloads(&ids, &data, &payloads).unwrap();
-    col.seal_with(IndexKind::IvfRabitq(IvfParams { partitions: Some(128), seed: 2, bits: 1 }));
+    col.seal_with(IndexKind::IvfRabitq(IvfParams { partitions: Some(128), seed: 2, bits: 1, codes_only: false }))
+        .unwrap();
     let queries = clustered_vectors(12, 20, dim, 64);
     let mut model = Model::default();
     model.upsert(Metric::L2, &ids, &data, &payloads);
@@ -452,7 +458,7 @@ fn selective_filters_always_return_limit_on_ivf() {
         }
         // Delete 80% of every bucket below 10: 1% filters now match 0.2%.
         let del: Vec<u64> = ids.iter().copied().filter(|i| i % 1000 < 10 && i % 5 != 0).collect();
-        col.delete(&del);
+        col.delete(&del).unwrap();
         model.delete(&del);
     }
 }
@@ -491,7 +497,7 @@ fn filtered_ivf_recall_at_every_selectivity() {
     let payloads: Vec<Value> = ids.iter().map(|_| json!({"bucket": rng.below(100)})).collect();
     let mut col = Collection::with_schema(CollectionConfig { dim, metric: Metric::Cosine }, schema()).unwrap();
     col.insert_with_payloads(&ids, &data, &payloads).unwrap();
-    col.seal_with(IndexKind::IvfRabitq(IvfParams::default()));
+    col.seal_with(IndexKind::IvfRabitq(IvfParams::default())).unwrap();
     let queries = clustered_vectors(32, 100, dim, 64);
     for percent in [50, 10, 5, 2, 1] {
         if percent == 5 {
@@ -521,7 +527,7 @@ fn matching_ids_of_no_filter_are_all_live_points() {
     col.insert(&[9, 3, 7], &[0.5; 12]).unwrap();
     col.seal();
     col.insert(&[1, 3], &[0.25; 8]).unwrap();
-    col.delete(&[7]);
+    col.delete(&[7]).unwrap();
     assert_eq!(col.matching_ids(None).unwrap(), vec![1, 3, 9]);
     assert_eq!(col.matching_ids(Some(&Value::Null)).unwrap(), vec![1, 3, 9]);
     let bad = json!({"must": [{"key": "nope", "match": {"value": 1}}]});
@@ -537,7 +543,7 @@ fn extend_schema_adds_fields_and_keeps_points() {
     let mut col = Collection::with_schema(CollectionConfig { dim, metric: Metric::Cosine }, narrow).unwrap();
     let docs: Vec<Value> = ids.iter().map(|i| json!({"tag": if i % 2 == 0 { "even" } else { "odd" }})).collect();
     col.insert_with_payloads(&ids[..300], &data[..300 * dim], &docs[..300]).unwrap();
-    col.seal_with(IndexKind::IvfRabitq(IvfParams { partitions: Some(4), ..IvfParams::default() }));
+    col.seal_with(IndexKind::IvfRabitq(IvfParams { partitions: Some(4), ..IvfParams::default() })).unwrap();
     col.insert_with_payloads(&ids[300..], &data[300 * dim..], &docs[300..]).unwrap();
     // A new field with a type clash is refused and changes nothing.
     let clash = Schema::from_json(r#"{"tag": "integer", "year": "integer"}"#).unwrap();

@@ -118,7 +118,7 @@ fn text_search_equals_the_standalone_index_before_and_after_sealing() {
         match round {
             0 => col.seal(),
             _ => {
-                col.seal_with(IndexKind::IvfRabitq(IvfParams { partitions: Some(8), ..IvfParams::default() }));
+                col.seal_with(IndexKind::IvfRabitq(IvfParams { partitions: Some(8), ..IvfParams::default() })).unwrap();
                 col = Collection::from_bytes(col.to_bytes()).unwrap();
             }
         }
@@ -151,7 +151,7 @@ fn filters_deletes_and_upserts_apply_to_text_results() {
     // Delete every hit of "whale" in both segments; upsert one point with new text.
     let hits: Vec<u64> = col.search(&text_req("whale", 10_000, "")).unwrap().points.iter().map(|p| p.id).collect();
     assert!(hits.iter().any(|&id| id < d.ids[1000]) && hits.iter().any(|&id| id >= d.ids[1000]));
-    col.delete(&hits[1..]);
+    col.delete(&hits[1..]).unwrap();
     col.insert_with_payloads(&[hits[0]], &[0.0; 8], &[json!({"title": "zebra"})]).unwrap();
     for _ in 0..2 {
         assert!(col.search(&text_req("whale", 10, "")).unwrap().points.is_empty());
@@ -168,7 +168,7 @@ fn hybrid_requests_fuse_the_vector_and_text_rankings() {
     let d = data(3000, 16);
     let mut col = Collection::with_schema(CollectionConfig { dim: 16, metric: Metric::Cosine }, schema()).unwrap();
     col.insert_with_payloads(&d.ids, &d.vectors, &d.docs).unwrap();
-    col.seal_with(IndexKind::IvfRabitq(IvfParams::default()));
+    col.seal_with(IndexKind::IvfRabitq(IvfParams::default())).unwrap();
     let q = &d.vectors[16 * 77..16 * 78];
     let vector = json!(q).to_string();
     for text in ["whale ocean", "+storm reef"] {

@@ -27,10 +27,10 @@ fn searches_allocate_nothing_after_warm_up() {
     ] {
         let mut col = Collection::new(CollectionConfig { dim, metric }).unwrap();
         col.insert(&ids[..5000], &data[..5000 * dim]).unwrap();
-        col.seal_with(index);
+        col.seal_with(index).unwrap();
         // A mutable segment and deletions on both sides.
         col.insert(&ids[5000..], &data[5000 * dim..]).unwrap();
-        col.delete(&[3, 4000, 5500]);
+        col.delete(&[3, 4000, 5500]).unwrap();
         let mut requests: Vec<SearchRequest> =
             queries.chunks_exact(dim).map(|q| SearchRequest::nearest(q.to_vec(), 10)).collect();
         for (i, r) in requests.iter_mut().enumerate() {

@@ -144,6 +144,12 @@ pub mod metric_code {
 /// Largest vector dimension a segment may declare.
 pub const MAX_DIM: u32 = 65536;
 
+/// `SegmentMeta::vector_type`: full vectors, `f32` x `dim` per row in `VECTORS`.
+pub const VECTOR_TYPE_F32: u32 = 0;
+/// `SegmentMeta::vector_type`: no `VECTORS` section; the IVF-RaBitQ sections (with at least 2
+/// code bits) are required and their extended-bit estimates serve as distances.
+pub const VECTOR_TYPE_CODES_ONLY: u32 = 1;
+
 /// The `META` section (64 bytes).
 #[repr(C)]
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Pod, Zeroable)]
@@ -154,7 +160,8 @@ pub struct SegmentMeta {
     pub metric: u32,
     /// Number of rows (points).
     pub rows: u64,
-    /// Element type of `VECTORS`: 0 = f32.
+    /// Element type of `VECTORS`: [`VECTOR_TYPE_F32`], or [`VECTOR_TYPE_CODES_ONLY`] when the
+    /// segment has no `VECTORS` section and its IVF-RaBitQ codes stand in for the vectors.
     pub vector_type: u32,
     /// Zero.
     pub reserved: [u8; 44],

@@ -47,8 +47,17 @@ pub fn work(stats: &IvfStats, padded: usize, dim: usize) -> u64 {
     stats.estimated * (padded as u64 / 32 + 8) + stats.reranked * (dim as u64 / 8 + 100)
 }
 
+/// Modelled cost of a codes-only search: no exact distances, but every candidate's extra bits
+/// are decoded and dotted with the query.
+fn work_codes_only(stats: &IvfStats, padded: usize, bits: u32) -> u64 {
+    stats.estimated * (padded as u64 / 32 + 8) + stats.refined * (padded as u64 * bits as u64 / 16 + 20)
+}
+
 /// Chooses the default `nprobe` and `rerank` of a built index. `vectors` are the rows in the
-/// build's order (sorted by partition), normalised for cosine.
+/// build's order (sorted by partition), normalised for cosine; they give the sample's true
+/// neighbours. With `codes_only` the sample is searched as a codes-only index is (ranked by
+/// extended-bit estimates), and where no setting reaches [`TARGET_RECALL`] the cheapest one
+/// within 0.01 of the best recall seen is chosen.
 pub fn calibrate(
     kernels: &Kernels,
     metric: Metric,
@@ -56,6 +65,7 @@ pub fn calibrate(
     vectors: &[f32],
     dim: usize,
     seed: u64,
+    codes_only: bool,
 ) -> IvfQuery {
     let n = vectors.len() / dim.max(1);
     let nlist = build.nlist;
@@ -127,7 +137,7 @@ pub fn calibrate(
         block_offsets: &build.block_offsets,
         codes: &build.codes,
         factors: &build.factors,
-        vectors,
+        vectors: (!codes_only).then_some(vectors),
         bits: build.bits,
         ex_codes: &build.ex_codes,
         ex_factors: &build.ex_factors,
@@ -141,7 +151,11 @@ pub fn calibrate(
             let search = IvfSearch { kernels: *kernels, metric, query, params };
             topk.reset(K + 1);
             let stats = index.search(&search, &data, None, 0, &mut scratch, &mut topk);
-            total += work(&stats, build.padded, dim);
+            total += if codes_only {
+                work_codes_only(&stats, build.padded, build.bits)
+            } else {
+                work(&stats, build.padded, dim)
+            };
             topk.drain_sorted(&mut sorted);
             hits += sorted.iter().filter(|c| c.id != skip).take(K).filter(|c| t.contains(&c.id)).count();
         }
@@ -161,35 +175,44 @@ pub fn calibrate(
 
     // Per ladder and depth: the first setting reaching the target (searching upward from the
     // deeper depth's answer, since a shallower re-rank never needs less probing).
-    let mut best: Option<(u64, IvfQuery)> = None;
     let mut best_recall: (f64, IvfQuery) = (-1.0, fallback);
-    for ladder in &ladders {
-        let mut from = 0;
-        for &rerank in RERANK_STEPS.iter().rev() {
-            let mut found = None;
-            for (si, q) in ladder.iter().enumerate().skip(from) {
-                let q = IvfQuery { rerank, ..*q };
-                let (recall, cost) = evaluate(q);
-                if recall > best_recall.0 {
-                    best_recall = (recall, q);
+    let mut climb = |target: f64, best_recall: &mut (f64, IvfQuery)| -> Option<(u64, IvfQuery)> {
+        let mut best: Option<(u64, IvfQuery)> = None;
+        for ladder in &ladders {
+            let mut from = 0;
+            for &rerank in RERANK_STEPS.iter().rev() {
+                let mut found = None;
+                for (si, q) in ladder.iter().enumerate().skip(from) {
+                    let q = IvfQuery { rerank, ..*q };
+                    let (recall, cost) = evaluate(q);
+                    if recall > best_recall.0 {
+                        *best_recall = (recall, q);
+                    }
+                    if recall >= target {
+                        found = Some((cost, q, si));
+                        break;
+                    }
                 }
-                if recall >= TARGET_RECALL {
-                    found = Some((cost, q, si));
-                    break;
+                let Some((cost, q, si)) = found else { break };
+                from = si;
+                if best.is_none_or(|(c, _)| cost < c) {
+                    best = Some((cost, q));
                 }
             }
-            let Some((cost, q, si)) = found else { break };
-            from = si;
-            if best.is_none_or(|(c, _)| cost < c) {
-                best = Some((cost, q));
+            // Adaptive probing that reaches the target wins over a fixed nprobe even when the
+            // sample (indexed rows) finds the latter cheaper: queries unlike the data need the
+            // extra partitions only adaptive probing gives them.
+            if best.is_some() {
+                break;
             }
         }
-        // Adaptive probing that reaches the target wins over a fixed nprobe even when the
-        // sample (indexed rows) finds the latter cheaper: queries unlike the data need the
-        // extra partitions only adaptive probing gives them.
-        if best.is_some() {
-            break;
-        }
+        best
+    };
+    let mut best = climb(TARGET_RECALL, &mut best_recall);
+    if best.is_none() && codes_only {
+        // Estimates alone cap the recall: aim just under the best the sample reached.
+        let reached = best_recall.0;
+        best = climb(reached - 0.01, &mut best_recall);
     }
     // Held-out queries lie farther from their partitions' centroids than indexed rows, so
     // their estimates are looser: double the depth (re-ranking stops at the error bound, so a

@@ -30,11 +30,14 @@ pub struct IvfParams {
     /// plus `bits - 1` extra bits that refine the estimates of the candidates before any exact
     /// distance is computed (extended RaBitQ).
     pub bits: u32,
+    /// Keep only the codes (no full vectors): searches rank by the extended-bit estimates, so
+    /// it needs `bits >= 2`. A segment written so is read-only (nothing to rebuild it from).
+    pub codes_only: bool,
 }
 
 impl Default for IvfParams {
     fn default() -> Self {
-        IvfParams { partitions: None, seed: 0x5ea1, bits: 1 }
+        IvfParams { partitions: None, seed: 0x5ea1, bits: 1, codes_only: false }
     }
 }
 
@@ -212,8 +215,9 @@ pub struct IvfData<'a> {
     pub codes: &'a [u8],
     /// Factors by row.
     pub factors: &'a [Factors],
-    /// Full vectors by row (for re-ranking).
-    pub vectors: &'a [f32],
+    /// Full vectors by row for exact re-ranking; `None` for a codes-only index, whose
+    /// candidates are ranked by their extended-bit estimates (needs `bits >= 2`).
+    pub vectors: Option<&'a [f32]>,
     /// Bits per coordinate of the codes (1: no extra bits).
     pub bits: u32,
     /// Extra bits by row ([`ex_code_bytes`] each; empty for 1-bit codes).
@@ -479,6 +483,24 @@ impl IvfIndex {
         let qnorm = if bits > 1 && metric != Metric::L2 { libm::sqrtf(kernels.dot(&s.qrot, &s.qrot)) } else { 0.0 };
         s.xbar.resize(padded, 0.0);
         let ex = ExQuery { data, kernels, metric, bb, exb, qnorm, epsilon: q.epsilon };
+        let Some(vectors) = data.vectors else {
+            // Codes only: the extended-bit estimate is the distance. Candidates come in order
+            // of their 1-bit lower bounds; one whose bound is past the k-th estimate is left.
+            for e in &s.sorted {
+                if topk.len() >= k && e.lower > topk.threshold() {
+                    break;
+                }
+                // (Without extra bits, which a codes-only segment never has, the 1-bit estimate.)
+                let key =
+                    if bits > 1 { ex.refine(e.row as usize, &s.qrot, &s.part_terms, &mut s.xbar).0 } else { e.key };
+                stats.refined += 1;
+                topk.push(Candidate {
+                    key: if key.is_nan() { f32::INFINITY } else { key },
+                    id: first_id + e.row as u64,
+                });
+            }
+            return stats;
+        };
         let mut ahead = 0;
         for j in 0..s.sorted.len() {
             let e = s.sorted[j];
@@ -503,7 +525,7 @@ impl IvfIndex {
                             continue;
                         }
                     }
-                    hint(&data.vectors[r * dim..(r + 1) * dim]);
+                    hint(&vectors[r * dim..(r + 1) * dim]);
                 }
             }
             let row = e.row as usize;
@@ -516,12 +538,80 @@ impl IvfIndex {
                     continue;
                 }
             }
-            metric.keys(kernels, query, &data.vectors[row * dim..(row + 1) * dim], &mut s.one);
+            metric.keys(kernels, query, &vectors[row * dim..(row + 1) * dim], &mut s.one);
             let key = if s.one[0].is_nan() { f32::INFINITY } else { s.one[0] };
             topk.push(Candidate { key, id: first_id + row as u64 });
             stats.reranked += 1;
         }
         stats
+    }
+}
+
+impl IvfIndex {
+    /// The codes-only stand-in for an exact scan of chosen rows (a filter's few matches):
+    /// offers each of `rows` to `topk` with the key a codes-only search ranks it by, its
+    /// extended-bit estimate (`data.bits >= 2`; the 1-bit estimate otherwise). Rows ascending
+    /// cost least (each partition's query terms are computed once per run of its rows).
+    /// Returns how many rows were estimated.
+    pub fn estimate_rows(
+        &self,
+        search: &IvfSearch<'_>,
+        data: &IvfData<'_>,
+        rows: &mut dyn Iterator<Item = usize>,
+        first_id: u64,
+        scratch: &mut IvfScratch,
+        topk: &mut TopK,
+    ) -> u64 {
+        let IvfSearch { kernels, metric, query, params: q } = *search;
+        let kernels = &kernels;
+        let (dim, padded, nlist) = (data.dim, self.padded, self.nlist);
+        let s = scratch;
+        s.qrot.resize(padded, 0.0);
+        s.y.resize(padded, 0.0);
+        s.levels.resize(padded, 0);
+        s.luts.resize(padded / 4 * 16, 0);
+        s.part_terms.resize(nlist, 0.0);
+        s.xbar.resize(padded, 0.0);
+        self.rotation.apply(query, &mut s.qrot);
+        let bb = block_bytes(padded);
+        let exb = ex_code_bytes(padded, data.bits);
+        let qnorm = if metric != Metric::L2 { libm::sqrtf(kernels.dot(&s.qrot, &s.qrot)) } else { 0.0 };
+        let ex = ExQuery { data, kernels, metric, bb, exb, qnorm, epsilon: q.epsilon };
+        let mut terms = QueryTerms::default();
+        if metric != Metric::L2 {
+            terms = rabitq::quantize_query(kernels, &s.qrot, q.epsilon, &mut s.levels, &mut s.luts);
+        }
+        let (mut current, mut count) = (usize::MAX, 0u64);
+        for row in rows {
+            let p = data.offsets.partition_point(|&o| o as usize <= row) - 1;
+            if p != current {
+                // The same per-partition terms a search computes when it probes `p`.
+                current = p;
+                if metric == Metric::L2 {
+                    let rc = &data.rot_centroids[p * padded..(p + 1) * padded];
+                    for ((y, x), c) in s.y.iter_mut().zip(&s.qrot).zip(rc) {
+                        *y = x - c;
+                    }
+                    terms = rabitq::quantize_query(kernels, &s.y, q.epsilon, &mut s.levels, &mut s.luts);
+                    s.part_terms[p] = terms.norm_sq;
+                } else {
+                    s.part_terms[p] = kernels.dot(query, &data.centroids[p * dim..(p + 1) * dim]);
+                }
+            }
+            let key = if data.bits > 1 {
+                ex.refine(row, &s.qrot, &s.part_terms, &mut s.xbar).0
+            } else {
+                let i = row - data.offsets[p] as usize;
+                let block = (data.block_offsets[p] as usize + i / 32) * bb;
+                s.sums.resize(s.sums.len().max(32), 0);
+                kernels.fastscan(&s.luts, &data.codes[block..block + bb], &mut s.sums[..32]);
+                let (f, sum) = (&data.factors[row], s.sums[i % 32]);
+                if metric == Metric::L2 { terms.l2(f, sum).0 } else { -(s.part_terms[p] + terms.ip(f, sum).0) }
+            };
+            topk.push(Candidate { key: if key.is_nan() { f32::INFINITY } else { key }, id: first_id + row as u64 });
+            count += 1;
+        }
+        count
     }
 }
 

@@ -34,6 +34,9 @@ pub struct Config {
     pub ivf_bits: u32,
     /// Whether points carry payloads ([`FIELDS`]) and searches cycle through [`FILTERS`].
     pub payloads: bool,
+    /// Whether the scenario ends by resealing codes-only ([`codes_only_options`]) and searching
+    /// that, before and after a byte round trip.
+    pub codes_only: bool,
 }
 
 /// The payload fields of configurations with payloads, as the JSON every host parses.
@@ -131,6 +134,7 @@ pub const CONFIGS: [Config; 7] = [
         ivf_partitions: None,
         payloads: true,
         ivf_bits: 1,
+        codes_only: false,
     },
     Config {
         name: "dot-131",
@@ -142,6 +146,7 @@ pub const CONFIGS: [Config; 7] = [
         ivf_partitions: None,
         payloads: false,
         ivf_bits: 1,
+        codes_only: false,
     },
     Config {
         name: "cosine-384",
@@ -153,6 +158,7 @@ pub const CONFIGS: [Config; 7] = [
         ivf_partitions: None,
         payloads: false,
         ivf_bits: 1,
+        codes_only: false,
     },
     Config {
         name: "cosine-50",
@@ -164,6 +170,7 @@ pub const CONFIGS: [Config; 7] = [
         ivf_partitions: None,
         payloads: false,
         ivf_bits: 1,
+        codes_only: false,
     },
     Config {
         name: "ivf-l2-64",
@@ -175,6 +182,7 @@ pub const CONFIGS: [Config; 7] = [
         ivf_partitions: Some(16),
         payloads: false,
         ivf_bits: 3,
+        codes_only: true,
     },
     Config {
         name: "ivf-cosine-50",
@@ -186,6 +194,7 @@ pub const CONFIGS: [Config; 7] = [
         ivf_partitions: Some(24),
         payloads: true,
         ivf_bits: 1,
+        codes_only: true,
     },
     Config {
         name: "ivf-dot-200",
@@ -197,6 +206,7 @@ pub const CONFIGS: [Config; 7] = [
         ivf_partitions: Some(12),
         payloads: false,
         ivf_bits: 8,
+        codes_only: true,
     },
 ];
 
@@ -204,6 +214,17 @@ pub const CONFIGS: [Config; 7] = [
 pub fn seal_options(c: &Config) -> Option<String> {
     c.ivf_partitions
         .map(|p| format!(r#"{{"index": "ivf-rabitq", "partitions": {p}, "seed": {}, "bits": {}}}"#, c.seed, c.ivf_bits))
+}
+
+/// The codes-only reseal of a config with [`Config::codes_only`]: its IVF settings with at
+/// least 4 bits (the extra bits are what a codes-only index ranks by).
+pub fn codes_only_options(c: &Config) -> String {
+    format!(
+        r#"{{"index": "ivf-rabitq", "partitions": {}, "seed": {}, "bits": {}, "codes_only": true}}"#,
+        c.ivf_partitions.unwrap_or(16),
+        c.seed,
+        c.ivf_bits.max(4)
+    )
 }
 
 /// One step of the scenario.
@@ -300,7 +321,7 @@ pub fn scenario(config: Config) -> Scenario {
     let mut existing = Vec::new();
     let big = [1u64 << 53, (1u64 << 53) + 7, u64::MAX - 3, u64::MAX];
     // Evaluated in order: the inserts draw from `rng` one after the other.
-    let ops = vec![
+    let mut ops = vec![
         insert_op(&mut rng, &config, 0, 0..800, &mut existing),
         insert_op(&mut rng, &config, 1, 700..1300, &mut existing), // 700..800 are upserts
         Op::Delete { ids: (0..1300).step_by(13).chain([5000, 5001]).collect() },
@@ -314,6 +335,9 @@ pub fn scenario(config: Config) -> Scenario {
         Op::RoundTrip,
         Op::Search,
     ];
+    if config.codes_only {
+        ops.extend([Op::Seal(Some(codes_only_options(&config))), Op::Search, Op::RoundTrip, Op::Search]);
+    }
     let mut queries = Vec::with_capacity(config.queries * dim);
     for q in 0..config.queries {
         match q % 4 {
@@ -346,10 +370,12 @@ pub fn run(s: &Scenario, kernels: Kernels) -> Output {
                 col.insert_with_payloads(ids, vectors, payloads).expect("valid insert")
             }
             Op::Delete { ids } => {
-                col.delete(ids);
+                col.delete(ids).expect("a writable collection");
             }
             Op::Seal(None) => col.seal(),
-            Op::Seal(Some(json)) => col.seal_with(IndexKind::from_json(json).expect("valid seal options")),
+            Op::Seal(Some(json)) => {
+                col.seal_with(IndexKind::from_json(json).expect("valid seal options")).expect("a writable collection")
+            }
             Op::RoundTrip => {
                 let bytes = col.to_bytes().to_vec();
                 col = Collection::from_bytes(&bytes).expect("round trip");

@@ -52,6 +52,10 @@ pub struct BuildArgs {
     /// candidates' estimates; extended RaBitQ).
     #[arg(long, value_name = "BITS")]
     pub bits: Option<u32>,
+    /// Keep only the index codes, not the full vectors: a much smaller, read-only segment whose
+    /// searches rank by the codes' estimates (needs --bits 2..=8; recall then depends on them).
+    #[arg(long)]
+    pub codes_only: bool,
     /// Rows inserted per batch.
     #[arg(long, value_name = "ROWS", default_value_t = 65_536, hide = true)]
     pub batch_rows: usize,
@@ -148,8 +152,12 @@ pub fn run(args: &BuildArgs) -> Result<(), HostError> {
     }
     bar.set_message("sealing");
     let index = match args.index {
-        IndexArg::Flat if args.partitions.is_some() || args.seed.is_some() || args.bits.is_some() => {
-            return Err(HostError::Usage("--partitions, --seed and --bits need --index ivf-rabitq".into()));
+        IndexArg::Flat
+            if args.partitions.is_some() || args.seed.is_some() || args.bits.is_some() || args.codes_only =>
+        {
+            return Err(HostError::Usage(
+                "--partitions, --seed, --bits and --codes-only need --index ivf-rabitq".into(),
+            ));
         }
         IndexArg::Flat => IndexKind::Flat,
         IndexArg::IvfRabitq => {
@@ -160,14 +168,18 @@ pub fn run(args: &BuildArgs) -> Result<(), HostError> {
             if args.bits.is_some_and(|b| !(1..=8).contains(&b)) {
                 return Err(HostError::Usage("--bits must be 1..=8".into()));
             }
+            if args.codes_only && args.bits.is_none_or(|b| b < 2) {
+                return Err(HostError::Usage("--codes-only ranks by the extra bits: it needs --bits 2..=8".into()));
+            }
             IndexKind::IvfRabitq(IvfParams {
                 partitions: args.partitions.map(|p| p as usize),
                 seed: args.seed.unwrap_or(d.seed),
                 bits: args.bits.unwrap_or(d.bits),
+                codes_only: args.codes_only,
             })
         }
     };
-    col.seal_with(index);
+    col.seal_with(index)?;
     let bytes = col.to_bytes();
     bar.set_message("writing");
     write_atomic(&args.out, bytes)?;

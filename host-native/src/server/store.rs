@@ -152,7 +152,7 @@ fn apply(col: &mut Collection, kind: Kind, body: &[u8]) -> Result<u64, String> {
             Ok(b.ids.len() as u64)
         }
         Kind::Delete => {
-            col.delete(&wal::parse_delete(body)?);
+            col.delete(&wal::parse_delete(body)?).map_err(|e| e.to_string())?;
             Ok(0)
         }
         Kind::Schema => {
@@ -339,6 +339,7 @@ impl Store {
     /// Deletes points by id, or every point passing `filter`; returns how many existed.
     pub fn delete(&self, ids: Option<&[u64]>, filter: Option<&Value>) -> Result<usize, ApiError> {
         let mut wal = self.lock_wal()?;
+        self.writable("delete")?;
         let ids = match (ids, filter) {
             (Some(ids), _) => ids.to_vec(),
             (None, f) => self.read().matching_ids(f).map_err(ApiError::core)?,
@@ -347,13 +348,18 @@ impl Store {
             return Ok(0);
         }
         append(&mut wal, Kind::Delete, &wal::delete_body(&ids))?;
-        let n = self.col.write().expect("collection lock poisoned").delete(&ids);
-        Ok(n)
+        self.col.write().expect("collection lock poisoned").delete(&ids).map_err(ApiError::core)
+    }
+
+    /// Refuses a change to a codes-only collection before anything is logged.
+    fn writable(&self, what: &'static str) -> Result<(), ApiError> {
+        if self.read().codes_only() { Err(ApiError::core(shoal_core::Error::CodesOnly(what))) } else { Ok(()) }
     }
 
     /// Adds payload fields (`PUT /collections/{name}/index`).
     pub fn add_fields(&self, fields: &[(String, shoal_core::FieldType)]) -> Result<(), ApiError> {
         let mut wal = self.lock_wal()?;
+        self.writable("schema change")?;
         let schema = {
             let col = self.read();
             let mut all = field_list(col.schema());
@@ -424,7 +430,7 @@ impl Store {
                     return Err(ApiError::internal(format!("{}: corrupt record at byte {}", path.display(), end.len)));
                 }
             }
-            private.seal_with(self.index);
+            private.seal_with(self.index).map_err(ApiError::core)?;
             let path = segment_path(&self.dir, next);
             write_atomic(&path, private.to_bytes()).map_err(|e| ApiError::internal(e.to_string()))?;
         }

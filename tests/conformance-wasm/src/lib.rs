@@ -74,9 +74,9 @@ pub extern "C" fn shoal_zero_alloc_check() -> u32 {
     {
         let mut col = Collection::new(CollectionConfig { dim, metric }).expect("config");
         col.insert(&ids[..2500], &data[..2500 * dim]).expect("insert");
-        col.seal_with(index);
+        col.seal_with(index).unwrap();
         col.insert(&ids[2500..], &data[2500 * dim..]).expect("insert");
-        col.delete(&[1, 2600]);
+        col.delete(&[1, 2600]).unwrap();
         let requests: Vec<SearchRequest> =
             queries.chunks_exact(dim).map(|q| SearchRequest::nearest(q.to_vec(), 10)).collect();
         let mut out = Vec::new();

@@ -1,0 +1,152 @@
+//! Codes-only segments: an IVF-RaBitQ index without the full vectors. Searches rank by the
+//! extended-bit estimates (unfiltered through the index, few filter matches by estimating each
+//! one: the same keys either way); the collection refuses every change and exact search, and
+//! its bytes round-trip unchanged.
+
+use serde_json::json;
+use shoal_core::{Collection, CollectionConfig, Error, IndexKind, IvfParams, Metric, SearchRequest};
+use shoal_testkit::{clustered_vectors, oracle};
+
+const N: usize = 6000;
+
+/// A collection of `N` clustered points with a payload field `group = id % 100`, sealed with
+/// the full vectors (IVF, `bits`) and a second one sealed codes-only with the same settings.
+fn pair(metric: Metric, dim: usize, bits: u32) -> (Collection, Collection, Vec<f32>, shoal_testkit::scenario::Points) {
+    let data = clustered_vectors(dim as u64, N, dim, 40);
+    let ids: Vec<u64> = (0..N as u64).map(|i| i * 5 + 2).collect();
+    let payloads: Vec<_> = ids.iter().map(|id| json!({ "group": id % 100 })).collect();
+    let schema = Collection::parse_schema(&json!({ "group": "integer" })).unwrap();
+    let params = IvfParams { partitions: Some(40), seed: 11, bits, codes_only: false };
+    let cols = [false, true].map(|codes_only| {
+        let mut col = Collection::with_schema(CollectionConfig { dim, metric }, schema.clone()).unwrap();
+        col.insert_with_payloads(&ids, &data, &payloads).unwrap();
+        col.seal_with(IndexKind::IvfRabitq(IvfParams { codes_only, ..params })).unwrap();
+        col
+    });
+    let points: Vec<(u64, Vec<f32>)> =
+        ids.iter().map(|&id| (id, cols[0].vector(id).expect("full vectors").to_vec())).collect();
+    let [full, codes] = cols;
+    (full, codes, clustered_vectors(dim as u64 + 500, 100, dim, 40), points)
+}
+
+fn search(col: &Collection, body: serde_json::Value, q: &[f32]) -> Result<Vec<(u64, f32)>, Error> {
+    let mut req = SearchRequest::from_json(&body.to_string()).unwrap();
+    req.vector = Some(q.to_vec());
+    Ok(col.search(&req)?.points.iter().map(|p| (p.id, p.score)).collect())
+}
+
+#[test]
+fn codes_only_drops_exactly_the_vectors_and_keeps_recall() {
+    for (metric, dim, min_recall) in [(Metric::L2, 64, 0.85), (Metric::Cosine, 96, 0.85), (Metric::Dot, 48, 0.85)] {
+        let (mut full, mut codes, queries, points) = pair(metric, dim, 6);
+        assert!(codes.codes_only() && !full.codes_only());
+        // Same index, same payloads: the codes-only file has every section of the other but
+        // VECTORS, byte for byte, except META (its vector type) and IVF_META (its defaults are
+        // calibrated for ranking by estimates).
+        let (full_bytes, codes_bytes) = (full.to_bytes().to_vec(), codes.to_bytes());
+        let (a, b) = (full.sealed().unwrap().reader(), shoal_format::SegmentReader::open(codes_bytes).unwrap());
+        let kinds = |r: &shoal_format::SegmentReader<'_>| r.sections().iter().map(|e| e.kind).collect::<Vec<_>>();
+        let mut expected = kinds(&a);
+        expected.retain(|&k| k != shoal_format::KIND_VECTORS);
+        assert_eq!(kinds(&b), expected, "{metric:?}");
+        let own = [shoal_format::KIND_META, shoal_format::KIND_IVF_META];
+        for k in expected.into_iter().filter(|k| !own.contains(k)) {
+            assert_eq!(a.section(k), b.section(k), "{metric:?}: section {k}");
+        }
+        assert!(full_bytes.len() - codes_bytes.len() >= N * dim * 4);
+        codes.verify().unwrap();
+        let (mut hits, mut total) = (0, 0);
+        for q in queries.chunks_exact(dim) {
+            let truth = oracle::top_k(metric, &points, q, 10);
+            let got = search(&codes, json!({"limit": 10}), q).unwrap();
+            assert_eq!(got.len(), 10);
+            hits += got.iter().filter(|(id, _)| truth.iter().any(|(t, _)| t == id)).count();
+            total += truth.len();
+        }
+        let recall = hits as f64 / total as f64;
+        eprintln!("{metric:?} {dim}-d codes-only 6-bit: recall@10 {recall:.4}");
+        assert!(recall >= min_recall, "{metric:?}: codes-only recall@10 {recall} < {min_recall}");
+    }
+}
+
+#[test]
+fn a_filter_with_few_matches_ranks_by_the_same_estimates() {
+    for metric in [Metric::L2, Metric::Cosine, Metric::Dot] {
+        let (_, codes, queries, _) = pair(metric, 32, 4);
+        for q in queries.chunks_exact(32).take(20) {
+            let unfiltered = search(&codes, json!({"limit": 5}), q).unwrap();
+            // One `has_id` match each: estimated on its own, not found through the index.
+            for &(id, score) in &unfiltered {
+                let one = search(&codes, json!({"limit": 5, "filter": {"must": [{"has_id": [id]}]}}), q).unwrap();
+                assert_eq!(one, vec![(id, score)], "{metric:?}: id {id}");
+                assert_eq!(one[0].1.to_bits(), score.to_bits());
+            }
+            // A 5% filter (ids are 2 mod 5, so 20 groups): every result matches, in score order.
+            let group =
+                search(&codes, json!({"limit": 10, "filter": {"must": [{"key": "group", "match": {"value": 7}}]}}), q)
+                    .unwrap();
+            assert_eq!(group.len(), 10);
+            assert!(group.iter().all(|(id, _)| id % 100 == 7));
+            let better = |a: f32, b: f32| if metric == Metric::L2 { a <= b } else { a >= b };
+            assert!(group.windows(2).all(|w| better(w[0].1, w[1].1)), "{metric:?}: {group:?}");
+        }
+    }
+}
+
+#[test]
+fn a_codes_only_collection_refuses_changes_and_round_trips() {
+    let (_, mut codes, queries, _) = pair(Metric::L2, 24, 3);
+    let bytes = codes.to_bytes().to_vec();
+    let q = &queries[..24];
+    let before = search(&codes, json!({"limit": 10}), q).unwrap();
+    let refused = |r: Result<(), Error>| matches!(r, Err(Error::CodesOnly(_)));
+    assert!(refused(codes.insert(&[1], &[0.5; 24])));
+    assert!(refused(codes.reserve(1)));
+    assert!(matches!(codes.delete(&[2]), Err(Error::CodesOnly("delete"))));
+    assert!(refused(codes.seal_with(IndexKind::Flat)));
+    let wider = Collection::parse_schema(&json!({ "group": "integer", "tag": "keyword" })).unwrap();
+    assert!(refused(codes.extend_schema(wider)));
+    assert!(matches!(search(&codes, json!({"limit": 3, "params": {"exact": true}}), q), Err(Error::CodesOnly(_))));
+    assert_eq!(Error::CodesOnly("delete").code(), "codes_only");
+    // Nothing changed: the same points, no vectors to return, the same bytes and results.
+    assert_eq!(codes.len(), N);
+    assert!(codes.contains(2) && codes.vector(2).is_none());
+    assert_eq!(codes.payload(2), Some(json!({"group": 2})));
+    codes.seal();
+    assert_eq!(codes.to_bytes(), &bytes[..]);
+    assert_eq!(search(&codes, json!({"limit": 10}), q).unwrap(), before);
+    // Resealing with the index it has is a no-op; a round trip keeps everything.
+    codes.seal_with(codes.index_kind()).unwrap();
+    let reopened = Collection::from_bytes(&bytes).unwrap();
+    assert!(reopened.codes_only());
+    assert_eq!(reopened.index_kind(), codes.index_kind());
+    assert_eq!(search(&reopened, json!({"limit": 10}), q).unwrap(), before);
+}
+
+#[test]
+fn codes_only_needs_extra_bits_and_a_consistent_file() {
+    assert!(IndexKind::from_json(r#"{"index": "ivf-rabitq", "codes_only": true}"#).is_err());
+    assert!(IndexKind::from_json(r#"{"index": "ivf-rabitq", "bits": 1, "codes_only": true}"#).is_err());
+    assert!(IndexKind::from_json(r#"{"codes_only": true, "bits": 4}"#).is_err());
+    assert!(matches!(
+        IndexKind::from_json(r#"{"index": "ivf-rabitq", "bits": 4, "codes_only": true}"#),
+        Ok(IndexKind::IvfRabitq(IvfParams { bits: 4, codes_only: true, .. }))
+    ));
+    // META's vector type (offset 16 of the META payload) must agree with the sections.
+    let (mut full, mut codes, _, _) = pair(Metric::L2, 16, 2);
+    let meta_at = |bytes: &[u8]| {
+        let reader = shoal_format::SegmentReader::open(bytes).unwrap();
+        let meta = reader.section(shoal_format::KIND_META).unwrap();
+        meta.as_ptr() as usize - bytes.as_ptr() as usize + 16
+    };
+    let at = meta_at(full.to_bytes());
+    let mut with_vectors = full.to_bytes().to_vec();
+    with_vectors[at] = 1; // claims codes-only, yet has VECTORS
+    assert!(matches!(Collection::from_bytes(&with_vectors), Err(Error::Format(_))));
+    let at = meta_at(codes.to_bytes());
+    let mut without = codes.to_bytes().to_vec();
+    without[at] = 0; // claims full vectors, has none
+    assert!(matches!(Collection::from_bytes(&without), Err(Error::Format(_))));
+    without[at] = 2; // unknown
+    assert!(matches!(Collection::from_bytes(&without), Err(Error::Format(_))));
+}
