@@ -208,11 +208,15 @@ pub fn calibrate(
         }
         best
     };
-    let mut best = climb(TARGET_RECALL, &mut best_recall);
-    if best.is_none() && codes_only {
-        // Estimates alone cap the recall: aim just under the best the sample reached.
-        let reached = best_recall.0;
-        best = climb(reached - 0.01, &mut best_recall);
+    // Codes only, estimates alone may cap the recall below the target: then a second pass aims
+    // just under the best the sample reached (one call site keeps one copy of the climb).
+    let mut best = None;
+    for pass in 0..2 {
+        let target = if pass == 0 { TARGET_RECALL } else { best_recall.0 - 0.01 };
+        best = climb(target, &mut best_recall);
+        if best.is_some() || !codes_only {
+            break;
+        }
     }
     // Held-out queries lie farther from their partitions' centroids than indexed rows, so
     // their estimates are looser: double the depth (re-ranking stops at the error bound, so a

@@ -268,6 +268,21 @@ pub const WIDEN_BELOW: f32 = 0.1;
 /// Fewest partitions an adaptive search probes (fewer when the index has fewer).
 pub const MIN_PROBES: usize = 4;
 
+/// A partition's place in the probe order as one integer: its centroid key (NaN as +inf) in
+/// the high half, mapped so that integer order is `f32::total_cmp` order, and the partition in
+/// the low half (ties by partition). Sorting these is sorting `(key, partition)` pairs.
+fn probe_key(key: f32, partition: u32) -> u64 {
+    let bits = if key.is_nan() { f32::INFINITY } else { key }.to_bits();
+    let ordered = if bits >> 31 == 1 { !bits } else { bits | 1 << 31 };
+    (u64::from(ordered) << 32) | u64::from(partition)
+}
+
+/// The centroid key of a [`probe_key`].
+fn probe_distance(probe: u64) -> f32 {
+    let ordered = (probe >> 32) as u32;
+    f32::from_bits(if ordered >> 31 == 1 { ordered & !(1 << 31) } else { !ordered })
+}
+
 /// A candidate of the estimate phase.
 #[derive(Clone, Copy, Debug)]
 struct Estimate {
@@ -301,7 +316,8 @@ pub struct IvfScratch {
     levels: Vec<u8>,
     luts: Vec<u8>,
     sums: Vec<u32>,
-    probes: Vec<(f32, u32)>,
+    /// Partitions in probe order: [`probe_key`]s, sorted as plain integers.
+    probes: Vec<u64>,
     centroid_keys: Vec<f32>,
     keys: Vec<f32>,
     errs: Vec<f32>,
@@ -367,19 +383,18 @@ impl IvfIndex {
             Metric::Dot => metric.keys(kernels, query, data.centroids, keys),
             Metric::L2 | Metric::Cosine => kernels.l2_sq_batch(query, data.centroids, keys),
         }
-        s.probes.extend(keys.iter().enumerate().map(|(p, &k)| (if k.is_nan() { f32::INFINITY } else { k }, p as u32)));
+        s.probes.extend(keys.iter().enumerate().map(|(p, &k)| probe_key(k, p as u32)));
         let factor =
             if q.passing < WIDEN_BELOW { libm::sqrtf(WIDEN_BELOW / q.passing.max(f32::MIN_POSITIVE)) } else { 1.0 };
         let widen = |n: usize| ((n as f32 * factor) as usize).clamp(1, nlist);
         let mut nprobe = widen(q.nprobe.max(1));
-        let by_key = |a: &(f32, u32), b: &(f32, u32)| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1));
         if nprobe < nlist {
-            s.probes.select_nth_unstable_by(nprobe - 1, by_key);
+            s.probes.select_nth_unstable(nprobe - 1);
         }
-        s.probes[..nprobe].sort_unstable_by(by_key);
+        s.probes[..nprobe].sort_unstable();
         if q.probe_ratio > 0.0 && metric != Metric::Dot {
-            let limit = s.probes[0].0 * q.probe_ratio;
-            let within = s.probes[..q.nprobe.clamp(1, nlist)].partition_point(|p| p.0 <= limit);
+            let limit = probe_distance(s.probes[0]) * q.probe_ratio;
+            let within = s.probes[..q.nprobe.clamp(1, nlist)].partition_point(|&p| probe_distance(p) <= limit);
             nprobe = widen(within.max(MIN_PROBES)).min(nprobe);
         }
         let k = topk.capacity_k();
@@ -398,9 +413,9 @@ impl IvfIndex {
                 break;
             }
             if pi == nprobe {
-                s.probes[nprobe..].sort_unstable_by(by_key);
+                s.probes[nprobe..].sort_unstable();
             }
-            let p = s.probes[pi].1 as usize;
+            let p = s.probes[pi] as u32 as usize;
             let (r0, r1) = (data.offsets[p] as usize, data.offsets[p + 1] as usize);
             if r0 == r1 {
                 continue;
@@ -550,9 +565,9 @@ impl IvfIndex {
 impl IvfIndex {
     /// The codes-only stand-in for an exact scan of chosen rows (a filter's few matches):
     /// offers each of `rows` to `topk` with the key a codes-only search ranks it by, its
-    /// extended-bit estimate (`data.bits >= 2`; the 1-bit estimate otherwise). Rows ascending
-    /// cost least (each partition's query terms are computed once per run of its rows).
-    /// Returns how many rows were estimated.
+    /// extended-bit estimate. Rows ascending cost least (each partition's query terms are
+    /// computed once per run of its rows). Returns how many rows were estimated; none without
+    /// extra bits (`data.bits < 2`), which a codes-only index always has.
     pub fn estimate_rows(
         &self,
         search: &IvfSearch<'_>,
@@ -563,13 +578,14 @@ impl IvfIndex {
         topk: &mut TopK,
     ) -> u64 {
         let IvfSearch { kernels, metric, query, params: q } = *search;
+        if data.bits < 2 {
+            return 0;
+        }
         let kernels = &kernels;
         let (dim, padded, nlist) = (data.dim, self.padded, self.nlist);
         let s = scratch;
         s.qrot.resize(padded, 0.0);
         s.y.resize(padded, 0.0);
-        s.levels.resize(padded, 0);
-        s.luts.resize(padded / 4 * 16, 0);
         s.part_terms.resize(nlist, 0.0);
         s.xbar.resize(padded, 0.0);
         self.rotation.apply(query, &mut s.qrot);
@@ -577,37 +593,24 @@ impl IvfIndex {
         let exb = ex_code_bytes(padded, data.bits);
         let qnorm = if metric != Metric::L2 { libm::sqrtf(kernels.dot(&s.qrot, &s.qrot)) } else { 0.0 };
         let ex = ExQuery { data, kernels, metric, bb, exb, qnorm, epsilon: q.epsilon };
-        let mut terms = QueryTerms::default();
-        if metric != Metric::L2 {
-            terms = rabitq::quantize_query(kernels, &s.qrot, q.epsilon, &mut s.levels, &mut s.luts);
-        }
         let (mut current, mut count) = (usize::MAX, 0u64);
         for row in rows {
             let p = data.offsets.partition_point(|&o| o as usize <= row) - 1;
             if p != current {
-                // The same per-partition terms a search computes when it probes `p`.
+                // The same per-partition terms a search computes when it probes `p` (`‖y‖²` as
+                // `quantize_query` computes it).
                 current = p;
                 if metric == Metric::L2 {
                     let rc = &data.rot_centroids[p * padded..(p + 1) * padded];
                     for ((y, x), c) in s.y.iter_mut().zip(&s.qrot).zip(rc) {
                         *y = x - c;
                     }
-                    terms = rabitq::quantize_query(kernels, &s.y, q.epsilon, &mut s.levels, &mut s.luts);
-                    s.part_terms[p] = terms.norm_sq;
+                    s.part_terms[p] = kernels.dot(&s.y, &s.y);
                 } else {
                     s.part_terms[p] = kernels.dot(query, &data.centroids[p * dim..(p + 1) * dim]);
                 }
             }
-            let key = if data.bits > 1 {
-                ex.refine(row, &s.qrot, &s.part_terms, &mut s.xbar).0
-            } else {
-                let i = row - data.offsets[p] as usize;
-                let block = (data.block_offsets[p] as usize + i / 32) * bb;
-                s.sums.resize(s.sums.len().max(32), 0);
-                kernels.fastscan(&s.luts, &data.codes[block..block + bb], &mut s.sums[..32]);
-                let (f, sum) = (&data.factors[row], s.sums[i % 32]);
-                if metric == Metric::L2 { terms.l2(f, sum).0 } else { -(s.part_terms[p] + terms.ip(f, sum).0) }
-            };
+            let key = ex.refine(row, &s.qrot, &s.part_terms, &mut s.xbar).0;
             topk.push(Candidate { key: if key.is_nan() { f32::INFINITY } else { key }, id: first_id + row as u64 });
             count += 1;
         }
@@ -657,5 +660,32 @@ pub fn default_query(nlist: usize) -> IvfQuery {
         epsilon: EPSILON0,
         probe_ratio: 0.0,
         passing: 1.0,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::rng::Rng;
+
+    #[test]
+    fn probe_keys_sort_as_key_then_partition() {
+        let mut rng = Rng::new(3);
+        let mut specials = vec![0.0f32, -0.0, f32::INFINITY, f32::NEG_INFINITY, f32::MIN_POSITIVE, -f32::MIN_POSITIVE];
+        specials.extend([f32::MAX, f32::MIN, 1.0, 1.0, -1.0]);
+        let mut pairs: Vec<(f32, u32)> = specials.iter().enumerate().map(|(p, &k)| (k, p as u32)).collect();
+        for p in pairs.len()..2000 {
+            let k = f32::from_bits(rng.next_u64() as u32);
+            pairs.push((if k.is_nan() { 2.5 } else { k }, p as u32));
+        }
+        let mut by_pair = pairs.clone();
+        by_pair.sort_unstable_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)));
+        let mut by_key: Vec<u64> = pairs.iter().map(|&(k, p)| probe_key(k, p)).collect();
+        by_key.sort_unstable();
+        for (&(k, p), &key) in by_pair.iter().zip(&by_key) {
+            assert_eq!(key as u32, p);
+            assert_eq!(probe_distance(key).to_bits(), k.to_bits());
+        }
+        assert_eq!(probe_distance(probe_key(f32::NAN, 0)), f32::INFINITY);
     }
 }
