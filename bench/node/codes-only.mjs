@@ -4,11 +4,14 @@
 // --codes-only`) is opened in a fresh Node process with `Collection.fromStream` (file chunks
 // copied straight into wasm memory), then the dataset's queries run at the calibrated defaults
 // and a few wider settings. Reports wasm memory, the JavaScript heap, recall@10 against the
-// exact ground truth and QPS (one query at a time).
+// exact ground truth and QPS (one query at a time). `SEGMENT:VECTORS` also runs `searchLazy`:
+// exact re-ranking with the rows' vectors read on demand from VECTORS (`shoal build
+// --codes-only --vectors-out VECTORS`), one `FileHandle.read` per run of consecutive rows.
 //
 //   node bench/node/codes-only.mjs synthetic-1m-128 ~/.cache/shoal/codes-1m-128-b4.shoal [...]
 import { execFileSync } from "node:child_process";
 import { createReadStream, statSync } from "node:fs";
+import { open } from "node:fs/promises";
 import { homedir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -19,7 +22,8 @@ const MiB = 2 ** 20;
 const LIMIT = 128 * MiB;
 
 if (process.argv[2] === "--child") {
-  const [, , , name, path] = process.argv;
+  const [, , , name, spec] = process.argv;
+  const [path, vectorsPath] = spec.split(":");
   await init();
   const m0 = wasmMemoryBytes();
   const size = statSync(path).size;
@@ -37,22 +41,36 @@ if (process.argv[2] === "--child") {
     const [nprobe, rerank] = p.split(":").map(Number);
     return { nprobe, rerank };
   })];
+  const fh = vectorsPath ? await open(vectorsPath, "r") : null;
+  let readBytes = 0;
+  /** @param {number} offset @param {number} length */
+  const read = async (offset, length) => {
+    const b = Buffer.allocUnsafe(length);
+    await fh.read(b, 0, length, offset);
+    readBytes += length;
+    return b;
+  };
   const rows = [];
-  for (const params of settings) {
-    let hits = 0;
-    for (let i = 0; i < nq; i++) {
-      const res = col.search({ vector: q(i), limit: 10, params });
-      const truth = ds.gt.data.subarray(i * gtK, i * gtK + 10);
-      for (const p of res.points) if (truth.includes(Number(p.id))) hits++;
+  for (const lazy of fh ? [false, true] : [false]) {
+    const run = lazy ? (req) => col.searchLazy(req, read) : async (req) => col.search(req);
+    for (const params of settings) {
+      let hits = 0;
+      readBytes = 0;
+      for (let i = 0; i < nq; i++) {
+        const res = await run({ vector: q(i), limit: 10, params });
+        const truth = ds.gt.data.subarray(i * gtK, i * gtK + 10);
+        for (const p of res.points) if (truth.includes(Number(p.id))) hits++;
+      }
+      const rowsRead = readBytes / (dim * 4) / nq;
+      const times = [];
+      for (let rep = 0; rep < 3; rep++) {
+        const t = performance.now();
+        for (let i = 0; i < nq; i++) await run({ vector: q(i), limit: 10, params });
+        times.push(performance.now() - t);
+      }
+      times.sort((a, b) => a - b);
+      rows.push({ lazy, params, recall: hits / (10 * nq), qps: (nq * 1000) / times[1], rowsRead });
     }
-    const times = [];
-    for (let rep = 0; rep < 3; rep++) {
-      const t = performance.now();
-      for (let i = 0; i < nq; i++) col.search({ vector: q(i), limit: 10, params });
-      times.push(performance.now() - t);
-    }
-    times.sort((a, b) => a - b);
-    rows.push({ params, recall: hits / (10 * nq), qps: (nq * 1000) / times[1] });
   }
   const mem = process.memoryUsage();
   console.log(JSON.stringify({
@@ -74,10 +92,11 @@ for (const path of segments) {
   console.log(`== ${path}: ${r.points} points, codes only: ${r.codesOnly}, segment ${mib(r.segment)} MiB, opened from a stream in ${r.openMs.toFixed(0)} ms`);
   console.log(`wasm memory: ${mib(r.wasmBefore)} MiB after init, ${mib(r.wasmAfterOpen)} MiB after open, ${mib(r.wasmAfterSearch)} MiB after the searches ` +
     `(${r.wasmAfterSearch <= LIMIT ? "within" : "OVER"} 128 MiB); JS heap ${mib(r.jsHeapUsed)} MiB, ArrayBuffers ${mib(r.arrayBuffers)} MiB (the dataset's queries and ground truth)`);
-  console.log("| nprobe | rerank | recall@10 | QPS |");
-  console.log("|---|---|---:|---:|");
+  console.log("| ranking | nprobe | rerank | recall@10 | QPS | vectors read per query |");
+  console.log("|---|---|---|---:|---:|---:|");
   for (const row of r.rows) {
     const p = row.params;
-    console.log(`| ${p.nprobe ?? "default"} | ${p.rerank ?? "default"} | ${row.recall.toFixed(4)} | ${row.qps.toFixed(0)} |`);
+    const how = row.lazy ? "exact, vectors read lazily" : "estimates (codes only)";
+    console.log(`| ${how} | ${p.nprobe ?? "default"} | ${p.rerank ?? "default"} | ${row.recall.toFixed(4)} | ${row.qps.toFixed(0)} | ${row.lazy ? row.rowsRead.toFixed(1) : "-"} |`);
   }
 }

@@ -202,6 +202,13 @@ export class Collection {
    * `{ index: "ivf-rabitq" }` builds an IVF + RaBitQ index, `{ index: "flat" }` drops it.
    */
   seal(opts?: SealOptions): void;
+  /** A vector search of a codes-only collection re-ranked exactly with full vectors read on
+   * demand: `read(offset, length)` returns those bytes of the vectors file (raw f32, `dim` per
+   * row, the segment's row order; `shoal build --codes-only --vectors-out FILE`). */
+  searchLazy(
+    req: SearchRequest,
+    read: (offset: number, length: number) => Promise<Uint8Array | ArrayBuffer> | Uint8Array | ArrayBuffer,
+  ): Promise<SearchResponse>;
   /** Whether the collection keeps index codes only (sealed with `codes_only`). */
   readonly codesOnly: boolean;
   /** The index the next seal builds. */

@@ -296,6 +296,46 @@ export class Batch {
   }
 }
 
+/**
+ * A search request's JSON (without `vector`) and its vector as a Float32Array.
+ * @param {any} req
+ * @returns {[string, Float32Array | undefined]}
+ */
+function requestParts(req) {
+  if (req === null || typeof req !== "object" || Array.isArray(req)) {
+    throw new ShoalError("invalid_request", "invalid search request: expected an object");
+  }
+  const { vector, ...rest } = req;
+  const v = vector === undefined || vector === null ? undefined : toFloat32(vector, "invalid_request", "vector");
+  try {
+    return [JSON.stringify(rest), v];
+  } catch (e) {
+    throw new ShoalError("invalid_request", `invalid search request: ${e instanceof Error ? e.message : e}`);
+  }
+}
+
+/**
+ * The JavaScript form of a wasm `SearchOutput`, which it frees.
+ * @param {any} out
+ */
+function results(out) {
+  try {
+    const ids = out.ids();
+    const scores = out.scores();
+    const payloadsJson = out.payloads_json();
+    const payloads = payloadsJson === undefined || payloadsJson === null ? null : JSON.parse(payloadsJson);
+    const points = new Array(ids.length);
+    for (let i = 0; i < ids.length; i++) {
+      points[i] = payloads
+        ? { id: userId(ids[i]), score: scores[i], payload: payloads[i] }
+        : { id: userId(ids[i]), score: scores[i] };
+    }
+    return { points, partial: out.partial(), stats: JSON.parse(out.stats_json()) };
+  } finally {
+    out.free();
+  }
+}
+
 /** A collection of vectors with `u64` ids. */
 export class Collection {
   /** @type {any} */
@@ -487,33 +527,47 @@ export class Collection {
    */
   search(req) {
     const w = this.#get();
-    if (req === null || typeof req !== "object" || Array.isArray(req)) {
-      throw new ShoalError("invalid_request", "invalid search request: expected an object");
+    const [json, v] = requestParts(req);
+    return results(call(() => w.search(json, v)));
+  }
+
+  /**
+   * A vector search of a codes-only collection (built with `shoal build --codes-only
+   * --vectors-out FILE`, or sealed with `codes_only`) re-ranked exactly with the full vectors
+   * kept out of wasm memory: the codes pick the rows whose exact distance can decide the
+   * results, `read` fetches just those rows' vectors (consecutive rows in one read) from the
+   * vectors file — raw little-endian f32, `dim` per row, in the segment's row order — and the
+   * results are exact over them. `read(offset, length)` returns (a promise of) those bytes: a
+   * file handle's read in Node, a `Range` fetch or an R2 `get` with a range at the edge.
+   * @param {Record<string, any>} req
+   * @param {(offset: number, length: number) => Promise<Uint8Array | ArrayBuffer> | Uint8Array | ArrayBuffer} read
+   */
+  async searchLazy(req, read) {
+    const w = this.#get();
+    const [json, v] = requestParts(req);
+    const rows = call(() => w.rerank_rows(json, v));
+    const rowBytes = this.#dim * 4;
+    const bytes = new Uint8Array(rows.length * rowBytes);
+    const reads = [];
+    for (let i = 0; i < rows.length; ) {
+      let j = i + 1;
+      while (j < rows.length && rows[j] === rows[j - 1] + 1) j++;
+      const [at, offset, length] = [i * rowBytes, rows[i] * rowBytes, (j - i) * rowBytes];
+      reads.push(
+        Promise.resolve(read(offset, length)).then((got) => {
+          const u8 = got instanceof Uint8Array ? got : new Uint8Array(got);
+          if (u8.byteLength !== length) {
+            throw new ShoalError("invalid_argument", `searchLazy: read(${offset}, ${length}) returned ${u8.byteLength} bytes`);
+          }
+          bytes.set(u8, at);
+        }),
+      );
+      i = j;
     }
-    const { vector, ...rest } = req;
-    const v = vector === undefined || vector === null ? undefined : toFloat32(vector, "invalid_request", "vector");
-    let json;
-    try {
-      json = JSON.stringify(rest);
-    } catch (e) {
-      throw new ShoalError("invalid_request", `invalid search request: ${e instanceof Error ? e.message : e}`);
-    }
-    const out = call(() => w.search(json, v));
-    try {
-      const ids = out.ids();
-      const scores = out.scores();
-      const payloadsJson = out.payloads_json();
-      const payloads = payloadsJson === undefined || payloadsJson === null ? null : JSON.parse(payloadsJson);
-      const points = new Array(ids.length);
-      for (let i = 0; i < ids.length; i++) {
-        points[i] = payloads
-          ? { id: userId(ids[i]), score: scores[i], payload: payloads[i] }
-          : { id: userId(ids[i]), score: scores[i] };
-      }
-      return { points, partial: out.partial(), stats: JSON.parse(out.stats_json()) };
-    } finally {
-      out.free();
-    }
+    await Promise.all(reads);
+    // `#get` again: the collection may have been freed while the reads ran.
+    const vectors = new Float32Array(bytes.buffer);
+    return results(call(() => this.#get().search_reranked(json, v, rows, vectors)));
   }
 
   /** Full check of every checksum of the sealed segment. */

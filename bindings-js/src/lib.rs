@@ -212,11 +212,26 @@ impl WasmCollection {
     /// Runs a search request given as JSON (the shape of `DESIGN.md`). `vector`, when given,
     /// is the query vector (it replaces any `vector` field of the JSON).
     pub fn search(&self, json: &str, vector: Option<Vec<f32>>) -> Result<SearchOutput, JsValue> {
-        let mut req = SearchRequest::from_json(json).map_err(|e| js_error(&e))?;
-        if vector.is_some() {
-            req.vector = vector;
-        }
-        let res = self.inner.search(&req).map_err(|e| js_error(&e))?;
+        let res = self.inner.search(&request(json, vector)?).map_err(|e| js_error(&e))?;
+        Ok(SearchOutput { res })
+    }
+
+    /// Lazy re-ranking, step 1 (`Collection::rerank_rows`): the rows (a `Uint32Array`) whose
+    /// full vectors decide the search of a codes-only collection.
+    pub fn rerank_rows(&self, json: &str, vector: Option<Vec<f32>>) -> Result<Vec<u32>, JsValue> {
+        self.inner.rerank_rows(&request(json, vector)?).map_err(|e| js_error(&e))
+    }
+
+    /// Lazy re-ranking, step 2 (`Collection::search_reranked`): the search answered exactly
+    /// over `rows` with their `vectors`.
+    pub fn search_reranked(
+        &self,
+        json: &str,
+        vector: Option<Vec<f32>>,
+        rows: &[u32],
+        vectors: &[f32],
+    ) -> Result<SearchOutput, JsValue> {
+        let res = self.inner.search_reranked(&request(json, vector)?, rows, vectors).map_err(|e| js_error(&e))?;
         Ok(SearchOutput { res })
     }
 
@@ -234,6 +249,16 @@ impl WasmCollection {
     pub fn verify(&self) -> Result<(), JsValue> {
         self.inner.verify().map_err(|e| js_error(&e))
     }
+}
+
+/// A search request from its JSON and, when given, the query vector (it replaces any `vector`
+/// field of the JSON).
+fn request(json: &str, vector: Option<Vec<f32>>) -> Result<SearchRequest, JsValue> {
+    let mut req = SearchRequest::from_json(json).map_err(|e| js_error(&e))?;
+    if vector.is_some() {
+        req.vector = vector;
+    }
+    Ok(req)
 }
 
 /// The result of [`WasmCollection::search`].

@@ -4,7 +4,8 @@ use alloc::vec::Vec;
 
 use serde_json::Value;
 use shoal_format::AlignedBytes;
-use shoal_index::ivf::{IvfData, IvfIndex, IvfQuery, IvfScratch, IvfSearch, Prefetch};
+use shoal_index::ivf::{Bounds, IvfData, IvfIndex, IvfQuery, IvfScratch, IvfSearch, Prefetch, Refined};
+use shoal_index::order::{f32_key, f32_of};
 use shoal_index::{Candidate, FlatScan, FlatScratch, Metric, TopK, normalize};
 use shoal_kernels::Kernels;
 use shoal_payload::{CompiledFilter, Filter, PayloadView, Schema, parse_payload, reference};
@@ -709,8 +710,11 @@ impl Collection {
             let pass = |row: u32| (row as usize) < m.rows() && m.passes(row as usize, filter);
             run(&text::open(sections), self.sealed_rows(), &pass)?;
         }
-        hits.sort_unstable_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
-        hits.truncate(k);
+        // Best score first, ties by internal id (< 2^32): sorted as one u64 per hit.
+        let mut keys: Vec<u64> = hits.iter().map(|&(i, score)| u64::from(!f32_key(score)) << 32 | i as u64).collect();
+        keys.sort_unstable();
+        hits.clear();
+        hits.extend(keys.iter().take(k).map(|&key| (key as u32 as usize, f32_of(!((key >> 32) as u32)))));
         stats.exact = !partial;
         Ok(TextRanking { hits, partial, stats })
     }
@@ -776,22 +780,108 @@ impl Collection {
     ) -> Result<SearchStats, Error> {
         self.scratch.with(|s| {
             self.prepare_query(vector, &mut s.query)?;
-            let stats = self.search_prepared(req, filter, s)?;
-            out.clear();
+            let stats = self.search_prepared(req, filter, s, None)?;
             s.topk.drain_sorted(&mut s.best);
-            out.extend(s.best.iter().skip(req.offset).map(|c| ScoredPoint {
-                id: self.external_id(c.id as usize),
-                score: self.metric.score(c.key),
-                payload: None,
-            }));
-            if req.with_payload {
-                let view = self.sealed.as_ref().and_then(|seg| seg.payload());
-                for (p, c) in out.iter_mut().zip(s.best.iter().skip(req.offset)) {
-                    p.payload = Some(self.payload_of(c.id as usize, view.as_ref()));
-                }
-            }
+            self.emit(req, &s.best, out);
             Ok(stats)
         })
+    }
+
+    /// Writes the results of `req` from its best candidates (internal ids, sorted): skips
+    /// `offset`, maps ids and scores, adds payloads when asked.
+    fn emit(&self, req: &SearchRequest, best: &[Candidate], out: &mut Vec<ScoredPoint>) {
+        out.clear();
+        out.extend(best.iter().skip(req.offset).map(|c| ScoredPoint {
+            id: self.external_id(c.id as usize),
+            score: self.metric.score(c.key),
+            payload: None,
+        }));
+        if req.with_payload {
+            let view = self.sealed.as_ref().and_then(|seg| seg.payload());
+            for (p, c) in out.iter_mut().zip(best.iter().skip(req.offset)) {
+                p.payload = Some(self.payload_of(c.id as usize, view.as_ref()));
+            }
+        }
+    }
+
+    /// Lazy re-ranking of a codes-only collection, step 1 of 2: the sealed rows whose exact
+    /// distance could place them in the results of the vector search `req` (its filter
+    /// applied), ascending. Each row's extended-bit estimate gives an interval; a row is kept
+    /// when its interval's low end is at most the `offset + limit`-th smallest high end. A host
+    /// that keeps the full vectors out of memory (a file, object storage) reads these rows'
+    /// vectors and calls [`search_reranked`](Self::search_reranked).
+    pub fn rerank_rows(&self, req: &SearchRequest) -> Result<Vec<u32>, Error> {
+        let vector = self.lazy_request(req)?;
+        let filter = self.parse_filter(req.filter.as_ref())?;
+        let mut bounds = Bounds::new(req.offset + req.limit);
+        self.scratch.with(|s| {
+            self.prepare_query(vector, &mut s.query)?;
+            self.search_prepared(req, filter.as_ref(), s, Some(&mut bounds))
+        })?;
+        let mut rows = Vec::new();
+        bounds.finish(&mut rows);
+        Ok(rows.into_iter().map(|r| r as u32).collect())
+    }
+
+    /// Lazy re-ranking, step 2: answers `req` exactly over `rows` (ascending, as
+    /// [`rerank_rows`](Self::rerank_rows) gave them for the same request), whose stored vectors
+    /// (normalised for cosine, as `shoal build --vectors-out` writes them) are `vectors`,
+    /// row-major. Rows that do not pass the request's filter are ignored.
+    pub fn search_reranked(&self, req: &SearchRequest, rows: &[u32], vectors: &[f32]) -> Result<SearchResponse, Error> {
+        let vector = self.lazy_request(req)?;
+        let seg = self.sealed.as_ref().expect("checked by lazy_request");
+        if Some(vectors.len()) != rows.len().checked_mul(self.dim) {
+            return Err(Error::LengthMismatch { ids: rows.len(), floats: vectors.len(), dim: self.dim });
+        }
+        if rows.windows(2).any(|w| w[0] >= w[1]) || rows.last().is_some_and(|&r| r as usize >= seg.rows()) {
+            return Err(Error::InvalidRequest("rows must ascend and lie in the segment".into()));
+        }
+        if let Some(at) = first_non_finite(vectors) {
+            return Err(Error::NonFinite { point: at / self.dim, element: at % self.dim });
+        }
+        let filter = self.parse_filter(req.filter.as_ref())?;
+        let view = seg.payload();
+        let compiled = match (&filter, &view) {
+            (Some(f), Some(v)) => Some(compile_filter(seg, v, f)?),
+            _ => None,
+        };
+        let ids = seg.ids();
+        let passes = |r: u32| match (&compiled, &filter) {
+            (Some(c), _) => c.matches(r),
+            (None, Some(f)) => reference::matches(f, &Value::Null, ids[r as usize]),
+            (None, None) => true,
+        };
+        let mut points = Vec::new();
+        let stats = self.scratch.with(|s| {
+            self.prepare_query(vector, &mut s.query)?;
+            s.topk.reset(req.offset + req.limit);
+            let mut key = [0.0f32];
+            for (&r, v) in rows.iter().zip(vectors.chunks_exact(self.dim)) {
+                if passes(r) {
+                    self.metric.keys(&self.kernels, &s.query, v, &mut key);
+                    let key = if key[0].is_nan() { f32::INFINITY } else { key[0] };
+                    s.topk.push(Candidate { key, id: r as u64 });
+                }
+            }
+            s.topk.drain_sorted(&mut s.best);
+            self.emit(req, &s.best, &mut points);
+            Ok::<_, Error>(SearchStats { scanned: rows.len() as u64, segments: 1, ..SearchStats::default() })
+        })?;
+        Ok(SearchResponse { points, partial: false, stats })
+    }
+
+    /// Checks a lazy re-ranking request: a codes-only collection, a vector search without text.
+    fn lazy_request<'r>(&self, req: &'r SearchRequest) -> Result<&'r [f32], Error> {
+        req.check()?;
+        if !self.codes_only() {
+            return Err(Error::InvalidRequest("lazy re-ranking is for codes-only collections".into()));
+        }
+        if req.text.is_some() || req.params.exact {
+            return Err(Error::InvalidRequest(
+                "lazy re-ranking answers vector searches (no `text`, no `exact`)".into(),
+            ));
+        }
+        req.vector.as_deref().ok_or_else(|| Error::InvalidRequest("missing field `vector`".into()))
     }
 
     /// Parses a request's filter and checks it against the schema (`null` means none).
@@ -819,11 +909,14 @@ impl Collection {
     }
 
     /// Fills `s.topk` with the best `offset + limit` candidates for the prepared `s.query`.
+    /// With `bounds` (lazy re-ranking of a codes-only collection), the sealed segment's refined
+    /// candidates go there instead of `s.topk`.
     fn search_prepared(
         &self,
         req: &SearchRequest,
         filter: Option<&Filter>,
         s: &mut QueryScratch,
+        bounds: Option<&mut Bounds>,
     ) -> Result<SearchStats, Error> {
         let QueryScratch { query, topk, flat, ivf, .. } = s;
         topk.reset(req.offset + req.limit);
@@ -837,12 +930,16 @@ impl Collection {
             let deleted = &self.sealed_deleted;
             let index = seg.ivf().filter(|_| !req.params.exact);
             match filter {
-                Some(f) => self.search_sealed_filtered(seg, f, req, index, &scan, flat, ivf, topk, &mut stats)?,
+                Some(f) => {
+                    self.search_sealed_filtered(seg, f, req, index, &scan, flat, ivf, topk, bounds, &mut stats)?
+                }
                 None => {
                     let skip = |r: usize| deleted.contains(r);
                     let skip: Option<&dyn Fn(usize) -> bool> = (deleted.count() > 0).then_some(&skip);
                     match (index, seg.vectors()) {
-                        (Some(index), _) => self.search_ivf(req, index, skip, 1.0, &scan, ivf, topk, &mut stats),
+                        (Some(index), _) => {
+                            self.search_ivf(req, index, skip, 1.0, &scan, ivf, topk, bounds, &mut stats)
+                        }
                         (None, Some(vectors)) => {
                             scan.scan(vectors, 0, skip, flat, topk);
                             stats.scanned += seg.rows() as u64;
@@ -876,6 +973,7 @@ impl Collection {
         scan: &FlatScan<'_>,
         scratch: &mut IvfScratch,
         topk: &mut TopK,
+        bounds: Option<&mut Bounds>,
         stats: &mut SearchStats,
     ) {
         let seg = self.sealed.as_ref().expect("an IVF index lives in the sealed segment");
@@ -889,7 +987,10 @@ impl Collection {
             params.passing = passing;
         }
         let search = IvfSearch { kernels: self.kernels, metric: self.metric, query: scan.query, params };
-        let st = index.search(&search, &data, skip, 0, scratch, topk);
+        let st = match bounds {
+            Some(b) => index.search_refined(&search, &data, skip, 0, scratch, topk.capacity_k(), b),
+            None => index.search(&search, &data, skip, 0, scratch, topk),
+        };
         stats.scanned += st.reranked;
         stats.estimated += st.estimated;
         stats.exact = false;
@@ -914,6 +1015,7 @@ impl Collection {
         flat: &mut FlatScratch,
         ivf: &mut IvfScratch,
         topk: &mut TopK,
+        bounds: Option<&mut Bounds>,
         stats: &mut SearchStats,
     ) -> Result<(), Error> {
         let deleted = &self.sealed_deleted;
@@ -932,7 +1034,7 @@ impl Collection {
             if est.min > limit {
                 let skip = |r: usize| deleted.contains(r) || !c.matches(r as u32);
                 let passing = est.expected as f32 / rows as f32;
-                self.search_ivf(req, index, Some(&skip), passing, scan, ivf, topk, stats);
+                self.search_ivf(req, index, Some(&skip), passing, scan, ivf, topk, bounds, stats);
                 return Ok(());
             }
         }
@@ -941,14 +1043,19 @@ impl Collection {
         match (index, seg.vectors()) {
             (Some(index), _) if count > limit => {
                 let skip = |r: usize| !matching.contains(r as u32);
-                self.search_ivf(req, index, Some(&skip), count as f32 / rows as f32, scan, ivf, topk, stats);
+                let passing = count as f32 / rows as f32;
+                self.search_ivf(req, index, Some(&skip), passing, scan, ivf, topk, bounds, stats);
             }
             (Some((index, data, defaults)), None) => {
                 // Codes only: the matches ranked by their estimates, as the IVF search ranks.
                 let params = Self::ivf_query(req, defaults);
                 let search = IvfSearch { kernels: self.kernels, metric: self.metric, query: scan.query, params };
                 let mut rows = matching.iter().map(|r| r as usize);
-                stats.estimated += index.estimate_rows(&search, &data, &mut rows, 0, ivf, topk);
+                let sink: &mut dyn Refined = match bounds {
+                    Some(b) => b,
+                    None => topk,
+                };
+                stats.estimated += index.estimate_rows(&search, &data, &mut rows, 0, ivf, sink);
                 stats.exact = false;
             }
             (_, Some(vectors)) if count.saturating_mul(4) > rows as u64 => {

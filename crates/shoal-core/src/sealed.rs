@@ -352,6 +352,36 @@ impl SealedSegment {
         Some((&ivf.index, ivf.data(self.bytes(), self.dim, self.vectors()), ivf.defaults))
     }
 
+    /// This segment as a codes-only segment: every section but `VECTORS`, byte for byte (the
+    /// index and its calibrated defaults included), with `META` saying codes-only. Its rows are
+    /// this segment's rows, so [`vectors`](Self::vectors) is what a host reads lazily for
+    /// [`Collection::search_reranked`](crate::Collection::search_reranked). Needs an IVF-RaBitQ
+    /// index with 2 or more bits.
+    pub fn without_vectors(&self) -> Result<AlignedBytes, Error> {
+        if self.ivf.as_ref().is_none_or(|i| i.bits < 2) {
+            return Err(Error::InvalidRequest(
+                "a codes-only segment needs an IVF-RaBitQ index with 2 or more bits".into(),
+            ));
+        }
+        let reader = self.reader();
+        let mut meta: SegmentMeta = *bytemuck::from_bytes(reader.require(KIND_META)?);
+        meta.vector_type = VECTOR_TYPE_CODES_ONLY;
+        let bytes = self.bytes();
+        let mut w = SegmentWriter::new();
+        for e in reader.sections() {
+            match e.kind {
+                KIND_VECTORS => {}
+                KIND_META => {
+                    w.add_section(KIND_META, e.flags, bytemuck::bytes_of(&meta));
+                }
+                _ => {
+                    w.add_section(e.kind, e.flags, &bytes[e.offset as usize..(e.offset + e.length) as usize]);
+                }
+            }
+        }
+        Ok(write_aligned(&w))
+    }
+
     /// The row holding external id `id`.
     pub fn row_of(&self, id: u64) -> Option<usize> {
         let index = self.id_index();
@@ -452,16 +482,21 @@ impl SealedSegment {
         if let Some(t) = &text_sections {
             text::add_sections(&mut w, t);
         }
-        let mut out = AlignedBytes::zeroed(w.file_len() as usize);
-        let buf = out.as_mut_slice();
-        let mut at = 0;
-        let _ = w.write_with::<core::convert::Infallible>(|chunk| {
-            buf[at..at + chunk.len()].copy_from_slice(chunk);
-            at += chunk.len();
-            Ok(())
-        });
-        out
+        write_aligned(&w)
     }
+}
+
+/// The file `w` describes, in a 64-byte-aligned buffer.
+fn write_aligned(w: &SegmentWriter<'_>) -> AlignedBytes {
+    let mut out = AlignedBytes::zeroed(w.file_len() as usize);
+    let buf = out.as_mut_slice();
+    let mut at = 0;
+    let _ = w.write_with::<core::convert::Infallible>(|chunk| {
+        buf[at..at + chunk.len()].copy_from_slice(chunk);
+        at += chunk.len();
+        Ok(())
+    });
+    out
 }
 
 /// Opens the payload sections, if any: all five or none, agreeing with the segment's rows.

@@ -272,15 +272,12 @@ pub const MIN_PROBES: usize = 4;
 /// the high half, mapped so that integer order is `f32::total_cmp` order, and the partition in
 /// the low half (ties by partition). Sorting these is sorting `(key, partition)` pairs.
 fn probe_key(key: f32, partition: u32) -> u64 {
-    let bits = if key.is_nan() { f32::INFINITY } else { key }.to_bits();
-    let ordered = if bits >> 31 == 1 { !bits } else { bits | 1 << 31 };
-    (u64::from(ordered) << 32) | u64::from(partition)
+    (u64::from(crate::order::f32_key(if key.is_nan() { f32::INFINITY } else { key })) << 32) | u64::from(partition)
 }
 
 /// The centroid key of a [`probe_key`].
 fn probe_distance(probe: u64) -> f32 {
-    let ordered = (probe >> 32) as u32;
-    f32::from_bits(if ordered >> 31 == 1 { ordered & !(1 << 31) } else { !ordered })
+    crate::order::f32_of((probe >> 32) as u32)
 }
 
 /// A candidate of the estimate phase.
@@ -352,9 +349,73 @@ pub struct IvfIndex {
     pub rotation: Rotation,
 }
 
+/// What a search ranking by estimates (codes only) does with its refined candidates.
+pub trait Refined {
+    /// Whether a candidate whose estimate is at least `lower` can still matter (candidates
+    /// come in order of their lower bounds, so the first refused ends the search).
+    fn wants(&self, lower: f32) -> bool;
+    /// A refined candidate: its internal id, estimate and error bound (the distance lies in
+    /// `key ± err` at the index's confidence).
+    fn offer(&mut self, id: u64, key: f32, err: f32);
+}
+
+impl Refined for TopK {
+    fn wants(&self, lower: f32) -> bool {
+        self.len() < self.capacity_k() || lower <= self.threshold()
+    }
+
+    fn offer(&mut self, id: u64, key: f32, _err: f32) {
+        self.push(Candidate { key: if key.is_nan() { f32::INFINITY } else { key }, id });
+    }
+}
+
+/// Collects the candidates whose exact distance could place them in the top `k`: those whose
+/// lower bound is at most the `k`-th smallest upper bound. A host that keeps the full vectors
+/// elsewhere (a file, object storage) reads just these and ranks them exactly.
+#[derive(Debug, Default)]
+pub struct Bounds {
+    uppers: TopK,
+    lowers: Vec<(f32, u64)>,
+}
+
+impl Bounds {
+    /// Empty, for the top `k`.
+    pub fn new(k: usize) -> Bounds {
+        Bounds { uppers: TopK::new(k), lowers: Vec::new() }
+    }
+
+    /// The internal ids that can still enter the top `k`, ascending.
+    pub fn finish(&mut self, out: &mut Vec<u64>) {
+        let t = if self.uppers.len() < self.uppers.capacity_k() { f32::INFINITY } else { self.uppers.threshold() };
+        out.clear();
+        out.extend(self.lowers.iter().filter(|(lower, _)| *lower <= t).map(|&(_, id)| id));
+        out.sort_unstable();
+        out.dedup();
+    }
+}
+
+impl Refined for Bounds {
+    fn wants(&self, lower: f32) -> bool {
+        self.uppers.wants(lower)
+    }
+
+    fn offer(&mut self, id: u64, key: f32, err: f32) {
+        let err = if err.is_nan() { f32::INFINITY } else { err.abs() };
+        self.uppers.offer(id, key + err, 0.0);
+        self.lowers.push((if key.is_nan() { f32::NEG_INFINITY } else { key - err }, id));
+    }
+}
+
+/// How a search ends: exact distances into a top-k (estimates when the data has no vectors),
+/// or every refined estimate to a [`Refined`] sink.
+enum Finish<'t> {
+    Best(&'t mut TopK),
+    Refined(&'t mut dyn Refined),
+}
+
 impl IvfIndex {
     /// Runs `search` over `data`, offering exact results to `topk` with internal ids
-    /// `first_id + row`. Rows with `skip(row)` are ignored.
+    /// `first_id + row` (estimates, for codes-only data). Rows with `skip(row)` are ignored.
     pub fn search(
         &self,
         search: &IvfSearch<'_>,
@@ -363,6 +424,38 @@ impl IvfIndex {
         first_id: u64,
         scratch: &mut IvfScratch,
         topk: &mut TopK,
+    ) -> IvfStats {
+        self.run(search, data, skip, first_id, scratch, topk.capacity_k(), Finish::Best(topk))
+    }
+
+    /// [`search`](Self::search) for the top `k`, ranking by the extended-bit estimates whether
+    /// or not `data` has vectors, and handing every refined candidate to `sink`.
+    #[allow(clippy::too_many_arguments)]
+    pub fn search_refined(
+        &self,
+        search: &IvfSearch<'_>,
+        data: &IvfData<'_>,
+        skip: Option<&dyn Fn(usize) -> bool>,
+        first_id: u64,
+        scratch: &mut IvfScratch,
+        k: usize,
+        sink: &mut dyn Refined,
+    ) -> IvfStats {
+        self.run(search, data, skip, first_id, scratch, k, Finish::Refined(sink))
+    }
+
+    // One copy for both entry points (inlined, the whole search would be twice in wasm).
+    #[inline(never)]
+    #[allow(clippy::too_many_arguments)]
+    fn run(
+        &self,
+        search: &IvfSearch<'_>,
+        data: &IvfData<'_>,
+        skip: Option<&dyn Fn(usize) -> bool>,
+        first_id: u64,
+        scratch: &mut IvfScratch,
+        k: usize,
+        finish: Finish<'_>,
     ) -> IvfStats {
         let IvfSearch { kernels, metric, query, params: q } = *search;
         let kernels = &kernels;
@@ -397,7 +490,6 @@ impl IvfIndex {
             let within = s.probes[..q.nprobe.clamp(1, nlist)].partition_point(|&p| probe_distance(p) <= limit);
             nprobe = widen(within.max(MIN_PROBES)).min(nprobe);
         }
-        let k = topk.capacity_k();
         let depth = k.saturating_mul(q.rerank.max(1)).max(k);
         s.heap.clear();
         let bb = block_bytes(padded);
@@ -498,23 +590,30 @@ impl IvfIndex {
         let qnorm = if bits > 1 && metric != Metric::L2 { libm::sqrtf(kernels.dot(&s.qrot, &s.qrot)) } else { 0.0 };
         s.xbar.resize(padded, 0.0);
         let ex = ExQuery { data, kernels, metric, bb, exb, qnorm, epsilon: q.epsilon };
-        let Some(vectors) = data.vectors else {
-            // Codes only: the extended-bit estimate is the distance. Candidates come in order
-            // of their 1-bit lower bounds; one whose bound is past the k-th estimate is left.
-            for e in &s.sorted {
-                if topk.len() >= k && e.lower > topk.threshold() {
-                    break;
+        let (topk, vectors) = match (finish, data.vectors) {
+            (Finish::Best(topk), Some(vectors)) => (topk, vectors),
+            (finish, _) => {
+                // Ranked by estimates: the extended-bit estimate is the distance. Candidates
+                // come in order of their 1-bit lower bounds; the first the sink refuses ends it.
+                let sink: &mut dyn Refined = match finish {
+                    Finish::Best(topk) => topk,
+                    Finish::Refined(sink) => sink,
+                };
+                for e in &s.sorted {
+                    if !sink.wants(e.lower) {
+                        break;
+                    }
+                    // (Without extra bits, which a codes-only segment never has, the 1-bit one.)
+                    let (key, err) = if bits > 1 {
+                        ex.refine(e.row as usize, &s.qrot, &s.part_terms, &mut s.xbar)
+                    } else {
+                        (e.key, e.key - e.lower)
+                    };
+                    stats.refined += 1;
+                    sink.offer(first_id + e.row as u64, key, err);
                 }
-                // (Without extra bits, which a codes-only segment never has, the 1-bit estimate.)
-                let key =
-                    if bits > 1 { ex.refine(e.row as usize, &s.qrot, &s.part_terms, &mut s.xbar).0 } else { e.key };
-                stats.refined += 1;
-                topk.push(Candidate {
-                    key: if key.is_nan() { f32::INFINITY } else { key },
-                    id: first_id + e.row as u64,
-                });
+                return stats;
             }
-            return stats;
         };
         let mut ahead = 0;
         for j in 0..s.sorted.len() {
@@ -564,8 +663,8 @@ impl IvfIndex {
 
 impl IvfIndex {
     /// The codes-only stand-in for an exact scan of chosen rows (a filter's few matches):
-    /// offers each of `rows` to `topk` with the key a codes-only search ranks it by, its
-    /// extended-bit estimate. Rows ascending cost least (each partition's query terms are
+    /// offers each of `rows` to `sink` with the key a codes-only search ranks it by, its
+    /// extended-bit estimate (and its error bound). Rows ascending cost least (each partition's query terms are
     /// computed once per run of its rows). Returns how many rows were estimated; none without
     /// extra bits (`data.bits < 2`), which a codes-only index always has.
     pub fn estimate_rows(
@@ -575,7 +674,7 @@ impl IvfIndex {
         rows: &mut dyn Iterator<Item = usize>,
         first_id: u64,
         scratch: &mut IvfScratch,
-        topk: &mut TopK,
+        sink: &mut dyn Refined,
     ) -> u64 {
         let IvfSearch { kernels, metric, query, params: q } = *search;
         if data.bits < 2 {
@@ -610,8 +709,8 @@ impl IvfIndex {
                     s.part_terms[p] = kernels.dot(query, &data.centroids[p * dim..(p + 1) * dim]);
                 }
             }
-            let key = ex.refine(row, &s.qrot, &s.part_terms, &mut s.xbar).0;
-            topk.push(Candidate { key: if key.is_nan() { f32::INFINITY } else { key }, id: first_id + row as u64 });
+            let (key, err) = ex.refine(row, &s.qrot, &s.part_terms, &mut s.xbar);
+            sink.offer(first_id + row as u64, key, err);
             count += 1;
         }
         count

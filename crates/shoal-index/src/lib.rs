@@ -14,6 +14,7 @@ mod flat;
 pub mod ivf;
 pub mod kmeans;
 mod metric;
+pub mod order;
 pub mod rabitq;
 pub mod rng;
 pub mod rotation;

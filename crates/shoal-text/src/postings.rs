@@ -97,7 +97,7 @@ pub fn encode(
     let mut base = 0u32;
     let mut gaps = [0u32; BLOCK];
     let mut tfm1 = [0u32; BLOCK];
-    let mut points: Vec<(u32, u32)> = Vec::with_capacity(BLOCK);
+    let mut points: Vec<u64> = Vec::with_capacity(BLOCK);
     for b in 0..n_blocks {
         let lo = b * BLOCK;
         let hi = docs.len().min(lo + BLOCK);
@@ -130,11 +130,12 @@ pub fn encode(
             break;
         }
         // Impacts: the Pareto frontier of (tf, len), by ascending len then descending tf.
+        // As one u64 each (len high, !tf low): one plain integer sort, small in wasm.
         points.clear();
-        points.extend((lo..hi).map(|i| (doc_lens.map_or(0, |l| l[i]), tfs[i])));
-        points.sort_unstable_by(|a, b| a.0.cmp(&b.0).then(b.1.cmp(&a.1)));
+        points.extend((lo..hi).map(|i| u64::from(doc_lens.map_or(0, |l| l[i])) << 32 | u64::from(!tfs[i])));
+        points.sort_unstable();
         let mut frontier: Vec<(u32, u32)> = Vec::new(); // (tf, len)
-        for &(len, tf) in &points {
+        for (len, tf) in points.iter().map(|&p| ((p >> 32) as u32, !(p as u32))) {
             if frontier.last().is_none_or(|&(best, _)| tf > best) {
                 frontier.push((tf, len));
             }

@@ -56,6 +56,12 @@ pub struct BuildArgs {
     /// searches rank by the codes' estimates (needs --bits 2..=8; recall then depends on them).
     #[arg(long)]
     pub codes_only: bool,
+    /// With --codes-only: also write the full vectors, in the segment's row order (normalised
+    /// for cosine), as raw little-endian f32 to this file, for lazy exact re-ranking
+    /// (`searchLazy` in JavaScript reads just the rows a query needs). The index is then built
+    /// and calibrated for exact re-ranking.
+    #[arg(long, value_name = "FILE", requires = "codes_only")]
+    pub vectors_out: Option<PathBuf>,
     /// Rows inserted per batch.
     #[arg(long, value_name = "ROWS", default_value_t = 65_536, hide = true)]
     pub batch_rows: usize,
@@ -175,12 +181,23 @@ pub fn run(args: &BuildArgs) -> Result<(), HostError> {
                 partitions: args.partitions.map(|p| p as usize),
                 seed: args.seed.unwrap_or(d.seed),
                 bits: args.bits.unwrap_or(d.bits),
-                codes_only: args.codes_only,
+                // With a vectors file, built with the vectors and stripped of them below.
+                codes_only: args.codes_only && args.vectors_out.is_none(),
             })
         }
     };
     col.seal_with(index)?;
-    let bytes = col.to_bytes();
+    let stripped;
+    let bytes = match &args.vectors_out {
+        Some(path) => {
+            let seg = col.sealed().expect("sealed above");
+            bar.set_message("writing vectors");
+            write_atomic(path, bytemuck::cast_slice(seg.vectors().expect("built with its vectors")))?;
+            stripped = seg.without_vectors()?;
+            stripped.as_slice()
+        }
+        None => col.to_bytes(),
+    };
     bar.set_message("writing");
     write_atomic(&args.out, bytes)?;
     bar.finish_and_clear();
