@@ -209,6 +209,10 @@ export class Collection {
     req: SearchRequest,
     read: (offset: number, length: number) => Promise<Uint8Array | ArrayBuffer> | Uint8Array | ArrayBuffer,
   ): Promise<SearchResponse>;
+  /** The sealed collection split for lazy re-ranking: the segment without its vectors, and
+   * the vectors file (raw f32 in row order) that `searchLazy` reads. Needs an IVF index with
+   * 2 or more bits. */
+  splitVectors(): { segment: Uint8Array; vectors: Uint8Array };
   /** Whether the collection keeps index codes only (sealed with `codes_only`). */
   readonly codesOnly: boolean;
   /** The index the next seal builds. */

@@ -511,6 +511,20 @@ export class Collection {
     call(() => w.seal_with(JSON.stringify(opts)));
   }
 
+  /**
+   * Splits the sealed collection (seal first, with `{ index: "ivf-rabitq", bits: 2..8 }`) for
+   * lazy re-ranking: `segment` is it without the vectors (open it with `fromBytes` or
+   * `fromStream`), `vectors` the vectors file `searchLazy` reads (raw f32, the segment's row
+   * order). The same split as `shoal build --codes-only --vectors-out`.
+   * @returns {{ segment: Uint8Array, vectors: Uint8Array }}
+   */
+  splitVectors() {
+    const w = this.#get();
+    const segment = call(() => w.segment_without_vectors());
+    const f = call(() => w.stored_vectors());
+    return { segment, vectors: new Uint8Array(f.buffer, f.byteOffset, f.byteLength) };
+  }
+
   /** Whether the collection keeps index codes only (read-only, no exact search, no vectors). */
   get codesOnly() {
     return this.#get().codes_only();

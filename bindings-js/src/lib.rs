@@ -176,6 +176,20 @@ impl WasmCollection {
         self.inner.seal_with(kind).map_err(|e| js_error(&e))
     }
 
+    /// The sealed segment without its vectors (`SealedSegment::without_vectors`): a codes-only
+    /// segment for [`search_reranked`](Self::search_reranked).
+    pub fn segment_without_vectors(&mut self) -> Result<js_sys::Uint8Array, JsValue> {
+        let seg = self.inner.sealed().ok_or_else(|| js_error(&Error::InvalidRequest("seal first".into())))?;
+        Ok(js_sys::Uint8Array::from(seg.without_vectors().map_err(|e| js_error(&e))?.as_slice()))
+    }
+
+    /// The sealed segment's vectors in row order (a `Float32Array`).
+    pub fn stored_vectors(&self) -> Result<js_sys::Float32Array, JsValue> {
+        let seg = self.inner.sealed().ok_or_else(|| js_error(&Error::InvalidRequest("seal first".into())))?;
+        let v = seg.vectors().ok_or_else(|| js_error(&Error::CodesOnly("stored vectors")))?;
+        Ok(js_sys::Float32Array::from(v))
+    }
+
     /// Whether the sealed segment keeps index codes only.
     pub fn codes_only(&self) -> bool {
         self.inner.codes_only()

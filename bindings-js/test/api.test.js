@@ -286,6 +286,92 @@ describe("IVF + RaBitQ index", () => {
   });
 });
 
+describe("codes-only collections and lazy re-ranking", () => {
+  const dim = 24;
+  const n = 3000;
+  const fields = { g: "integer" };
+  const build = () => {
+    const col = new Collection({ dim, metric: "l2", fields });
+    col.insert({
+      ids: Array.from({ length: n }, (_, i) => i * 3),
+      vectors: randomVectors(n, dim, 31),
+      payloads: Array.from({ length: n }, (_, i) => ({ g: i % 10 })),
+    });
+    return col;
+  };
+  const queries = randomVectors(40, dim, 32);
+  const q = (i) => queries.subarray(i * dim, (i + 1) * dim);
+
+  it("searchLazy reads only the rows it needs and answers like the vectors in memory", async () => {
+    const full = build();
+    full.seal({ index: "ivf-rabitq", partitions: 24, seed: 3, bits: 4 });
+    const { segment, vectors } = full.splitVectors();
+    expect(vectors.byteLength).toBe(n * dim * 4);
+    const codes = Collection.fromBytes(segment);
+    expect(codes.codesOnly).toBe(true);
+    expect(full.codesOnly).toBe(false);
+    let reads = 0;
+    let bytesRead = 0;
+    const read = async (offset, length) => {
+      reads++;
+      bytesRead += length;
+      return vectors.slice(offset, offset + length);
+    };
+    for (let i = 0; i < 40; i++) {
+      for (const req of [{ vector: q(i), limit: 10 }, { vector: q(i), limit: 5, filter: { must: [{ key: "g", match: { value: 4 } }] }, with_payload: true }]) {
+        const lazy = await codes.searchLazy(req, read);
+        const inMemory = full.search(req);
+        expect(lazy.points).toEqual(inMemory.points);
+      }
+    }
+    // Far fewer rows than the collection, in fewer reads than rows (consecutive rows coalesce).
+    expect(bytesRead / (dim * 4) / 80).toBeLessThan(n / 10);
+    expect(reads).toBeLessThanOrEqual(bytesRead / (dim * 4));
+    // Estimates alone (no reads) still find most of them.
+    const est = codes.search({ vector: q(0), limit: 10 });
+    expect(est.points.length).toBe(10);
+    codes.free();
+    full.free();
+  });
+
+  it("a codes-only collection refuses changes; bad reads and wrong collections throw", async () => {
+    const col = build();
+    col.seal({ index: "ivf-rabitq", partitions: 16, seed: 2, bits: 3, codes_only: true });
+    expect(col.codesOnly).toBe(true);
+    expectShoalError(() => col.insert({ ids: [1], vectors: new Float32Array(dim) }), "codes_only");
+    expectShoalError(() => col.delete([0]), "codes_only");
+    expectShoalError(() => col.search({ vector: q(0), limit: 3, params: { exact: true } }), "codes_only");
+    expectShoalError(() => col.splitVectors(), "codes_only");
+    expectShoalError(() => col.seal({ index: "ivf-rabitq", codes_only: true }), "invalid_request");
+    expect(col.len).toBe(n);
+    const flat = build();
+    flat.seal();
+    await expect(flat.searchLazy({ vector: q(0), limit: 3 }, () => new Uint8Array(0))).rejects.toMatchObject({ code: "invalid_request" });
+    expectShoalError(() => flat.splitVectors(), "invalid_request");
+    const ivf = build();
+    ivf.seal({ index: "ivf-rabitq", partitions: 16, bits: 2 });
+    const codes = Collection.fromBytes(ivf.splitVectors().segment);
+    await expect(codes.searchLazy({ vector: q(0), limit: 3 }, () => new Uint8Array(4))).rejects.toMatchObject({ code: "invalid_argument" });
+    for (const c of [col, flat, ivf, codes]) c.free();
+  });
+
+  it("fromStream copies chunks straight into wasm memory and checks the length", async () => {
+    const col = build();
+    col.seal({ index: "ivf-rabitq", partitions: 16, seed: 2, bits: 3 });
+    const bytes = col.toBytes();
+    const chunks = async function* (b, size) {
+      for (let i = 0; i < b.length; i += size) yield b.subarray(i, i + size);
+    };
+    const a = await Collection.fromStream(chunks(bytes, 1000), bytes.length);
+    const b = await Collection.fromStream(new Blob([bytes]).stream(), bytes.length);
+    expect(a.search({ vector: q(1), limit: 5 })).toEqual(col.search({ vector: q(1), limit: 5 }));
+    expect(b.toBytes()).toEqual(bytes);
+    await expect(Collection.fromStream(chunks(bytes, 4096), bytes.length + 64)).rejects.toMatchObject({ code: "bad_segment" });
+    await expect(Collection.fromStream(chunks(bytes, 4096), bytes.length - 64)).rejects.toMatchObject({ code: "bad_segment" });
+    for (const c of [col, a, b]) c.free();
+  });
+});
+
 describe("reserve/commit", () => {
   it("fills wasm memory in place", () => {
     const dim = 4;
