@@ -16,7 +16,8 @@ GLOVE := $(CACHE)/glove50
 DEMO_PORT ?= 6333
 
 .PHONY: demo test bench setup setup-rust setup-js setup-edge build-js lint test-rust test-js test-edge check-targets \
-        bench-kernels bench-search bench-node bench-ann bench-filtered bench-text bench-ingest test-qdrant fuzz
+        bench-kernels bench-search bench-node bench-ann bench-filtered bench-text bench-ingest bench-codes-only \
+        test-qdrant fuzz
 
 ## ---- setup ---------------------------------------------------------------------------
 
@@ -112,7 +113,8 @@ demo: setup build-js $(GLOVE)/words.txt
 
 ## ---- bench ---------------------------------------------------------------------------
 
-bench: setup build-js $(GLOVE)/words.txt bench-kernels bench-search bench-node bench-ann bench-filtered bench-text bench-ingest
+bench: setup build-js $(GLOVE)/words.txt bench-kernels bench-search bench-node bench-ann bench-filtered bench-text bench-ingest \
+       bench-codes-only
 
 bench-kernels:
 	$(CARGO) bench -p shoal-kernels --bench kernels
@@ -124,6 +126,24 @@ bench-search:
 bench-node:
 	node bench/node/kernels.mjs
 	node bench/node/insert.mjs
+	node bench/node/coldstart.mjs
+	node bench/node/memory.mjs
+
+# Issue 7: 1M x 128-d inside 128 MB of wasm memory: codes only (4 and 5 bits), and 4 bits with
+# lazy exact re-ranking (vectors read from a file on demand). Segments built natively once.
+CODES := $(CACHE)/codes-only
+SYNTH := $(CACHE)/datasets/synthetic-1m-128
+bench-codes-only: build-js
+	pip install -q -r bench/requirements-bench.txt
+	python3 bench/datasets.py --only synthetic-1m-128
+	$(CARGO) build --release -p shoal-host
+	mkdir -p $(CODES)
+	for b in 4 5; do test -f $(CODES)/b$$b.shoal || target/release/shoal build --input $(SYNTH)/base.npy \
+	  --index ivf-rabitq --bits $$b --codes-only --out $(CODES)/b$$b.shoal; done
+	test -f $(CODES)/lazy-b4.shoal || target/release/shoal build --input $(SYNTH)/base.npy --index ivf-rabitq \
+	  --bits 4 --codes-only --vectors-out $(CODES)/lazy-b4.vectors --out $(CODES)/lazy-b4.shoal
+	node bench/node/codes-only.mjs synthetic-1m-128 $(CODES)/b4.shoal $(CODES)/b5.shoal \
+	  $(CODES)/lazy-b4.shoal:$(CODES)/lazy-b4.vectors
 
 # ANN: datasets with exact ground truth, Shoal native and wasm, then the peers (PyPI packages).
 ANN_DATASETS ?= glove-100k,gcide-256

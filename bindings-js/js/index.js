@@ -52,22 +52,20 @@ const isNode =
   typeof process === "object" && process !== null && typeof process.versions?.node === "string";
 
 /**
- * The glue module of one build and a function giving the default location of its wasm file
- * (computed only when needed: some runtimes have no `import.meta.url`). The import paths are
- * literals so bundlers can see them.
+ * The glue module of one build. The import paths are literals so bundlers can see them.
  * @param {boolean} simd
  */
-async function importGlue(simd) {
-  if (simd) {
-    return {
-      glue: await import("../pkg/simd/shoal_js.js"),
-      url: () => new URL("../pkg/simd/shoal_js_bg.wasm", import.meta.url),
-    };
-  }
-  return {
-    glue: await import("../pkg/scalar/shoal_js.js"),
-    url: () => new URL("../pkg/scalar/shoal_js_bg.wasm", import.meta.url),
-  };
+function importGlue(simd) {
+  return simd ? import("../pkg/simd/shoal_js.js") : import("../pkg/scalar/shoal_js.js");
+}
+
+/**
+ * The default location of a build's wasm file, next to its glue (computed only when needed:
+ * some runtimes have no `import.meta.url`).
+ * @param {boolean} simd
+ */
+function wasmUrl(simd) {
+  return simd ? new URL("../pkg/simd/shoal_js_bg.wasm", import.meta.url) : new URL("../pkg/scalar/shoal_js_bg.wasm", import.meta.url);
 }
 
 /**
@@ -132,27 +130,37 @@ async function load(opts) {
   if (opts.simd === true && !simd) {
     throw new ShoalError("unsupported", "this engine does not support WebAssembly SIMD128");
   }
-  const { glue: g, url } = await importGlue(simd);
   let source = opts.wasm;
+  /** @type {Promise<WebAssembly.Module> | null} */
+  let compiling = null;
   if (source === undefined) {
-    const file = url();
+    const file = wasmUrl(simd);
     if (isNode || file.protocol === "file:") {
-      // Node and Deno: read the file (fetch does not take file: URLs in Node).
-      // A computed specifier: bundlers for browsers and Workers (esbuild, wrangler) leave it alone.
+      // Node and Deno: read the file (fetch does not take file: URLs in Node). A computed
+      // specifier: bundlers for browsers and Workers (esbuild, wrangler) leave it alone.
       const fsModule = "node:fs/promises";
-      const { readFile } = await import(/* @vite-ignore */ /* webpackIgnore: true */ fsModule);
-      source = await readFile(file);
+      compiling = import(/* @vite-ignore */ /* webpackIgnore: true */ fsModule)
+        .then(({ readFile }) => readFile(file))
+        .then((bytes) => WebAssembly.compile(bytes));
     } else {
       // Browsers: fetch it (instantiateStreaming when served as application/wasm).
       source = file;
     }
+  } else if (source instanceof ArrayBuffer || ArrayBuffer.isView(source)) {
+    compiling = WebAssembly.compile(/** @type {any} */ (source));
+  } else if (source instanceof WebAssembly.Module) {
+    compiling = Promise.resolve(source);
   }
+  // The module reads and compiles (off the main thread) while the glue module loads; an
+  // unawaited rejection would be reported before it is awaited below.
+  compiling?.catch(() => {});
+  const g = await importGlue(simd);
   let ex;
-  if (source instanceof WebAssembly.Module || source instanceof ArrayBuffer || ArrayBuffer.isView(source)) {
-    // Bytes or a compiled module: compile (off the main thread) and instantiate directly. The
-    // glue's async path tests `typeof Response`, which in Node loads the whole fetch
-    // implementation (~15 ms of a ~20 ms start); instantiating a compiled module is ~1 ms.
-    const module = source instanceof WebAssembly.Module ? source : await WebAssembly.compile(source);
+  if (compiling) {
+    // A compiled module is instantiated directly. The glue's async path tests `typeof
+    // Response`, which in Node loads the whole fetch implementation (~15 ms of a ~20 ms
+    // start); instantiating a compiled module is ~1 ms.
+    const module = await compiling;
     try {
       ex = g.initSync({ module });
     } catch (e) {

@@ -1,23 +1,28 @@
 use alloc::vec::Vec;
 
-#[repr(C, align(64))]
-#[derive(Clone, Copy)]
-struct Block([u8; 64]);
-
 /// An owned byte buffer whose start is 64-byte aligned, as the segment reader requires.
 ///
 /// The npm package copies a `Uint8Array` into one of these once; natively a memory map is
 /// already page-aligned and needs no copy.
-#[derive(Clone, Default)]
+#[derive(Default)]
 pub struct AlignedBytes {
-    blocks: Vec<Block>,
+    /// `len + 63` zeroed bytes: the aligned bytes start at `start`. The vector never grows, so
+    /// its bytes never move.
+    buf: Vec<u8>,
+    start: usize,
     len: usize,
 }
 
 impl AlignedBytes {
-    /// A zero-filled buffer of `len` bytes.
+    /// A zero-filled buffer of `len` bytes. A zeroed byte vector comes from the allocator's
+    /// `alloc_zeroed` with byte alignment, which skips the fill for memory fresh from the
+    /// system (a 64-byte-aligned allocation would be filled explicitly): in wasm, a large
+    /// segment's buffer costs no pass over its bytes before they are copied in.
     pub fn zeroed(len: usize) -> AlignedBytes {
-        AlignedBytes { blocks: alloc::vec![Block([0; 64]); len.div_ceil(64)], len }
+        let buf = alloc::vec![0u8; len.checked_add(63).expect("a buffer below usize::MAX bytes")];
+        let start = buf.as_ptr().align_offset(64);
+        debug_assert!(start < 64);
+        AlignedBytes { buf, start, len }
     }
 
     /// Copies `bytes` into a new aligned buffer.
@@ -29,15 +34,12 @@ impl AlignedBytes {
 
     /// The bytes.
     pub fn as_slice(&self) -> &[u8] {
-        // SAFETY: `blocks` holds `blocks.len() * 64 >= len` initialised bytes, contiguous
-        // because `Block` is `repr(C)` with no padding; u8 has no alignment requirement.
-        unsafe { core::slice::from_raw_parts(self.blocks.as_ptr().cast::<u8>(), self.len) }
+        &self.buf[self.start..self.start + self.len]
     }
 
     /// The bytes, mutable.
     pub fn as_mut_slice(&mut self) -> &mut [u8] {
-        // SAFETY: as in `as_slice`, and `&mut self` guarantees exclusive access.
-        unsafe { core::slice::from_raw_parts_mut(self.blocks.as_mut_ptr().cast::<u8>(), self.len) }
+        &mut self.buf[self.start..self.start + self.len]
     }
 
     /// Length in bytes.
@@ -51,6 +53,13 @@ impl AlignedBytes {
     }
 }
 
+impl Clone for AlignedBytes {
+    fn clone(&self) -> Self {
+        // A copy lands at another address: align it again.
+        AlignedBytes::from_slice(self.as_slice())
+    }
+}
+
 impl AsRef<[u8]> for AlignedBytes {
     fn as_ref(&self) -> &[u8] {
         self.as_slice()
@@ -60,5 +69,26 @@ impl AsRef<[u8]> for AlignedBytes {
 impl core::fmt::Debug for AlignedBytes {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
         write!(f, "AlignedBytes({} bytes)", self.len)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn buffers_start_aligned_and_zeroed_and_clones_too() {
+        for len in [0usize, 1, 63, 64, 65, 1000, 1 << 20] {
+            let a = AlignedBytes::zeroed(len);
+            assert_eq!(a.len(), len);
+            assert!(a.as_slice().iter().all(|&b| b == 0));
+            let bytes: Vec<u8> = (0..len).map(|i| i as u8).collect();
+            let b = AlignedBytes::from_slice(&bytes);
+            let c = b.clone();
+            for x in [&a, &b, &c] {
+                assert_eq!(x.as_slice().as_ptr() as usize % 64, 0, "len {len}");
+            }
+            assert_eq!(c.as_slice(), &bytes[..]);
+        }
     }
 }
