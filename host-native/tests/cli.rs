@@ -673,3 +673,57 @@ fn text_and_hybrid_requests_from_the_command_line() {
         assert_eq!(got["partial"], false);
     }
 }
+
+#[test]
+fn codes_only_builds_with_and_without_a_vectors_file() {
+    let dir = TempDir::new("cli", "codes-only");
+    let (rows, dim) = (2000, 24);
+    let data = vectors(rows, dim, 5);
+    let input = dir.path("in.npy");
+    write(&input, &npy(1, rows, dim, &data));
+    let input = input.to_str().unwrap();
+    let (codes, lazy, vecs) = (dir.path("codes.shoal"), dir.path("lazy.shoal"), dir.path("lazy.f32"));
+    let (codes, lazy, vecs) = (codes.to_str().unwrap(), lazy.to_str().unwrap(), vecs.to_str().unwrap());
+    let base = ["build", "--input", input, "--metric", "l2", "--index", "ivf-rabitq", "--partitions", "20"];
+    ok(shoal(&[&base[..], &["--bits", "4", "--codes-only", "--out", codes]].concat()));
+    ok(shoal(&[&base[..], &["--bits", "4", "--codes-only", "--vectors-out", vecs, "--out", lazy]].concat()));
+    // The lazy segment is the full one minus its vectors, and the vectors file holds them in its
+    // row order: together they give back every point's vector.
+    ok(shoal(&["verify", codes]));
+    ok(shoal(&["verify", lazy]));
+    let bytes = std::fs::read(vecs).unwrap();
+    assert_eq!(bytes.len(), rows * dim * 4);
+    let seg = Collection::from_bytes(&std::fs::read(lazy).unwrap()).unwrap();
+    assert!(seg.codes_only());
+    let stored: Vec<f32> = bytes.chunks_exact(4).map(|b| f32::from_le_bytes(b.try_into().unwrap())).collect();
+    for (row, &id) in seg.sealed().unwrap().ids().iter().enumerate() {
+        assert_eq!(&stored[row * dim..(row + 1) * dim], &data[id as usize * dim..(id as usize + 1) * dim]);
+    }
+    let inspect = ok(shoal(&["inspect", codes]));
+    assert!(!inspect.contains("VECTORS"), "{inspect}");
+    // Searches rank by estimates; ids still resolve; no vector to query by.
+    let q: Vec<String> = data[..dim].iter().map(|x| format!("{x:?}")).collect();
+    let out = ok(shoal(&["search", "--segment", codes, "--vector", &q.join(","), "--limit", "3", "--json"]));
+    assert!(out.contains("\"id\":0"), "the point itself comes first: {out}");
+    fails(shoal(&["search", "--segment", codes, "--query-id", "7"]), "has no stored vector (codes-only segment)");
+    fails(
+        shoal(&[
+            "search",
+            "--segment",
+            codes,
+            "--request",
+            r#"{"vector": [0], "limit": 1, "params": {"exact": true}}"#,
+        ]),
+        "dimension",
+    );
+    let exact = format!(r#"{{"vector": [{}], "limit": 1, "params": {{"exact": true}}}}"#, q.join(","));
+    fails(shoal(&["search", "--segment", codes, "--request", &exact]), "codes only");
+    // Codes only needs the extra bits, and an index.
+    let bad = dir.path("bad.shoal");
+    let bad = bad.to_str().unwrap();
+    fails(shoal(&[&base[..], &["--codes-only", "--out", bad]].concat()), "--codes-only ranks by the extra bits");
+    fails(shoal(&["build", "--input", input, "--codes-only", "--bits", "4", "--out", bad]), "need --index ivf-rabitq");
+    let o = shoal(&[&base[..], &["--bits", "4", "--vectors-out", vecs, "--out", bad]].concat());
+    assert_eq!(o.status.code(), Some(2), "clap: --vectors-out requires --codes-only");
+    assert!(!Path::new(bad).exists());
+}

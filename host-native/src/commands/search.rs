@@ -150,8 +150,14 @@ fn base_queries(args: &SearchArgs, col: &Collection, labels: Option<&[&str]>) ->
     let q = &args.query;
     let limit = args.limit.unwrap_or(10);
     let by_id = |id: u64, name: String| -> Result<Query, HostError> {
-        let vector =
-            col.vector(id).ok_or_else(|| HostError::Usage(format!("id {id} is not in {}", args.segment.display())))?;
+        let vector = col.vector(id).ok_or_else(|| {
+            let why = if col.codes_only() && col.contains(id) {
+                "has no stored vector (codes-only segment)"
+            } else {
+                "is not in"
+            };
+            HostError::Usage(format!("id {id} {why} {}", args.segment.display()))
+        })?;
         let mut request = SearchRequest::nearest(vector.to_vec(), limit);
         request.check()?;
         // Ask for one more: the query point itself comes back (first, for cosine) and is dropped.
