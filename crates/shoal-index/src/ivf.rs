@@ -7,7 +7,6 @@
 //! `offsets[p]..offsets[p + 1]` and its codes are FastScan blocks
 //! `block_offsets[p]..block_offsets[p + 1]`.
 
-use alloc::collections::BinaryHeap;
 use alloc::vec;
 use alloc::vec::Vec;
 use core::cmp::Ordering;
@@ -198,6 +197,13 @@ impl core::fmt::Debug for Prefetch<'_> {
 /// Candidates whose vectors are hinted ahead of the one being re-ranked.
 pub const PREFETCH_AHEAD: usize = 8;
 
+/// Keys compared with the bound at once (one vector comparison per few lanes) before any is
+/// looked at one by one.
+const KEY_CHUNK: usize = 16;
+
+/// Candidates whose in-memory vectors are prefetched ahead of the one being re-ranked.
+pub const RERANK_AHEAD: usize = 4;
+
 /// The index's data as borrowed slices (from a segment's sections).
 #[derive(Clone, Copy, Debug)]
 pub struct IvfData<'a> {
@@ -317,9 +323,7 @@ pub struct IvfScratch {
     probes: Vec<u64>,
     centroid_keys: Vec<f32>,
     keys: Vec<f32>,
-    errs: Vec<f32>,
-    heap: BinaryHeap<Estimate>,
-    sorted: Vec<Estimate>,
+    cands: Vec<Estimate>,
     xbar: Vec<f32>,
     part_terms: Vec<f32>,
     one: [f32; 1],
@@ -491,7 +495,13 @@ impl IvfIndex {
             nprobe = widen(within.max(MIN_PROBES)).min(nprobe);
         }
         let depth = k.saturating_mul(q.rerank.max(1)).max(k);
-        s.heap.clear();
+        // The `depth` best estimates: candidates under `bound` are appended, and whenever twice
+        // `depth` have gathered the best `depth` are selected (in `Estimate`'s total order) and
+        // `bound` falls to the worst of them. The same set as a heap of `depth` keeps, at O(1)
+        // amortised per candidate instead of a sift per replacement.
+        s.cands.clear();
+        let mut bound = f32::INFINITY;
+        let spill = depth.saturating_mul(2);
         let bb = block_bytes(padded);
         // Inner-product metrics quantize the query once; l2 per partition (residual to it).
         let mut terms = QueryTerms::default();
@@ -501,7 +511,7 @@ impl IvfIndex {
         // Probe `nprobe` partitions; if they hold fewer than `k` live candidates (tiny or
         // mostly deleted partitions), keep probing in order until `k` are found or none is left.
         for pi in 0..nlist {
-            if pi >= nprobe && s.heap.len() >= k {
+            if pi >= nprobe && s.cands.len() >= k {
                 break;
             }
             if pi == nprobe {
@@ -530,58 +540,57 @@ impl IvfIndex {
             }
             let sums = &mut s.sums[..(b1 - b0) * 32];
             kernels.fastscan(&s.luts, &data.codes[b0 * bb..b1 * bb], sums);
-            // Estimates for the whole partition in one branch-free pass (it vectorises), then
-            // only those under the heap's current worst key are checked further.
+            // Keys for the whole partition in one branch-free pass per metric (it vectorises);
+            // then only blocks of keys with one under `bound` are looked at further.
             let n = r1 - r0;
             s.keys.resize(s.keys.len().max(n), 0.0);
-            s.errs.resize(s.errs.len().max(n), 0.0);
+            let keys = &mut s.keys[..n];
             let factors = &data.factors[r0..r1];
-            for (((key, err), &sum), f) in s.keys.iter_mut().zip(s.errs.iter_mut()).zip(&sums[..n]).zip(factors) {
-                let (k, e) = if metric == Metric::L2 {
-                    terms.l2(f, sum)
-                } else {
-                    let (ip, e) = terms.ip(f, sum);
-                    (-(centroid_ip + ip), e)
-                };
-                *key = if k.is_nan() { f32::INFINITY } else { k };
-                *err = e;
+            let finite = |k: f32| if k.is_nan() { f32::INFINITY } else { k };
+            if metric == Metric::L2 {
+                for ((key, &sum), f) in keys.iter_mut().zip(&sums[..n]).zip(factors) {
+                    *key = finite(terms.l2_key(f, sum));
+                }
+            } else {
+                for ((key, &sum), f) in keys.iter_mut().zip(&sums[..n]).zip(factors) {
+                    *key = finite(-(centroid_ip + 0.5 * terms.twice_ip(f, sum)));
+                }
             }
-            let mut bound =
-                if s.heap.len() < depth { f32::INFINITY } else { s.heap.peek().map_or(f32::INFINITY, |e| e.key) };
-            for (i, (&key, &err)) in s.keys[..n].iter().zip(&s.errs[..n]).enumerate() {
-                // `<=`: a tie on the key is decided by the row below, as in the heap's order.
-                if key > bound {
+            for (c, chunk) in keys.chunks(KEY_CHUNK).enumerate() {
+                let mut any = false;
+                for &key in chunk {
+                    any |= key <= bound;
+                }
+                if !any || depth == 0 {
                     continue;
                 }
-                let row = r0 + i;
-                if skip.is_some_and(|f| f(row)) {
-                    continue;
-                }
-                let e = Estimate { key, lower: key - err, row: row as u32 };
-                if s.heap.len() < depth {
-                    s.heap.push(e);
-                    if s.heap.len() == depth {
-                        bound = s.heap.peek().map_or(f32::INFINITY, |e| e.key);
+                for (j, &key) in chunk.iter().enumerate() {
+                    // `<=`: a tie on the key is decided by the row, in `Estimate`'s order.
+                    if key > bound {
+                        continue;
                     }
-                } else {
-                    let replaced = match s.heap.peek_mut() {
-                        Some(mut top) if e < *top => {
-                            *top = e;
-                            true
-                        }
-                        _ => false,
-                    };
-                    if replaced {
-                        bound = s.heap.peek().map_or(f32::INFINITY, |e| e.key);
+                    let i = c * KEY_CHUNK + j;
+                    let row = r0 + i;
+                    if skip.is_some_and(|f| f(row)) {
+                        continue;
+                    }
+                    let err = if metric == Metric::L2 { terms.l2_err(&factors[i]) } else { terms.ip_err(&factors[i]) };
+                    s.cands.push(Estimate { key, lower: key - err, row: row as u32 });
+                    if s.cands.len() >= spill {
+                        s.cands.select_nth_unstable(depth - 1);
+                        s.cands.truncate(depth);
+                        bound = s.cands[depth - 1].key;
                     }
                 }
             }
             stats.estimated += (r1 - r0) as u64;
         }
         // Exact distances in order of lower bounds, until no remaining bound can beat the k-th.
-        s.sorted.clear();
-        s.sorted.extend(s.heap.drain());
-        s.sorted.sort_unstable_by(|a, b| {
+        if s.cands.len() > depth {
+            s.cands.select_nth_unstable(depth - 1);
+            s.cands.truncate(depth);
+        }
+        s.cands.sort_unstable_by(|a, b| {
             let lower = |e: &Estimate| if e.lower.is_nan() { f32::INFINITY } else { e.lower };
             lower(a).total_cmp(&lower(b)).then(a.row.cmp(&b.row))
         });
@@ -599,7 +608,7 @@ impl IvfIndex {
                     Finish::Best(topk) => topk,
                     Finish::Refined(sink) => sink,
                 };
-                for e in &s.sorted {
+                for e in &s.cands {
                     if !sink.wants(e.lower) {
                         break;
                     }
@@ -616,8 +625,17 @@ impl IvfIndex {
             }
         };
         let mut ahead = 0;
-        for j in 0..s.sorted.len() {
-            let e = s.sorted[j];
+        // Vectors in memory: the next candidates' lines are requested ahead of their distances
+        // (a hint only), so their cache misses overlap instead of coming one after another.
+        let vector = |r: u32| &vectors[r as usize * dim..(r as usize + 1) * dim];
+        for e in s.cands.iter().take(RERANK_AHEAD) {
+            shoal_kernels::prefetch(vector(e.row));
+        }
+        for j in 0..s.cands.len() {
+            let e = s.cands[j];
+            if let Some(next) = s.cands.get(j + RERANK_AHEAD) {
+                shoal_kernels::prefetch(vector(next.row));
+            }
             if topk.len() >= k && e.lower > topk.threshold() {
                 break;
             }
@@ -625,11 +643,11 @@ impl IvfIndex {
                 // Hint the vectors of the next candidates that can still enter, so their reads
                 // overlap with this one's (the threshold only falls: a candidate that fails it
                 // now fails it later too, and so do all after it, sorted by lower bound).
-                while ahead < s.sorted.len() && ahead < j + PREFETCH_AHEAD {
-                    let c = s.sorted[ahead];
+                while ahead < s.cands.len() && ahead < j + PREFETCH_AHEAD {
+                    let c = s.cands[ahead];
                     ahead += 1;
                     if topk.len() >= k && c.lower > topk.threshold() {
-                        ahead = s.sorted.len();
+                        ahead = s.cands.len();
                         break;
                     }
                     let r = c.row as usize;

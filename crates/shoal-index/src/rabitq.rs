@@ -133,19 +133,39 @@ impl QueryTerms {
     /// `‖r‖ · <o, y>` estimated, times 2: `scale · (lo·pop_term + Δ·(2S - Σȳ))`.
     #[inline]
     pub fn twice_ip(&self, f: &Factors, s: u32) -> f32 {
-        f.scale * (self.lo * f.pop_term + self.delta * (2.0 * s as f32 - self.sum_levels))
+        // `s` is at most 60 per group, far below 2^24: through i32 the conversion is exact and
+        // the same value, and it vectorises on targets without an unsigned conversion (SSE2).
+        f.scale * (self.lo * f.pop_term + self.delta * (2.0 * s as i32 as f32 - self.sum_levels))
     }
 
     /// Estimated squared distance `‖r - y‖²` and its error bound.
     #[inline]
     pub fn l2(&self, f: &Factors, s: u32) -> (f32, f32) {
-        (f.norm_sq + self.norm_sq - self.twice_ip(f, s), f.err * self.err_scale)
+        (self.l2_key(f, s), self.l2_err(f))
+    }
+
+    /// The estimate of [`QueryTerms::l2`] alone.
+    #[inline]
+    pub fn l2_key(&self, f: &Factors, s: u32) -> f32 {
+        f.norm_sq + self.norm_sq - self.twice_ip(f, s)
+    }
+
+    /// The error bound of [`QueryTerms::l2`] alone.
+    #[inline]
+    pub fn l2_err(&self, f: &Factors) -> f32 {
+        f.err * self.err_scale
     }
 
     /// Estimated `<r, y>` and its error bound.
     #[inline]
     pub fn ip(&self, f: &Factors, s: u32) -> (f32, f32) {
-        (0.5 * self.twice_ip(f, s), 0.5 * f.err * self.err_scale)
+        (0.5 * self.twice_ip(f, s), self.ip_err(f))
+    }
+
+    /// The error bound of [`QueryTerms::ip`] alone.
+    #[inline]
+    pub fn ip_err(&self, f: &Factors) -> f32 {
+        0.5 * f.err * self.err_scale
     }
 }
 

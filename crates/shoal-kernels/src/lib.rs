@@ -21,6 +21,25 @@ extern crate std;
 
 pub mod arch;
 
+/// Asks the CPU to start loading `data`'s cache lines (x86-64 `prefetcht0`; nothing elsewhere).
+/// A hint only: it reads nothing and changes no result.
+#[inline]
+pub fn prefetch<T>(data: &[T]) {
+    #[cfg(target_arch = "x86_64")]
+    {
+        use core::arch::x86_64::{_MM_HINT_T0, _mm_prefetch};
+        let p = data.as_ptr().cast::<i8>();
+        let mut at = 0;
+        while at < core::mem::size_of_val(data) {
+            // SAFETY: a prefetch never faults, and the address lies inside `data`.
+            unsafe { _mm_prefetch::<_MM_HINT_T0>(p.wrapping_add(at)) };
+            at += 64;
+        }
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = data;
+}
+
 /// Number of canonical accumulator lanes of every float kernel.
 pub const LANES: usize = 32;
 
@@ -207,7 +226,7 @@ impl Kernels {
                 l2_sq_batch: avx512::l2_sq_batch,
                 popcount,
                 hamming,
-                fastscan: avx2::fastscan,
+                fastscan: if arch::x86_64::has_avx512bw() { avx512::fastscan } else { avx2::fastscan },
             })
         }
         #[cfg(not(target_arch = "x86_64"))]

@@ -47,6 +47,18 @@ pub(crate) fn has_avx512f() -> bool {
     }
 }
 
+/// Whether AVX-512BW (with AVX-512F) is usable.
+pub(crate) fn has_avx512bw() -> bool {
+    #[cfg(feature = "std")]
+    {
+        std::is_x86_feature_detected!("avx512f") && std::is_x86_feature_detected!("avx512bw")
+    }
+    #[cfg(not(feature = "std"))]
+    {
+        cfg!(all(target_feature = "avx512f", target_feature = "avx512bw"))
+    }
+}
+
 /// Whether AVX-512 VPOPCNTDQ (with AVX-512F) is usable.
 pub(crate) fn has_avx512_vpopcntdq() -> bool {
     #[cfg(feature = "std")]
