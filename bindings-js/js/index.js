@@ -9,6 +9,11 @@
 // on the old buffer: views are created right after the call that may grow memory and never
 // kept across calls.
 
+// The wasm-bindgen glue. Both builds export the same functions, so their glue is the same file
+// (`scripts/build.sh` checks it): imported statically, it loads with this module rather than
+// after `init()` is called.
+import * as glueModule from "../pkg/simd/shoal_js.js";
+
 /** Error thrown by every Shoal call; `code` is stable and machine-readable. */
 export class ShoalError extends Error {
   /**
@@ -50,14 +55,6 @@ let loading = null;
 
 const isNode =
   typeof process === "object" && process !== null && typeof process.versions?.node === "string";
-
-/**
- * The glue module of one build. The import paths are literals so bundlers can see them.
- * @param {boolean} simd
- */
-function importGlue(simd) {
-  return simd ? import("../pkg/simd/shoal_js.js") : import("../pkg/scalar/shoal_js.js");
-}
 
 /**
  * The default location of a build's wasm file, next to its glue (computed only when needed:
@@ -151,10 +148,9 @@ async function load(opts) {
   } else if (source instanceof WebAssembly.Module) {
     compiling = Promise.resolve(source);
   }
-  // The module reads and compiles (off the main thread) while the glue module loads; an
-  // unawaited rejection would be reported before it is awaited below.
+  // An unawaited rejection would be reported before it is awaited below.
   compiling?.catch(() => {});
-  const g = await importGlue(simd);
+  const g = glueModule;
   let ex;
   if (compiling) {
     // A compiled module is instantiated directly. The glue's async path tests `typeof

@@ -84,5 +84,12 @@ if [ -z "$only" ] || [ "$only" = scalar ]; then
   build scalar ""
 fi
 
+# `js/index.js` imports the SIMD build's glue for both builds: they must be the same file.
+if [ -f "$here/pkg/simd/shoal_js.js" ] && [ -f "$here/pkg/scalar/shoal_js.js" ] &&
+  ! cmp -s "$here/pkg/simd/shoal_js.js" "$here/pkg/scalar/shoal_js.js"; then
+  echo "build.sh: the simd and scalar builds' glue differ; js/index.js uses one for both" >&2
+  exit 1
+fi
+
 # --- sizes (raw and gzipped; the budget is checked by `make test-edge`) ----------------------
 bash "$here/scripts/sizes.sh" || true

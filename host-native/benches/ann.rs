@@ -14,7 +14,7 @@ use std::time::Instant;
 use shoal_core::{Collection, CollectionConfig, IndexKind, IvfParams, Metric, SearchRequest};
 
 mod common;
-use common::{cache, load_vectors, median_pass_seconds, write_result};
+use common::{cache, load_vectors, pass_seconds, write_result};
 
 /// The int32 ground-truth matrix (`queries x k`) of a `.npy` file.
 fn load_gt(path: &Path, queries: usize, k: usize) -> Vec<u32> {
@@ -94,7 +94,10 @@ fn main() {
                     }
                 }
             }
-            println!("{:>7} {:>7} {:>9} {:>10} {:>10}", "nprobe", "rerank", "recall@10", "QPS", "ms/query");
+            println!(
+                "{:>7} {:>7} {:>9} {:>10} {:>10} {:>10}",
+                "nprobe", "rerank", "recall@10", "QPS", "QPS best", "ms/query"
+            );
             for (nprobe, rerank) in settings {
                 let reqs: Vec<SearchRequest> = requests
                     .iter()
@@ -113,33 +116,44 @@ fn main() {
                 }
                 let recall = hits as f64 / (10 * nq) as f64;
                 let repeats = std::env::var("SHOAL_ANN_REPEATS").ok().and_then(|r| r.parse().ok()).unwrap_or(3);
-                let secs = median_pass_seconds(&col, &reqs, &mut out, repeats);
+                let times = pass_seconds(&col, &reqs, &mut out, repeats);
+                let best = times.iter().copied().fold(f64::INFINITY, f64::min);
+                let secs = common::median(times);
                 let qps = nq as f64 / secs;
+                // The peers' driver reports its fastest pass: the same statistic, beside the median.
+                let qps_best = nq as f64 / best;
                 let (np, rr) = (nprobe.unwrap_or(defaults.nprobe as u32), rerank.unwrap_or(defaults.rerank as u32));
                 let label = if nprobe.is_none() {
                     format!(" (defaults; adaptive ratio {})", defaults.probe_ratio)
                 } else {
                     String::new()
                 };
-                println!("{np:>7} {rr:>7} {recall:>9.4} {qps:>10.0} {:>10.3}{label}", 1e3 * secs / nq as f64);
+                println!(
+                    "{np:>7} {rr:>7} {recall:>9.4} {qps:>10.0} {qps_best:>10.0} {:>10.3}{label}",
+                    1e3 * secs / nq as f64
+                );
                 points.push(serde_json::json!({
                     "params": {"nprobe": np, "rerank": rr, "defaults": nprobe.is_none()},
-                    "recall": recall, "qps": qps,
+                    "recall": recall, "qps": qps, "qps_best": qps_best,
                 }));
             }
             let summary: Vec<serde_json::Value> = [0.90, 0.95, 0.99]
                 .iter()
                 .map(|&target| {
-                    let best = points
-                        .iter()
-                        .filter(|p| p["recall"].as_f64().unwrap() >= target)
-                        .map(|p| p["qps"].as_f64().unwrap())
-                        .fold(None, |m: Option<f64>, q| Some(m.map_or(q, |m| m.max(q))));
+                    let top = |field: &str| {
+                        points
+                            .iter()
+                            .filter(|p| p["recall"].as_f64().unwrap() >= target)
+                            .map(|p| p[field].as_f64().unwrap())
+                            .fold(None, |m: Option<f64>, q| Some(m.map_or(q, |m| m.max(q))))
+                    };
+                    let (best, fastest) = (top("qps"), top("qps_best"));
                     println!(
-                        "  QPS at recall@10 >= {target:.2}: {}",
-                        best.map_or("not reached".into(), |q| format!("{q:.0}"))
+                        "  QPS at recall@10 >= {target:.2}: {} (fastest pass {})",
+                        best.map_or("not reached".into(), |q| format!("{q:.0}")),
+                        fastest.map_or("-".into(), |q| format!("{q:.0}"))
                     );
-                    serde_json::json!({"recall": target, "qps": best})
+                    serde_json::json!({"recall": target, "qps": best, "qps_best": fastest})
                 })
                 .collect();
             let results = serde_json::json!({

@@ -44,7 +44,12 @@ pub fn median_pass_seconds(
     out: &mut Vec<ScoredPoint>,
     repeats: usize,
 ) -> f64 {
-    let times = (0..repeats.max(1))
+    median(pass_seconds(col, reqs, out, repeats))
+}
+
+/// The time of each of `repeats` passes over `reqs`, in order.
+pub fn pass_seconds(col: &Collection, reqs: &[SearchRequest], out: &mut Vec<ScoredPoint>, repeats: usize) -> Vec<f64> {
+    (0..repeats.max(1))
         .map(|_| {
             let t = std::time::Instant::now();
             for r in reqs {
@@ -52,6 +57,5 @@ pub fn median_pass_seconds(
             }
             t.elapsed().as_secs_f64()
         })
-        .collect();
-    median(times)
+        .collect()
 }
