@@ -124,6 +124,8 @@ bench-search:
 	$(CARGO) bench -p shoal-host --bench exact_search
 
 bench-node:
+	pip install -q -r bench/requirements-bench.txt
+	python3 bench/datasets.py --only glove-100k
 	node bench/node/kernels.mjs
 	node bench/node/insert.mjs
 	node bench/node/coldstart.mjs
