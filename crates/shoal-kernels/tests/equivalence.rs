@@ -156,11 +156,14 @@ fn bit_kernels(k: Kernels) {
     }
 }
 
-/// FastScan equals the reference for every group count around the u16 flush boundary (255
-/// groups, or pairs of groups), odd counts, several blocks, and full-range (0..=255) tables.
+/// FastScan equals the reference for every group count around the u16 flush boundaries (255
+/// groups, pairs of groups, or quads of groups: 1,020 for AVX-512BW), odd counts, several
+/// blocks, and full-range (0..=255) tables.
 fn fastscan_blocks(k: Kernels) {
     let mut rng = Rng::new(0x5eed_0005);
-    for groups in (0..=40).chain([254, 255, 256, 509, 510, 511, 512, 513, 600]) {
+    for groups in
+        (0..=40).chain([254, 255, 256, 509, 510, 511, 512, 513, 600, 1019, 1020, 1021, 1023, 1024, 1025, 2041])
+    {
         for blocks in [0usize, 1, 3] {
             let luts: Vec<u8> = (0..groups * 16).map(|i| if i % 5 == 0 { 255 } else { rng.next_u64() as u8 }).collect();
             let codes: Vec<u8> = (0..blocks * groups * 16).map(|_| rng.next_u64() as u8).collect();
