@@ -553,7 +553,8 @@ export class Collection {
    * A vector search of a codes-only collection (built with `shoal build --codes-only
    * --vectors-out FILE`, or sealed with `codes_only`) re-ranked exactly with the full vectors
    * kept out of wasm memory: the codes pick the rows whose exact distance can decide the
-   * results, `read` fetches just those rows' vectors (consecutive rows in one read) from the
+   * results, `read` fetches just those rows' vectors (consecutive rows in one read; in two
+   * rounds: the best-estimated first, then only the rest that can still beat them) from the
    * vectors file — raw little-endian f32, `dim` per row, in the segment's row order — and the
    * results are exact over them. `read(offset, length)` returns (a promise of) those bytes: a
    * file handle's read in Node, a `Range` fetch or an R2 `get` with a range at the edge.
@@ -563,29 +564,54 @@ export class Collection {
   async searchLazy(req, read) {
     const w = this.#get();
     const [json, v] = requestParts(req);
-    const rows = call(() => w.rerank_rows(json, v));
     const rowBytes = this.#dim * 4;
-    const bytes = new Uint8Array(rows.length * rowBytes);
-    const reads = [];
-    for (let i = 0; i < rows.length; ) {
-      let j = i + 1;
-      while (j < rows.length && rows[j] === rows[j - 1] + 1) j++;
-      const [at, offset, length] = [i * rowBytes, rows[i] * rowBytes, (j - i) * rowBytes];
-      reads.push(
-        Promise.resolve(read(offset, length)).then((got) => {
-          const u8 = got instanceof Uint8Array ? got : new Uint8Array(got);
-          if (u8.byteLength !== length) {
-            throw new ShoalError("invalid_argument", `searchLazy: read(${offset}, ${length}) returned ${u8.byteLength} bytes`);
-          }
-          bytes.set(u8, at);
-        }),
-      );
-      i = j;
+    /** Reads `rows` (ascending) as one Float32Array, runs of consecutive rows in one read each.
+     * @param {Uint32Array} rows */
+    const readRows = async (rows) => {
+      const bytes = new Uint8Array(rows.length * rowBytes);
+      const reads = [];
+      for (let i = 0; i < rows.length; ) {
+        let j = i + 1;
+        while (j < rows.length && rows[j] === rows[j - 1] + 1) j++;
+        const [at, offset, length] = [i * rowBytes, rows[i] * rowBytes, (j - i) * rowBytes];
+        reads.push(
+          Promise.resolve(read(offset, length)).then((got) => {
+            const u8 = got instanceof Uint8Array ? got : new Uint8Array(got);
+            if (u8.byteLength !== length) {
+              throw new ShoalError("invalid_argument", `searchLazy: read(${offset}, ${length}) returned ${u8.byteLength} bytes`);
+            }
+            bytes.set(u8, at);
+          }),
+        );
+        i = j;
+      }
+      await Promise.all(reads);
+      return new Float32Array(bytes.buffer);
+    };
+    // `#get` again after each await: the collection may have been freed meanwhile.
+    const answer = async (/** @type {Uint32Array} */ rows) => {
+      const vectors = await readRows(rows);
+      return results(call(() => this.#get().search_reranked(json, v, rows, vectors)));
+    };
+    const ascending = (/** @type {ArrayLike<number>} */ a) => Uint32Array.from(a).sort();
+    // The candidates, best estimate first. Round 1 reads the best 2 x (offset + limit) and
+    // answers exactly over them; round 2 reads only the rest that can still beat the last
+    // result of round 1 (usually few), and answers over both.
+    const candidates = call(() => w.rerank_rows(json, v, undefined));
+    const limit = req.limit ?? 10;
+    const first = ascending(candidates.subarray(0, 2 * ((req.offset ?? 0) + limit)));
+    if (first.length === candidates.length) return answer(first);
+    const round1 = await answer(first);
+    let rest;
+    if (round1.points.length < limit) {
+      rest = candidates.subarray(first.length);
+    } else {
+      const last = round1.points[round1.points.length - 1].score;
+      const seen = new Set(first);
+      rest = call(() => this.#get().rerank_rows(json, v, last)).filter((r) => !seen.has(r));
     }
-    await Promise.all(reads);
-    // `#get` again: the collection may have been freed while the reads ran.
-    const vectors = new Float32Array(bytes.buffer);
-    return results(call(() => this.#get().search_reranked(json, v, rows, vectors)));
+    if (rest.length === 0) return round1;
+    return answer(ascending([...first, ...rest]));
   }
 
   /** Full check of every checksum of the sealed segment. */

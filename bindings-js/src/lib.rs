@@ -230,10 +230,11 @@ impl WasmCollection {
         Ok(SearchOutput { res })
     }
 
-    /// Lazy re-ranking, step 1 (`Collection::rerank_rows`): the rows (a `Uint32Array`) whose
-    /// full vectors decide the search of a codes-only collection.
-    pub fn rerank_rows(&self, json: &str, vector: Option<Vec<f32>>) -> Result<Vec<u32>, JsValue> {
-        self.inner.rerank_rows(&request(json, vector)?).map_err(|e| js_error(&e))
+    /// Lazy re-ranking, step 1 (`Collection::rerank_rows`): the rows (a `Uint32Array`, best
+    /// estimate first) whose full vectors decide the search of a codes-only collection; with
+    /// `below`, only those that can still score better than it.
+    pub fn rerank_rows(&self, json: &str, vector: Option<Vec<f32>>, below: Option<f32>) -> Result<Vec<u32>, JsValue> {
+        self.inner.rerank_rows(&request(json, vector)?, below).map_err(|e| js_error(&e))
     }
 
     /// Lazy re-ranking, step 2 (`Collection::search_reranked`): the search answered exactly

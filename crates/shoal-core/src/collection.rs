@@ -806,11 +806,13 @@ impl Collection {
 
     /// Lazy re-ranking of a codes-only collection, step 1 of 2: the sealed rows whose exact
     /// distance could place them in the results of the vector search `req` (its filter
-    /// applied), ascending. Each row's extended-bit estimate gives an interval; a row is kept
-    /// when its interval's low end is at most the `offset + limit`-th smallest high end. A host
-    /// that keeps the full vectors out of memory (a file, object storage) reads these rows'
-    /// vectors and calls [`search_reranked`](Self::search_reranked).
-    pub fn rerank_rows(&self, req: &SearchRequest) -> Result<Vec<u32>, Error> {
+    /// applied), best estimate first. Each row's extended-bit estimate gives an interval; a row
+    /// is kept when its interval's low end is at most the `offset + limit`-th smallest high
+    /// end, and, with `below`, could still score better than that score (one already reached
+    /// exactly: a host that read the best-estimated rows first asks only for the rest that can
+    /// still matter). A host that keeps the full vectors out of memory (a file, object
+    /// storage) reads these rows' vectors and calls [`search_reranked`](Self::search_reranked).
+    pub fn rerank_rows(&self, req: &SearchRequest, below: Option<f32>) -> Result<Vec<u32>, Error> {
         let vector = self.lazy_request(req)?;
         let filter = self.parse_filter(req.filter.as_ref())?;
         let mut bounds = Bounds::new(req.offset + req.limit);
@@ -819,7 +821,8 @@ impl Collection {
             self.search_prepared(req, filter.as_ref(), s, Some(&mut bounds))
         })?;
         let mut rows = Vec::new();
-        bounds.finish(&mut rows);
+        let below = below.map_or(f32::INFINITY, |score| self.metric.key_of_score(score));
+        bounds.finish(if below.is_nan() { f32::INFINITY } else { below }, &mut rows);
         Ok(rows.into_iter().map(|r| r as u32).collect())
     }
 

@@ -379,22 +379,30 @@ impl Refined for TopK {
 #[derive(Debug, Default)]
 pub struct Bounds {
     uppers: TopK,
-    lowers: Vec<(f32, u64)>,
+    /// `(estimate, lower bound, id)` of every refined candidate.
+    cands: Vec<(f32, f32, u64)>,
 }
 
 impl Bounds {
     /// Empty, for the top `k`.
     pub fn new(k: usize) -> Bounds {
-        Bounds { uppers: TopK::new(k), lowers: Vec::new() }
+        Bounds { uppers: TopK::new(k), cands: Vec::new() }
     }
 
-    /// The internal ids that can still enter the top `k`, ascending.
-    pub fn finish(&mut self, out: &mut Vec<u64>) {
-        let t = if self.uppers.len() < self.uppers.capacity_k() { f32::INFINITY } else { self.uppers.threshold() };
+    /// The internal ids (below 2^32) that can still enter the top `k`, best estimate first (ties
+    /// by id): those whose lower bound is at most the `k`-th smallest upper bound, and at most
+    /// `below` (a key already reached exactly, which only narrows the set).
+    pub fn finish(&mut self, below: f32, out: &mut Vec<u64>) {
+        let kth = if self.uppers.len() < self.uppers.capacity_k() { f32::INFINITY } else { self.uppers.threshold() };
+        let t = kth.min(below);
         out.clear();
-        out.extend(self.lowers.iter().filter(|(lower, _)| *lower <= t).map(|&(_, id)| id));
+        // Sorted as one u64 each: the estimate's order key, then the id.
+        let key =
+            |k: f32, id: u64| u64::from(crate::order::f32_key(if k.is_nan() { f32::INFINITY } else { k })) << 32 | id;
+        out.extend(self.cands.iter().filter(|c| c.1 <= t).map(|&(k, _, id)| key(k, id)));
         out.sort_unstable();
         out.dedup();
+        out.iter_mut().for_each(|k| *k &= u64::from(u32::MAX));
     }
 }
 
@@ -406,7 +414,7 @@ impl Refined for Bounds {
     fn offer(&mut self, id: u64, key: f32, err: f32) {
         let err = if err.is_nan() { f32::INFINITY } else { err.abs() };
         self.uppers.offer(id, key + err, 0.0);
-        self.lowers.push((if key.is_nan() { f32::NEG_INFINITY } else { key - err }, id));
+        self.cands.push((key, if key.is_nan() { f32::NEG_INFINITY } else { key - err }, id));
     }
 }
 

@@ -79,6 +79,11 @@ impl Metric {
             Metric::Dot | Metric::Cosine => -key,
         }
     }
+
+    /// The ranking key of a score (the inverse of [`score`](Self::score)).
+    pub fn key_of_score(self, score: f32) -> f32 {
+        self.score(score)
+    }
 }
 
 /// Scales `v` to unit length in place (the canonical dot kernel, `libm::sqrtf`, one division per
