@@ -340,6 +340,9 @@ function results(out) {
   }
 }
 
+/** The largest segment `fromBytes`/`fromStream` take: wasm32 memory is 4 GiB. */
+const MAX_SEGMENT_BYTES = 2 ** 32 - 2 ** 16;
+
 /** A collection of vectors with `u64` ids. */
 export class Collection {
   /** @type {any} */
@@ -516,8 +519,8 @@ export class Collection {
   }
 
   /**
-   * Splits the sealed collection (seal first, with `{ index: "ivf-rabitq", bits: 2..8 }`) for
-   * lazy re-ranking: `segment` is it without the vectors (open it with `fromBytes` or
+   * Splits the collection (sealed with `{ index: "ivf-rabitq", bits: 2..8 }`; later changes
+   * are sealed in first) for lazy re-ranking: `segment` is it without the vectors (open it with `fromBytes` or
    * `fromStream`), `vectors` the vectors file `searchLazy` reads (raw f32, the segment's row
    * order). The same split as `shoal build --codes-only --vectors-out`.
    * @returns {{ segment: Uint8Array, vectors: Uint8Array }}
@@ -654,10 +657,13 @@ export class Collection {
    */
   static async fromStream(source, length) {
     const g = wasmGlue();
-    if (!Number.isSafeInteger(length) || length < 0) {
-      throw new ShoalError("invalid_argument", "fromStream(source, length): length must be the segment's byte count");
+    // wasm32 addresses 4 GiB: a larger length would wrap in the glue's usize.
+    if (!Number.isSafeInteger(length) || length < 0 || length > MAX_SEGMENT_BYTES) {
+      throw new ShoalError("invalid_argument", `fromStream(source, length): length must be the segment's byte count, at most ${MAX_SEGMENT_BYTES}`);
     }
     const buf = new g.SegmentBuffer(length);
+    /** @type {ReadableStreamDefaultReader<Uint8Array> | null} */
+    let reader = null;
     try {
       const ptr = buf.ptr();
       let at = 0;
@@ -670,7 +676,7 @@ export class Collection {
         at += u8.length;
       };
       if (typeof (/** @type {any} */ (source).getReader) === "function") {
-        const reader = /** @type {ReadableStream<Uint8Array>} */ (source).getReader();
+        reader = /** @type {ReadableStream<Uint8Array>} */ (source).getReader();
         for (let r = await reader.read(); !r.done; r = await reader.read()) put(r.value);
       } else {
         for await (const chunk of /** @type {AsyncIterable<Uint8Array>} */ (source)) put(chunk);
@@ -678,6 +684,8 @@ export class Collection {
       if (at !== length) throw new ShoalError("bad_segment", `the stream ended after ${at} of ${length} bytes`);
     } catch (e) {
       buf.free();
+      // Release the body (a fetch or R2 stream) rather than leave it open and locked.
+      reader?.cancel(e).catch(() => {});
       throw e;
     }
     return new Collection(/** @type {any} */ ({ [WRAP]: call(() => buf.open()) }));

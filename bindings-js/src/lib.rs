@@ -179,12 +179,15 @@ impl WasmCollection {
     /// The sealed segment without its vectors (`SealedSegment::without_vectors`): a codes-only
     /// segment for [`search_reranked`](Self::search_reranked).
     pub fn segment_without_vectors(&mut self) -> Result<js_sys::Uint8Array, JsValue> {
+        // Seal first (a no-op when nothing changed), so later inserts and deletes are in it.
+        self.inner.seal();
         let seg = self.inner.sealed().ok_or_else(|| js_error(&Error::InvalidRequest("seal first".into())))?;
         Ok(js_sys::Uint8Array::from(seg.without_vectors().map_err(|e| js_error(&e))?.as_slice()))
     }
 
     /// The sealed segment's vectors in row order (a `Float32Array`).
-    pub fn stored_vectors(&self) -> Result<js_sys::Float32Array, JsValue> {
+    pub fn stored_vectors(&mut self) -> Result<js_sys::Float32Array, JsValue> {
+        self.inner.seal();
         let seg = self.inner.sealed().ok_or_else(|| js_error(&Error::InvalidRequest("seal first".into())))?;
         let v = seg.vectors().ok_or_else(|| js_error(&Error::CodesOnly("stored vectors")))?;
         Ok(js_sys::Float32Array::from(v))

@@ -350,7 +350,10 @@ describe("codes-only collections and lazy re-ranking", () => {
     expectShoalError(() => flat.splitVectors(), "invalid_request");
     const ivf = build();
     ivf.seal({ index: "ivf-rabitq", partitions: 16, bits: 2 });
+    // Changes after the seal are sealed into the split.
+    ivf.delete([0]);
     const codes = Collection.fromBytes(ivf.splitVectors().segment);
+    expect(codes.len).toBe(n - 1);
     await expect(codes.searchLazy({ vector: q(0), limit: 3 }, () => new Uint8Array(4))).rejects.toMatchObject({ code: "invalid_argument" });
     for (const c of [col, flat, ivf, codes]) c.free();
   });
@@ -366,6 +369,20 @@ describe("codes-only collections and lazy re-ranking", () => {
     const b = await Collection.fromStream(new Blob([bytes]).stream(), bytes.length);
     expect(a.search({ vector: q(1), limit: 5 })).toEqual(col.search({ vector: q(1), limit: 5 }));
     expect(b.toBytes()).toEqual(bytes);
+    await expect(Collection.fromStream(chunks(bytes, 4096), 2 ** 32 + 10)).rejects.toMatchObject({ code: "invalid_argument" });
+    // A stream longer than announced is refused, and cancelled rather than left open.
+    let cancelled = false;
+    const longer = new ReadableStream({
+      start(c) {
+        c.enqueue(bytes.slice());
+        c.enqueue(bytes.slice(0, 64));
+      },
+      cancel() {
+        cancelled = true;
+      },
+    });
+    await expect(Collection.fromStream(longer, bytes.length)).rejects.toMatchObject({ code: "bad_segment" });
+    expect(cancelled).toBe(true);
     await expect(Collection.fromStream(chunks(bytes, 4096), bytes.length + 64)).rejects.toMatchObject({ code: "bad_segment" });
     await expect(Collection.fromStream(chunks(bytes, 4096), bytes.length - 64)).rejects.toMatchObject({ code: "bad_segment" });
     for (const c of [col, a, b]) c.free();

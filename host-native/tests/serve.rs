@@ -339,6 +339,14 @@ fn bad_input_gets_a_clear_4xx_and_writes_nothing() {
         ),
         ("bad collection name", put("/collections/a.b", r#"{"dim": 4}"#), "collection name"),
         ("bad metric", put("/collections/d", r#"{"dim": 4, "metric": "manhattan"}"#), "metric"),
+        (
+            "codes-only served collection",
+            put(
+                "/collections/d",
+                r#"{"dim": 4, "metric": "l2", "index": {"index": "ivf-rabitq", "bits": 2, "codes_only": true}}"#,
+            ),
+            "codes_only",
+        ),
         ("missing collection", put("/collections/nope/points", r#"{"points": []}"#), "doesn't exist"),
         (
             "delete with a null filter",

@@ -826,8 +826,8 @@ impl Collection {
         Ok(rows.into_iter().map(|r| r as u32).collect())
     }
 
-    /// Lazy re-ranking, step 2: answers `req` exactly over `rows` (ascending, as
-    /// [`rerank_rows`](Self::rerank_rows) gave them for the same request), whose stored vectors
+    /// Lazy re-ranking, step 2: answers `req` exactly over `rows` (rows that
+    /// [`rerank_rows`](Self::rerank_rows) gave for the same request, sorted ascending), whose stored vectors
     /// (normalised for cosine, as `shoal build --vectors-out` writes them) are `vectors`,
     /// row-major. Rows that do not pass the request's filter are ignored.
     pub fn search_reranked(&self, req: &SearchRequest, rows: &[u32], vectors: &[f32]) -> Result<SearchResponse, Error> {

@@ -4,7 +4,6 @@ use alloc::vec::Vec;
 ///
 /// The npm package copies a `Uint8Array` into one of these once; natively a memory map is
 /// already page-aligned and needs no copy.
-#[derive(Default)]
 pub struct AlignedBytes {
     /// `len + 63` zeroed bytes: the aligned bytes start at `start`. The vector never grows, so
     /// its bytes never move.
@@ -20,8 +19,7 @@ impl AlignedBytes {
     /// segment's buffer costs no pass over its bytes before they are copied in.
     pub fn zeroed(len: usize) -> AlignedBytes {
         let buf = alloc::vec![0u8; len.checked_add(63).expect("a buffer below usize::MAX bytes")];
-        let start = buf.as_ptr().align_offset(64);
-        debug_assert!(start < 64);
+        let start = (64 - buf.as_ptr() as usize % 64) % 64;
         AlignedBytes { buf, start, len }
     }
 
@@ -50,6 +48,13 @@ impl AlignedBytes {
     /// Whether the buffer is empty.
     pub fn is_empty(&self) -> bool {
         self.len == 0
+    }
+}
+
+impl Default for AlignedBytes {
+    /// Empty, and aligned like every other.
+    fn default() -> Self {
+        AlignedBytes::zeroed(0)
     }
 }
 
@@ -85,7 +90,7 @@ mod tests {
             let bytes: Vec<u8> = (0..len).map(|i| i as u8).collect();
             let b = AlignedBytes::from_slice(&bytes);
             let c = b.clone();
-            for x in [&a, &b, &c] {
+            for x in [&a, &b, &c, &AlignedBytes::default()] {
                 assert_eq!(x.as_slice().as_ptr() as usize % 64, 0, "len {len}");
             }
             assert_eq!(c.as_slice(), &bytes[..]);

@@ -65,6 +65,13 @@ impl Meta {
         }
         let schema = Collection::parse_schema(&self.fields).map_err(ApiError::core)?;
         let index = IndexKind::from_json(&self.index.to_string()).map_err(ApiError::core)?;
+        if matches!(index, IndexKind::IvfRabitq(p) if p.codes_only) {
+            // A served collection takes writes and reseals; a codes-only segment cannot be
+            // rebuilt. Codes-only segments are served read-only through `shoal import`.
+            return Err(ApiError::bad_request(
+                "index.codes_only: a served collection keeps its vectors (import a codes-only segment instead)",
+            ));
+        }
         Ok((CollectionConfig { dim: self.dim, metric }, schema, index))
     }
 }
