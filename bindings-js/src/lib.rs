@@ -65,6 +65,13 @@ pub struct WasmCollection {
 }
 
 impl WasmCollection {
+    /// The sealed segment with every change sealed in (sealing is a no-op when nothing changed,
+    /// and always leaves a segment).
+    fn sealed_now(&mut self) -> &shoal_core::SealedSegment {
+        self.inner.seal();
+        self.inner.sealed().expect("a seal always leaves a segment")
+    }
+
     fn wrap(mut inner: Collection) -> WasmCollection {
         inner.set_clock(Box::new(now_micros as fn() -> u64));
         WasmCollection { inner }
@@ -179,16 +186,13 @@ impl WasmCollection {
     /// The sealed segment without its vectors (`SealedSegment::without_vectors`): a codes-only
     /// segment for [`search_reranked`](Self::search_reranked).
     pub fn segment_without_vectors(&mut self) -> Result<js_sys::Uint8Array, JsValue> {
-        // Seal first (a no-op when nothing changed), so later inserts and deletes are in it.
-        self.inner.seal();
-        let seg = self.inner.sealed().ok_or_else(|| js_error(&Error::InvalidRequest("seal first".into())))?;
+        let seg = self.sealed_now();
         Ok(js_sys::Uint8Array::from(seg.without_vectors().map_err(|e| js_error(&e))?.as_slice()))
     }
 
     /// The sealed segment's vectors in row order (a `Float32Array`).
     pub fn stored_vectors(&mut self) -> Result<js_sys::Float32Array, JsValue> {
-        self.inner.seal();
-        let seg = self.inner.sealed().ok_or_else(|| js_error(&Error::InvalidRequest("seal first".into())))?;
+        let seg = self.sealed_now();
         let v = seg.vectors().ok_or_else(|| js_error(&Error::CodesOnly("stored vectors")))?;
         Ok(js_sys::Float32Array::from(v))
     }

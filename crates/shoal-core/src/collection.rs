@@ -694,15 +694,7 @@ impl Collection {
                 (Some(f), Some(v)) => Some(compile_filter(seg, v, f)?),
                 _ => None,
             };
-            let ids = seg.ids();
-            let pass = |row: u32| {
-                !deleted.contains(row as usize)
-                    && match (&compiled, filter) {
-                        (Some(c), _) => c.matches(row),
-                        (None, Some(f)) => reference::matches(f, &Value::Null, ids[row as usize]),
-                        (None, None) => true,
-                    }
-            };
+            let pass = |row: u32| !deleted.contains(row as usize) && sealed_passes(seg, compiled.as_ref(), filter, row);
             run(&index, 0, &pass)?;
         }
         if let Some(sections) = &self.mutable.text {
@@ -848,22 +840,13 @@ impl Collection {
             (Some(f), Some(v)) => Some(compile_filter(seg, v, f)?),
             _ => None,
         };
-        let ids = seg.ids();
-        let passes = |r: u32| match (&compiled, &filter) {
-            (Some(c), _) => c.matches(r),
-            (None, Some(f)) => reference::matches(f, &Value::Null, ids[r as usize]),
-            (None, None) => true,
-        };
         let mut points = Vec::new();
         let stats = self.scratch.with(|s| {
             self.prepare_query(vector, &mut s.query)?;
             s.topk.reset(req.offset + req.limit);
-            let mut key = [0.0f32];
             for (&r, v) in rows.iter().zip(vectors.chunks_exact(self.dim)) {
-                if passes(r) {
-                    self.metric.keys(&self.kernels, &s.query, v, &mut key);
-                    let key = if key[0].is_nan() { f32::INFINITY } else { key[0] };
-                    s.topk.push(Candidate { key, id: r as u64 });
+                if sealed_passes(seg, compiled.as_ref(), filter.as_ref(), r) {
+                    self.push_exact(&s.query, r as usize, v, &mut s.topk);
                 }
             }
             s.topk.drain_sorted(&mut s.best);
@@ -1068,12 +1051,8 @@ impl Collection {
                 stats.scanned += count;
             }
             (_, Some(vectors)) => {
-                let mut key = [0.0f32];
-                for r in matching.iter() {
-                    let r = r as usize;
-                    self.metric.keys(&self.kernels, scan.query, &vectors[r * self.dim..(r + 1) * self.dim], &mut key);
-                    let key = if key[0].is_nan() { f32::INFINITY } else { key[0] };
-                    topk.push(Candidate { key, id: r as u64 });
+                for r in matching.iter().map(|r| r as usize) {
+                    self.push_exact(scan.query, r, &vectors[r * self.dim..(r + 1) * self.dim], topk);
                 }
                 stats.scanned += count;
             }
@@ -1096,9 +1075,9 @@ impl Collection {
                 // No payload sections: the filter was validated against no fields, so only
                 // `has_id` conditions (and their boolean combinations) are left.
                 let mut b = shoal_payload::Bitset::empty(seg.rows() as u32);
-                for (r, &id) in seg.ids().iter().enumerate() {
-                    if reference::matches(filter, &Value::Null, id) {
-                        b.insert(r as u32);
+                for r in 0..seg.rows() as u32 {
+                    if sealed_passes(seg, None, Some(filter), r) {
+                        b.insert(r);
                     }
                 }
                 b
@@ -1108,12 +1087,35 @@ impl Collection {
         matching
     }
 
+    /// Offers internal id `row` to `topk` with its exact key: `query` (prepared) against `v`.
+    fn push_exact(&self, query: &[f32], row: usize, v: &[f32], topk: &mut TopK) {
+        let mut key = [0.0f32];
+        self.metric.keys(&self.kernels, query, v, &mut key);
+        topk.push(Candidate { key: if key[0].is_nan() { f32::INFINITY } else { key[0] }, id: row as u64 });
+    }
+
     fn external_id(&self, internal: usize) -> u64 {
         let sealed_rows = self.sealed_rows();
         match &self.sealed {
             Some(seg) if internal < sealed_rows => seg.ids()[internal],
             _ => self.mutable.ids[internal - sealed_rows],
         }
+    }
+}
+
+/// Whether sealed row `row` passes `filter` (none: every row). `compiled` is the filter bound to
+/// the segment's payload sections; without them the filter was validated against no fields, so
+/// only `has_id` conditions (and their boolean combinations) are left, checked on the row's id.
+fn sealed_passes(
+    seg: &SealedSegment,
+    compiled: Option<&CompiledFilter<'_, '_>>,
+    filter: Option<&Filter>,
+    row: u32,
+) -> bool {
+    match (compiled, filter) {
+        (Some(c), _) => c.matches(row),
+        (None, Some(f)) => reference::matches(f, &Value::Null, seg.ids()[row as usize]),
+        (None, None) => true,
     }
 }
 

@@ -720,7 +720,7 @@ impl IvfIndex {
         let ex = ExQuery { data, kernels, metric, bb, exb, qnorm, epsilon: q.epsilon };
         let (mut current, mut count) = (usize::MAX, 0u64);
         for row in rows {
-            let p = data.offsets.partition_point(|&o| o as usize <= row) - 1;
+            let p = partition_of(data.offsets, row);
             if p != current {
                 // The same per-partition terms a search computes when it probes `p` (`‖y‖²` as
                 // `quantize_query` computes it).
@@ -735,7 +735,7 @@ impl IvfIndex {
                     s.part_terms[p] = kernels.dot(query, &data.centroids[p * dim..(p + 1) * dim]);
                 }
             }
-            let (key, err) = ex.refine(row, &s.qrot, &s.part_terms, &mut s.xbar);
+            let (key, err) = ex.refine_in(row, p, &s.qrot, &s.part_terms, &mut s.xbar);
             sink.offer(first_id + row as u64, key, err);
             count += 1;
         }
@@ -760,8 +760,12 @@ struct ExQuery<'d, 'a> {
 impl ExQuery<'_, '_> {
     /// The extra-bit estimate of `row` and its error bound: `(key, err)`.
     fn refine(&self, row: usize, qrot: &[f32], part_terms: &[f32], xbar: &mut [f32]) -> (f32, f32) {
+        self.refine_in(row, partition_of(self.data.offsets, row), qrot, part_terms, xbar)
+    }
+
+    /// [`refine`](Self::refine) of `row`, which lies in partition `p`.
+    fn refine_in(&self, row: usize, p: usize, qrot: &[f32], part_terms: &[f32], xbar: &mut [f32]) -> (f32, f32) {
         let (data, bb, exb) = (self.data, self.bb, self.exb);
-        let p = data.offsets.partition_point(|&o| o as usize <= row) - 1;
         let i = row - data.offsets[p] as usize;
         let block = (data.block_offsets[p] as usize + i / 32) * bb;
         decode_ex(&data.codes[block..block + bb], i % 32, &data.ex_codes[row * exb..(row + 1) * exb], data.bits, xbar);
@@ -775,6 +779,11 @@ impl ExQuery<'_, '_> {
             (-(part_terms[p] + ex.scale * xq), ex.err * self.qnorm * self.epsilon)
         }
     }
+}
+
+/// The partition holding `row`, from the `nlist + 1` row offsets (`offsets[0]` is 0).
+fn partition_of(offsets: &[u32], row: usize) -> usize {
+    offsets.partition_point(|&o| o as usize <= row) - 1
 }
 
 /// Default query settings for an index of `nlist` partitions.
