@@ -79,7 +79,7 @@ export function init(opts?: InitOptions | WasmSource): Promise<InitResult>;
 export function simdSupported(): boolean;
 
 /** The type of a payload field. */
-export type FieldType = "keyword" | "integer" | "float" | "bool" | "text";
+export type FieldType = "keyword" | "integer" | "float" | "bool" | "text" | "text_en";
 
 /** A point's payload: field name -> a value, an array of values, or null. */
 export type Payload = Record<string, unknown>;

@@ -353,7 +353,8 @@ export class Collection {
 
   /**
    * `fields` declares payload fields: `{ title: "text", tag: "keyword", year: "integer" }`
-   * (types `keyword`, `integer`, `float`, `bool`, `text`); without it points carry no payload.
+   * (types `keyword`, `integer`, `float`, `bool`, `text`, and `text_en`: full text searched by
+   * English stems, so `runs` finds `running`); without it points carry no payload.
    * @param {{ dim: number, metric?: "l2" | "dot" | "cosine", fields?: Record<string, FieldType> }} config
    */
   constructor(config) {

@@ -559,6 +559,28 @@ describe("payloads and filters", () => {
     expect(res.points[0]).toEqual({ id: 2, score: 0, payload: { tag: "green" } });
   });
 
+  it("text_en fields match by English stems, before and after seal and through bytes", () => {
+    const fields = { title: "text_en", tag: "keyword" };
+    let col = new Collection({ dim: 2, fields });
+    col.insert({
+      ids: [1, 2, 3],
+      vectors: [0, 1, 1, 0, 0.5, 0.5],
+      payloads: [{ title: "Whales running" }, { title: "runs a whale" }, { title: "generously salted" }],
+    });
+    const ids = (text) => col.search({ text, limit: 10 }).points.map((p) => p.id).sort();
+    for (let round = 0; round < 3; round++) {
+      expect(ids("run")).toEqual([1, 2]);
+      expect(ids('"whale running"')).toEqual([1]);
+      expect(ids("salt")).toEqual([3]);
+      if (round === 0) col.seal();
+      else col = Collection.fromBytes(col.toBytes());
+    }
+    const plain = new Collection({ dim: 2, fields: { title: "text" } });
+    plain.insert({ ids: [1], vectors: [0, 1], payloads: [{ title: "Whales running" }] });
+    expect(plain.search({ text: "run", limit: 10 }).points).toEqual([]);
+    expectShoalError(() => new Collection({ dim: 2, fields: { a: "text", b: "text_en" } }), "invalid_config");
+  });
+
   it("a selective filter on an IVF index still returns limit results", () => {
     const n = 4000;
     const dim = 16;

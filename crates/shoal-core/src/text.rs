@@ -15,11 +15,13 @@ use core::ops::Range;
 
 use serde_json::Value;
 use shoal_format::{SECTION_OPTIONAL, SegmentReader, SegmentWriter};
-use shoal_payload::{FieldType, Schema};
-use shoal_text::{BuildOptions, IndexBuilder, Sections, TextIndex, kinds};
+use shoal_payload::Schema;
+use shoal_text::{AnalyzerOptions, BuildOptions, IndexBuilder, Sections, TextIndex, kinds};
 
 use crate::Error;
+use crate::mutable::IdMap;
 use crate::sealed::{bad, range_of};
+use hashbrown::hash_map::Entry;
 
 /// Constant `k` of reciprocal rank fusion: a result at rank `r` (from 1) of a ranking adds
 /// `1 / (RRF_K + r)` to its fused score (Cormack et al., 2009).
@@ -31,7 +33,7 @@ pub const FUSION_DEPTH: usize = 100;
 
 /// Whether the schema declares a `text` field.
 pub(crate) fn has_text(schema: &Schema) -> bool {
-    schema.fields().any(|(_, t)| t == FieldType::Text)
+    schema.fields().any(|(_, t)| t.is_text())
 }
 
 /// Appends the indexed text of `doc`: every string value of every `text` field, in field-name
@@ -39,7 +41,7 @@ pub(crate) fn has_text(schema: &Schema) -> bool {
 pub(crate) fn doc_text(schema: &Schema, doc: &Value, out: &mut String) {
     let Some(obj) = doc.as_object() else { return };
     for (name, ty) in schema.fields() {
-        if ty != FieldType::Text {
+        if !ty.is_text() {
             continue;
         }
         let values = match obj.get(name) {
@@ -58,7 +60,8 @@ pub(crate) fn doc_text(schema: &Schema, doc: &Value, out: &mut String) {
 
 /// Builds the text sections of `docs` (document `i` is row `i`).
 pub(crate) fn build<'d>(schema: &Schema, docs: impl Iterator<Item = &'d Value>) -> Sections {
-    let mut b = IndexBuilder::new(BuildOptions::default());
+    let analyzer = AnalyzerOptions { stem_english: schema.stems_english(), ..AnalyzerOptions::default() };
+    let mut b = IndexBuilder::new(BuildOptions { analyzer, ..BuildOptions::default() });
     let mut text = String::new();
     for (row, doc) in docs.enumerate() {
         text.clear();
@@ -117,33 +120,28 @@ impl TextRanges {
     }
 }
 
-/// One entry of a ranking to fuse: an external id and its 1-based rank.
-#[derive(Clone, Copy, Debug)]
-struct Ranked {
-    id: u64,
-    /// 0: the vector ranking, 1: the text ranking.
-    list: u8,
-    rank: u32,
-}
-
 /// Reciprocal rank fusion of two rankings (best first): every id's score is the sum, vector
 /// term first, of `1 / (RRF_K + rank)` over the rankings that hold it. Best first; ties by the
 /// better of the two ranks, then by ascending id. Returns `(id, fused score)`.
 pub(crate) fn rrf(vector: &[u64], text: &[u64]) -> Vec<(u64, f32)> {
-    let mut all: Vec<Ranked> = Vec::with_capacity(vector.len() + text.len());
-    for (list, ids) in [vector, text].into_iter().enumerate() {
-        all.extend(ids.iter().enumerate().map(|(i, &id)| Ranked { id, list: list as u8, rank: i as u32 + 1 }));
-    }
-    all.sort_unstable_by_key(|r| (r.id, r.list));
-    let mut fused: Vec<(u64, f32, u32)> = Vec::with_capacity(all.len());
-    for r in all {
-        let term = 1.0 / (RRF_K + r.rank as f32);
-        match fused.last_mut() {
-            Some(last) if last.0 == r.id => {
-                last.1 += term;
-                last.2 = last.2.min(r.rank);
+    // (id, score, best rank), in order of first appearance; `at` finds an id's entry.
+    let mut fused: Vec<(u64, f32, u32)> = Vec::with_capacity(vector.len() + text.len());
+    let mut at = IdMap::default();
+    for ids in [vector, text] {
+        for (i, &id) in ids.iter().enumerate() {
+            let rank = i as u32 + 1;
+            let term = 1.0 / (RRF_K + rank as f32);
+            match at.entry(id) {
+                Entry::Occupied(e) => {
+                    let f = &mut fused[*e.get() as usize];
+                    f.1 += term;
+                    f.2 = f.2.min(rank);
+                }
+                Entry::Vacant(e) => {
+                    e.insert(fused.len() as u32);
+                    fused.push((id, term, rank));
+                }
             }
-            _ => fused.push((r.id, term, r.rank)),
         }
     }
     fused.sort_unstable_by(|a, b| b.1.total_cmp(&a.1).then(a.2.cmp(&b.2)).then(a.0.cmp(&b.0)));

@@ -250,3 +250,55 @@ fn bad_text_requests_are_clear_errors() {
     assert!(col.search(&text_req("  ... ", 10, "")).unwrap().points.is_empty());
     assert_eq!(col.search(&text_req("WHALE", 10, "")).unwrap().points.len(), 1);
 }
+
+#[test]
+fn text_en_fields_match_by_english_stems_everywhere() {
+    let docs = [
+        json!({"title": "Whales running", "body": "the whale ran"}),
+        json!({"title": "a whale", "body": "it runs"}),
+        json!({"title": "generously salted", "tag": "x"}),
+        json!({"title": "runner"}),
+    ];
+    let ids = [10u64, 11, 12, 13];
+    let vectors = [0.0f32, 1.0, 1.0, 0.0, 0.5, 0.5, 0.2, 0.8];
+    let config = CollectionConfig { dim: 2, metric: Metric::L2 };
+    let stemmed = Schema::from_json(r#"{"title": "text_en", "body": "text_en", "tag": "keyword"}"#).unwrap();
+    assert!(stemmed.stems_english() && !schema().stems_english());
+    let mut col = Collection::with_schema(config, stemmed).unwrap();
+    col.insert_with_payloads(&ids, &vectors, &docs).unwrap();
+    let mut plain = Collection::with_schema(config, schema()).unwrap();
+    plain.insert_with_payloads(&ids, &vectors, &docs).unwrap();
+    let found = |c: &Collection, q: &str| {
+        let mut v: Vec<u64> = c.search(&text_req(q, 10, "")).unwrap().points.iter().map(|p| p.id).collect();
+        v.sort_unstable();
+        v
+    };
+    for round in 0..3 {
+        // "runs" and "running" share the stem "run"; "ran" and "runner" do not (Porter2).
+        assert_eq!(found(&col, "runs"), [10, 11], "round {round}");
+        assert_eq!(found(&col, "whale"), [10, 11]);
+        assert_eq!(found(&col, "\"whale running\""), [10], "phrases match stems in order");
+        assert_eq!(found(&col, "salt generous"), [12]);
+        // With plain `text` fields only exact words match.
+        assert_eq!(found(&plain, "runs"), [11]);
+        assert_eq!(found(&plain, "salt generous"), Vec::<u64>::new());
+        // The payload keeps the original text.
+        let res = col.search(&text_req("runs", 10, r#", "with_payload": true"#)).unwrap();
+        assert!(res.points.iter().any(|p| p.payload.as_ref().unwrap()["title"] == "Whales running"));
+        // Round 0: mutable; 1: sealed; 2: through bytes.
+        match round {
+            0 => {
+                col.seal();
+                plain.seal();
+            }
+            _ => {
+                col = Collection::from_bytes(col.to_bytes()).unwrap();
+                plain = Collection::from_bytes(plain.to_bytes()).unwrap();
+            }
+        }
+    }
+    assert!(col.schema().unwrap().stems_english(), "the schema survives the byte round trip");
+    // text and text_en share one index: mixing them is a typed error naming the field.
+    let err = Schema::from_json(r#"{"title": "text", "body": "text_en"}"#).unwrap_err();
+    assert!(err.to_string().contains("schema.title") && err.to_string().contains("text_en"), "{err}");
+}

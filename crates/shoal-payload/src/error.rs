@@ -25,7 +25,7 @@ pub enum PayloadErrorKind {
     NotAnObject,
     /// A field name is empty, too long (> 255 bytes) or contains control characters.
     BadFieldName,
-    /// A schema type other than `keyword`, `integer`, `float`, `bool`, `text`.
+    /// A schema type other than `keyword`, `integer`, `float`, `bool`, `text`, `text_en`.
     UnknownType(String),
     /// A payload field that the schema does not declare.
     UnknownField,
@@ -40,6 +40,8 @@ pub enum PayloadErrorKind {
     NotAnInteger,
     /// A schema with more fields than [`crate::MAX_FIELDS`].
     TooManyFields,
+    /// A schema with both `text` and `text_en` fields (they share one text index).
+    MixedText,
     /// More points than a segment holds (`u32` rows), or payload bytes beyond `u64`.
     TooManyPoints,
 }
@@ -60,7 +62,7 @@ impl fmt::Display for PayloadError {
                 write!(f, "{p}: a field name must be 1..=255 bytes without control characters")
             }
             PayloadErrorKind::UnknownType(t) => {
-                write!(f, "{p}: unknown field type {t:?} (keyword, integer, float, bool, text)")
+                write!(f, "{p}: unknown field type {t:?} (keyword, integer, float, bool, text, text_en)")
             }
             PayloadErrorKind::UnknownField => write!(f, "{p}: field is not declared in the schema"),
             PayloadErrorKind::WrongType { expected, found } => {
@@ -68,6 +70,9 @@ impl fmt::Display for PayloadError {
             }
             PayloadErrorKind::NotAnInteger => write!(f, "{p}: expected an integer in the i64 range"),
             PayloadErrorKind::TooManyFields => write!(f, "{p}: too many fields (max {})", crate::MAX_FIELDS),
+            PayloadErrorKind::MixedText => {
+                write!(f, "{p}: text fields share one index: declare them all text or all text_en")
+            }
             PayloadErrorKind::TooManyPoints => write!(f, "{p}: too many points for one segment"),
         }
     }

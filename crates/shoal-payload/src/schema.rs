@@ -26,6 +26,10 @@ pub enum FieldType {
     Bool,
     /// Full text: stored here (for `with_payload`), indexed by `shoal-text`.
     Text,
+    /// Full text whose words are indexed and searched by their English stems (Snowball's
+    /// English stemmer: `running` and `runs` both match `run`); otherwise like [`Text`](Self::Text).
+    /// A schema's text fields share one index, so they are all `text` or all `text_en`.
+    TextEn,
 }
 
 impl FieldType {
@@ -37,6 +41,7 @@ impl FieldType {
             FieldType::Float => "float",
             FieldType::Bool => "bool",
             FieldType::Text => "text",
+            FieldType::TextEn => "text_en",
         }
     }
 
@@ -48,6 +53,7 @@ impl FieldType {
             "float" => FieldType::Float,
             "bool" => FieldType::Bool,
             "text" => FieldType::Text,
+            "text_en" => FieldType::TextEn,
             _ => return None,
         })
     }
@@ -60,7 +66,13 @@ impl FieldType {
             FieldType::Float => 2,
             FieldType::Bool => 3,
             FieldType::Text => 4,
+            FieldType::TextEn => 5,
         }
+    }
+
+    /// Whether the field is full text (`text` or `text_en`).
+    pub fn is_text(self) -> bool {
+        matches!(self, FieldType::Text | FieldType::TextEn)
     }
 
     /// Inverse of [`code`](Self::code).
@@ -71,6 +83,7 @@ impl FieldType {
             2 => FieldType::Float,
             3 => FieldType::Bool,
             4 => FieldType::Text,
+            5 => FieldType::TextEn,
             _ => return None,
         })
     }
@@ -88,6 +101,11 @@ pub fn valid_field_name(name: &str) -> bool {
 /// let s = Schema::from_json(r#"{"tag": "keyword", "year": "integer"}"#).unwrap();
 /// assert_eq!(s.field("year"), Some((1, FieldType::Integer)));
 /// assert!(Schema::from_json(r#"{"tag": "string"}"#).is_err());
+/// // `text_en`: full text indexed and searched by English stems; all text fields alike.
+/// let s = Schema::from_json(r#"{"title": "text_en", "body": "text_en"}"#).unwrap();
+/// assert!(s.stems_english() && s.field("title").unwrap().1.is_text());
+/// assert_eq!(Schema::from_json(&s.to_json()).unwrap(), s);
+/// assert!(Schema::from_json(r#"{"title": "text_en", "body": "text"}"#).is_err());
 /// ```
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Schema {
@@ -108,9 +126,23 @@ impl Schema {
             }
             out.push((name.to_string(), *ty));
         }
-        out.sort_by(|a, b| a.0.as_bytes().cmp(b.0.as_bytes()));
+        // By name bytes: an insertion sort (at most 1,024 fields, usually given sorted — JSON
+        // objects arrive in key order; one less sort routine in the wasm build).
+        for i in 1..out.len() {
+            let mut j = i;
+            while j > 0 && out[j - 1].0.as_bytes() > out[j].0.as_bytes() {
+                out.swap(j - 1, j);
+                j -= 1;
+            }
+        }
         if let Some(w) = out.windows(2).find(|w| w[0].0 == w[1].0) {
             return Err(PayloadError::new(format!("schema.{}", w[0].0), PayloadErrorKind::BadFieldName));
+        }
+        let mut text = out.iter().filter(|f| f.1.is_text());
+        if let Some(first) = text.next()
+            && let Some(other) = text.find(|f| f.1 != first.1)
+        {
+            return Err(PayloadError::new(format!("schema.{}", other.0), PayloadErrorKind::MixedText));
         }
         Ok(Schema { fields: out })
     }
@@ -151,6 +183,11 @@ impl Schema {
     pub fn field(&self, name: &str) -> Option<(usize, FieldType)> {
         let i = self.fields.binary_search_by(|(n, _)| n.as_bytes().cmp(name.as_bytes())).ok()?;
         Some((i, self.fields[i].1))
+    }
+
+    /// Whether the text fields are `text_en`: indexed and searched by English stems.
+    pub fn stems_english(&self) -> bool {
+        self.fields.iter().any(|f| f.1 == FieldType::TextEn)
     }
 
     /// Fields in name order.

@@ -220,7 +220,7 @@ impl PayloadBuilder {
                             ScalarValue::Text(_) => {}
                         }
                     }
-                    if ty == FieldType::Text {
+                    if ty.is_text() {
                         acc.has_text.resize(row as usize, false);
                         acc.has_text.push(true);
                     }
@@ -254,7 +254,7 @@ impl PayloadBuilder {
             fields.push(self.schema.name(i).as_bytes());
             fields.push(&[ty.code(), 0, 0, 0]);
             let (col, post) = match ty {
-                FieldType::Text => {
+                FieldType::Text | FieldType::TextEn => {
                     acc.has_text.resize(rows as usize, false);
                     let col = build_presence_column(&acc.has_text, &acc.null_rows, &acc.nulls_only_rows);
                     dicts.push::<u64>(&[]);
@@ -421,7 +421,7 @@ impl FieldView<'_> {
             FieldType::Integer => ScalarValue::Integer(i64_of_key(self.dict.key(i)?)),
             FieldType::Float => ScalarValue::Float(f64_of_key(self.dict.key(i)?)),
             FieldType::Bool => ScalarValue::Bool(self.dict.key(i)? != 0),
-            FieldType::Text => return None,
+            FieldType::Text | FieldType::TextEn => return None,
         })
     }
 }
@@ -483,7 +483,7 @@ impl<'a> PayloadView<'a> {
             let column = open_column(&ct, g, rows, ty)?;
             let dict_len = column.meta.dict_len as u64;
             let dict = match ty {
-                FieldType::Text => {
+                FieldType::Text | FieldType::TextEn => {
                     dt.array_n::<u8>(g, 0, 0, "text field with a dictionary")?;
                     Dict::None
                 }
@@ -496,7 +496,7 @@ impl<'a> PayloadView<'a> {
                     Dict::Keys(dt.array_n(g, 0, dict_len, "dictionary length")?)
                 }
             };
-            let postings = if ty == FieldType::Text {
+            let postings = if ty.is_text() {
                 pt.array_n::<u32>(g, 0, 0, "text field with postings")?;
                 pt.array_n::<u32>(g, 1, 0, "text field with postings")?;
                 Postings::default()
@@ -591,8 +591,7 @@ fn open_column<'a>(ct: &Table<'a>, g: u32, rows: u32, ty: FieldType) -> Result<C
     if !width_ok {
         return Err(malformed(sec, "code width does not match the dictionary"));
     }
-    if ty == FieldType::Text && (sets || direct || meta.dict_len != 0 || meta.multi_points != 0 || meta.multi_len != 0)
-    {
+    if ty.is_text() && (sets || direct || meta.dict_len != 0 || meta.multi_points != 0 || meta.multi_len != 0) {
         return Err(malformed(sec, "text column with values"));
     }
     if meta.reserved.iter().any(|&x| x != 0) {
@@ -641,7 +640,7 @@ fn verify_codes(f: &FieldView<'_>, rows: u32, valued: &mut u32) -> Result<(), La
     if c.multi_offsets.windows(2).any(|w| w[1] < w[0].saturating_add(2)) {
         return Err(malformed(cols, "a multi row has fewer than two codes"));
     }
-    let text = f.field_type == FieldType::Text;
+    let text = f.field_type.is_text();
     for r in 0..rows {
         let code = c.code(r);
         let is_multi = c.multi_bits.get(r as usize / 64).is_some_and(|w| w >> (r % 64) & 1 == 1);
@@ -779,7 +778,7 @@ fn verify_field(f: &FieldView<'_>, rows: u32) -> Result<(), LayoutError> {
     // Postings: every listed row holds the value, and the lists count every (row, value) pair.
     let p = &f.postings;
     let posts = "PAYLOAD_POSTINGS";
-    if f.field_type != FieldType::Text {
+    if !f.field_type.is_text() {
         if p.offsets.first() != Some(&0) || p.offsets.last().map(|&x| x as usize) != Some(p.rows.len()) {
             return Err(malformed(posts, "offsets do not span the rows"));
         }

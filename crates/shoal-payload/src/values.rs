@@ -203,7 +203,7 @@ fn parse_scalar(ty: FieldType, v: &Value, path: impl Fn() -> String) -> Result<S
     let wrong = || PayloadError::new(path(), PayloadErrorKind::WrongType { expected: ty, found: json_type_name(v) });
     Ok(match (ty, v) {
         (FieldType::Keyword, Value::String(s)) => ScalarValue::Keyword(s.clone()),
-        (FieldType::Text, Value::String(s)) => ScalarValue::Text(s.clone()),
+        (FieldType::Text | FieldType::TextEn, Value::String(s)) => ScalarValue::Text(s.clone()),
         (FieldType::Bool, Value::Bool(b)) => ScalarValue::Bool(*b),
         (FieldType::Integer, Value::Number(n)) => ScalarValue::Integer(
             json_integer(n).ok_or_else(|| PayloadError::new(path(), PayloadErrorKind::NotAnInteger))?,

@@ -41,10 +41,11 @@ pub struct Config {
 
 /// The payload fields of configurations with payloads, as the JSON every host parses.
 pub const FIELDS: &str =
-    r#"{"color": "keyword", "n": "integer", "tags": "keyword", "price": "float", "flag": "bool", "title": "text"}"#;
+    r#"{"color": "keyword", "n": "integer", "tags": "keyword", "price": "float", "flag": "bool", "title": "text_en"}"#;
 
-/// Words of the `title` text field.
-const VOCAB: [&str; 8] = ["blue", "whale", "ocean", "salt", "reef", "storm", "Blue", "wave"];
+/// Words of the `title` text field (`text_en`: stemmed, so `salted` matches the query `salt`
+/// and `Storms` is excluded by `-storm`).
+const VOCAB: [&str; 8] = ["blue", "whale", "ocean", "salted", "reef", "Storms", "Blue", "waves"];
 
 /// The text queries of configurations with payloads: query `q` uses `TEXTS[q % TEXTS.len()]`
 /// (`""`: none), with its vector (hybrid) when `(q / TEXTS.len())` is even, alone otherwise.

@@ -13,6 +13,10 @@
 //!    folds the same way) and fullwidth ASCII letters and digits map to ASCII. Apostrophes
 //!    (U+0027, U+2019, U+02BC) are dropped inside words (`don't` → `dont`).
 //! 5. **Stop words** (optional, off by default): the 33 English words of Lucene's classic list.
+//! 6. **Stemming** (optional, off by default): Snowball's English stemmer (Porter2, from the
+//!    `snowstem` crate) on every token but CJK bigrams, after the stop-word check
+//!    (`running` → `run`, `generously` → `generous`). Stemmed terms go in the dictionary, and
+//!    queries are stemmed alike, so `"runs"` finds `running`.
 //!
 //! Every token gets a position, counting from 0; stop words and tokens longer than
 //! `max_token_bytes` are not indexed but still take a position, so phrases keep their gaps.
@@ -28,6 +32,8 @@
 use alloc::string::String;
 use alloc::vec::Vec;
 
+use snowstem::{Algorithm, Stemmer};
+
 /// Switches of the [`Analyzer`]; stored in the index (`TextMeta`) so queries analyse alike.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct AnalyzerOptions {
@@ -38,31 +44,43 @@ pub struct AnalyzerOptions {
     pub cjk_bigrams: bool,
     /// Drop English stop words (default `false`).
     pub stop_words: bool,
+    /// Stem tokens with Snowball's English stemmer (default `false`).
+    pub stem_english: bool,
     /// Tokens longer than this many UTF-8 bytes are skipped (default 64, at most 255).
     pub max_token_bytes: u32,
 }
 
 impl Default for AnalyzerOptions {
     fn default() -> Self {
-        AnalyzerOptions { fold_accents: true, cjk_bigrams: true, stop_words: false, max_token_bytes: 64 }
+        AnalyzerOptions {
+            fold_accents: true,
+            cjk_bigrams: true,
+            stop_words: false,
+            stem_english: false,
+            max_token_bytes: 64,
+        }
     }
 }
 
 impl AnalyzerOptions {
     /// The `analyzer_flags` word of `TextMeta`.
     pub fn flags(&self) -> u32 {
-        u32::from(self.fold_accents) | u32::from(self.cjk_bigrams) << 1 | u32::from(self.stop_words) << 2
+        u32::from(self.fold_accents)
+            | u32::from(self.cjk_bigrams) << 1
+            | u32::from(self.stop_words) << 2
+            | u32::from(self.stem_english) << 3
     }
 
     /// Options from `analyzer_flags` and `max_token_bytes`; `None` for unknown bits or a bad length.
     pub fn from_flags(flags: u32, max_token_bytes: u32) -> Option<Self> {
-        if flags & !7 != 0 || !(1..=255).contains(&max_token_bytes) {
+        if flags & !15 != 0 || !(1..=255).contains(&max_token_bytes) {
             return None;
         }
         Some(AnalyzerOptions {
             fold_accents: flags & 1 != 0,
             cjk_bigrams: flags & 2 != 0,
             stop_words: flags & 4 != 0,
+            stem_english: flags & 8 != 0,
             max_token_bytes,
         })
     }
@@ -108,6 +126,7 @@ impl Analyzer {
         let mut buf = String::new();
         let mut run = String::new(); // the current CJK run
         let mut run_end = usize::MAX;
+        let mut stemmed = self.opts.stem_english.then(String::new);
         // Every word `words` yields starts with a letter or digit, or is one CJK character.
         words(text, |start, seg| {
             if self.opts.cjk_bigrams && seg.starts_with(is_cjk_char) {
@@ -134,7 +153,7 @@ impl Analyzer {
                     }
                 }
             }
-            self.emit(&buf, &mut pos, &mut f);
+            self.emit(&buf, stemmed.as_mut(), &mut pos, &mut f);
         });
         self.flush_run(&run, &mut pos, &mut buf, &mut f);
         pos
@@ -147,14 +166,23 @@ impl Analyzer {
         out
     }
 
-    fn emit(&self, tok: &str, pos: &mut u32, f: &mut impl FnMut(&str, u32)) {
+    /// Indexes `tok` at `*pos` unless it is too long or a stop word — stemmed into `stemmed`
+    /// first when that buffer is given — and advances `*pos`.
+    fn emit(&self, tok: &str, stemmed: Option<&mut String>, pos: &mut u32, f: &mut impl FnMut(&str, u32)) {
         if tok.is_empty() {
             return;
         }
         let keep = tok.len() <= self.opts.max_token_bytes as usize
             && !(self.opts.stop_words && STOP_WORDS.binary_search(&tok).is_ok());
         if keep {
-            f(tok, *pos);
+            match stemmed {
+                Some(out) => {
+                    // A stem is never longer than its word, nor empty.
+                    Stemmer::create(Algorithm::English).stem_into(tok, out);
+                    f(out, *pos);
+                }
+                None => f(tok, *pos),
+            }
         }
         *pos = pos.saturating_add(1);
     }
@@ -163,14 +191,14 @@ impl Analyzer {
         let mut chars = run.char_indices().peekable();
         let Some(&(_, first)) = chars.peek() else { return };
         if run.len() == first.len_utf8() {
-            self.emit(run, pos, f);
+            self.emit(run, None, pos, f);
             return;
         }
         while let Some((i, c)) = chars.next() {
             let Some(&(_, d)) = chars.peek() else { break };
             buf.clear();
             buf.push_str(&run[i..i + c.len_utf8() + d.len_utf8()]);
-            self.emit(buf, pos, f);
+            self.emit(buf, None, pos, f);
         }
     }
 }
@@ -378,11 +406,24 @@ mod tests {
 
     #[test]
     fn flags_round_trip() {
-        for flags in 0..8 {
+        for flags in 0..16 {
             let o = AnalyzerOptions::from_flags(flags, 64).unwrap();
             assert_eq!(o.flags(), flags);
         }
-        assert!(AnalyzerOptions::from_flags(8, 64).is_none());
+        assert!(AnalyzerOptions::from_flags(16, 64).is_none());
         assert!(AnalyzerOptions::from_flags(0, 0).is_none());
+    }
+
+    #[test]
+    fn english_stemming_after_stop_words_not_on_cjk() {
+        let a = Analyzer::new(AnalyzerOptions { stem_english: true, stop_words: true, ..Default::default() });
+        // Snowball English: plurals, -ing, -ly, -ational; stop words dropped before stemming
+        // ("this" would stem to "thi"); CJK bigrams and numbers untouched.
+        assert_eq!(
+            toks(&a, "This Running dogs generously relational 東京都 1990s"),
+            vec![t("run", 1), t("dog", 2), t("generous", 3), t("relat", 4), t("東京", 5), t("京都", 6), t("1990s", 7)]
+        );
+        // Off by default: the same words unchanged.
+        assert_eq!(toks(&Analyzer::default(), "Running dogs")[0], t("running", 0));
     }
 }

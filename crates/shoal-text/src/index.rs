@@ -160,7 +160,8 @@ pub struct IndexBuilder {
     lens: Vec<Vec<u32>>,
     doc_count: u32,
     next_doc: u32,
-    scratch: Vec<(Vec<u8>, u32)>,
+    /// The key (field byte + term) being looked up.
+    scratch: Vec<u8>,
 }
 
 impl core::fmt::Debug for IndexBuilder {
@@ -195,39 +196,36 @@ impl IndexBuilder {
         if fields.len() > self.opts.fields as usize {
             return Err(TextError::InvalidInput("more fields than the builder was made for"));
         }
+        let positions = self.opts.positions;
+        let mut key = core::mem::take(&mut self.scratch);
         for (f, text) in fields.iter().enumerate() {
-            let mut toks = core::mem::take(&mut self.scratch);
-            toks.clear();
+            // Tokens come in position order, so each term's positions in this document are
+            // appended in ascending order; its document entry is made by its first token.
+            let mut len = 0u32;
             self.analyzer.analyze(text, |t, p| {
-                let mut key = Vec::with_capacity(t.len() + 1);
+                len += 1;
+                key.clear();
                 key.push(f as u8);
                 key.extend_from_slice(t.as_bytes());
-                toks.push((key, p));
-            });
-            let len = toks.len() as u32;
-            toks.sort_unstable();
-            let mut i = 0;
-            while i < toks.len() {
-                let mut j = i;
-                while j < toks.len() && toks[j].0 == toks[i].0 {
-                    j += 1;
-                }
-                let acc = match self.terms.get_mut(&toks[i].0[..]) {
+                let acc = match self.terms.get_mut(&key[..]) {
                     Some(a) => a,
-                    None => self.terms.entry(toks[i].0.clone()).or_default(),
+                    None => self.terms.entry(key.clone()).or_default(),
                 };
-                acc.docs.push(doc);
-                acc.tfs.push((j - i) as u32);
-                if self.opts.positions {
-                    acc.positions.extend(toks[i..j].iter().map(|t| t.1));
+                if acc.docs.last() == Some(&doc) {
+                    *acc.tfs.last_mut().expect("a tf per document") += 1;
+                } else {
+                    acc.docs.push(doc);
+                    acc.tfs.push(1);
                 }
-                i = j;
-            }
+                if positions {
+                    acc.positions.push(p);
+                }
+            });
             let lens = &mut self.lens[f];
             lens.resize(doc as usize, 0);
             lens.push(len);
-            self.scratch = toks;
         }
+        self.scratch = key;
         self.doc_count += 1;
         self.next_doc = doc + 1;
         Ok(())

@@ -554,8 +554,16 @@ impl<'a> TextIndex<'a> {
             }
         } else {
             // Block-max MaxScore over the should clauses.
+            // Clauses by ascending bound, ties in clause order: an insertion sort (few clauses;
+            // one less sort routine in the wasm build).
             let mut order: Vec<usize> = (0..should.len()).collect();
-            order.sort_by(|&a, &b| should[a].ub.total_cmp(&should[b].ub).then(a.cmp(&b)));
+            for i in 1..order.len() {
+                let mut j = i;
+                while j > 0 && should[order[j - 1]].ub.total_cmp(&should[order[j]].ub).is_gt() {
+                    order.swap(j - 1, j);
+                    j -= 1;
+                }
+            }
             let mut prefix = Vec::with_capacity(order.len());
             let mut acc = 0.0f32;
             for &c in &order {

@@ -237,7 +237,7 @@ async fn create_index(State(app): Shared, Path(name): Path<String>, body: Body) 
         };
         let ty = FieldType::from_name(&ty).ok_or_else(|| {
             ApiError::bad_request(format!(
-                "field_schema {ty:?}: Shoal fields are keyword, integer, float, bool or text"
+                "field_schema {ty:?}: Shoal fields are keyword, integer, float, bool, text or text_en"
             ))
         })?;
         store.add_fields(&[(field.to_string(), ty)])?;
