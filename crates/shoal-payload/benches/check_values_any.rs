@@ -14,9 +14,14 @@
 //!   filter evaluator does (`value == 1` → `code == c`, a range → a code interval).
 //!
 //! Each row of the table is the median of several runs. `same ids` repeats one set of 100k ids
-//! (criterion's loop in the PR, so the touched lines can stay in cache between iterations);
-//! `fresh ids` draws new ids each run; `sorted` checks a sorted batch of fresh ids (the
-//! planner's candidate batches), sort time excluded and reported on its own.
+//! in consecutive runs of one layout after a warm-up run, as criterion's loop does in the PR
+//! (so whatever the layout's touched lines and page-table entries fit in cache stays there);
+//! `fresh ids` draws new ids each run; `batch+pf` checks fresh ids (unsorted) as one batch,
+//! each layout prefetching what it reads `PREFETCH_AHEAD` lookups ahead — in two stages for the
+//! layouts with a container (the entry `2 x PREFETCH_AHEAD` ahead, then the container slice
+//! its entry names), so every layout gets its best batched form; `sorted+pf` checks a sorted
+//! batch of fresh ids (the order in which a filtered IVF search meets its candidates: rows of
+//! a partition are stored together, ascending), sort time excluded and reported on its own.
 //!
 //! `SHOAL_BENCH_POINTS` (default 40000000), `SHOAL_BENCH_QUERIES` (100000) and
 //! `SHOAL_BENCH_RUNS` (9) override the sizes; `SHOAL_BENCH_ONLY=multi` runs only the
@@ -206,9 +211,9 @@ fn main() {
     );
     println!();
     println!(
-        "| distribution | layout | bytes/point | same ids ns/lookup | vs range+container | fresh ids ns/lookup | vs range+container | sorted+prefetch ns/lookup | vs range+container |"
+        "| distribution | layout | bytes/point | same ids ns/lookup | vs range+container | fresh ids ns/lookup | vs range+container | batch+pf ns/lookup | vs range+container | sorted+pf ns/lookup | vs range+container |"
     );
-    println!("|---|---|---:|---:|---:|---:|---:|---:|---:|");
+    println!("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
     let only = std::env::var("SHOAL_BENCH_ONLY").unwrap_or_default();
     for (name, dist, max_value) in [
         ("single, values 0..=2", Dist::Single, 2),
@@ -234,24 +239,37 @@ fn main() {
         let eq = |v: &i64| *v == CHECK_VALUE;
 
         // [layout][mode] -> samples
-        let mut samples = vec![[Vec::new(), Vec::new(), Vec::new()]; 4];
-        let mut hits = [[0usize; 3]; 4];
+        let mut samples = vec![[Vec::new(), Vec::new(), Vec::new(), Vec::new()]; 4];
+        let mut hits = [[0usize; 4]; 4];
         let mut sort_ns = Vec::new();
-        let check = |layout: usize, ids: &[u32], prefetched: bool| -> usize {
+        // `prefetched`: prefetch ahead; `two_stage`: also the container slice of the entry
+        // `PREFETCH_AHEAD` ahead, whose own entry was prefetched `2 x PREFETCH_AHEAD` ahead.
+        let check = |layout: usize, ids: &[u32], prefetched: bool, two_stage: bool| -> usize {
             let mut h = 0usize;
+            let entry_ahead = if two_stage { 2 * PREFETCH_AHEAD } else { PREFETCH_AHEAD };
             match layout {
                 0 => {
                     for (i, &p) in ids.iter().enumerate() {
-                        if prefetched && let Some(&q) = ids.get(i + PREFETCH_AHEAD) {
+                        if prefetched && let Some(&q) = ids.get(i + entry_ahead) {
                             prefetch(rc.ranges.as_ptr().wrapping_add(q as usize));
+                        }
+                        if two_stage && let Some(&q) = ids.get(i + PREFETCH_AHEAD) {
+                            let start = rc.ranges.get(q as usize).map_or(0, |r| r.0);
+                            prefetch(rc.container.as_ptr().wrapping_add(start as usize));
                         }
                         h += rc.check_values_any(black_box(p), eq) as usize;
                     }
                 }
                 1 => {
                     for (i, &p) in ids.iter().enumerate() {
-                        if prefetched && let Some(&q) = ids.get(i + PREFETCH_AHEAD) {
+                        if prefetched && let Some(&q) = ids.get(i + entry_ahead) {
                             prefetch(il.entries.as_ptr().wrapping_add(q as usize));
+                        }
+                        if two_stage
+                            && let Some(&q) = ids.get(i + PREFETCH_AHEAD)
+                            && let Some(&Entry::Slice { start, .. }) = il.entries.get(q as usize)
+                        {
+                            prefetch(il.container.as_ptr().wrapping_add(start as usize));
                         }
                         h += il.check_values_any(black_box(p), eq) as usize;
                     }
@@ -275,49 +293,49 @@ fn main() {
             }
             h
         };
-        // Warm-up pass (criterion does one too).
-        for l in 0..4 {
-            black_box(check(l, &same, false));
+        // `same ids`: per layout, a warm-up pass and then the timed passes back to back.
+        for (l, layout_samples) in samples.iter_mut().enumerate() {
+            black_box(check(l, &same, false, false));
+            for _ in 0..runs {
+                let (t0, h0) = time(|| check(l, &same, false, false));
+                layout_samples[0].push(t0 / queries as f64);
+                hits[l][0] = h0;
+            }
         }
+        // The other modes: fresh ids every run, the layouts taking turns.
         for run in 0..runs {
             let mut frng = Rng(1000 + run as u64);
             let fresh: Vec<u32> = (0..queries).map(|_| frng.below(n as u64) as u32).collect();
+            let batch: Vec<u32> = (0..queries).map(|_| frng.below(n as u64) as u32).collect();
             let mut sorted: Vec<u32> = (0..queries).map(|_| frng.below(n as u64) as u32).collect();
             let t = Instant::now();
             sorted.sort_unstable();
             sort_ns.push(t.elapsed().as_nanos() as f64);
             for l in 0..4 {
-                let (t0, h0) = time(|| check(l, &same, false));
-                let (t1, h1) = time(|| check(l, &fresh, false));
-                let (t2, h2) = time(|| check(l, &sorted, true));
-                samples[l][0].push(t0 / queries as f64);
+                let (t1, h1) = time(|| check(l, &fresh, false, false));
+                let (t2, h2) = time(|| check(l, &batch, true, true));
+                let (t3, h3) = time(|| check(l, &sorted, true, false));
                 samples[l][1].push(t1 / queries as f64);
                 samples[l][2].push(t2 / queries as f64);
-                hits[l] = [h0, h1, h2];
+                samples[l][3].push(t3 / queries as f64);
+                hits[l][1..].copy_from_slice(&[h1, h2, h3]);
             }
         }
         for l in 1..4 {
             assert_eq!(hits[l], hits[0], "layouts disagree on {name}");
         }
-        let med: Vec<[f64; 3]> =
-            samples.iter().map(|s| [median(s[0].clone()), median(s[1].clone()), median(s[2].clone())]).collect();
+        let med: Vec<[f64; 4]> = samples.iter().map(|s| s.clone().map(median)).collect();
         let bytes = [rc.bytes(), il.bytes(), sh.col.bytes(), sh.col.bytes()];
         let names = ["range+container", "inline-16B (PR #8235)", "shoal (decoded i64)", "shoal (codes)"];
         for l in 0..4 {
-            println!(
-                "| {name} | {} | {:.2} | {:.1} | {:.2}x | {:.1} | {:.2}x | {:.1} | {:.2}x |",
-                names[l],
-                bytes[l] as f64 / n as f64,
-                med[l][0],
-                med[0][0] / med[l][0],
-                med[l][1],
-                med[0][1] / med[l][1],
-                med[l][2],
-                med[0][2] / med[l][2],
-            );
+            let mut row = format!("| {name} | {} | {:.2} |", names[l], bytes[l] as f64 / n as f64);
+            for m in 0..4 {
+                row += &format!(" {:.1} | {:.2}x |", med[l][m], med[0][m] / med[l][m]);
+            }
+            println!("{row}");
         }
         println!(
-            "| {name} | (sorting a batch of {queries} ids) | | | | | | {:.1} | |",
+            "| {name} | (sorting a batch of {queries} ids) | | | | | | | | {:.1} | |",
             median(sort_ns.clone()) / queries as f64
         );
     }
