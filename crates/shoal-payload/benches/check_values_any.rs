@@ -329,8 +329,8 @@ fn main() {
         let names = ["range+container", "inline-16B (PR #8235)", "shoal (decoded i64)", "shoal (codes)"];
         for l in 0..4 {
             let mut row = format!("| {name} | {} | {:.2} |", names[l], bytes[l] as f64 / n as f64);
-            for m in 0..4 {
-                row += &format!(" {:.1} | {:.2}x |", med[l][m], med[0][m] / med[l][m]);
+            for (base, mine) in med[0].iter().zip(&med[l]) {
+                row += &format!(" {mine:.1} | {:.2}x |", base / mine);
             }
             println!("{row}");
         }
