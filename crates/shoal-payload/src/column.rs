@@ -13,6 +13,7 @@ use alloc::vec;
 use alloc::vec::Vec;
 
 use bytemuck::{Pod, Zeroable};
+use shoal_text::postings::{Codec, PostingsCursor, TERMINATED};
 
 /// Code of a row without any value.
 pub const CODE_EMPTY: u32 = 0;
@@ -390,32 +391,71 @@ impl CodeSet {
     }
 }
 
-/// The value → rows index of one field: the rows of dictionary value `i` are
-/// `rows[offsets[i] .. offsets[i+1]]`, ascending.
+/// The value → rows index of a field, borrowed: for dictionary value `i`, the rows holding it,
+/// ascending, as one block-coded list of `shoal-text`'s postings codec (bit-packed blocks of
+/// 128 row gaps with skip data; every tf is 1), or — in segments written before lists were
+/// block-coded — as a plain slice of `rows`.
 ///
-/// Callers go through [`RowLists`], so the plain layout can become the block postings codec of
-/// `shoal-text` without touching the filter code.
+/// Callers go through [`RowLists`]. Every accessor is total: bytes that corrupt data pushes
+/// out of range read as an empty list, never a panic.
 #[derive(Clone, Copy, Debug, Default)]
 pub struct Postings<'a> {
-    /// `dict_len + 1` offsets.
+    /// `dict_len + 1` prefix counts: value `i` has `offsets[i + 1] - offsets[i]` rows.
     pub offsets: &'a [u32],
-    /// Rows, ascending per value.
+    /// `dict_len + 1` byte offsets of the lists in `lists` (empty for plain `rows`).
+    pub starts: &'a [u64],
+    /// The block-coded lists, one per value (none for a value without rows).
+    pub lists: &'a [u8],
+    /// Plain rows, ascending per value, at `offsets` (segments with 2-array `PAYLOAD_POSTINGS`).
     pub rows: &'a [u32],
 }
 
-/// An owned [`Postings`].
+/// An owned [`Postings`] (block-coded).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct PostingsParts {
-    /// `dict_len + 1` offsets.
+    /// `dict_len + 1` prefix counts.
     pub offsets: Vec<u32>,
-    /// Rows, ascending per value.
-    pub rows: Vec<u32>,
+    /// `dict_len + 1` byte offsets into `lists`.
+    pub starts: Vec<u64>,
+    /// The block-coded lists.
+    pub lists: Vec<u8>,
 }
 
 impl PostingsParts {
+    /// Block-codes the lists of `rows` (value `i` at `rows[offsets[i]..offsets[i + 1]]`,
+    /// strictly ascending).
+    pub fn encode(offsets: Vec<u32>, rows: &[u32]) -> PostingsParts {
+        let longest = offsets.windows(2).map(|w| w[1].saturating_sub(w[0])).max().unwrap_or(0);
+        let ones = vec![1u32; longest as usize];
+        let mut starts = Vec::with_capacity(offsets.len());
+        let mut lists = Vec::new();
+        starts.push(0);
+        for w in offsets.windows(2) {
+            let list = &rows[w[0] as usize..w[1] as usize];
+            if !list.is_empty() {
+                // Rows of one value ascend strictly below u32::MAX (a row id), and a list
+                // holds fewer than 2^30 of them (rows of one segment): encoding cannot fail.
+                shoal_text::postings::encode(Codec::BitPacked, list, &ones[..list.len()], None, &mut lists)
+                    .expect("rows ascend strictly");
+            }
+            starts.push(lists.len() as u64);
+        }
+        PostingsParts { offsets, starts, lists }
+    }
+
     /// The borrowed view.
     pub fn as_ref(&self) -> Postings<'_> {
-        Postings { offsets: &self.offsets, rows: &self.rows }
+        Postings { offsets: &self.offsets, starts: &self.starts, lists: &self.lists, rows: &[] }
+    }
+
+    /// All rows, value by value (decoded; for tests and tools).
+    pub fn rows(&self) -> Vec<u32> {
+        let p = self.as_ref();
+        let mut out = Vec::new();
+        for i in 0..self.offsets.len().saturating_sub(1) {
+            p.for_each_row(i as u32, &mut |r| out.push(r));
+        }
+        out
     }
 }
 
@@ -432,7 +472,7 @@ pub trait RowLists {
 impl Postings<'_> {
     fn bounds(&self, lo: u32, hi: u32) -> (usize, usize) {
         match (self.offsets.get(lo as usize), self.offsets.get(hi as usize)) {
-            (Some(&s), Some(&e)) if s <= e && e as usize <= self.rows.len() => (s as usize, e as usize),
+            (Some(&s), Some(&e)) if s <= e => (s as usize, e as usize),
             _ => (0, 0),
         }
     }
@@ -452,9 +492,19 @@ impl RowLists for Postings<'_> {
     }
 
     fn for_each_row(&self, i: u32, f: &mut dyn FnMut(u32)) {
-        let (s, e) = self.bounds(i, i.saturating_add(1));
-        for &r in &self.rows[s..e] {
-            f(r);
+        if self.starts.is_empty() {
+            let (s, e) = self.bounds(i, i.saturating_add(1));
+            self.rows.get(s..e).unwrap_or_default().iter().for_each(|&r| f(r));
+            return;
+        }
+        let (Some(&s), Some(&e)) = (self.starts.get(i as usize), self.starts.get(i as usize + 1)) else { return };
+        let Some(bytes) = self.lists.get(s as usize..e as usize).filter(|b| !b.is_empty()) else { return };
+        let Ok(mut c) = PostingsCursor::open(bytes) else { return };
+        while c.doc() != TERMINATED {
+            f(c.doc());
+            if c.advance().is_err() {
+                break;
+            }
         }
     }
 }
@@ -473,7 +523,7 @@ impl RowLists for Postings<'_> {
 /// let (col, post) = build_column(2, &[0, 1, 1, 4], &[1, 0, 1, 1], &[], &[]);
 /// assert_eq!(col.meta.mode, MODE_SETS);
 /// assert_eq!(col.as_ref().code(2), 0b11);
-/// assert_eq!(post.rows, vec![2, 0, 2]);
+/// assert_eq!(post.rows(), vec![2, 0, 2]);
 /// // The same rows over a dictionary of 100 values: inline codes (one multi row in three:
 /// // its codes are reached by a direct offset).
 /// let (col, _) = build_column(100, &[0, 1, 1, 4], &[1, 0, 1, 1], &[], &[]);
@@ -585,7 +635,7 @@ pub fn build_column(
         && dict_len < DIRECT_TAG - CODE_FIRST_VALUE
         && meta.multi_len < DIRECT_TAG;
     let col = if direct { to_direct(&col) } else { col };
-    (col, PostingsParts { offsets, rows: post_rows })
+    (col, PostingsParts::encode(offsets, &post_rows))
 }
 
 fn to_direct(col: &ColumnParts) -> ColumnParts {
@@ -687,7 +737,7 @@ fn build_set_column(
         nulls_only_rows: nulls_only_rows.to_vec(),
         ..ColumnParts::default()
     };
-    (col, PostingsParts { offsets, rows: post_rows })
+    (col, PostingsParts::encode(offsets, &post_rows))
 }
 
 /// Builds the presence-only column of a text field: code 1 marks a row with at least one

@@ -7,6 +7,7 @@ use alloc::vec::Vec;
 
 use serde_json::Value;
 use shoal_format::AlignedBytes;
+use shoal_text::postings::{decode_all, encoded_len};
 
 use crate::column::{
     CODE_EMPTY, CODE_FIRST_VALUE, CODE_MULTI, ColumnMeta, ColumnParts, ColumnRef, DIRECT_TAG, MAX_SET_VALUES,
@@ -33,6 +34,9 @@ const MAGIC_FIELDS: [u8; 4] = *b"PFLD";
 const MAGIC_COLUMNS: [u8; 4] = *b"PCOL";
 const MAGIC_DICTS: [u8; 4] = *b"PDIC";
 const MAGIC_POSTINGS: [u8; 4] = *b"PPST";
+/// Arrays per field of `PAYLOAD_POSTINGS` as written now (prefix counts, list starts,
+/// block-coded lists); tables of 2 (prefix counts, plain rows) are still read.
+const POSTINGS_ARRAYS: u32 = 3;
 const MAGIC_DOCS: [u8; 4] = *b"PDOC";
 
 /// The five payload sections, as bytes for the segment writer.
@@ -248,7 +252,7 @@ impl PayloadBuilder {
         let mut fields = TableWriter::new(MAGIC_FIELDS, n, 2);
         let mut columns = TableWriter::new(MAGIC_COLUMNS, n, 8);
         let mut dicts = TableWriter::new(MAGIC_DICTS, n, 2);
-        let mut postings = TableWriter::new(MAGIC_POSTINGS, n, 2);
+        let mut postings = TableWriter::new(MAGIC_POSTINGS, n, POSTINGS_ARRAYS);
         for (i, mut acc) in self.fields.into_iter().enumerate() {
             let ty = self.schema.field_type(i);
             fields.push(self.schema.name(i).as_bytes());
@@ -294,7 +298,8 @@ impl PayloadBuilder {
             };
             push_column(&mut columns, &col);
             postings.push(&post.offsets);
-            postings.push(&post.rows);
+            postings.push(&post.starts);
+            postings.push(&post.lists);
         }
         let mut docs = TableWriter::new(MAGIC_DOCS, 1, 2);
         docs.push(&self.doc_offsets);
@@ -446,7 +451,7 @@ impl<'a> PayloadView<'a> {
         let ft = Table::open(s.fields, MAGIC_FIELDS, "PAYLOAD_FIELDS", 2)?;
         let ct = Table::open(s.columns, MAGIC_COLUMNS, "PAYLOAD_COLUMNS", 8)?;
         let dt = Table::open(s.dicts, MAGIC_DICTS, "PAYLOAD_DICTS", 2)?;
-        let pt = Table::open(s.postings, MAGIC_POSTINGS, "PAYLOAD_POSTINGS", 2)?;
+        let pt = Table::open_any(s.postings, MAGIC_POSTINGS, "PAYLOAD_POSTINGS", &[POSTINGS_ARRAYS, 2])?;
         let docs = Table::open(s.docs, MAGIC_DOCS, "PAYLOAD_DOCS", 2)?;
         let n = ft.groups();
         if ct.groups() != n || dt.groups() != n || pt.groups() != n {
@@ -497,11 +502,23 @@ impl<'a> PayloadView<'a> {
                 }
             };
             let postings = if ty.is_text() {
-                pt.array_n::<u32>(g, 0, 0, "text field with postings")?;
-                pt.array_n::<u32>(g, 1, 0, "text field with postings")?;
+                for a in 0..pt.arrays() {
+                    pt.array_n::<u8>(g, a, 0, "text field with postings")?;
+                }
                 Postings::default()
+            } else if pt.arrays() == POSTINGS_ARRAYS {
+                Postings {
+                    offsets: pt.array_n(g, 0, dict_len + 1, "postings offsets count")?,
+                    starts: pt.array_n(g, 1, dict_len + 1, "postings list starts count")?,
+                    lists: pt.array(g, 2)?,
+                    rows: &[],
+                }
             } else {
-                Postings { offsets: pt.array_n(g, 0, dict_len + 1, "postings offsets count")?, rows: pt.array(g, 1)? }
+                Postings {
+                    offsets: pt.array_n(g, 0, dict_len + 1, "postings offsets count")?,
+                    rows: pt.array(g, 1)?,
+                    ..Postings::default()
+                }
             };
             fields.push(FieldView { field_type: ty, column, dict, postings });
         }
@@ -779,21 +796,48 @@ fn verify_field(f: &FieldView<'_>, rows: u32) -> Result<(), LayoutError> {
     let p = &f.postings;
     let posts = "PAYLOAD_POSTINGS";
     if !f.field_type.is_text() {
-        if p.offsets.first() != Some(&0) || p.offsets.last().map(|&x| x as usize) != Some(p.rows.len()) {
+        let coded = !p.starts.is_empty();
+        let total = p.offsets.last().map_or(0, |&x| x as usize);
+        if p.offsets.first() != Some(&0) || (!coded && total != p.rows.len()) {
             return Err(malformed(posts, "offsets do not span the rows"));
         }
         if p.offsets.windows(2).any(|w| w[0] > w[1]) {
             return Err(malformed(posts, "offsets decrease"));
         }
+        if coded
+            && (p.starts.first() != Some(&0)
+                || p.starts.last() != Some(&(p.lists.len() as u64))
+                || p.starts.windows(2).any(|w| w[0] > w[1]))
+        {
+            return Err(malformed(posts, "list starts do not span the lists"));
+        }
         let mut pairs = 0u64;
         for r in 0..rows {
             pairs += c.value_count(r) as u64;
         }
-        if pairs != p.rows.len() as u64 {
+        if pairs != total as u64 {
             return Err(malformed(posts, "postings do not count every value"));
         }
+        let mut decoded = Vec::new();
+        let mut tfs = Vec::new();
         for i in 0..m.dict_len as usize {
-            let list = &p.rows[p.offsets[i] as usize..p.offsets[i + 1] as usize];
+            let count = (p.offsets[i + 1] - p.offsets[i]) as usize;
+            let list = if coded {
+                let bytes = &p.lists[p.starts[i] as usize..p.starts[i + 1] as usize];
+                decoded.clear();
+                if !bytes.is_empty() {
+                    decode_all(bytes, &mut decoded, &mut tfs).map_err(|_| malformed(posts, "corrupt row list"))?;
+                    if encoded_len(bytes) != Ok(bytes.len()) || tfs.iter().any(|&t| t != 1) {
+                        return Err(malformed(posts, "corrupt row list"));
+                    }
+                }
+                if decoded.len() != count {
+                    return Err(malformed(posts, "a row list does not match its count"));
+                }
+                &decoded[..]
+            } else {
+                &p.rows[p.offsets[i] as usize..p.offsets[i + 1] as usize]
+            };
             if !strictly_ascending_below(list, rows) {
                 return Err(malformed(posts, "rows not ascending"));
             }

@@ -75,6 +75,17 @@ impl<'a> Table<'a> {
         name: &'static str,
         arrays: u32,
     ) -> Result<Table<'a>, LayoutError> {
+        Table::open_any(bytes, magic, name, &[arrays])
+    }
+
+    /// Like [`open`](Self::open), accepting any of several array counts per group (a section
+    /// whose layout is told by its array count); [`arrays`](Self::arrays) says which.
+    pub(crate) fn open_any(
+        bytes: &'a [u8],
+        magic: [u8; 4],
+        name: &'static str,
+        accepted: &[u32],
+    ) -> Result<Table<'a>, LayoutError> {
         if !(bytes.as_ptr() as usize).is_multiple_of(8) {
             return Err(LayoutError::Misaligned { section: name });
         }
@@ -93,7 +104,8 @@ impl<'a> Table<'a> {
         if groups > MAX_GROUPS {
             return Err(LayoutError::Malformed { section: name, reason: "too many groups" });
         }
-        if word(12) != arrays {
+        let arrays = word(12);
+        if !accepted.contains(&arrays) {
             return Err(LayoutError::Malformed { section: name, reason: "wrong number of arrays per group" });
         }
         let table_end = HEADER + (groups * arrays) as usize * ENTRY;
@@ -131,6 +143,11 @@ impl<'a> Table<'a> {
 
     pub(crate) fn groups(&self) -> u32 {
         self.groups
+    }
+
+    /// Arrays per group.
+    pub(crate) fn arrays(&self) -> u32 {
+        self.arrays
     }
 
     pub(crate) fn name(&self) -> &'static str {
