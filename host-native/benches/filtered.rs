@@ -48,6 +48,20 @@ fn main() {
     col.seal_with(IndexKind::IvfRabitq(IvfParams::default())).unwrap();
     let build_s = t.elapsed().as_secs_f64();
     println!("build {build_s:.2} s (1 core, vectors + payload columns + IVF)");
+    {
+        // The payload sections' sizes (kinds 33-36), per point.
+        let bytes = shoal_format::AlignedBytes::from_slice(col.to_bytes());
+        let reader = shoal_format::SegmentReader::open(bytes.as_slice()).unwrap();
+        let size = |kind| reader.section(kind).map_or(0, <[u8]>::len);
+        let per_point = |b: usize| b as f64 / n as f64;
+        println!(
+            "payload bytes/point: columns {:.2}, dictionaries {:.2}, postings {:.2}, documents {:.2}",
+            per_point(size(33)),
+            per_point(size(34)),
+            per_point(size(35)),
+            per_point(size(36))
+        );
+    }
     drop(payloads);
 
     let (index, _, defaults) = col.sealed().unwrap().ivf().unwrap();

@@ -319,6 +319,15 @@ impl<'a> ColumnRef<'a> {
                 }
             }
             CodeSet::Mask(m)
+        } else if codes.len() > LIST_MAX {
+            // Codes past the dictionary match nothing: the bitmap covers the dictionary only.
+            let mut words = vec![0u64; (self.meta.dict_len as usize + CODE_FIRST_VALUE as usize).div_ceil(64)];
+            for c in codes {
+                if let Some(w) = words.get_mut(c as usize / 64) {
+                    *w |= 1 << (c % 64);
+                }
+            }
+            CodeSet::Bits(words)
         } else {
             CodeSet::List(codes)
         }
@@ -345,7 +354,13 @@ pub enum CodeSet {
     List(Vec<u32>),
     /// Bit `i` = code `i + 2` ([`MODE_SETS`] columns: one AND per row).
     Mask(u32),
+    /// Bit `c % 64` of word `c / 64` = code `c` (lists of more than [`LIST_MAX`] codes: one
+    /// lookup per value instead of a binary search).
+    Bits(Vec<u64>),
 }
+
+/// Longest code list kept as a sorted [`CodeSet::List`]; longer ones become [`CodeSet::Bits`].
+pub const LIST_MAX: usize = 16;
 
 impl CodeSet {
     /// Whether `c` is in the set.
@@ -363,6 +378,7 @@ impl CodeSet {
             CodeSet::Mask(m) => {
                 (CODE_FIRST_VALUE..CODE_FIRST_VALUE + 32).contains(&c) && m >> (c - CODE_FIRST_VALUE) & 1 == 1
             }
+            CodeSet::Bits(w) => w.get(c as usize / 64).is_some_and(|w| w >> (c % 64) & 1 == 1),
         }
     }
 
@@ -378,6 +394,18 @@ impl CodeSet {
                     m &= m - 1;
                 }
             }
+            CodeSet::Bits(words) => {
+                for (i, &w) in words.iter().enumerate() {
+                    let mut w = w;
+                    while w != 0 {
+                        let c = i as u32 * 64 + w.trailing_zeros();
+                        if c >= CODE_FIRST_VALUE {
+                            f(c - CODE_FIRST_VALUE);
+                        }
+                        w &= w - 1;
+                    }
+                }
+            }
         }
     }
 
@@ -387,14 +415,16 @@ impl CodeSet {
             CodeSet::Range(lo, hi) => lo >= hi,
             CodeSet::List(l) => l.is_empty(),
             CodeSet::Mask(m) => *m == 0,
+            CodeSet::Bits(w) => w.iter().all(|&w| w == 0),
         }
     }
 }
 
 /// The value → rows index of a field, borrowed: for dictionary value `i`, the rows holding it,
-/// ascending, as one block-coded list of `shoal-text`'s postings codec (bit-packed blocks of
-/// 128 row gaps with skip data; every tf is 1), or — in segments written before lists were
-/// block-coded — as a plain slice of `rows`.
+/// ascending, either as one block-coded list of `shoal-text`'s postings codec (bit-packed
+/// blocks of 128 row gaps with skip data; every tf is 1: keyword fields, where it is smaller)
+/// or as a plain slice of `rows` (numeric fields — a range of values is one contiguous run —
+/// and keyword fields of mostly one-row values).
 ///
 /// Callers go through [`RowLists`]. Every accessor is total: bytes that corrupt data pushes
 /// out of range read as an empty list, never a panic.
@@ -406,22 +436,31 @@ pub struct Postings<'a> {
     pub starts: &'a [u64],
     /// The block-coded lists, one per value (none for a value without rows).
     pub lists: &'a [u8],
-    /// Plain rows, ascending per value, at `offsets` (segments with 2-array `PAYLOAD_POSTINGS`).
+    /// Plain rows, ascending per value, at `offsets` (when `starts` is empty).
     pub rows: &'a [u32],
 }
 
-/// An owned [`Postings`] (block-coded).
+/// An owned [`Postings`]: plain `rows`, or block-coded `starts` and `lists`.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct PostingsParts {
     /// `dict_len + 1` prefix counts.
     pub offsets: Vec<u32>,
-    /// `dict_len + 1` byte offsets into `lists`.
+    /// `dict_len + 1` byte offsets into `lists` (empty when plain).
     pub starts: Vec<u64>,
-    /// The block-coded lists.
+    /// The block-coded lists (empty when plain).
     pub lists: Vec<u8>,
+    /// Plain rows, value by value (empty when block-coded).
+    pub rows: Vec<u32>,
 }
 
 impl PostingsParts {
+    /// The same lists block-coded, if that takes fewer bytes than the plain rows (lists of
+    /// mostly one row cost more coded: a header, a list start and a varint each).
+    pub fn block_coded_if_smaller(self) -> PostingsParts {
+        let coded = PostingsParts::encode(self.offsets.clone(), &self.rows);
+        if coded.lists.len() + 8 * coded.starts.len() < 4 * self.rows.len() { coded } else { self }
+    }
+
     /// Block-codes the lists of `rows` (value `i` at `rows[offsets[i]..offsets[i + 1]]`,
     /// strictly ascending).
     pub fn encode(offsets: Vec<u32>, rows: &[u32]) -> PostingsParts {
@@ -440,12 +479,12 @@ impl PostingsParts {
             }
             starts.push(lists.len() as u64);
         }
-        PostingsParts { offsets, starts, lists }
+        PostingsParts { offsets, starts, lists, rows: Vec::new() }
     }
 
     /// The borrowed view.
     pub fn as_ref(&self) -> Postings<'_> {
-        Postings { offsets: &self.offsets, starts: &self.starts, lists: &self.lists, rows: &[] }
+        Postings { offsets: &self.offsets, starts: &self.starts, lists: &self.lists, rows: &self.rows }
     }
 
     /// All rows, value by value (decoded; for tests and tools).
@@ -465,8 +504,13 @@ pub trait RowLists {
     fn list_len(&self, i: u32) -> u64;
     /// Number of (row, value) pairs of the values `lo..hi`.
     fn range_len(&self, lo: u32, hi: u32) -> u64;
+    /// Calls `f` with the rows holding value `i`, ascending, a run at a time (a block of the
+    /// coded list, or the whole plain list).
+    fn for_each_run(&self, i: u32, f: &mut dyn FnMut(&[u32]));
     /// Calls `f` with every row holding value `i`, ascending.
-    fn for_each_row(&self, i: u32, f: &mut dyn FnMut(u32));
+    fn for_each_row(&self, i: u32, f: &mut dyn FnMut(u32)) {
+        self.for_each_run(i, &mut |rows| rows.iter().for_each(|&r| f(r)));
+    }
 }
 
 impl Postings<'_> {
@@ -491,18 +535,18 @@ impl RowLists for Postings<'_> {
         (e - s) as u64
     }
 
-    fn for_each_row(&self, i: u32, f: &mut dyn FnMut(u32)) {
+    fn for_each_run(&self, i: u32, f: &mut dyn FnMut(&[u32])) {
         if self.starts.is_empty() {
             let (s, e) = self.bounds(i, i.saturating_add(1));
-            self.rows.get(s..e).unwrap_or_default().iter().for_each(|&r| f(r));
+            f(self.rows.get(s..e).unwrap_or_default());
             return;
         }
         let (Some(&s), Some(&e)) = (self.starts.get(i as usize), self.starts.get(i as usize + 1)) else { return };
         let Some(bytes) = self.lists.get(s as usize..e as usize).filter(|b| !b.is_empty()) else { return };
         let Ok(mut c) = PostingsCursor::open(bytes) else { return };
         while c.doc() != TERMINATED {
-            f(c.doc());
-            if c.advance().is_err() {
+            f(c.block_docs());
+            if c.next_block().is_err() {
                 break;
             }
         }
@@ -635,7 +679,7 @@ pub fn build_column(
         && dict_len < DIRECT_TAG - CODE_FIRST_VALUE
         && meta.multi_len < DIRECT_TAG;
     let col = if direct { to_direct(&col) } else { col };
-    (col, PostingsParts::encode(offsets, &post_rows))
+    (col, PostingsParts { offsets, rows: post_rows, ..PostingsParts::default() })
 }
 
 fn to_direct(col: &ColumnParts) -> ColumnParts {
@@ -737,7 +781,7 @@ fn build_set_column(
         nulls_only_rows: nulls_only_rows.to_vec(),
         ..ColumnParts::default()
     };
-    (col, PostingsParts::encode(offsets, &post_rows))
+    (col, PostingsParts { offsets, rows: post_rows, ..PostingsParts::default() })
 }
 
 /// Builds the presence-only column of a text field: code 1 marks a row with at least one

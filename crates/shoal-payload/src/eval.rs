@@ -57,6 +57,13 @@ impl Bitset {
         }
     }
 
+    /// Adds every row of `rows` (those out of range are ignored).
+    pub fn insert_all(&mut self, rows: &[u32]) {
+        for &row in rows {
+            self.insert(row);
+        }
+    }
+
     /// Removes `row`.
     #[inline]
     pub fn remove(&mut self, row: u32) {
@@ -429,7 +436,7 @@ fn matching(view: &PayloadView<'_>, n: &Node) -> Bitset {
         Node::Any { field, codes } => {
             let fv = view.field(*field);
             let mut b = Bitset::empty(total);
-            codes.for_each_value(|i| fv.postings.for_each_row(i, &mut |r| b.insert(r)));
+            codes.for_each_value(|i| fv.postings.for_each_run(i, &mut |rows| b.insert_all(rows)));
             b
         }
         Node::Except { field, codes } => {
@@ -437,7 +444,7 @@ fn matching(view: &PayloadView<'_>, n: &Node) -> Bitset {
             let mut b = Bitset::empty(total);
             for i in 0..fv.column.meta.dict_len {
                 if codes.binary_search(&(i + CODE_FIRST_VALUE)).is_err() {
-                    fv.postings.for_each_row(i, &mut |r| b.insert(r));
+                    fv.postings.for_each_run(i, &mut |rows| b.insert_all(rows));
                 }
             }
             b

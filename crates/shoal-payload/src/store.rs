@@ -283,7 +283,11 @@ impl PayloadBuilder {
                     let vals: Vec<u32> = acc.keys.iter().map(|&k| final_of[k as usize]).collect();
                     dicts.push(&offsets);
                     dicts.push(&bytes);
-                    build_column(order.len() as u32, &acc.row_offsets, &vals, &acc.null_rows, &acc.nulls_only_rows)
+                    let (col, post) =
+                        build_column(order.len() as u32, &acc.row_offsets, &vals, &acc.null_rows, &acc.nulls_only_rows);
+                    // Keyword lists block-coded (when smaller); numeric ones stay plain, so a
+                    // range of values is one contiguous run of rows.
+                    (col, post.block_coded_if_smaller())
                 }
                 FieldType::Integer | FieldType::Float | FieldType::Bool => {
                     let mut dict = acc.keys.clone();
@@ -299,7 +303,11 @@ impl PayloadBuilder {
             push_column(&mut columns, &col);
             postings.push(&post.offsets);
             postings.push(&post.starts);
-            postings.push(&post.lists);
+            if post.starts.is_empty() {
+                postings.push(&post.rows);
+            } else {
+                postings.push(&post.lists);
+            }
         }
         let mut docs = TableWriter::new(MAGIC_DOCS, 1, 2);
         docs.push(&self.doc_offsets);
@@ -507,11 +515,14 @@ impl<'a> PayloadView<'a> {
                 }
                 Postings::default()
             } else if pt.arrays() == POSTINGS_ARRAYS {
-                Postings {
-                    offsets: pt.array_n(g, 0, dict_len + 1, "postings offsets count")?,
-                    starts: pt.array_n(g, 1, dict_len + 1, "postings list starts count")?,
-                    lists: pt.array(g, 2)?,
-                    rows: &[],
+                let offsets = pt.array_n(g, 0, dict_len + 1, "postings offsets count")?;
+                let starts: &[u64] = pt.array(g, 1)?;
+                if starts.is_empty() {
+                    Postings { offsets, rows: pt.array(g, 2)?, ..Postings::default() }
+                } else if starts.len() as u64 == dict_len + 1 {
+                    Postings { offsets, starts, lists: pt.array(g, 2)?, rows: &[] }
+                } else {
+                    return Err(malformed("PAYLOAD_POSTINGS", "postings list starts count"));
                 }
             } else {
                 Postings {

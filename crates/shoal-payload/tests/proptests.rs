@@ -119,6 +119,11 @@ fn leaf() -> impl Strategy<Value = Value> {
         lit("kw2", prop_oneof![kw2(), Just(json!("k99"))].boxed()),
         lit("n", integers),
         lit("m", (0i64..205).prop_map(|x| json!(x)).boxed()),
+        // Long lists (more than 16 codes: a bitmap code set).
+        proptest::collection::vec(kw2(), 10..40).prop_map(|v| json!({"key": "kw2", "match": {"any": v}})),
+        proptest::collection::vec(kw2(), 10..40).prop_map(|v| json!({"key": "kw2", "match": {"except": v}})),
+        proptest::collection::vec((0i64..205).prop_map(|x| json!(x)), 10..60)
+            .prop_map(|v| json!({"key": "m", "match": {"any": v}})),
         b().prop_map(|v| json!({"key": "b", "match": {"value": v}})),
         range("n"),
         range("m"),

@@ -474,6 +474,20 @@ impl<'a> PostingsCursor<'a> {
         &self.tfs[..self.len]
     }
 
+    /// The ids of the current block from the current posting on (empty when terminated).
+    pub fn block_docs(&self) -> &[u32] {
+        &self.docs[self.idx.min(self.len)..self.len]
+    }
+
+    /// Moves to the first posting of the next block and returns its id ([`TERMINATED`] at the
+    /// end): a walk over [`block_docs`](Self::block_docs) a block at a time.
+    pub fn next_block(&mut self) -> Result<u32, TextError> {
+        if self.doc != TERMINATED {
+            self.load(self.block + 1)?;
+        }
+        Ok(self.doc)
+    }
+
     /// Moves to the next posting and returns its id ([`TERMINATED`] at the end).
     #[inline]
     pub fn advance(&mut self) -> Result<u32, TextError> {
