@@ -7,7 +7,7 @@ use alloc::vec::Vec;
 
 use serde_json::Value;
 use shoal_format::AlignedBytes;
-use shoal_text::postings::{decode_all, encoded_len};
+use shoal_text::postings::{PostingsCursor, TERMINATED};
 
 use crate::column::{
     CODE_EMPTY, CODE_FIRST_VALUE, CODE_MULTI, ColumnMeta, ColumnParts, ColumnRef, DIRECT_TAG, MAX_SET_VALUES,
@@ -830,15 +830,22 @@ fn verify_field(f: &FieldView<'_>, rows: u32) -> Result<(), LayoutError> {
             return Err(malformed(posts, "postings do not count every value"));
         }
         let mut decoded = Vec::new();
-        let mut tfs = Vec::new();
         for i in 0..m.dict_len as usize {
             let count = (p.offsets[i + 1] - p.offsets[i]) as usize;
             let list = if coded {
                 let bytes = &p.lists[p.starts[i] as usize..p.starts[i + 1] as usize];
                 decoded.clear();
                 if !bytes.is_empty() {
-                    decode_all(bytes, &mut decoded, &mut tfs).map_err(|_| malformed(posts, "corrupt row list"))?;
-                    if encoded_len(bytes) != Ok(bytes.len()) || tfs.iter().any(|&t| t != 1) {
+                    let corrupt = |_| malformed(posts, "corrupt row list");
+                    let mut c = PostingsCursor::open(bytes).map_err(corrupt)?;
+                    while c.doc() != TERMINATED {
+                        if c.tf() != 1 {
+                            return Err(malformed(posts, "corrupt row list"));
+                        }
+                        decoded.push(c.doc());
+                        c.advance().map_err(corrupt)?;
+                    }
+                    if c.encoded_len() != bytes.len() {
                         return Err(malformed(posts, "corrupt row list"));
                     }
                 }
