@@ -160,7 +160,8 @@ pub struct Hit {
 pub struct SearchStats {
     /// Candidate documents considered.
     pub candidates: u64,
-    /// Documents fully scored and offered to the top k.
+    /// Documents fully scored (the filter and `must_not` are checked only for those that would
+    /// enter the top k).
     pub scored: u64,
     /// Candidates dropped by score bounds.
     pub pruned: u64,
@@ -216,6 +217,10 @@ impl Top {
     fn threshold(&self) -> f32 {
         if self.full() { self.heap.peek().map_or(f32::NEG_INFINITY, |h| h.0.score) } else { f32::NEG_INFINITY }
     }
+    /// Whether `h` (of a higher id than every hit so far) would enter.
+    fn accepts(&self, h: Hit) -> bool {
+        !self.full() || self.heap.peek().is_some_and(|top| HeapHit(h) < *top)
+    }
     fn push(&mut self, h: Hit) {
         if self.heap.len() < self.k {
             self.heap.push(HeapHit(h));
@@ -239,6 +244,20 @@ struct TermState<'a> {
     ub: f32,
     /// The last block bound computed: (block, bound).
     cache: (u32, f32),
+}
+
+impl TermState<'_> {
+    /// The term's bound on the block that would hold `d` (cached per block) and that block's
+    /// last id; `None` past the end of the list.
+    fn block_bound(&mut self, d: u32, bm25: &Bm25, avgdl: f32) -> Option<(f32, u32)> {
+        let m = self.cur.shallow_seek(d)?;
+        let b = self.cur.shallow_block();
+        if self.cache.0 != b {
+            let idf = self.idf;
+            self.cache = (b, self.cur.block_max_score(b, |tf, len| bm25.term_score(idf, tf, len, avgdl)));
+        }
+        Some((self.cache.1, m.last_doc))
+    }
 }
 
 struct ClauseState<'a> {
@@ -300,7 +319,7 @@ impl<'a> ClauseState<'a> {
                     break;
                 }
             }
-            if !self.phrase || self.phrase_match(ctx)? {
+            if !self.phrase || phrase_match(&mut self.terms, &self.offsets, ctx)? {
                 self.doc = d;
                 return Ok(d);
             }
@@ -311,38 +330,6 @@ impl<'a> ClauseState<'a> {
             }
             d += 1;
         }
-    }
-
-    /// Whether the phrase occurs in the document all term cursors are on.
-    fn phrase_match(&mut self, ctx: &mut Ctx) -> Result<bool, TextError> {
-        ctx.stats.phrase_checks += 1;
-        let mut acc = u64::MAX;
-        for (t, &o) in self.terms.iter_mut().zip(&self.offsets) {
-            let (b, i) = t.cur.block_position();
-            let pl = t.pos.as_mut().ok_or(TextError::InvalidInput("phrase query on an index without positions"))?;
-            acc &= pl.mask(b, i, t.cur.block_tfs())?.rotate_right(o % 64);
-        }
-        if acc == 0 {
-            ctx.stats.mask_rejects += 1;
-            return Ok(false);
-        }
-        if ctx.bufs.len() < self.terms.len() {
-            ctx.bufs.resize(self.terms.len(), Vec::new());
-        }
-        for (t, buf) in self.terms.iter_mut().zip(&mut ctx.bufs) {
-            let (b, i) = t.cur.block_position();
-            if let Some(pl) = &mut t.pos {
-                pl.positions(b, i, t.cur.block_tfs(), buf)?;
-            }
-        }
-        let o0 = self.offsets[0];
-        Ok(ctx.bufs[0].iter().any(|&p| {
-            p >= o0
-                && self.offsets[1..]
-                    .iter()
-                    .zip(&ctx.bufs[1..self.terms.len()])
-                    .all(|(&o, ps)| ps.binary_search(&(p - o0 + o)).is_ok())
-        }))
     }
 
     /// Adds the clause's term scores (clause order) to `acc`; the cursors are on the document.
@@ -359,14 +346,9 @@ impl<'a> ClauseState<'a> {
         let mut s = 0.0f32;
         let mut until = TERMINATED - 1;
         for t in &mut self.terms {
-            let Some(m) = t.cur.shallow_seek(d) else { return (0.0, TERMINATED - 1) };
-            let b = t.cur.shallow_block();
-            if t.cache.0 != b {
-                let idf = t.idf;
-                t.cache = (b, t.cur.block_max_score(b, |tf, len| bm25.term_score(idf, tf, len, avgdl)));
-            }
-            s += t.cache.1;
-            until = until.min(m.last_doc);
+            let Some((b, last)) = t.block_bound(d, bm25, avgdl) else { return (0.0, TERMINATED - 1) };
+            s += b;
+            until = until.min(last);
         }
         (s, until)
     }
@@ -432,16 +414,22 @@ impl<'a> TextIndex<'a> {
             s.find(0, ctx)?;
             Ok(Some(s))
         };
-        let mut must = Vec::with_capacity(query.must.len());
-        for c in &query.must {
+        // A lone `should` phrase must match: it runs as a `must` clause (same matches, same
+        // canonical score order), whose intersection checks bounds before positions.
+        let (must_q, should_q) = match (&query.must[..], &query.should[..]) {
+            ([], [Clause::Phrase(_)]) => (&query.should[..], &[][..]),
+            (m, s) => (m, s),
+        };
+        let mut must = Vec::with_capacity(must_q.len());
+        for c in must_q {
             match open(c, false, &mut ctx)? {
                 Some(s) => must.push(s),
                 None => return Ok(SearchResult::default()),
             }
         }
-        let mut should = Vec::with_capacity(query.should.len());
-        for c in &query.should {
-            if let Some(s) = open(c, query.should.len() > 1, &mut ctx)? {
+        let mut should = Vec::with_capacity(should_q.len());
+        for c in should_q {
+            if let Some(s) = open(c, should_q.len() > 1, &mut ctx)? {
                 should.push(s);
             }
         }
@@ -460,17 +448,31 @@ impl<'a> TextIndex<'a> {
         let mut checked_until = 0u32;
         let mut checked_thr = f32::NEG_INFINITY;
         if !must.is_empty() {
+            // The must clauses flattened: their terms in canonical order, the phrases as ranges
+            // of them, and the order the intersection visits them in (shortest list first).
+            let mut terms = Vec::new();
+            let mut offsets = Vec::new();
+            let mut phrases = Vec::new();
+            for c in must {
+                if c.phrase {
+                    phrases.push(terms.len()..terms.len() + c.terms.len());
+                }
+                terms.extend(c.terms);
+                offsets.extend(c.offsets);
+            }
+            let mut lead: Vec<usize> = (0..terms.len()).collect();
+            lead.sort_by_key(|&i| terms[i].cur.doc_count());
             let mut target = 0u32;
             'docs: loop {
                 if ctx.tick() {
                     break;
                 }
-                // Leapfrog intersection of the must clauses.
+                // Leapfrog intersection of the must terms; phrases are checked after the bounds.
                 let mut d = target;
                 loop {
                     let mut agree = true;
-                    for c in &mut must {
-                        let x = c.seek(d, &mut ctx)?;
+                    for &i in &lead {
+                        let x = terms[i].cur.seek(d)?;
                         if x == TERMINATED {
                             break 'docs;
                         }
@@ -485,24 +487,32 @@ impl<'a> TextIndex<'a> {
                 }
                 target = d.saturating_add(1);
                 ctx.stats.candidates += 1;
-                if top.full() && (d > checked_until || top.threshold() > checked_thr) {
+                let thr = top.threshold();
+                if top.full() && (d > checked_until || thr > checked_thr) {
                     let mut bound = 0.0f32;
                     let mut until = TERMINATED - 1;
-                    for c in must.iter_mut().chain(should.iter_mut()) {
+                    for t in &mut terms {
+                        let (b, u) = t.block_bound(d, &bm25, avgdl).unwrap_or((0.0, TERMINATED - 1));
+                        bound += b;
+                        until = until.min(u);
+                    }
+                    for c in &mut should {
                         let (b, u) = c.block_bound(d, &bm25, avgdl);
                         bound += b;
                         until = until.min(u);
                     }
-                    if bound * MARGIN <= top.threshold() {
+                    if bound * MARGIN <= thr {
                         // No document up to the first block end can enter: skip past it.
                         ctx.stats.pruned += 1;
                         target = until.saturating_add(1).max(target);
                         continue;
                     }
-                    (checked_until, checked_thr) = (until, top.threshold());
+                    (checked_until, checked_thr) = (until, thr);
                 }
-                if excluded(d, &mut must_not, params, &mut ctx)? {
-                    continue;
+                for r in &phrases {
+                    if !phrase_match(&mut terms[r.clone()], &offsets[r.clone()], &mut ctx)? {
+                        continue 'docs;
+                    }
                 }
                 for (c, m) in should.iter_mut().zip(&mut matched) {
                     *m = c.seek(d, &mut ctx)? == d;
@@ -512,14 +522,17 @@ impl<'a> TextIndex<'a> {
                 }
                 let dl = doc_len(d)?;
                 let mut score = 0.0f32;
-                for c in &must {
-                    c.add_score(&mut score, &bm25, dl, avgdl);
+                for t in &terms {
+                    score += bm25.term_score(t.idf, t.cur.tf(), dl, avgdl);
                 }
                 for (c, _) in should.iter().zip(&matched).filter(|(_, m)| **m) {
                     c.add_score(&mut score, &bm25, dl, avgdl);
                 }
                 ctx.stats.scored += 1;
-                top.push(Hit { doc: d, score });
+                let hit = Hit { doc: d, score };
+                if top.accepts(hit) && !excluded(d, &mut must_not, params, &mut ctx)? {
+                    top.push(hit);
+                }
             }
         } else if should.len() == 1 && !should[0].phrase && should[0].terms.len() == 1 && must_not.is_empty() {
             // One term: document by document in list order, skipping every block whose best
@@ -680,4 +693,36 @@ fn excluded(d: u32, must_not: &mut [ClauseState], params: &SearchParams, ctx: &m
         }
     }
     Ok(false)
+}
+
+/// Whether the phrase of `terms` at `offsets` occurs in the document all their cursors are on.
+fn phrase_match(terms: &mut [TermState], offsets: &[u32], ctx: &mut Ctx) -> Result<bool, TextError> {
+    ctx.stats.phrase_checks += 1;
+    let mut acc = u64::MAX;
+    for (t, &o) in terms.iter_mut().zip(offsets) {
+        let (b, i) = t.cur.block_position();
+        let pl = t.pos.as_mut().ok_or(TextError::InvalidInput("phrase query on an index without positions"))?;
+        acc &= pl.mask(b, i, t.cur.block_tfs())?.rotate_right(o % 64);
+    }
+    if acc == 0 {
+        ctx.stats.mask_rejects += 1;
+        return Ok(false);
+    }
+    if ctx.bufs.len() < terms.len() {
+        ctx.bufs.resize(terms.len(), Vec::new());
+    }
+    for (t, buf) in terms.iter_mut().zip(&mut ctx.bufs) {
+        let (b, i) = t.cur.block_position();
+        if let Some(pl) = &mut t.pos {
+            pl.positions(b, i, t.cur.block_tfs(), buf)?;
+        }
+    }
+    let o0 = offsets[0];
+    Ok(ctx.bufs[0].iter().any(|&p| {
+        p >= o0
+            && offsets[1..]
+                .iter()
+                .zip(&ctx.bufs[1..terms.len()])
+                .all(|(&o, ps)| ps.binary_search(&(p - o0 + o)).is_ok())
+    }))
 }
