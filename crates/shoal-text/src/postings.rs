@@ -269,6 +269,8 @@ pub struct PostingsCursor<'a> {
     idx: usize,
     len: usize,
     doc: u32,
+    /// The last id of the current block (`docs[len - 1]`).
+    block_last: u32,
     max_tf: u32,
     min_len: u32,
     /// Bytes before the block data (header and skip table).
@@ -339,6 +341,7 @@ impl<'a> PostingsCursor<'a> {
             idx: 0,
             len: 0,
             doc: 0,
+            block_last: 0,
             max_tf,
             min_len,
             head_len,
@@ -491,25 +494,39 @@ impl<'a> PostingsCursor<'a> {
 
     /// Moves to the first posting with id `>= target` (never backwards) and returns its id,
     /// [`TERMINATED`] if there is none. Blocks in between are skipped without decoding.
+    #[inline]
     pub fn seek(&mut self, target: u32) -> Result<u32, TextError> {
         if self.doc >= target {
             return Ok(self.doc);
         }
-        if self.last_doc(self.block) < target {
-            let b = self.find_block(self.block + 1, target);
-            self.load(b)?;
-            if self.doc >= target {
-                return Ok(self.doc);
-            }
+        if self.block_last < target {
+            return self.seek_blocks(target);
         }
-        // The current block ends at or after `target`.
-        let mut i = self.idx;
-        while self.docs[i] < target {
+        Ok(self.scan(target))
+    }
+
+    /// [`PostingsCursor::seek`] past the current block.
+    #[inline(never)]
+    fn seek_blocks(&mut self, target: u32) -> Result<u32, TextError> {
+        let b = self.find_block(self.block + 1, target);
+        self.load(b)?;
+        if self.doc >= target {
+            return Ok(self.doc);
+        }
+        Ok(self.scan(target))
+    }
+
+    /// Moves within the current block to the first id `>= target`, given `doc < target <=
+    /// block_last`: the scan stops at `len - 1` at the latest.
+    #[inline]
+    fn scan(&mut self, target: u32) -> u32 {
+        let mut i = self.idx + 1;
+        while self.docs[i % BLOCK] < target {
             i += 1;
         }
-        self.idx = i;
-        self.doc = self.docs[i];
-        Ok(self.doc)
+        self.idx = i % BLOCK;
+        self.doc = self.docs[self.idx];
+        self.doc
     }
 
     /// The skip data of the block that would hold `target` (the first block whose last id is
@@ -562,6 +579,7 @@ impl<'a> PostingsCursor<'a> {
         if b >= self.n_blocks {
             self.block = self.n_blocks;
             self.doc = TERMINATED;
+            self.block_last = TERMINATED;
             self.len = 0;
             return Ok(());
         }
@@ -628,6 +646,7 @@ impl<'a> PostingsCursor<'a> {
         }
         self.len = n;
         self.doc = self.docs[0];
+        self.block_last = self.docs[n - 1];
         Ok(())
     }
 }
