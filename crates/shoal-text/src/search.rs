@@ -467,8 +467,22 @@ impl<'a> TextIndex<'a> {
                 if ctx.tick() {
                     break;
                 }
-                // Leapfrog intersection of the must terms; phrases are checked after the bounds.
+                // Leapfrog intersection of the must terms; phrases are checked last.
                 let mut d = target;
+                if let [i, j] = lead[..] {
+                    // Two terms: the shorter list leads, the other follows.
+                    loop {
+                        d = terms[i].cur.seek(d)?;
+                        if d == TERMINATED {
+                            break 'docs;
+                        }
+                        let x = terms[j].cur.seek(d)?;
+                        if x == d {
+                            break;
+                        }
+                        d = x;
+                    }
+                }
                 loop {
                     let mut agree = true;
                     for &i in &lead {
@@ -509,11 +523,6 @@ impl<'a> TextIndex<'a> {
                     }
                     (checked_until, checked_thr) = (until, thr);
                 }
-                for r in &phrases {
-                    if !phrase_match(&mut terms[r.clone()], &offsets[r.clone()], &mut ctx)? {
-                        continue 'docs;
-                    }
-                }
                 for (c, m) in should.iter_mut().zip(&mut matched) {
                     *m = c.seek(d, &mut ctx)? == d;
                 }
@@ -530,7 +539,16 @@ impl<'a> TextIndex<'a> {
                 }
                 ctx.stats.scored += 1;
                 let hit = Hit { doc: d, score };
-                if top.accepts(hit) && !excluded(d, &mut must_not, params, &mut ctx)? {
+                // The phrases, the filter and `must_not` only for a document that would enter.
+                if !top.accepts(hit) {
+                    continue;
+                }
+                for r in &phrases {
+                    if !phrase_match(&mut terms[r.clone()], &offsets[r.clone()], &mut ctx)? {
+                        continue 'docs;
+                    }
+                }
+                if !excluded(d, &mut must_not, params, &mut ctx)? {
                     top.push(hit);
                 }
             }
