@@ -494,7 +494,7 @@ impl<'a> PostingsCursor<'a> {
 
     /// Moves to the first posting with id `>= target` (never backwards) and returns its id,
     /// [`TERMINATED`] if there is none. Blocks in between are skipped without decoding.
-    #[inline]
+    #[inline(always)]
     pub fn seek(&mut self, target: u32) -> Result<u32, TextError> {
         if self.doc >= target {
             return Ok(self.doc);
@@ -518,7 +518,7 @@ impl<'a> PostingsCursor<'a> {
 
     /// Moves within the current block to the first id `>= target`, given `doc < target <=
     /// block_last`: the scan stops at `len - 1` at the latest.
-    #[inline]
+    #[inline(always)]
     fn scan(&mut self, target: u32) -> u32 {
         let mut i = self.idx + 1;
         while self.docs[i % BLOCK] < target {
