@@ -182,6 +182,9 @@ pub struct SearchResult {
     pub stats: SearchStats,
 }
 
+/// Most block ends an intersection passes without checking its bounds after failed checks.
+const MAX_PASS: u32 = 16;
+
 /// Relative margin on upper bounds (see the module documentation).
 const MARGIN: f32 = 1.0 + 1.0 / 4096.0;
 
@@ -444,9 +447,13 @@ impl<'a> TextIndex<'a> {
 
         // Block bounds hold up to the first block end they saw; with an unchanged threshold the
         // check would fail again before it, so it is repeated only past it or when the
-        // threshold has risen.
+        // threshold has risen. In an intersection, after `fails` failed checks in a row the
+        // next `fails` block ends (at most `MAX_PASS`) pass unchecked unless the threshold rises:
+        // where blocks cannot be skipped, the bounds cost more than they save. Either way the
+        // results are the same.
         let mut checked_until = 0u32;
         let mut checked_thr = f32::NEG_INFINITY;
+        let (mut fails, mut pass) = (0u32, 0u32);
         if !must.is_empty() {
             // The must clauses flattened: their terms in canonical order, the phrases as ranges
             // of them, and the order the intersection visits them in (shortest list first).
@@ -502,7 +509,12 @@ impl<'a> TextIndex<'a> {
                 target = d.saturating_add(1);
                 ctx.stats.candidates += 1;
                 let thr = top.threshold();
-                if top.full() && (d > checked_until || thr > checked_thr) {
+                if top.full() && thr == checked_thr && d > checked_until && pass > 0 {
+                    // Recent checks failed: pass this block end unchecked.
+                    pass -= 1;
+                    checked_until =
+                        terms.iter_mut().filter_map(|t| t.cur.shallow_seek(d)).map(|m| m.last_doc).min().unwrap_or(d);
+                } else if top.full() && (d > checked_until || thr > checked_thr) {
                     let mut bound = 0.0f32;
                     let mut until = TERMINATED - 1;
                     for t in &mut terms {
@@ -519,8 +531,11 @@ impl<'a> TextIndex<'a> {
                         // No document up to the first block end can enter: skip past it.
                         ctx.stats.pruned += 1;
                         target = until.saturating_add(1).max(target);
+                        fails = 0;
                         continue;
                     }
+                    fails = (fails + 1).min(MAX_PASS);
+                    pass = fails;
                     (checked_until, checked_thr) = (until, thr);
                 }
                 for (c, m) in should.iter_mut().zip(&mut matched) {
