@@ -58,8 +58,20 @@ impl Bm25 {
     /// The score of one term in one document (canonical formula).
     #[inline]
     pub fn term_score(&self, idf: f32, tf: u32, doc_len: u32, avgdl: f32) -> f32 {
+        self.score_norm(idf, tf, self.norm(doc_len, avgdl))
+    }
+
+    /// The length part of [`Bm25::term_score`], the same for every term of a document.
+    #[inline]
+    fn norm(&self, doc_len: u32, avgdl: f32) -> f32 {
+        self.k1 * ((1.0 - self.b) + self.b * (doc_len as f32 / avgdl))
+    }
+
+    /// [`Bm25::term_score`] given [`Bm25::norm`] (the same operations, so the same bits).
+    #[inline]
+    fn score_norm(&self, idf: f32, tf: u32, norm: f32) -> f32 {
         let tf = tf as f32;
-        idf * ((tf * (self.k1 + 1.0)) / (tf + self.k1 * ((1.0 - self.b) + self.b * (doc_len as f32 / avgdl))))
+        idf * ((tf * (self.k1 + 1.0)) / (tf + norm))
     }
 
     /// An upper bound of [`Bm25::term_score`] for any `tf <= max_tf` and `doc_len >= min_len`
@@ -220,9 +232,10 @@ impl Top {
     fn threshold(&self) -> f32 {
         if self.full() { self.heap.peek().map_or(f32::NEG_INFINITY, |h| h.0.score) } else { f32::NEG_INFINITY }
     }
-    /// Whether `h` (of a higher id than every hit so far) would enter.
-    fn accepts(&self, h: Hit) -> bool {
-        !self.full() || self.heap.peek().is_some_and(|top| HeapHit(h) < *top)
+    /// Whether a hit with this score and a higher id than every hit so far would enter (it
+    /// loses ties).
+    fn accepts(&self, score: f32) -> bool {
+        !self.full() || score.total_cmp(&self.threshold()).is_gt()
     }
     fn push(&mut self, h: Hit) {
         if self.heap.len() < self.k {
@@ -545,9 +558,10 @@ impl<'a> TextIndex<'a> {
                     break;
                 }
                 let dl = doc_len(d)?;
+                let norm = bm25.norm(dl, avgdl);
                 let mut score = 0.0f32;
                 for t in &terms {
-                    score += bm25.term_score(t.idf, t.cur.tf(), dl, avgdl);
+                    score += bm25.score_norm(t.idf, t.cur.tf(), norm);
                 }
                 for (c, _) in should.iter().zip(&matched).filter(|(_, m)| **m) {
                     c.add_score(&mut score, &bm25, dl, avgdl);
@@ -555,7 +569,7 @@ impl<'a> TextIndex<'a> {
                 ctx.stats.scored += 1;
                 let hit = Hit { doc: d, score };
                 // The phrases, the filter and `must_not` only for a document that would enter.
-                if !top.accepts(hit) {
+                if !top.accepts(score) {
                     continue;
                 }
                 for r in &phrases {
