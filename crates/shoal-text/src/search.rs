@@ -473,46 +473,41 @@ impl<'a> TextIndex<'a> {
             let mut terms = Vec::new();
             let mut offsets = Vec::new();
             let mut phrases = Vec::new();
-            for c in must {
+            for c in &mut must {
                 if c.phrase {
                     phrases.push(terms.len()..terms.len() + c.terms.len());
                 }
-                terms.extend(c.terms);
-                offsets.extend(c.offsets);
+                terms.append(&mut c.terms);
+                offsets.append(&mut c.offsets);
             }
             let mut lead: Vec<usize> = (0..terms.len()).collect();
-            lead.sort_by_key(|&i| terms[i].cur.doc_count());
+            for i in 1..lead.len() {
+                // Insertion sort: a few terms, and no sort routine to carry in wasm.
+                let mut j = i;
+                while j > 0 && terms[lead[j - 1]].cur.doc_count() > terms[lead[j]].cur.doc_count() {
+                    lead.swap(j - 1, j);
+                    j -= 1;
+                }
+            }
             let mut target = 0u32;
             'docs: loop {
                 if ctx.tick() {
                     break;
                 }
-                // Leapfrog intersection of the must terms; phrases are checked last.
+                // Leapfrog intersection of the must terms (phrases are checked last): the
+                // shortest list leads, and a follower past it sends it on.
                 let mut d = target;
-                if let [i, j] = lead[..] {
-                    // Two terms: the shorter list leads, the other follows.
-                    loop {
-                        d = terms[i].cur.seek(d)?;
-                        if d == TERMINATED {
-                            break 'docs;
-                        }
-                        let x = terms[j].cur.seek(d)?;
-                        if x == d {
-                            break;
-                        }
-                        d = x;
-                    }
-                }
                 loop {
+                    d = terms[lead[0]].cur.seek(d)?;
+                    if d == TERMINATED {
+                        break 'docs;
+                    }
                     let mut agree = true;
-                    for &i in &lead {
-                        let x = terms[i].cur.seek(d)?;
-                        if x == TERMINATED {
-                            break 'docs;
-                        }
-                        if x > d {
-                            d = x;
-                            agree = false;
+                    for &j in &lead[1..] {
+                        let x = terms[j].cur.seek(d)?;
+                        if x != d {
+                            (d, agree) = (x, false);
+                            break;
                         }
                     }
                     if agree {
@@ -525,8 +520,9 @@ impl<'a> TextIndex<'a> {
                 if top.full() && thr == checked_thr && d > checked_until && pass > 0 {
                     // Recent checks failed: pass this block end unchecked.
                     pass -= 1;
-                    checked_until =
-                        terms.iter_mut().filter_map(|t| t.cur.shallow_seek(d)).map(|m| m.last_doc).min().unwrap_or(d);
+                    checked_until = terms
+                        .iter_mut()
+                        .fold(TERMINATED - 1, |u, t| u.min(t.cur.shallow_seek(d).map_or(u, |m| m.last_doc)));
                 } else if top.full() && (d > checked_until || thr > checked_thr) {
                     let mut bound = 0.0f32;
                     let mut until = TERMINATED - 1;
