@@ -477,6 +477,28 @@ impl<'a> PostingsCursor<'a> {
         &self.tfs[..self.len]
     }
 
+    /// The current block from the current posting on: ids and term frequencies (empty once
+    /// the list is exhausted).
+    pub fn rest(&self) -> (&[u32], &[u32]) {
+        let r = self.idx.min(self.len)..self.len;
+        (&self.docs[r.clone()], &self.tfs[r])
+    }
+
+    /// Moves `n` postings on within the current block, or to the start of the next block when
+    /// that passes its end, and returns the id there ([`TERMINATED`] at the end).
+    pub fn skip(&mut self, n: usize) -> Result<u32, TextError> {
+        if self.doc == TERMINATED {
+            return Ok(TERMINATED);
+        }
+        if self.idx + n < self.len {
+            self.idx += n;
+            self.doc = self.docs[self.idx];
+            return Ok(self.doc);
+        }
+        self.load(self.block + 1)?;
+        Ok(self.doc)
+    }
+
     /// Moves to the next posting and returns its id ([`TERMINATED`] at the end).
     #[inline]
     pub fn advance(&mut self) -> Result<u32, TextError> {

@@ -276,6 +276,66 @@ impl TermState<'_> {
     }
 }
 
+/// The block-bound checks of an intersection. Bounds hold up to the first block end they saw;
+/// with an unchanged threshold a check would fail again before it, so it is repeated only past
+/// it or when the threshold has risen. After `fails` failed checks in a row the next `fails`
+/// block ends (at most [`MAX_PASS`]) pass unchecked unless the threshold rises: where blocks
+/// cannot be skipped, the bounds cost more than they save. Either way the results are the same.
+struct Bounds {
+    until: u32,
+    thr: f32,
+    fails: u32,
+    pass: u32,
+}
+
+impl Bounds {
+    /// With the top k full at threshold `thr` and a candidate `d`: where to resume when no
+    /// document from `d` up to the first block end of `terms` and `should` can enter.
+    #[allow(clippy::too_many_arguments)]
+    fn skip(
+        &mut self,
+        d: u32,
+        thr: f32,
+        terms: &mut [TermState],
+        should: &mut [ClauseState],
+        bm25: &Bm25,
+        avgdl: f32,
+        stats: &mut SearchStats,
+    ) -> Option<u32> {
+        if thr == self.thr && d > self.until && self.pass > 0 {
+            self.pass -= 1;
+            self.until =
+                terms.iter_mut().fold(TERMINATED - 1, |u, t| u.min(t.cur.shallow_seek(d).map_or(u, |m| m.last_doc)));
+            return None;
+        }
+        let due = d > self.until || thr > self.thr;
+        if !due {
+            return None;
+        }
+        let mut bound = 0.0f32;
+        let mut until = TERMINATED - 1;
+        for t in terms {
+            let (b, u) = t.block_bound(d, bm25, avgdl).unwrap_or((0.0, TERMINATED - 1));
+            bound += b;
+            until = until.min(u);
+        }
+        for c in should {
+            let (b, u) = c.block_bound(d, bm25, avgdl);
+            bound += b;
+            until = until.min(u);
+        }
+        if bound * MARGIN <= thr {
+            stats.pruned += 1;
+            self.fails = 0;
+            return Some(until.saturating_add(1));
+        }
+        self.fails = (self.fails + 1).min(MAX_PASS);
+        self.pass = self.fails;
+        (self.until, self.thr) = (until, thr);
+        None
+    }
+}
+
 struct ClauseState<'a> {
     terms: Vec<TermState<'a>>,
     offsets: Vec<u32>,
@@ -458,15 +518,6 @@ impl<'a> TextIndex<'a> {
         let doc_len = |d: u32| self.doc_len(field, d).ok_or(corrupt("postings", "document id past the doc lengths"));
         let mut matched = alloc::vec![false; should.len()];
 
-        // Block bounds hold up to the first block end they saw; with an unchanged threshold the
-        // check would fail again before it, so it is repeated only past it or when the
-        // threshold has risen. In an intersection, after `fails` failed checks in a row the
-        // next `fails` block ends (at most `MAX_PASS`) pass unchecked unless the threshold rises:
-        // where blocks cannot be skipped, the bounds cost more than they save. Either way the
-        // results are the same.
-        let mut checked_until = 0u32;
-        let mut checked_thr = f32::NEG_INFINITY;
-        let (mut fails, mut pass) = (0u32, 0u32);
         if !must.is_empty() {
             // The must clauses flattened: their terms in canonical order, the phrases as ranges
             // of them, and the order the intersection visits them in (shortest list first).
@@ -489,7 +540,77 @@ impl<'a> TextIndex<'a> {
                     j -= 1;
                 }
             }
+            let mut bounds = Bounds { until: 0, thr: f32::NEG_INFINITY, fails: 0, pass: 0 };
             let mut target = 0u32;
+            // Two terms without phrases or `should` clauses: block against block, a branch-free
+            // merge that collects the matches, then scores them; natively only (wasm keeps the
+            // smaller leapfrog below, with the same results).
+            #[cfg(not(target_family = "wasm"))]
+            if let (&[x, y], true, true) = (&lead[..], phrases.is_empty(), should.is_empty()) {
+                let mut pairs = [(0u8, 0u8); crate::postings::BLOCK + 1];
+                'merge: loop {
+                    if ctx.tick() {
+                        break;
+                    }
+                    let d = terms[x].cur.doc().max(terms[y].cur.doc());
+                    if d == TERMINATED {
+                        break;
+                    }
+                    if top.full()
+                        && let Some(t) =
+                            bounds.skip(d, top.threshold(), &mut terms, &mut [], &bm25, avgdl, &mut ctx.stats)
+                    {
+                        terms[x].cur.seek(t)?;
+                        terms[y].cur.seek(t)?;
+                        continue;
+                    }
+                    let (a, b) = (&terms[x].cur, &terms[y].cur);
+                    let ((da, ta), (db, tb)) = (a.rest(), b.rest());
+                    let (mut i, mut j, mut n) = (0, 0, 0);
+                    while i < da.len() && j < db.len() {
+                        let (p, q) = (da[i], db[j]);
+                        pairs[n] = (i as u8, j as u8);
+                        n += usize::from(p == q);
+                        i += usize::from(p <= q);
+                        j += usize::from(q <= p);
+                    }
+                    for &(pi, pj) in &pairs[..n] {
+                        if ctx.tick() {
+                            break 'merge;
+                        }
+                        let (pi, pj) = (usize::from(pi), usize::from(pj));
+                        let d = da[pi];
+                        ctx.stats.candidates += 1;
+                        let dl = doc_len(d)?;
+                        let norm = bm25.norm(dl, avgdl);
+                        let (s0, s1) =
+                            (bm25.score_norm(terms[x].idf, ta[pi], norm), bm25.score_norm(terms[y].idf, tb[pj], norm));
+                        let score = if x == 0 { 0.0f32 + s0 + s1 } else { 0.0f32 + s1 + s0 };
+                        ctx.stats.scored += 1;
+                        if top.accepts(score) && !excluded(d, &mut must_not, params, &mut ctx)? {
+                            top.push(Hit { doc: d, score });
+                        }
+                    }
+                    // Past a block's end, seek (skipping blocks undecoded) to the other's next id.
+                    let (na, nb) = (da.get(i).copied(), db.get(j).copied());
+                    let last = da.last().map_or(0, |&l| l.saturating_add(1));
+                    match (na, nb) {
+                        (Some(t), _) => {
+                            terms[x].cur.skip(i)?;
+                            terms[y].cur.seek(t)?;
+                        }
+                        (None, Some(t)) => {
+                            terms[y].cur.skip(j)?;
+                            terms[x].cur.seek(t)?;
+                        }
+                        (None, None) => {
+                            terms[x].cur.seek(last)?;
+                            terms[y].cur.seek(last)?;
+                        }
+                    }
+                }
+                target = TERMINATED;
+            }
             'docs: loop {
                 if ctx.tick() {
                     break;
@@ -517,35 +638,12 @@ impl<'a> TextIndex<'a> {
                 target = d.saturating_add(1);
                 ctx.stats.candidates += 1;
                 let thr = top.threshold();
-                if top.full() && thr == checked_thr && d > checked_until && pass > 0 {
-                    // Recent checks failed: pass this block end unchecked.
-                    pass -= 1;
-                    checked_until = terms
-                        .iter_mut()
-                        .fold(TERMINATED - 1, |u, t| u.min(t.cur.shallow_seek(d).map_or(u, |m| m.last_doc)));
-                } else if top.full() && (d > checked_until || thr > checked_thr) {
-                    let mut bound = 0.0f32;
-                    let mut until = TERMINATED - 1;
-                    for t in &mut terms {
-                        let (b, u) = t.block_bound(d, &bm25, avgdl).unwrap_or((0.0, TERMINATED - 1));
-                        bound += b;
-                        until = until.min(u);
-                    }
-                    for c in &mut should {
-                        let (b, u) = c.block_bound(d, &bm25, avgdl);
-                        bound += b;
-                        until = until.min(u);
-                    }
-                    if bound * MARGIN <= thr {
-                        // No document up to the first block end can enter: skip past it.
-                        ctx.stats.pruned += 1;
-                        target = until.saturating_add(1).max(target);
-                        fails = 0;
-                        continue;
-                    }
-                    fails = (fails + 1).min(MAX_PASS);
-                    pass = fails;
-                    (checked_until, checked_thr) = (until, thr);
+                if top.full()
+                    && let Some(t) = bounds.skip(d, thr, &mut terms, &mut should, &bm25, avgdl, &mut ctx.stats)
+                {
+                    // No document up to the first block end can enter: skip past it.
+                    target = t.max(target);
+                    continue;
                 }
                 for (c, m) in should.iter_mut().zip(&mut matched) {
                     *m = c.seek(d, &mut ctx)? == d;
@@ -609,7 +707,11 @@ impl<'a> TextIndex<'a> {
                 d = c.terms[0].cur.advance()?;
             }
         } else {
-            // Block-max MaxScore over the should clauses.
+            // Block-max MaxScore over the should clauses. Block bounds hold up to the first block
+            // end they saw; with an unchanged threshold the check would fail again before it, so
+            // it is repeated only past it or when the threshold has risen.
+            let mut checked_until = 0u32;
+            let mut checked_thr = f32::NEG_INFINITY;
             let mut order: Vec<usize> = (0..should.len()).collect();
             order.sort_by(|&a, &b| should[a].ub.total_cmp(&should[b].ub).then(a.cmp(&b)));
             let mut prefix = Vec::with_capacity(order.len());
