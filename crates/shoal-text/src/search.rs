@@ -567,12 +567,19 @@ impl<'a> TextIndex<'a> {
                     let (a, b) = (&terms[x].cur, &terms[y].cur);
                     let ((da, ta), (db, tb)) = (a.rest(), b.rest());
                     let (mut i, mut j, mut n) = (0, 0, 0);
+                    // The next ids are loaded a step ahead and picked without a branch, so a
+                    // step waits on a compare, not on a load.
+                    let at = |s: &[u32], k: usize| s.get(k).copied().unwrap_or(TERMINATED);
+                    let (mut p, mut q) = (at(da, 0), at(db, 0));
                     while i < da.len() && j < db.len() {
-                        let (p, q) = (da[i], db[j]);
+                        let (p1, q1) = (at(da, i + 1), at(db, j + 1));
                         pairs[n] = (i as u8, j as u8);
                         n += usize::from(p == q);
-                        i += usize::from(p <= q);
-                        j += usize::from(q <= p);
+                        let (ai, aj) = (p <= q, q <= p);
+                        i += usize::from(ai);
+                        j += usize::from(aj);
+                        p = if ai { p1 } else { p };
+                        q = if aj { q1 } else { q };
                     }
                     for &(pi, pj) in &pairs[..n] {
                         if ctx.tick() {
