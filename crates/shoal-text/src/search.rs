@@ -265,6 +265,7 @@ struct TermState<'a> {
 impl TermState<'_> {
     /// The term's bound on the block that would hold `d` (cached per block) and that block's
     /// last id; `None` past the end of the list.
+    #[inline]
     fn block_bound(&mut self, d: u32, bm25: &Bm25, avgdl: f32) -> Option<(f32, u32)> {
         let m = self.cur.shallow_seek(d)?;
         let b = self.cur.shallow_block();
