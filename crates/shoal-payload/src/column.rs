@@ -545,8 +545,9 @@ impl RowLists for Postings<'_> {
         let Some(bytes) = self.lists.get(s as usize..e as usize).filter(|b| !b.is_empty()) else { return };
         let Ok(mut c) = PostingsCursor::open(bytes) else { return };
         while c.doc() != TERMINATED {
-            f(c.block_docs());
-            if c.next_block().is_err() {
+            let rows = c.rest().0;
+            f(rows);
+            if c.skip(rows.len()).is_err() {
                 break;
             }
         }

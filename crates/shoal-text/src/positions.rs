@@ -152,74 +152,55 @@ impl<'a> PositionsList<'a> {
     }
 }
 
-/// A [`PositionsList`] with a per-block lookup table, for reading many postings of one block:
-/// masks of postings with two or more positions are O(1); the byte offsets of the position
-/// varints are found by walking the block once, lazily, only as far as the postings read.
+/// A [`PositionsList`] read posting by posting in ascending order (as a postings cursor moves):
+/// masks of postings with two or more positions are O(1); the position varints are found by
+/// skipping forward from the last posting read, eight bytes at a time.
 #[derive(Clone, Debug)]
 pub struct PositionsCursor<'a> {
     list: PositionsList<'a>,
     block: u32,
     bytes: &'a [u8],
-    /// Byte offset of each walked posting's first position varint.
-    offsets: [u32; BLOCK],
-    /// Each posting's mask slot (`u8::MAX` = none).
-    slots: [u8; BLOCK],
-    /// Postings whose offsets are known, and the byte offset after them.
-    walked: usize,
-    walk_pos: usize,
+    /// Masks in the block (they precede its position varints).
+    masks: usize,
+    /// A posting of the block and the byte offset of its first position varint.
+    at: usize,
+    at_pos: usize,
 }
 
 impl<'a> PositionsCursor<'a> {
     /// A cursor over `list`.
     pub fn new(list: PositionsList<'a>) -> PositionsCursor<'a> {
-        PositionsCursor {
-            list,
-            block: u32::MAX,
-            bytes: &[],
-            offsets: [0; BLOCK],
-            slots: [0; BLOCK],
-            walked: 0,
-            walk_pos: 0,
-        }
+        PositionsCursor { list, block: u32::MAX, bytes: &[], masks: 0, at: 0, at_pos: 0 }
     }
 
     fn index(&mut self, b: u32, idx: usize, block_tfs: &[u32]) -> Result<(), TextError> {
         if self.block == b && idx < block_tfs.len() {
             return Ok(());
         }
-        let bytes = self.list.block(b, block_tfs, idx)?;
-        let mut slot = 0u8;
-        for (i, &t) in block_tfs.iter().enumerate() {
-            self.slots[i] = if t >= 2 {
-                slot += 1;
-                slot - 1
-            } else {
-                u8::MAX
-            };
-        }
-        self.walked = 0;
-        self.walk_pos = 8 * usize::from(slot);
-        self.bytes = bytes;
+        self.bytes = self.list.block(b, block_tfs, idx)?;
+        self.masks = block_tfs.iter().filter(|&&t| t >= 2).count();
+        (self.at, self.at_pos) = (0, 8 * self.masks);
         self.block = b;
         Ok(())
     }
 
-    /// The byte offset of posting `idx`'s first position varint (walking up to it).
+    /// The byte offset of posting `idx`'s first position varint.
     fn offset(&mut self, idx: usize, block_tfs: &[u32]) -> Result<usize, TextError> {
-        while self.walked <= idx {
-            self.offsets[self.walked] = self.walk_pos as u32;
-            skip_n(self.bytes, &mut self.walk_pos, block_tfs[self.walked], WHAT)?;
-            self.walked += 1;
+        if idx < self.at {
+            (self.at, self.at_pos) = (0, 8 * self.masks);
         }
-        Ok(self.offsets[idx] as usize)
+        let skip: u64 = block_tfs[self.at..idx].iter().map(|&t| u64::from(t)).sum();
+        skip_n(self.bytes, &mut self.at_pos, u32::try_from(skip).unwrap_or(u32::MAX), WHAT)?;
+        self.at = idx;
+        Ok(self.at_pos)
     }
 
     /// The mask of posting `idx` of block `b` (see [`PositionsList::mask`]).
     pub fn mask(&mut self, b: u32, idx: usize, block_tfs: &[u32]) -> Result<u64, TextError> {
         self.index(b, idx, block_tfs)?;
-        let slot = self.slots[idx];
-        if slot != u8::MAX {
-            return read_u64(self.bytes, 8 * usize::from(slot), WHAT);
+        if block_tfs[idx] >= 2 {
+            let slot = block_tfs[..idx].iter().filter(|&&t| t >= 2).count();
+            return read_u64(self.bytes, 8 * slot, WHAT);
         }
         let mut pos = self.offset(idx, block_tfs)?;
         Ok(1u64 << (get_u32(self.bytes, &mut pos, WHAT)? % 64))

@@ -269,6 +269,8 @@ pub struct PostingsCursor<'a> {
     idx: usize,
     len: usize,
     doc: u32,
+    /// The last id of the current block (`docs[len - 1]`).
+    block_last: u32,
     max_tf: u32,
     min_len: u32,
     /// Bytes before the block data (header and skip table).
@@ -339,6 +341,7 @@ impl<'a> PostingsCursor<'a> {
             idx: 0,
             len: 0,
             doc: 0,
+            block_last: 0,
             max_tf,
             min_len,
             head_len,
@@ -474,17 +477,25 @@ impl<'a> PostingsCursor<'a> {
         &self.tfs[..self.len]
     }
 
-    /// The ids of the current block from the current posting on (empty when terminated).
-    pub fn block_docs(&self) -> &[u32] {
-        &self.docs[self.idx.min(self.len)..self.len]
+    /// The current block from the current posting on: ids and term frequencies (empty once
+    /// the list is exhausted).
+    pub fn rest(&self) -> (&[u32], &[u32]) {
+        let r = self.idx.min(self.len)..self.len;
+        (&self.docs[r.clone()], &self.tfs[r])
     }
 
-    /// Moves to the first posting of the next block and returns its id ([`TERMINATED`] at the
-    /// end): a walk over [`block_docs`](Self::block_docs) a block at a time.
-    pub fn next_block(&mut self) -> Result<u32, TextError> {
-        if self.doc != TERMINATED {
-            self.load(self.block + 1)?;
+    /// Moves `n` postings on within the current block, or to the start of the next block when
+    /// that passes its end, and returns the id there ([`TERMINATED`] at the end).
+    pub fn skip(&mut self, n: usize) -> Result<u32, TextError> {
+        if self.doc == TERMINATED {
+            return Ok(TERMINATED);
         }
+        if self.idx + n < self.len {
+            self.idx += n;
+            self.doc = self.docs[self.idx];
+            return Ok(self.doc);
+        }
+        self.load(self.block + 1)?;
         Ok(self.doc)
     }
 
@@ -505,25 +516,40 @@ impl<'a> PostingsCursor<'a> {
 
     /// Moves to the first posting with id `>= target` (never backwards) and returns its id,
     /// [`TERMINATED`] if there is none. Blocks in between are skipped without decoding.
+    // Inlined natively (the in-block path is a few compares); in wasm, size comes first.
+    #[cfg_attr(not(target_family = "wasm"), inline(always))]
     pub fn seek(&mut self, target: u32) -> Result<u32, TextError> {
         if self.doc >= target {
             return Ok(self.doc);
         }
-        if self.last_doc(self.block) < target {
-            let b = self.find_block(self.block + 1, target);
-            self.load(b)?;
-            if self.doc >= target {
-                return Ok(self.doc);
-            }
+        if self.block_last < target {
+            return self.seek_blocks(target);
         }
-        // The current block ends at or after `target`.
-        let mut i = self.idx;
-        while self.docs[i] < target {
+        Ok(self.scan(target))
+    }
+
+    /// [`PostingsCursor::seek`] past the current block.
+    #[inline(never)]
+    fn seek_blocks(&mut self, target: u32) -> Result<u32, TextError> {
+        let b = self.find_block(self.block + 1, target);
+        self.load(b)?;
+        if self.doc >= target {
+            return Ok(self.doc);
+        }
+        Ok(self.scan(target))
+    }
+
+    /// Moves within the current block to the first id `>= target`, given `doc < target <=
+    /// block_last`: the scan stops at `len - 1` at the latest.
+    #[inline(always)]
+    fn scan(&mut self, target: u32) -> u32 {
+        let mut i = self.idx + 1;
+        while self.docs[i % BLOCK] < target {
             i += 1;
         }
-        self.idx = i;
-        self.doc = self.docs[i];
-        Ok(self.doc)
+        self.idx = i % BLOCK;
+        self.doc = self.docs[self.idx];
+        self.doc
     }
 
     /// The skip data of the block that would hold `target` (the first block whose last id is
@@ -576,6 +602,7 @@ impl<'a> PostingsCursor<'a> {
         if b >= self.n_blocks {
             self.block = self.n_blocks;
             self.doc = TERMINATED;
+            self.block_last = TERMINATED;
             self.len = 0;
             return Ok(());
         }
@@ -642,6 +669,7 @@ impl<'a> PostingsCursor<'a> {
         }
         self.len = n;
         self.doc = self.docs[0];
+        self.block_last = self.docs[n - 1];
         Ok(())
     }
 }

@@ -58,8 +58,20 @@ impl Bm25 {
     /// The score of one term in one document (canonical formula).
     #[inline]
     pub fn term_score(&self, idf: f32, tf: u32, doc_len: u32, avgdl: f32) -> f32 {
+        self.score_norm(idf, tf, self.norm(doc_len, avgdl))
+    }
+
+    /// The length part of [`Bm25::term_score`], the same for every term of a document.
+    #[inline]
+    fn norm(&self, doc_len: u32, avgdl: f32) -> f32 {
+        self.k1 * ((1.0 - self.b) + self.b * (doc_len as f32 / avgdl))
+    }
+
+    /// [`Bm25::term_score`] given [`Bm25::norm`] (the same operations, so the same bits).
+    #[inline]
+    fn score_norm(&self, idf: f32, tf: u32, norm: f32) -> f32 {
         let tf = tf as f32;
-        idf * ((tf * (self.k1 + 1.0)) / (tf + self.k1 * ((1.0 - self.b) + self.b * (doc_len as f32 / avgdl))))
+        idf * ((tf * (self.k1 + 1.0)) / (tf + norm))
     }
 
     /// An upper bound of [`Bm25::term_score`] for any `tf <= max_tf` and `doc_len >= min_len`
@@ -160,7 +172,8 @@ pub struct Hit {
 pub struct SearchStats {
     /// Candidate documents considered.
     pub candidates: u64,
-    /// Documents fully scored and offered to the top k.
+    /// Documents fully scored (the filter and `must_not` are checked only for those that would
+    /// enter the top k).
     pub scored: u64,
     /// Candidates dropped by score bounds.
     pub pruned: u64,
@@ -180,6 +193,9 @@ pub struct SearchResult {
     /// Counters.
     pub stats: SearchStats,
 }
+
+/// Most block ends an intersection passes without checking its bounds after failed checks.
+const MAX_PASS: u32 = 16;
 
 /// Relative margin on upper bounds (see the module documentation).
 const MARGIN: f32 = 1.0 + 1.0 / 4096.0;
@@ -216,6 +232,11 @@ impl Top {
     fn threshold(&self) -> f32 {
         if self.full() { self.heap.peek().map_or(f32::NEG_INFINITY, |h| h.0.score) } else { f32::NEG_INFINITY }
     }
+    /// Whether a hit with this score and a higher id than every hit so far would enter (it
+    /// loses ties).
+    fn accepts(&self, score: f32) -> bool {
+        !self.full() || score.total_cmp(&self.threshold()).is_gt()
+    }
     fn push(&mut self, h: Hit) {
         if self.heap.len() < self.k {
             self.heap.push(HeapHit(h));
@@ -239,6 +260,81 @@ struct TermState<'a> {
     ub: f32,
     /// The last block bound computed: (block, bound).
     cache: (u32, f32),
+}
+
+impl TermState<'_> {
+    /// The term's bound on the block that would hold `d` (cached per block) and that block's
+    /// last id; `None` past the end of the list.
+    #[inline]
+    fn block_bound(&mut self, d: u32, bm25: &Bm25, avgdl: f32) -> Option<(f32, u32)> {
+        let m = self.cur.shallow_seek(d)?;
+        let b = self.cur.shallow_block();
+        if self.cache.0 != b {
+            let idf = self.idf;
+            self.cache = (b, self.cur.block_max_score(b, |tf, len| bm25.term_score(idf, tf, len, avgdl)));
+        }
+        Some((self.cache.1, m.last_doc))
+    }
+}
+
+/// The block-bound checks of an intersection. Bounds hold up to the first block end they saw;
+/// with an unchanged threshold a check would fail again before it, so it is repeated only past
+/// it or when the threshold has risen. After `fails` failed checks in a row the next `fails`
+/// block ends (at most [`MAX_PASS`]) pass unchecked unless the threshold rises: where blocks
+/// cannot be skipped, the bounds cost more than they save. Either way the results are the same.
+struct Bounds {
+    until: u32,
+    thr: f32,
+    fails: u32,
+    pass: u32,
+}
+
+impl Bounds {
+    /// With the top k full at threshold `thr` and a candidate `d`: where to resume when no
+    /// document from `d` up to the first block end of `terms` and `should` can enter.
+    #[allow(clippy::too_many_arguments)]
+    fn skip(
+        &mut self,
+        d: u32,
+        thr: f32,
+        terms: &mut [TermState],
+        should: &mut [ClauseState],
+        bm25: &Bm25,
+        avgdl: f32,
+        stats: &mut SearchStats,
+    ) -> Option<u32> {
+        if thr == self.thr && d > self.until && self.pass > 0 {
+            self.pass -= 1;
+            self.until =
+                terms.iter_mut().fold(TERMINATED - 1, |u, t| u.min(t.cur.shallow_seek(d).map_or(u, |m| m.last_doc)));
+            return None;
+        }
+        let due = d > self.until || thr > self.thr;
+        if !due {
+            return None;
+        }
+        let mut bound = 0.0f32;
+        let mut until = TERMINATED - 1;
+        for t in terms {
+            let (b, u) = t.block_bound(d, bm25, avgdl).unwrap_or((0.0, TERMINATED - 1));
+            bound += b;
+            until = until.min(u);
+        }
+        for c in should {
+            let (b, u) = c.block_bound(d, bm25, avgdl);
+            bound += b;
+            until = until.min(u);
+        }
+        if bound * MARGIN <= thr {
+            stats.pruned += 1;
+            self.fails = 0;
+            return Some(until.saturating_add(1));
+        }
+        self.fails = (self.fails + 1).min(MAX_PASS);
+        self.pass = self.fails;
+        (self.until, self.thr) = (until, thr);
+        None
+    }
 }
 
 struct ClauseState<'a> {
@@ -300,7 +396,7 @@ impl<'a> ClauseState<'a> {
                     break;
                 }
             }
-            if !self.phrase || self.phrase_match(ctx)? {
+            if !self.phrase || phrase_match(&mut self.terms, &self.offsets, ctx)? {
                 self.doc = d;
                 return Ok(d);
             }
@@ -311,38 +407,6 @@ impl<'a> ClauseState<'a> {
             }
             d += 1;
         }
-    }
-
-    /// Whether the phrase occurs in the document all term cursors are on.
-    fn phrase_match(&mut self, ctx: &mut Ctx) -> Result<bool, TextError> {
-        ctx.stats.phrase_checks += 1;
-        let mut acc = u64::MAX;
-        for (t, &o) in self.terms.iter_mut().zip(&self.offsets) {
-            let (b, i) = t.cur.block_position();
-            let pl = t.pos.as_mut().ok_or(TextError::InvalidInput("phrase query on an index without positions"))?;
-            acc &= pl.mask(b, i, t.cur.block_tfs())?.rotate_right(o % 64);
-        }
-        if acc == 0 {
-            ctx.stats.mask_rejects += 1;
-            return Ok(false);
-        }
-        if ctx.bufs.len() < self.terms.len() {
-            ctx.bufs.resize(self.terms.len(), Vec::new());
-        }
-        for (t, buf) in self.terms.iter_mut().zip(&mut ctx.bufs) {
-            let (b, i) = t.cur.block_position();
-            if let Some(pl) = &mut t.pos {
-                pl.positions(b, i, t.cur.block_tfs(), buf)?;
-            }
-        }
-        let o0 = self.offsets[0];
-        Ok(ctx.bufs[0].iter().any(|&p| {
-            p >= o0
-                && self.offsets[1..]
-                    .iter()
-                    .zip(&ctx.bufs[1..self.terms.len()])
-                    .all(|(&o, ps)| ps.binary_search(&(p - o0 + o)).is_ok())
-        }))
     }
 
     /// Adds the clause's term scores (clause order) to `acc`; the cursors are on the document.
@@ -359,14 +423,9 @@ impl<'a> ClauseState<'a> {
         let mut s = 0.0f32;
         let mut until = TERMINATED - 1;
         for t in &mut self.terms {
-            let Some(m) = t.cur.shallow_seek(d) else { return (0.0, TERMINATED - 1) };
-            let b = t.cur.shallow_block();
-            if t.cache.0 != b {
-                let idf = t.idf;
-                t.cache = (b, t.cur.block_max_score(b, |tf, len| bm25.term_score(idf, tf, len, avgdl)));
-            }
-            s += t.cache.1;
-            until = until.min(m.last_doc);
+            let Some((b, last)) = t.block_bound(d, bm25, avgdl) else { return (0.0, TERMINATED - 1) };
+            s += b;
+            until = until.min(last);
         }
         (s, until)
     }
@@ -432,16 +491,22 @@ impl<'a> TextIndex<'a> {
             s.find(0, ctx)?;
             Ok(Some(s))
         };
-        let mut must = Vec::with_capacity(query.must.len());
-        for c in &query.must {
+        // A lone `should` phrase must match: it runs as a `must` clause (same matches, same
+        // canonical score order), whose intersection checks bounds before positions.
+        let (must_q, should_q) = match (&query.must[..], &query.should[..]) {
+            ([], [Clause::Phrase(_)]) => (&query.should[..], &[][..]),
+            (m, s) => (m, s),
+        };
+        let mut must = Vec::with_capacity(must_q.len());
+        for c in must_q {
             match open(c, false, &mut ctx)? {
                 Some(s) => must.push(s),
                 None => return Ok(SearchResult::default()),
             }
         }
-        let mut should = Vec::with_capacity(query.should.len());
-        for c in &query.should {
-            if let Some(s) = open(c, query.should.len() > 1, &mut ctx)? {
+        let mut should = Vec::with_capacity(should_q.len());
+        for c in should_q {
+            if let Some(s) = open(c, should_q.len() > 1, &mut ctx)? {
                 should.push(s);
             }
         }
@@ -454,29 +519,124 @@ impl<'a> TextIndex<'a> {
         let doc_len = |d: u32| self.doc_len(field, d).ok_or(corrupt("postings", "document id past the doc lengths"));
         let mut matched = alloc::vec![false; should.len()];
 
-        // Block bounds hold up to the first block end they saw; with an unchanged threshold the
-        // check would fail again before it, so it is repeated only past it or when the
-        // threshold has risen.
-        let mut checked_until = 0u32;
-        let mut checked_thr = f32::NEG_INFINITY;
         if !must.is_empty() {
+            // The must clauses flattened: their terms in canonical order, the phrases as ranges
+            // of them, and the order the intersection visits them in (shortest list first).
+            let mut terms = Vec::new();
+            let mut offsets = Vec::new();
+            let mut phrases = Vec::new();
+            for c in &mut must {
+                if c.phrase {
+                    phrases.push(terms.len()..terms.len() + c.terms.len());
+                }
+                terms.append(&mut c.terms);
+                offsets.append(&mut c.offsets);
+            }
+            let mut lead: Vec<usize> = (0..terms.len()).collect();
+            for i in 1..lead.len() {
+                // Insertion sort: a few terms, and no sort routine to carry in wasm.
+                let mut j = i;
+                while j > 0 && terms[lead[j - 1]].cur.doc_count() > terms[lead[j]].cur.doc_count() {
+                    lead.swap(j - 1, j);
+                    j -= 1;
+                }
+            }
+            let mut bounds = Bounds { until: 0, thr: f32::NEG_INFINITY, fails: 0, pass: 0 };
             let mut target = 0u32;
+            // Two terms without phrases or `should` clauses: block against block, a branch-free
+            // merge that collects the matches, then scores them; natively only (wasm keeps the
+            // smaller leapfrog below, with the same results).
+            #[cfg(not(target_family = "wasm"))]
+            if let (&[x, y], true, true) = (&lead[..], phrases.is_empty(), should.is_empty()) {
+                let mut pairs = [(0u8, 0u8); crate::postings::BLOCK + 1];
+                'merge: loop {
+                    if ctx.tick() {
+                        break;
+                    }
+                    let d = terms[x].cur.doc().max(terms[y].cur.doc());
+                    if d == TERMINATED {
+                        break;
+                    }
+                    if top.full()
+                        && let Some(t) =
+                            bounds.skip(d, top.threshold(), &mut terms, &mut [], &bm25, avgdl, &mut ctx.stats)
+                    {
+                        terms[x].cur.seek(t)?;
+                        terms[y].cur.seek(t)?;
+                        continue;
+                    }
+                    let (a, b) = (&terms[x].cur, &terms[y].cur);
+                    let ((da, ta), (db, tb)) = (a.rest(), b.rest());
+                    let (mut i, mut j, mut n) = (0, 0, 0);
+                    // The next ids are loaded a step ahead and picked without a branch, so a
+                    // step waits on a compare, not on a load.
+                    let at = |s: &[u32], k: usize| s.get(k).copied().unwrap_or(TERMINATED);
+                    let (mut p, mut q) = (at(da, 0), at(db, 0));
+                    while i < da.len() && j < db.len() {
+                        let (p1, q1) = (at(da, i + 1), at(db, j + 1));
+                        pairs[n] = (i as u8, j as u8);
+                        n += usize::from(p == q);
+                        let (ai, aj) = (p <= q, q <= p);
+                        i += usize::from(ai);
+                        j += usize::from(aj);
+                        p = if ai { p1 } else { p };
+                        q = if aj { q1 } else { q };
+                    }
+                    for &(pi, pj) in &pairs[..n] {
+                        if ctx.tick() {
+                            break 'merge;
+                        }
+                        let (pi, pj) = (usize::from(pi), usize::from(pj));
+                        let d = da[pi];
+                        ctx.stats.candidates += 1;
+                        let dl = doc_len(d)?;
+                        let norm = bm25.norm(dl, avgdl);
+                        let (s0, s1) =
+                            (bm25.score_norm(terms[x].idf, ta[pi], norm), bm25.score_norm(terms[y].idf, tb[pj], norm));
+                        let score = if x == 0 { 0.0f32 + s0 + s1 } else { 0.0f32 + s1 + s0 };
+                        ctx.stats.scored += 1;
+                        if top.accepts(score) && !excluded(d, &mut must_not, params, &mut ctx)? {
+                            top.push(Hit { doc: d, score });
+                        }
+                    }
+                    // Past a block's end, seek (skipping blocks undecoded) to the other's next id.
+                    let (na, nb) = (da.get(i).copied(), db.get(j).copied());
+                    let last = da.last().map_or(0, |&l| l.saturating_add(1));
+                    match (na, nb) {
+                        (Some(t), _) => {
+                            terms[x].cur.skip(i)?;
+                            terms[y].cur.seek(t)?;
+                        }
+                        (None, Some(t)) => {
+                            terms[y].cur.skip(j)?;
+                            terms[x].cur.seek(t)?;
+                        }
+                        (None, None) => {
+                            terms[x].cur.seek(last)?;
+                            terms[y].cur.seek(last)?;
+                        }
+                    }
+                }
+                target = TERMINATED;
+            }
             'docs: loop {
                 if ctx.tick() {
                     break;
                 }
-                // Leapfrog intersection of the must clauses.
+                // Leapfrog intersection of the must terms (phrases are checked last): the
+                // shortest list leads, and a follower past it sends it on.
                 let mut d = target;
                 loop {
+                    d = terms[lead[0]].cur.seek(d)?;
+                    if d == TERMINATED {
+                        break 'docs;
+                    }
                     let mut agree = true;
-                    for c in &mut must {
-                        let x = c.seek(d, &mut ctx)?;
-                        if x == TERMINATED {
-                            break 'docs;
-                        }
-                        if x > d {
-                            d = x;
-                            agree = false;
+                    for &j in &lead[1..] {
+                        let x = terms[j].cur.seek(d)?;
+                        if x != d {
+                            (d, agree) = (x, false);
+                            break;
                         }
                     }
                     if agree {
@@ -485,23 +645,12 @@ impl<'a> TextIndex<'a> {
                 }
                 target = d.saturating_add(1);
                 ctx.stats.candidates += 1;
-                if top.full() && (d > checked_until || top.threshold() > checked_thr) {
-                    let mut bound = 0.0f32;
-                    let mut until = TERMINATED - 1;
-                    for c in must.iter_mut().chain(should.iter_mut()) {
-                        let (b, u) = c.block_bound(d, &bm25, avgdl);
-                        bound += b;
-                        until = until.min(u);
-                    }
-                    if bound * MARGIN <= top.threshold() {
-                        // No document up to the first block end can enter: skip past it.
-                        ctx.stats.pruned += 1;
-                        target = until.saturating_add(1).max(target);
-                        continue;
-                    }
-                    (checked_until, checked_thr) = (until, top.threshold());
-                }
-                if excluded(d, &mut must_not, params, &mut ctx)? {
+                let thr = top.threshold();
+                if top.full()
+                    && let Some(t) = bounds.skip(d, thr, &mut terms, &mut should, &bm25, avgdl, &mut ctx.stats)
+                {
+                    // No document up to the first block end can enter: skip past it.
+                    target = t.max(target);
                     continue;
                 }
                 for (c, m) in should.iter_mut().zip(&mut matched) {
@@ -511,15 +660,28 @@ impl<'a> TextIndex<'a> {
                     break;
                 }
                 let dl = doc_len(d)?;
+                let norm = bm25.norm(dl, avgdl);
                 let mut score = 0.0f32;
-                for c in &must {
-                    c.add_score(&mut score, &bm25, dl, avgdl);
+                for t in &terms {
+                    score += bm25.score_norm(t.idf, t.cur.tf(), norm);
                 }
                 for (c, _) in should.iter().zip(&matched).filter(|(_, m)| **m) {
                     c.add_score(&mut score, &bm25, dl, avgdl);
                 }
                 ctx.stats.scored += 1;
-                top.push(Hit { doc: d, score });
+                let hit = Hit { doc: d, score };
+                // The phrases, the filter and `must_not` only for a document that would enter.
+                if !top.accepts(score) {
+                    continue;
+                }
+                for r in &phrases {
+                    if !phrase_match(&mut terms[r.clone()], &offsets[r.clone()], &mut ctx)? {
+                        continue 'docs;
+                    }
+                }
+                if !excluded(d, &mut must_not, params, &mut ctx)? {
+                    top.push(hit);
+                }
             }
         } else if should.len() == 1 && !should[0].phrase && should[0].terms.len() == 1 && must_not.is_empty() {
             // One term: document by document in list order, skipping every block whose best
@@ -553,7 +715,11 @@ impl<'a> TextIndex<'a> {
                 d = c.terms[0].cur.advance()?;
             }
         } else {
-            // Block-max MaxScore over the should clauses.
+            // Block-max MaxScore over the should clauses. Block bounds hold up to the first block
+            // end they saw; with an unchanged threshold the check would fail again before it, so
+            // it is repeated only past it or when the threshold has risen.
+            let mut checked_until = 0u32;
+            let mut checked_thr = f32::NEG_INFINITY;
             // Clauses by ascending bound, ties in clause order: an insertion sort (few clauses;
             // one less sort routine in the wasm build).
             let mut order: Vec<usize> = (0..should.len()).collect();
@@ -688,4 +854,36 @@ fn excluded(d: u32, must_not: &mut [ClauseState], params: &SearchParams, ctx: &m
         }
     }
     Ok(false)
+}
+
+/// Whether the phrase of `terms` at `offsets` occurs in the document all their cursors are on.
+fn phrase_match(terms: &mut [TermState], offsets: &[u32], ctx: &mut Ctx) -> Result<bool, TextError> {
+    ctx.stats.phrase_checks += 1;
+    let mut acc = u64::MAX;
+    for (t, &o) in terms.iter_mut().zip(offsets) {
+        let (b, i) = t.cur.block_position();
+        let pl = t.pos.as_mut().ok_or(TextError::InvalidInput("phrase query on an index without positions"))?;
+        acc &= pl.mask(b, i, t.cur.block_tfs())?.rotate_right(o % 64);
+    }
+    if acc == 0 {
+        ctx.stats.mask_rejects += 1;
+        return Ok(false);
+    }
+    if ctx.bufs.len() < terms.len() {
+        ctx.bufs.resize(terms.len(), Vec::new());
+    }
+    for (t, buf) in terms.iter_mut().zip(&mut ctx.bufs) {
+        let (b, i) = t.cur.block_position();
+        if let Some(pl) = &mut t.pos {
+            pl.positions(b, i, t.cur.block_tfs(), buf)?;
+        }
+    }
+    let o0 = offsets[0];
+    Ok(ctx.bufs[0].iter().any(|&p| {
+        p >= o0
+            && offsets[1..]
+                .iter()
+                .zip(&ctx.bufs[1..terms.len()])
+                .all(|(&o, ps)| ps.binary_search(&(p - o0 + o)).is_ok())
+    }))
 }

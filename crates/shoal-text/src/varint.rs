@@ -68,16 +68,34 @@ pub fn get_u64(bytes: &[u8], pos: &mut usize, what: &'static str) -> Result<u64,
     }
 }
 
-/// Skips `n` varints starting at `*pos` (checks only that the bytes do not end early).
+/// Skips `n` varints starting at `*pos` (checks only that the bytes do not end early). Eight
+/// bytes at a time: a varint ends at each byte below `0x80`.
 #[inline]
 pub fn skip_n(bytes: &[u8], pos: &mut usize, mut n: u32, what: &'static str) -> Result<(), TextError> {
     while n > 0 {
-        let Some(&b) = bytes.get(*pos) else {
-            return Err(TextError::Truncated { what });
+        let Some(chunk) = pos.checked_add(8).and_then(|end| bytes.get(*pos..end)) else {
+            // The last few bytes, one at a time.
+            let Some(&b) = bytes.get(*pos) else {
+                return Err(TextError::Truncated { what });
+            };
+            *pos += 1;
+            n -= u32::from(b < 0x80);
+            continue;
         };
-        *pos += 1;
-        if b < 0x80 {
-            n -= 1;
+        let mut w = [0u8; 8];
+        w.copy_from_slice(chunk);
+        let mut ends = !u64::from_le_bytes(w) & 0x8080_8080_8080_8080;
+        let c = ends.count_ones();
+        if c < n {
+            n -= c;
+            *pos += 8;
+        } else {
+            // The n-th end in this word: drop the n - 1 lowest.
+            for _ in 1..n {
+                ends &= ends - 1;
+            }
+            *pos += ends.trailing_zeros() as usize / 8 + 1;
+            return Ok(());
         }
     }
     Ok(())
@@ -127,6 +145,20 @@ mod tests {
             let mut pos = 0;
             for &v in &vals { prop_assert_eq!(get_u64(&out, &mut pos, "t").unwrap(), v); }
             prop_assert_eq!(pos, out.len());
+        }
+    }
+
+    proptest! {
+        #[test]
+        fn skip_n_skips_whole_varints(vals in proptest::collection::vec(any::<u32>().prop_map(|v| v >> (v % 32)), 0..60), from in 0usize..60, n in 0usize..70) {
+            let mut out = Vec::new();
+            let mut ends = alloc::vec![0];
+            for &v in &vals { put_u32(&mut out, v); ends.push(out.len()); }
+            let from = from.min(vals.len());
+            let mut pos = ends[from];
+            let r = skip_n(&out, &mut pos, n as u32, "t");
+            if from + n <= vals.len() { prop_assert!(r.is_ok()); prop_assert_eq!(pos, ends[from + n]); }
+            else { prop_assert!(r.is_err()); }
         }
     }
 

@@ -325,6 +325,24 @@ proptest! {
     }
 }
 
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 64, ..ProptestConfig::default() })]
+
+    /// Two-term conjunctions (the block-merge intersection), with and without `must_not` and a
+    /// filter, on the large corpus.
+    #[test]
+    fn two_term_conjunctions_equal_naive(a in prop_oneof![0u32..12, 0u32..300], b in prop_oneof![0u32..12, 0u32..300], not in proptest::option::of(0u32..40), k in 1usize..30, m in 0u32..4) {
+        let big = big();
+        let idx = open(&big.sections);
+        let qs = match not { Some(n) => format!("+t{a} +t{b} -t{n}"), None => format!("+t{a} +t{b}") };
+        let q = Query::parse(&idx.analyzer(), &qs);
+        let filter = move |d: u32| m == 0 || !d.is_multiple_of(m + 1);
+        let got = idx.search(0, &q, &SearchParams { k, filter: Some(&filter), ..Default::default() }).unwrap();
+        let got: Vec<(u32, u32)> = got.hits.iter().map(|h| (h.doc, h.score.to_bits())).collect();
+        prop_assert_eq!(got, big.naive.search(&q, &Bm25::default(), k, &filter), "{}", qs);
+    }
+}
+
 /// Pruning, skipping and the mask prefilter must all do work on the large corpus.
 #[test]
 fn pruning_and_prefilter_do_work_and_stay_exact() {
