@@ -9,7 +9,6 @@
 
 use alloc::vec;
 use alloc::vec::Vec;
-use core::cmp::Ordering;
 
 use shoal_kernels::Kernels;
 
@@ -294,21 +293,22 @@ struct Estimate {
     row: u32,
 }
 
-impl PartialEq for Estimate {
-    fn eq(&self, other: &Self) -> bool {
-        self.cmp(other) == Ordering::Equal
-    }
+/// An [`Estimate`]'s place in the candidate order, as one integer: its key (mapped so that
+/// integer order is `f32::total_cmp` order) in the high half, its row in the low half.
+fn estimate_order(e: &Estimate) -> u64 {
+    u64::from(crate::order::f32_key(e.key)) << 32 | u64::from(e.row)
 }
-impl Eq for Estimate {}
-impl PartialOrd for Estimate {
-    fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
-        Some(self.cmp(other))
-    }
-}
-impl Ord for Estimate {
-    fn cmp(&self, other: &Self) -> Ordering {
-        self.key.total_cmp(&other.key).then(self.row.cmp(&other.row))
-    }
+
+/// Keeps the `depth` (>= 1) best candidates of `cands` by (key, row) — in no particular order —
+/// and returns the largest key kept. The selection runs over integer keys (`order` is scratch):
+/// one select routine for the whole wasm build instead of one per element type.
+fn keep_best(cands: &mut Vec<Estimate>, order: &mut Vec<u64>, depth: usize) -> f32 {
+    order.clear();
+    order.extend(cands.iter().map(estimate_order));
+    let (_, &mut cut, _) = order.select_nth_unstable(depth - 1);
+    // Rows are unique, so exactly `depth` candidates are at or below the cut.
+    cands.retain(|e| estimate_order(e) <= cut);
+    crate::order::f32_of((cut >> 32) as u32)
 }
 
 /// Reusable buffers of one query; sized on first use, then reused without allocating.
@@ -324,6 +324,8 @@ pub struct IvfScratch {
     centroid_keys: Vec<f32>,
     keys: Vec<f32>,
     cands: Vec<Estimate>,
+    /// `(key, row)` of the candidates as integers, for selecting the best.
+    order: Vec<u64>,
     xbar: Vec<f32>,
     part_terms: Vec<f32>,
     one: [f32; 1],
@@ -573,7 +575,7 @@ impl IvfIndex {
                     continue;
                 }
                 for (j, &key) in chunk.iter().enumerate() {
-                    // `<=`: a tie on the key is decided by the row, in `Estimate`'s order.
+                    // `<=`: a tie on the key is decided by the row (`estimate_order`).
                     if key > bound {
                         continue;
                     }
@@ -585,9 +587,7 @@ impl IvfIndex {
                     let err = if metric == Metric::L2 { terms.l2_err(&factors[i]) } else { terms.ip_err(&factors[i]) };
                     s.cands.push(Estimate { key, lower: key - err, row: row as u32 });
                     if s.cands.len() >= spill {
-                        s.cands.select_nth_unstable(depth - 1);
-                        s.cands.truncate(depth);
-                        bound = s.cands[depth - 1].key;
+                        bound = keep_best(&mut s.cands, &mut s.order, depth);
                     }
                 }
             }
@@ -595,8 +595,7 @@ impl IvfIndex {
         }
         // Exact distances in order of lower bounds, until no remaining bound can beat the k-th.
         if s.cands.len() > depth {
-            s.cands.select_nth_unstable(depth - 1);
-            s.cands.truncate(depth);
+            keep_best(&mut s.cands, &mut s.order, depth);
         }
         s.cands.sort_unstable_by(|a, b| {
             let lower = |e: &Estimate| if e.lower.is_nan() { f32::INFINITY } else { e.lower };

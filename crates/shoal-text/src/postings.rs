@@ -200,26 +200,27 @@ fn pack(vals: &[u32; BLOCK], w: u32, out: &mut Vec<u8>) {
     }
 }
 
-/// Unpacks 128 values of width `W` from `bytes` (exactly `16 * W` bytes). Row by row, the four
-/// lanes share one shift and word index: the inner loop is one 128-bit SIMD operation.
+/// Unpacks 128 values of width `w` from `bytes` (exactly `16 * w` bytes). Row by row, the four
+/// lanes share one shift and word index: the inner loop is one 128-bit SIMD operation. Inlined
+/// with a constant `w`, every shift and index is a constant.
 #[inline(always)]
-fn unpack_w<const W: u32>(bytes: &[u8], out: &mut [u32; BLOCK]) {
-    if W == 0 {
+fn unpack_with(bytes: &[u8], w: u32, out: &mut [u32; BLOCK]) {
+    if w == 0 {
         *out = [0; BLOCK];
         return;
     }
     let mut words = [0u32; BLOCK + 4];
-    for (w, c) in words.iter_mut().zip(bytes.chunks_exact(4)) {
-        *w = u32::from_le_bytes([c[0], c[1], c[2], c[3]]);
+    for (x, c) in words.iter_mut().zip(bytes.chunks_exact(4)) {
+        *x = u32::from_le_bytes([c[0], c[1], c[2], c[3]]);
     }
-    let mask = if W == 32 { u32::MAX } else { (1u32 << W) - 1 };
+    let mask = if w >= 32 { u32::MAX } else { (1u32 << w) - 1 };
     for r in 0..32u32 {
-        let bit = r * W;
+        let bit = r * w;
         let wi = (bit / 32) as usize;
         let s = bit % 32;
         for l in 0..4 {
             let mut v = words[wi * 4 + l] >> s;
-            if s != 0 && s + W > 32 {
+            if s != 0 && s + w > 32 {
                 v |= words[wi * 4 + 4 + l] << (32 - s);
             }
             out[r as usize * 4 + l] = v & mask;
@@ -227,17 +228,26 @@ fn unpack_w<const W: u32>(bytes: &[u8], out: &mut [u32; BLOCK]) {
     }
 }
 
-/// The scalar reference unpack of 128 values of width `w` (0..=32) from `16 * w` bytes.
+/// Unpacks 128 values of width `w` (0..=32) from `16 * w` bytes. Natively one copy per width
+/// (constant shifts); in wasm one copy for all widths, which keeps the package inside its size
+/// budget — the same operations, so the same values.
 pub fn unpack(bytes: &[u8], w: u32, out: &mut [u32; BLOCK]) {
-    macro_rules! dispatch {
-        ($($n:literal)*) => {
-            match w {
-                $($n => unpack_w::<$n>(bytes, out),)*
-                _ => {}
-            }
-        };
+    #[cfg(not(target_arch = "wasm32"))]
+    {
+        macro_rules! dispatch {
+            ($($n:literal)*) => {
+                match w {
+                    $($n => unpack_with(bytes, $n, out),)*
+                    _ => {}
+                }
+            };
+        }
+        dispatch!(0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20 21 22 23 24 25 26 27 28 29 30 31 32);
     }
-    dispatch!(0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20 21 22 23 24 25 26 27 28 29 30 31 32);
+    #[cfg(target_arch = "wasm32")]
+    if w <= 32 {
+        unpack_with(bytes, w, out);
+    }
 }
 
 /// Reads a little-endian `u16`/`u32` from validated bytes (0 if out of range, which open rules out).
@@ -739,6 +749,10 @@ mod tests {
             prop_assert_eq!(out.len(), 16 * w as usize);
             let mut back = [7u32; BLOCK];
             unpack(&out, w, &mut back);
+            prop_assert_eq!(back, a);
+            // The one-copy form the wasm build uses (width not a constant).
+            let mut back = [7u32; BLOCK];
+            unpack_with(&out, core::hint::black_box(w), &mut back);
             prop_assert_eq!(back, a);
         }
 
