@@ -131,7 +131,14 @@ export interface SearchRequest {
    * nested filters. */
   filter?: Record<string, unknown> | null;
   params?: SearchParams;
-  fusion?: string;
+  /** With `vector` and `text`: `"rrf"` (reciprocal rank fusion, the default) or `"weighted"`
+   * (each ranking's scores scaled to 0..=1 and summed with weights `alpha`, `1 - alpha`). */
+  fusion?: "rrf" | "weighted";
+  /** Weight of the vector ranking in `"weighted"` fusion, 0..=1, default 0.5. */
+  alpha?: number;
+  /** BM25 parameters of the text search: `k1` (default 1.2, >= 0), `b` (default 0.75, 0..=1). */
+  bm25_k1?: number;
+  bm25_b?: number;
   with_payload?: boolean;
   timeout_ms?: number;
 }

@@ -581,6 +581,26 @@ describe("payloads and filters", () => {
     expectShoalError(() => new Collection({ dim: 2, fields: { a: "text", b: "text_en" } }), "invalid_config");
   });
 
+  it("weighted fusion and BM25 parameters, checked like every request field", () => {
+    const col = new Collection({ dim: 2, fields: { title: "text" } });
+    col.insert({
+      ids: [1, 2, 3],
+      vectors: [0, 1, 1, 0, 0.9, 0.1],
+      payloads: [{ title: "whale" }, { title: "whale whale reef" }, { title: "reef" }],
+    });
+    // alpha 1: the vector ranking alone (squared distances scaled: the nearest scores 1).
+    const v = col.search({ vector: [1, 0], text: "whale", fusion: "weighted", alpha: 1 });
+    expect(v.points[0]).toEqual({ id: 2, score: 1 });
+    // alpha 0: the text ranking alone.
+    const t = col.search({ vector: [1, 0], text: "whale", fusion: "weighted", alpha: 0 });
+    expect(t.points.map((p) => p.id).slice(0, 2)).toEqual(col.search({ text: "whale" }).points.map((p) => p.id));
+    const plain = col.search({ text: "whale" }).points;
+    const flat = col.search({ text: "whale", bm25_k1: 1.2, bm25_b: 0 }).points;
+    expect(flat).not.toEqual(plain);
+    expectShoalError(() => col.search({ vector: [1, 0], text: "whale", fusion: "weighted", alpha: 2 }), "invalid_request");
+    expectShoalError(() => col.search({ text: "whale", bm25_b: 1.5 }), "invalid_request");
+  });
+
   it("a selective filter on an IVF index still returns limit results", () => {
     const n = 4000;
     const dim = 16;

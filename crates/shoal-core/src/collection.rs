@@ -679,7 +679,9 @@ impl Collection {
         let mut partial = false;
         let mut run = |index: &TextIndex<'_>, first: usize, pass: &dyn Fn(u32) -> bool| -> Result<(), Error> {
             let query = Query::parse(&index.analyzer(), text);
-            let params = shoal_text::SearchParams { k, filter: Some(pass), deadline, ..Default::default() };
+            let d = shoal_text::Bm25::default();
+            let bm25 = shoal_text::Bm25 { k1: req.bm25_k1.unwrap_or(d.k1), b: req.bm25_b.unwrap_or(d.b) };
+            let params = shoal_text::SearchParams { k, bm25, filter: Some(pass), deadline };
             let res = index.search(0, &query, &params).map_err(Error::Text)?;
             partial |= res.partial;
             stats.scanned += res.stats.scored;
@@ -712,7 +714,8 @@ impl Collection {
     }
 
     /// A request with both `vector` and `text`: each ranking to [`FUSION_DEPTH`](text::FUSION_DEPTH)
-    /// (or `offset + limit`) results with the filter applied to both, fused by reciprocal rank.
+    /// (or `offset + limit`) results with the filter applied to both, fused by reciprocal rank
+    /// or by weighted scores ([`text::fuse`]).
     fn search_hybrid(
         &self,
         req: &SearchRequest,
@@ -732,9 +735,13 @@ impl Collection {
         };
         let mut vpoints = Vec::new();
         let mut stats = self.search_vector(&vreq, vector, filter, &mut vpoints)?;
-        let vector_ids: Vec<u64> = vpoints.iter().map(|p| p.id).collect();
-        let text_ids: Vec<u64> = text_hits.iter().map(|&(i, _)| self.external_id(i)).collect();
-        let fused = text::rrf(&vector_ids, &text_ids);
+        let vector: Vec<(u64, f32)> = vpoints.iter().map(|p| (p.id, p.score)).collect();
+        let text: Vec<(u64, f32)> = text_hits.iter().map(|&(i, s)| (self.external_id(i), s)).collect();
+        let fusion = match req.fusion.as_deref() {
+            Some("weighted") => text::Fusion::Weighted { alpha: req.alpha.unwrap_or(0.5) },
+            _ => text::Fusion::Rrf,
+        };
+        let fused = text::fuse(fusion, &vector, self.metric == Metric::L2, &text);
         out.clear();
         out.extend(fused.into_iter().skip(req.offset).take(req.limit).map(|(id, score)| ScoredPoint {
             id,

@@ -45,9 +45,20 @@ pub struct SearchRequest {
     #[serde(default)]
     pub params: SearchParams,
     /// How a request with `vector` and `text` fuses the two rankings: `"rrf"` (reciprocal
-    /// rank fusion, the default).
+    /// rank fusion, the default) or `"weighted"` (each ranking's scores scaled to 0..=1, then
+    /// summed with the weights `alpha` and `1 - alpha`).
     #[serde(default)]
     pub fusion: Option<String>,
+    /// Weight of the vector ranking in `"weighted"` fusion, 0..=1 (default 0.5); the text
+    /// ranking gets `1 - alpha`.
+    #[serde(default)]
+    pub alpha: Option<f32>,
+    /// BM25 term frequency saturation of the text search, finite and >= 0 (default 1.2).
+    #[serde(default)]
+    pub bm25_k1: Option<f32>,
+    /// BM25 length normalisation of the text search, 0..=1 (default 0.75).
+    #[serde(default)]
+    pub bm25_b: Option<f32>,
     /// Whether to return each point's stored payload object (`{}` when it has none).
     #[serde(default)]
     pub with_payload: bool,
@@ -101,8 +112,21 @@ impl SearchRequest {
         if self.params.nprobe == Some(0) || self.params.rerank == Some(0) {
             return Err(Error::InvalidRequest(String::from("params.nprobe and params.rerank must be at least 1")));
         }
-        if let Some(f) = self.fusion.as_deref().filter(|&f| f != "rrf") {
-            return Err(Error::InvalidRequest(format!("fusion must be \"rrf\", got {f:?}")));
+        if let Some(f) = self.fusion.as_deref().filter(|&f| f != "rrf" && f != "weighted") {
+            return Err(Error::InvalidRequest(format!("fusion must be \"rrf\" or \"weighted\", got {f:?}")));
+        }
+        if let Some(a) = self.alpha {
+            if self.fusion.as_deref() != Some("weighted") {
+                return Err(Error::InvalidRequest(String::from("alpha goes with fusion \"weighted\"")));
+            }
+            if !(0.0..=1.0).contains(&a) {
+                return Err(Error::InvalidRequest(String::from("alpha must be in 0..=1")));
+            }
+        }
+        if self.bm25_k1.is_some_and(|k1| !(k1.is_finite() && k1 >= 0.0))
+            || self.bm25_b.is_some_and(|b| !(0.0..=1.0).contains(&b))
+        {
+            return Err(Error::InvalidRequest(String::from("bm25_k1 must be finite and >= 0, bm25_b in 0..=1")));
         }
         if self.text.as_ref().is_some_and(|t| t.len() > MAX_TEXT_BYTES) {
             return Err(Error::InvalidRequest(format!("text must be at most {MAX_TEXT_BYTES} bytes")));

@@ -22,6 +22,7 @@ use crate::Error;
 use crate::mutable::IdMap;
 use crate::sealed::{bad, range_of};
 use hashbrown::hash_map::Entry;
+use shoal_index::order::{f32_key, f32_of};
 
 /// Constant `k` of reciprocal rank fusion: a result at rank `r` (from 1) of a ranking adds
 /// `1 / (RRF_K + r)` to its fused score (Cormack et al., 2009).
@@ -120,17 +121,50 @@ impl TextRanges {
     }
 }
 
-/// Reciprocal rank fusion of two rankings (best first): every id's score is the sum, vector
-/// term first, of `1 / (RRF_K + rank)` over the rankings that hold it. Best first; ties by the
-/// better of the two ranks, then by ascending id. Returns `(id, fused score)`.
-pub(crate) fn rrf(vector: &[u64], text: &[u64]) -> Vec<(u64, f32)> {
+/// How a hybrid request fuses its two rankings.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub(crate) enum Fusion {
+    /// Reciprocal rank fusion: `1 / (RRF_K + rank)` per ranking.
+    Rrf,
+    /// Weighted score fusion: each ranking's scores scaled to 0..=1 by its best and worst
+    /// (the best 1; all 1 when they are equal), the vector ranking's weighted by `alpha` and
+    /// the text ranking's by `1 - alpha`.
+    Weighted { alpha: f32 },
+}
+
+/// Fuses two rankings (best first, `(id, score)`; `vector_lower_is_better` for squared L2
+/// distances): every id's fused score is the sum, vector term first, of its terms under
+/// `fusion` over the rankings that hold it. Best first; ties by the better of the two ranks,
+/// then by ascending id. Returns `(id, fused score)`. Each ranking holds at most
+/// [`MAX_LIMIT`](crate::MAX_LIMIT) results.
+pub(crate) fn fuse(
+    fusion: Fusion,
+    vector: &[(u64, f32)],
+    vector_lower_is_better: bool,
+    text: &[(u64, f32)],
+) -> Vec<(u64, f32)> {
     // (id, score, best rank), in order of first appearance; `at` finds an id's entry.
     let mut fused: Vec<(u64, f32, u32)> = Vec::with_capacity(vector.len() + text.len());
     let mut at = IdMap::default();
-    for ids in [vector, text] {
-        for (i, &id) in ids.iter().enumerate() {
+    for (list, ranking) in [vector, text].into_iter().enumerate() {
+        let (lower_is_better, weight) = match fusion {
+            Fusion::Rrf => (false, 1.0),
+            Fusion::Weighted { alpha } if list == 0 => (vector_lower_is_better, alpha),
+            Fusion::Weighted { alpha } => (false, 1.0 - alpha),
+        };
+        let (mut lo, mut hi) = (f32::INFINITY, f32::NEG_INFINITY);
+        for &(_, s) in ranking {
+            lo = lo.min(s);
+            hi = hi.max(s);
+        }
+        for (i, &(id, s)) in ranking.iter().enumerate() {
             let rank = i as u32 + 1;
-            let term = 1.0 / (RRF_K + rank as f32);
+            let term = match fusion {
+                Fusion::Rrf => 1.0 / (RRF_K + rank as f32),
+                _ if hi <= lo => weight,
+                _ if lower_is_better => weight * ((hi - s) / (hi - lo)),
+                _ => weight * ((s - lo) / (hi - lo)),
+            };
             match at.entry(id) {
                 Entry::Occupied(e) => {
                     let f = &mut fused[*e.get() as usize];
@@ -144,13 +178,49 @@ pub(crate) fn rrf(vector: &[u64], text: &[u64]) -> Vec<(u64, f32)> {
             }
         }
     }
-    fused.sort_unstable_by(|a, b| b.1.total_cmp(&a.1).then(a.2.cmp(&b.2)).then(a.0.cmp(&b.0)));
-    fused.into_iter().map(|(id, score, _)| (id, score)).collect()
+    // The order as one integer per entry: the score (descending) in the high half; below it
+    // the best rank (< 2^17: a ranking holds at most MAX_LIMIT results) and the entry's place
+    // among the ids in ascending order (< 2^15: at most 2 x MAX_LIMIT entries). One integer
+    // sort (shared in the wasm build) instead of a comparator's own sort routine.
+    debug_assert!(fused.len() <= 0x7FFF && vector.len().max(text.len()) < 1 << 17);
+    let mut ids: Vec<u64> = fused.iter().map(|f| f.0).collect();
+    ids.sort_unstable();
+    let mut keys: Vec<u64> = fused
+        .iter()
+        .map(|&(id, score, rank)| {
+            let place = ids.binary_search(&id).unwrap_or(0) as u64;
+            u64::from(!f32_key(score)) << 32 | u64::from(rank) << 15 | place
+        })
+        .collect();
+    keys.sort_unstable();
+    keys.iter().map(|&k| (ids[(k & 0x7FFF) as usize], f32_of(!((k >> 32) as u32)))).collect()
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn rrf(vector: &[u64], text: &[u64]) -> Vec<(u64, f32)> {
+        let ranked = |ids: &[u64]| ids.iter().map(|&id| (id, 0.0)).collect::<Vec<_>>();
+        fuse(Fusion::Rrf, &ranked(vector), false, &ranked(text))
+    }
+
+    #[test]
+    fn weighted_fusion_scales_each_ranking() {
+        // Vector: squared distances (lower is better) 1, 2, 5; text: BM25 scores 9, 3.
+        let v = [(1, 1.0), (2, 2.0), (3, 5.0)];
+        let t = [(3, 9.0), (4, 3.0)];
+        let fused = fuse(Fusion::Weighted { alpha: 0.75 }, &v, true, &t);
+        let score = |id| fused.iter().find(|f: &&(u64, f32)| f.0 == id).unwrap().1;
+        assert_eq!(score(1), 0.75);
+        assert_eq!(score(2), 0.75 * (3.0 / 4.0));
+        assert_eq!(score(3), 0.75 * 0.0 + 0.25);
+        assert_eq!(score(4), 0.0);
+        assert_eq!(fused.iter().map(|f| f.0).collect::<Vec<_>>(), [1, 2, 3, 4]);
+        // alpha 0: the text ranking alone decides; equal scores all count as the best.
+        let fused = fuse(Fusion::Weighted { alpha: 0.0 }, &v, true, &[(7, 2.0), (8, 2.0)]);
+        assert_eq!(fused[..2], [(7, 1.0), (8, 1.0)]);
+    }
 
     #[test]
     fn rrf_sums_reciprocal_ranks() {

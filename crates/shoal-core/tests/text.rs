@@ -302,3 +302,73 @@ fn text_en_fields_match_by_english_stems_everywhere() {
     let err = Schema::from_json(r#"{"title": "text", "body": "text_en"}"#).unwrap_err();
     assert!(err.to_string().contains("schema.title") && err.to_string().contains("text_en"), "{err}");
 }
+
+#[test]
+fn weighted_fusion_and_bm25_parameters() {
+    let d = data(3000, 16);
+    let mut col = Collection::with_schema(CollectionConfig { dim: 16, metric: Metric::L2 }, schema()).unwrap();
+    col.insert_with_payloads(&d.ids, &d.vectors, &d.docs).unwrap();
+    col.seal();
+    let q = &d.vectors[16 * 77..16 * 78];
+    let vector = json!(q).to_string();
+    let scored = |json: String| -> Vec<(u64, f32)> {
+        let req = SearchRequest::from_json(&json).unwrap();
+        col.search(&req).unwrap().points.iter().map(|p| (p.id, p.score)).collect()
+    };
+    let v = scored(format!(r#"{{"vector": {vector}, "limit": 100}}"#));
+    let t = scored(r#"{"text": "whale ocean", "limit": 100}"#.to_string());
+    for alpha in [0.0f32, 0.3, 1.0] {
+        // The naive weighted sum: each ranking min-max scaled (squared distances inverted).
+        let scale = |list: &[(u64, f32)], id: u64, lower_better: bool| -> f32 {
+            let (lo, hi) = list.iter().fold((f32::INFINITY, f32::NEG_INFINITY), |(l, h), x| (l.min(x.1), h.max(x.1)));
+            list.iter().find(|x| x.0 == id).map_or(0.0, |x| {
+                if hi <= lo {
+                    1.0
+                } else if lower_better {
+                    (hi - x.1) / (hi - lo)
+                } else {
+                    (x.1 - lo) / (hi - lo)
+                }
+            })
+        };
+        let mut want: Vec<(u64, f32, usize)> = Vec::new();
+        for &(id, _) in v.iter().chain(&t) {
+            if want.iter().any(|w| w.0 == id) {
+                continue;
+            }
+            let (in_v, in_t) = (v.iter().position(|x| x.0 == id), t.iter().position(|x| x.0 == id));
+            let mut score = 0.0f32;
+            if in_v.is_some() {
+                score += alpha * scale(&v, id, true);
+            }
+            if in_t.is_some() {
+                score += (1.0 - alpha) * scale(&t, id, false);
+            }
+            want.push((id, score, in_v.unwrap_or(usize::MAX).min(in_t.unwrap_or(usize::MAX))));
+        }
+        want.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.2.cmp(&b.2)).then(a.0.cmp(&b.0)));
+        let got = scored(format!(
+            r#"{{"vector": {vector}, "text": "whale ocean", "limit": 10, "fusion": "weighted", "alpha": {alpha}}}"#
+        ));
+        let want: Vec<(u64, f32)> = want.iter().take(10).map(|w| (w.0, w.1)).collect();
+        assert_eq!(got, want, "alpha {alpha}");
+    }
+    // alpha 1: the vector ranking's order; the query's own point first with score 1.
+    let got = scored(format!(r#"{{"vector": {vector}, "text": "whale", "fusion": "weighted", "alpha": 1}}"#));
+    assert_eq!(got[0], (d.ids[77], 1.0));
+    // BM25 parameters change the text scores (b = 0: no length normalisation) and are checked.
+    let default = scored(r#"{"text": "whale", "limit": 5}"#.to_string());
+    let flat = scored(r#"{"text": "whale", "limit": 5, "bm25_k1": 1.2, "bm25_b": 0.0}"#.to_string());
+    assert_ne!(default, flat);
+    assert_eq!(default, scored(r#"{"text": "whale", "limit": 5, "bm25_k1": 1.2, "bm25_b": 0.75}"#.to_string()));
+    for (json, needle) in [
+        (r#"{"text": "a", "bm25_k1": -1}"#, "bm25_k1"),
+        (r#"{"text": "a", "bm25_b": 2}"#, "bm25_b"),
+        (r#"{"text": "a", "bm25": {"k1": 1}}"#, "unknown field"),
+        (r#"{"text": "a", "vector": [0], "fusion": "rrf", "alpha": 0.5}"#, "alpha goes with"),
+        (r#"{"text": "a", "vector": [0], "fusion": "weighted", "alpha": 1.5}"#, "alpha must be"),
+    ] {
+        let err = SearchRequest::from_json(json).unwrap_err();
+        assert!(err.to_string().contains(needle), "{json}: {err}");
+    }
+}

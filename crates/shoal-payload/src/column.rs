@@ -511,6 +511,11 @@ pub trait RowLists {
     fn for_each_row(&self, i: u32, f: &mut dyn FnMut(u32)) {
         self.for_each_run(i, &mut |rows| rows.iter().for_each(|&r| f(r)));
     }
+    /// Calls `f` with the rows of the values `lo..hi`, a run at a time (value by value; plain
+    /// lists of a range of values are one run).
+    fn for_each_run_in(&self, lo: u32, hi: u32, f: &mut dyn FnMut(&[u32])) {
+        (lo..hi).for_each(|i| self.for_each_run(i, f));
+    }
 }
 
 impl Postings<'_> {
@@ -533,6 +538,18 @@ impl RowLists for Postings<'_> {
         }
         let (s, e) = self.bounds(lo, hi);
         (e - s) as u64
+    }
+
+    fn for_each_run_in(&self, lo: u32, hi: u32, f: &mut dyn FnMut(&[u32])) {
+        if !self.starts.is_empty() {
+            (lo..hi).for_each(|i| self.for_each_run(i, f));
+            return;
+        }
+        let hi = hi.min(self.offsets.len().saturating_sub(1) as u32);
+        if lo < hi {
+            let (s, e) = self.bounds(lo, hi);
+            f(self.rows.get(s..e).unwrap_or_default());
+        }
     }
 
     fn for_each_run(&self, i: u32, f: &mut dyn FnMut(&[u32])) {

@@ -436,7 +436,16 @@ fn matching(view: &PayloadView<'_>, n: &Node) -> Bitset {
         Node::Any { field, codes } => {
             let fv = view.field(*field);
             let mut b = Bitset::empty(total);
-            codes.for_each_value(|i| fv.postings.for_each_run(i, &mut |rows| b.insert_all(rows)));
+            let mut insert = |rows: &[u32]| b.insert_all(rows);
+            match codes {
+                // A range of values: one run of the (value, row) pairs of plain lists.
+                CodeSet::Range(lo, hi) => fv.postings.for_each_run_in(
+                    lo.saturating_sub(CODE_FIRST_VALUE),
+                    hi.saturating_sub(CODE_FIRST_VALUE),
+                    &mut insert,
+                ),
+                _ => codes.for_each_value(|i| fv.postings.for_each_run(i, &mut insert)),
+            }
             b
         }
         Node::Except { field, codes } => {
