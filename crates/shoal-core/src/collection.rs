@@ -48,6 +48,9 @@ pub const FILTER_EXACT_PER_RESULT: u64 = 64;
 /// scanning 5% of the rows exactly costs about what a default IVF search does.)
 pub const FILTER_EXACT_DIVISOR: u64 = 20;
 
+/// Rows per batch-kernel call when scoring chosen rows exactly (a filter's few matches).
+const EXACT_BLOCK: usize = 32;
+
 /// A set of points (external `u64` id + vector, and a JSON payload when the collection has a
 /// schema) that can be searched.
 ///
@@ -851,11 +854,12 @@ impl Collection {
         let stats = self.scratch.with(|s| {
             self.prepare_query(vector, &mut s.query)?;
             s.topk.reset(req.offset + req.limit);
-            for (&r, v) in rows.iter().zip(vectors.chunks_exact(self.dim)) {
-                if sealed_passes(seg, compiled.as_ref(), filter.as_ref(), r) {
-                    self.push_exact(&s.query, r as usize, v, &mut s.topk);
-                }
-            }
+            let passing = rows
+                .iter()
+                .zip(vectors.chunks_exact(self.dim))
+                .filter(|(r, _)| sealed_passes(seg, compiled.as_ref(), filter.as_ref(), **r))
+                .map(|(&r, v)| (r as usize, v));
+            self.push_exact(&s.query, passing, &mut s.topk);
             s.topk.drain_sorted(&mut s.best);
             self.emit(req, &s.best, &mut points);
             Ok::<_, Error>(SearchStats { scanned: rows.len() as u64, segments: 1, ..SearchStats::default() })
@@ -1058,9 +1062,9 @@ impl Collection {
                 stats.scanned += count;
             }
             (_, Some(vectors)) => {
-                for r in matching.iter().map(|r| r as usize) {
-                    self.push_exact(scan.query, r, &vectors[r * self.dim..(r + 1) * self.dim], topk);
-                }
+                let dim = self.dim;
+                let rows = matching.iter().map(|r| r as usize).map(|r| (r, &vectors[r * dim..(r + 1) * dim]));
+                self.push_exact(scan.query, rows, topk);
                 stats.scanned += count;
             }
             (None, None) => unreachable!("a codes-only segment has an index (checked at open)"),
@@ -1094,11 +1098,28 @@ impl Collection {
         matching
     }
 
-    /// Offers internal id `row` to `topk` with its exact key: `query` (prepared) against `v`.
-    fn push_exact(&self, query: &[f32], row: usize, v: &[f32], topk: &mut TopK) {
-        let mut key = [0.0f32];
-        self.metric.keys(&self.kernels, query, v, &mut key);
-        topk.push(Candidate { key: if key[0].is_nan() { f32::INFINITY } else { key[0] }, id: row as u64 });
+    /// Offers each `(internal id, vector)` to `topk` with its exact key against `query`
+    /// (prepared). Vectors are copied into blocks of [`EXACT_BLOCK`] rows, each one batch-kernel
+    /// call (a row's key does not depend on the batch it is in: the kernels' equivalence tests).
+    fn push_exact<'v>(&self, query: &[f32], rows: impl Iterator<Item = (usize, &'v [f32])>, topk: &mut TopK) {
+        let mut block: Vec<f32> = Vec::with_capacity(EXACT_BLOCK * self.dim);
+        let mut ids = [0usize; EXACT_BLOCK];
+        let mut keys = [0.0f32; EXACT_BLOCK];
+        let mut n = 0;
+        let mut rows = rows.peekable();
+        while let Some((row, v)) = rows.next() {
+            block.extend_from_slice(v);
+            ids[n] = row;
+            n += 1;
+            if n == EXACT_BLOCK || rows.peek().is_none() {
+                self.metric.keys(&self.kernels, query, &block, &mut keys[..n]);
+                for (&id, &key) in ids[..n].iter().zip(&keys[..n]) {
+                    topk.push(Candidate { key: if key.is_nan() { f32::INFINITY } else { key }, id: id as u64 });
+                }
+                block.clear();
+                n = 0;
+            }
+        }
     }
 
     fn external_id(&self, internal: usize) -> u64 {
