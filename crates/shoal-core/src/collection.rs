@@ -854,12 +854,12 @@ impl Collection {
         let stats = self.scratch.with(|s| {
             self.prepare_query(vector, &mut s.query)?;
             s.topk.reset(req.offset + req.limit);
-            let passing = rows
+            let mut passing = rows
                 .iter()
                 .zip(vectors.chunks_exact(self.dim))
                 .filter(|(r, _)| sealed_passes(seg, compiled.as_ref(), filter.as_ref(), **r))
                 .map(|(&r, v)| (r as usize, v));
-            self.push_exact(&s.query, passing, &mut s.topk);
+            self.push_exact(&s.query, &mut passing, &mut s.topk);
             s.topk.drain_sorted(&mut s.best);
             self.emit(req, &s.best, &mut points);
             Ok::<_, Error>(SearchStats { scanned: rows.len() as u64, segments: 1, ..SearchStats::default() })
@@ -1063,8 +1063,8 @@ impl Collection {
             }
             (_, Some(vectors)) => {
                 let dim = self.dim;
-                let rows = matching.iter().map(|r| r as usize).map(|r| (r, &vectors[r * dim..(r + 1) * dim]));
-                self.push_exact(scan.query, rows, topk);
+                let mut rows = matching.iter().map(|r| r as usize).map(|r| (r, &vectors[r * dim..(r + 1) * dim]));
+                self.push_exact(scan.query, &mut rows, topk);
                 stats.scanned += count;
             }
             (None, None) => unreachable!("a codes-only segment has an index (checked at open)"),
@@ -1101,23 +1101,24 @@ impl Collection {
     /// Offers each `(internal id, vector)` to `topk` with its exact key against `query`
     /// (prepared). Vectors are copied into blocks of [`EXACT_BLOCK`] rows, each one batch-kernel
     /// call (a row's key does not depend on the batch it is in: the kernels' equivalence tests).
-    fn push_exact<'v>(&self, query: &[f32], rows: impl Iterator<Item = (usize, &'v [f32])>, topk: &mut TopK) {
+    fn push_exact(&self, query: &[f32], rows: &mut dyn Iterator<Item = (usize, &[f32])>, topk: &mut TopK) {
         let mut block: Vec<f32> = Vec::with_capacity(EXACT_BLOCK * self.dim);
         let mut ids = [0usize; EXACT_BLOCK];
         let mut keys = [0.0f32; EXACT_BLOCK];
-        let mut n = 0;
-        let mut rows = rows.peekable();
-        while let Some((row, v)) = rows.next() {
-            block.extend_from_slice(v);
-            ids[n] = row;
-            n += 1;
-            if n == EXACT_BLOCK || rows.peek().is_none() {
-                self.metric.keys(&self.kernels, query, &block, &mut keys[..n]);
-                for (&id, &key) in ids[..n].iter().zip(&keys[..n]) {
-                    topk.push(Candidate { key: if key.is_nan() { f32::INFINITY } else { key }, id: id as u64 });
-                }
-                block.clear();
-                n = 0;
+        loop {
+            block.clear();
+            let mut n = 0;
+            for (row, v) in (&mut *rows).take(EXACT_BLOCK) {
+                block.extend_from_slice(v);
+                ids[n] = row;
+                n += 1;
+            }
+            if n == 0 {
+                return;
+            }
+            self.metric.keys(&self.kernels, query, &block, &mut keys[..n]);
+            for (&id, &key) in ids[..n].iter().zip(&keys[..n]) {
+                topk.push(Candidate { key: if key.is_nan() { f32::INFINITY } else { key }, id: id as u64 });
             }
         }
     }
