@@ -303,3 +303,16 @@ fn block_coded_keyword_lists_of_several_blocks_match_row_by_row() {
         assert!(!matching_three_ways(&view, &docs, &Filter::from_value(&f).unwrap()).is_empty());
     }
 }
+
+#[test]
+fn repeated_keywords_in_one_row_are_one_posting() {
+    // 600 rows whose tag arrays repeat a value: the lists are block-coded (smaller) and each
+    // row is listed once per value.
+    let docs: Vec<Value> = (0..600u32).map(|i| json!({"tag": ["a", format!("v{}", i % 3), "a"]})).collect();
+    let p = build(&docs).to_aligned();
+    let view = p.view().unwrap();
+    view.verify().unwrap();
+    assert!(!view.field(view.schema().field("tag").unwrap().0).postings.starts.is_empty());
+    let f = Filter::from_json(r#"{"must": [{"key": "tag", "match": {"value": "a"}}]}"#).unwrap();
+    assert_eq!(matching_three_ways(&view, &docs, &f).len(), 600);
+}
