@@ -136,7 +136,7 @@ export interface SearchRequest {
   fusion?: "rrf" | "weighted";
   /** Weight of the vector ranking in `"weighted"` fusion, 0..=1, default 0.5. */
   alpha?: number;
-  /** BM25 parameters of the text search: `k1` (default 1.2, >= 0), `b` (default 0.75, 0..=1). */
+  /** BM25 parameters of the text search: `k1` (default 1.2, 0..=1000), `b` (default 0.75, 0..=1). */
   bm25_k1?: number;
   bm25_b?: number;
   with_payload?: boolean;

@@ -33,7 +33,9 @@ mod text;
 
 pub use collection::{Collection, CollectionConfig, FILTER_EXACT_DIVISOR, FILTER_EXACT_PER_RESULT, IdEncoding};
 pub use error::Error;
-pub use request::{MAX_LIMIT, MAX_OFFSET, ScoredPoint, SearchParams, SearchRequest, SearchResponse, SearchStats};
+pub use request::{
+    MAX_BM25_K1, MAX_LIMIT, MAX_OFFSET, ScoredPoint, SearchParams, SearchRequest, SearchResponse, SearchStats,
+};
 pub use sealed::{IndexKind, PayloadInput, SealedSegment, SegmentBytes};
 pub use shoal_format::{AlignedBytes, FormatError};
 pub use shoal_index::Metric;

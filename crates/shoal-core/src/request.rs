@@ -9,6 +9,9 @@ use crate::Error;
 pub const MAX_LIMIT: usize = 10_000;
 /// Longest `text` query, in bytes.
 pub const MAX_TEXT_BYTES: usize = 16 * 1024;
+/// Largest `bm25_k1` a request may set (practical values are 0–3; beyond this BM25's terms
+/// could overflow `f32` for large term counts).
+pub const MAX_BM25_K1: f32 = 1000.0;
 /// Largest `offset` a request may ask for.
 pub const MAX_OFFSET: usize = 100_000;
 
@@ -53,7 +56,7 @@ pub struct SearchRequest {
     /// ranking gets `1 - alpha`.
     #[serde(default)]
     pub alpha: Option<f32>,
-    /// BM25 term frequency saturation of the text search, finite and >= 0 (default 1.2).
+    /// BM25 term frequency saturation of the text search, 0..=[`MAX_BM25_K1`] (default 1.2).
     #[serde(default)]
     pub bm25_k1: Option<f32>,
     /// BM25 length normalisation of the text search, 0..=1 (default 0.75).
@@ -123,10 +126,10 @@ impl SearchRequest {
                 return Err(Error::InvalidRequest(String::from("alpha must be in 0..=1")));
             }
         }
-        if self.bm25_k1.is_some_and(|k1| !(k1.is_finite() && k1 >= 0.0))
+        if self.bm25_k1.is_some_and(|k1| !(0.0..=MAX_BM25_K1).contains(&k1))
             || self.bm25_b.is_some_and(|b| !(0.0..=1.0).contains(&b))
         {
-            return Err(Error::InvalidRequest(String::from("bm25_k1 must be finite and >= 0, bm25_b in 0..=1")));
+            return Err(Error::InvalidRequest(String::from("bm25_k1 must be in 0..=1000, bm25_b in 0..=1")));
         }
         if self.text.as_ref().is_some_and(|t| t.len() > MAX_TEXT_BYTES) {
             return Err(Error::InvalidRequest(format!("text must be at most {MAX_TEXT_BYTES} bytes")));

@@ -1,7 +1,7 @@
 //! Full-text search of a collection: one text index per segment over the collection's `text`
-//! payload fields (their values joined, in field-name order, into one document per point),
-//! BM25 top-k with the request's filter and deadline, and reciprocal rank fusion of a vector
-//! ranking and a text ranking for hybrid requests.
+//! (or `text_en`: English stems) payload fields (their values joined, in field-name order, into
+//! one document per point), BM25 top-k with the request's filter and deadline, and fusion of a
+//! vector ranking and a text ranking for hybrid requests (reciprocal rank or weighted scores).
 //!
 //! A sealed segment stores its text index as sections 48–52 (`docs/format.md`), built at seal
 //! in the stored row order. The mutable segment's index is rebuilt when a batch is committed.
@@ -37,8 +37,8 @@ pub(crate) fn has_text(schema: &Schema) -> bool {
     schema.fields().any(|(_, t)| t.is_text())
 }
 
-/// Appends the indexed text of `doc`: every string value of every `text` field, in field-name
-/// order, each followed by a line break.
+/// Appends the indexed text of `doc`: every string value of every `text` / `text_en` field, in
+/// field-name order, each followed by a line break.
 pub(crate) fn doc_text(schema: &Schema, doc: &Value, out: &mut String) {
     let Some(obj) = doc.as_object() else { return };
     for (name, ty) in schema.fields() {
@@ -152,18 +152,23 @@ pub(crate) fn fuse(
             Fusion::Weighted { alpha } if list == 0 => (vector_lower_is_better, alpha),
             Fusion::Weighted { alpha } => (false, 1.0 - alpha),
         };
-        let (mut lo, mut hi) = (f32::INFINITY, f32::NEG_INFINITY);
+        // Scores made finite (NaN as the worst, infinities as ±f32::MAX) and scaled in f64, so
+        // that no overflow or NaN — whose sign differs between CPUs — reaches the order.
+        let worst = if lower_is_better { f32::MAX } else { -f32::MAX };
+        let finite = |s: f32| f64::from(if s.is_nan() { worst } else { s.clamp(-f32::MAX, f32::MAX) });
+        let (mut lo, mut hi) = (f64::INFINITY, f64::NEG_INFINITY);
         for &(_, s) in ranking {
-            lo = lo.min(s);
-            hi = hi.max(s);
+            lo = lo.min(finite(s));
+            hi = hi.max(finite(s));
         }
         for (i, &(id, s)) in ranking.iter().enumerate() {
             let rank = i as u32 + 1;
+            let s = finite(s);
             let term = match fusion {
                 Fusion::Rrf => 1.0 / (RRF_K + rank as f32),
                 _ if hi <= lo => weight,
-                _ if lower_is_better => weight * ((hi - s) / (hi - lo)),
-                _ => weight * ((s - lo) / (hi - lo)),
+                _ if lower_is_better => weight * ((hi - s) / (hi - lo)) as f32,
+                _ => weight * ((s - lo) / (hi - lo)) as f32,
             };
             match at.entry(id) {
                 Entry::Occupied(e) => {
@@ -217,6 +222,12 @@ mod tests {
         assert_eq!(score(3), 0.75 * 0.0 + 0.25);
         assert_eq!(score(4), 0.0);
         assert_eq!(fused.iter().map(|f| f.0).collect::<Vec<_>>(), [1, 2, 3, 4]);
+        // Overflowing or NaN scores stay ordered: -inf and NaN as the worst, scaled in f64.
+        let fused = fuse(Fusion::Weighted { alpha: 1.0 }, &[(1, -3e38), (2, f32::NAN), (3, 3e38)], false, &[]);
+        let (lo, hi) = (f64::from(-f32::MAX), f64::from(3e38f32));
+        let one = ((f64::from(-3e38f32) - lo) / (hi - lo)) as f32;
+        assert!(one > 0.0 && one < 0.1);
+        assert_eq!(fused, [(3, 1.0), (1, one), (2, 0.0)]);
         // alpha 0: the text ranking alone decides; equal scores all count as the best.
         let fused = fuse(Fusion::Weighted { alpha: 0.0 }, &v, true, &[(7, 2.0), (8, 2.0)]);
         assert_eq!(fused[..2], [(7, 1.0), (8, 1.0)]);

@@ -320,14 +320,17 @@ fn weighted_fusion_and_bm25_parameters() {
     for alpha in [0.0f32, 0.3, 1.0] {
         // The naive weighted sum: each ranking min-max scaled (squared distances inverted).
         let scale = |list: &[(u64, f32)], id: u64, lower_better: bool| -> f32 {
-            let (lo, hi) = list.iter().fold((f32::INFINITY, f32::NEG_INFINITY), |(l, h), x| (l.min(x.1), h.max(x.1)));
+            let (lo, hi) = list
+                .iter()
+                .fold((f64::INFINITY, f64::NEG_INFINITY), |(l, h), x| (l.min(f64::from(x.1)), h.max(f64::from(x.1))));
             list.iter().find(|x| x.0 == id).map_or(0.0, |x| {
+                let s = f64::from(x.1);
                 if hi <= lo {
                     1.0
                 } else if lower_better {
-                    (hi - x.1) / (hi - lo)
+                    ((hi - s) / (hi - lo)) as f32
                 } else {
-                    (x.1 - lo) / (hi - lo)
+                    ((s - lo) / (hi - lo)) as f32
                 }
             })
         };
@@ -363,6 +366,7 @@ fn weighted_fusion_and_bm25_parameters() {
     assert_eq!(default, scored(r#"{"text": "whale", "limit": 5, "bm25_k1": 1.2, "bm25_b": 0.75}"#.to_string()));
     for (json, needle) in [
         (r#"{"text": "a", "bm25_k1": -1}"#, "bm25_k1"),
+        (r#"{"text": "a", "bm25_k1": 3e38}"#, "bm25_k1"),
         (r#"{"text": "a", "bm25_b": 2}"#, "bm25_b"),
         (r#"{"text": "a", "bm25": {"k1": 1}}"#, "unknown field"),
         (r#"{"text": "a", "vector": [0], "fusion": "rrf", "alpha": 0.5}"#, "alpha goes with"),
@@ -370,5 +374,23 @@ fn weighted_fusion_and_bm25_parameters() {
     ] {
         let err = SearchRequest::from_json(json).unwrap_err();
         assert!(err.to_string().contains(needle), "{json}: {err}");
+    }
+}
+
+#[test]
+fn weighted_fusion_scores_stay_numbers_when_distances_overflow() {
+    // A squared L2 distance past f32::MAX is +inf; scaling it must not make NaN (whose sign,
+    // and so its place in the order, differs between CPUs).
+    let mut col = Collection::with_schema(CollectionConfig { dim: 2, metric: Metric::L2 }, schema()).unwrap();
+    let docs = [json!({"title": "whale"}), json!({"title": "whale reef"}), json!({"title": "reef"})];
+    col.insert_with_payloads(&[1, 2, 3], &[3e19, 0.0, 0.0, 1.0, 1.0, 0.0], &docs).unwrap();
+    for round in 0..2 {
+        let req = SearchRequest::from_json(r#"{"vector": [0, 0], "text": "whale", "fusion": "weighted"}"#).unwrap();
+        let res = col.search(&req).unwrap();
+        assert_eq!(res.points.len(), 3, "round {round}");
+        assert!(res.points.iter().all(|p| !p.score.is_nan()), "round {round}: {:?}", res.points);
+        // The overflowing point is the vector ranking's worst: only its text term counts.
+        assert_eq!(res.points.iter().find(|p| p.id == 1).unwrap().score, 0.5);
+        col.seal();
     }
 }

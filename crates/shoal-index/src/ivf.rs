@@ -506,7 +506,7 @@ impl IvfIndex {
         }
         let depth = k.saturating_mul(q.rerank.max(1)).max(k);
         // The `depth` best estimates: candidates under `bound` are appended, and whenever twice
-        // `depth` have gathered the best `depth` are selected (in `Estimate`'s total order) and
+        // `depth` have gathered the best `depth` are selected (by `estimate_order`: key, then row) and
         // `bound` falls to the worst of them. The same set as a heap of `depth` keeps, at O(1)
         // amortised per candidate instead of a sift per replacement.
         s.cands.clear();

@@ -319,7 +319,7 @@ impl<'a> ColumnRef<'a> {
                 }
             }
             CodeSet::Mask(m)
-        } else if codes.len() > LIST_MAX {
+        } else if codes.len() > LIST_MAX && (self.meta.dict_len as usize + 2).div_ceil(64) <= 2 * codes.len() {
             // Codes past the dictionary match nothing: the bitmap covers the dictionary only.
             let mut words = vec![0u64; (self.meta.dict_len as usize + CODE_FIRST_VALUE as usize).div_ceil(64)];
             for c in codes {
@@ -354,8 +354,9 @@ pub enum CodeSet {
     List(Vec<u32>),
     /// Bit `i` = code `i + 2` ([`MODE_SETS`] columns: one AND per row).
     Mask(u32),
-    /// Bit `c % 64` of word `c / 64` = code `c` (lists of more than [`LIST_MAX`] codes: one
-    /// lookup per value instead of a binary search).
+    /// Bit `c % 64` of word `c / 64` = code `c` (lists of more than [`LIST_MAX`] codes whose
+    /// bitmap over the dictionary is at most twice their length in words: one lookup per value
+    /// instead of a binary search).
     Bits(Vec<u64>),
 }
 
@@ -457,6 +458,10 @@ impl PostingsParts {
     /// The same lists block-coded, if that takes fewer bytes than the plain rows (lists of
     /// mostly one row cost more coded: a header, a list start and a varint each).
     pub fn block_coded_if_smaller(self) -> PostingsParts {
+        // The codec holds lists of fewer than 2^30 ids: longer ones stay plain.
+        if self.offsets.windows(2).any(|w| w[1].saturating_sub(w[0]) > u32::MAX >> 2) {
+            return self;
+        }
         let coded = PostingsParts::encode(self.offsets.clone(), &self.rows);
         if coded.lists.len() + 8 * coded.starts.len() < 4 * self.rows.len() { coded } else { self }
     }
@@ -472,8 +477,8 @@ impl PostingsParts {
         for w in offsets.windows(2) {
             let list = &rows[w[0] as usize..w[1] as usize];
             if !list.is_empty() {
-                // Rows of one value ascend strictly below u32::MAX (a row id), and a list
-                // holds fewer than 2^30 of them (rows of one segment): encoding cannot fail.
+                // Rows of one value ascend strictly below u32::MAX (a row id), and callers
+                // keep lists of 2^30 rows or more plain: encoding cannot fail.
                 shoal_text::postings::encode(Codec::BitPacked, list, &ones[..list.len()], None, &mut lists)
                     .expect("rows ascend strictly");
             }
@@ -559,7 +564,8 @@ impl RowLists for Postings<'_> {
             return;
         }
         let (Some(&s), Some(&e)) = (self.starts.get(i as usize), self.starts.get(i as usize + 1)) else { return };
-        let Some(bytes) = self.lists.get(s as usize..e as usize).filter(|b| !b.is_empty()) else { return };
+        let (Ok(s), Ok(e)) = (usize::try_from(s), usize::try_from(e)) else { return };
+        let Some(bytes) = self.lists.get(s..e).filter(|b| !b.is_empty()) else { return };
         let Ok(mut c) = PostingsCursor::open(bytes) else { return };
         while c.doc() != TERMINATED {
             let rows = c.rest().0;
