@@ -680,10 +680,10 @@ impl Collection {
         let mut stats = SearchStats { exact: true, ..SearchStats::default() };
         let mut hits: Vec<(usize, f32)> = Vec::new();
         let mut partial = false;
+        let d = shoal_text::Bm25::default();
+        let bm25 = shoal_text::Bm25 { k1: req.bm25_k1.unwrap_or(d.k1), b: req.bm25_b.unwrap_or(d.b) };
         let mut run = |index: &TextIndex<'_>, first: usize, pass: &dyn Fn(u32) -> bool| -> Result<(), Error> {
             let query = Query::parse(&index.analyzer(), text);
-            let d = shoal_text::Bm25::default();
-            let bm25 = shoal_text::Bm25 { k1: req.bm25_k1.unwrap_or(d.k1), b: req.bm25_b.unwrap_or(d.b) };
             let params = shoal_text::SearchParams { k, bm25, filter: Some(pass), deadline };
             let res = index.search(0, &query, &params).map_err(Error::Text)?;
             partial |= res.partial;

@@ -492,8 +492,8 @@ impl PostingsParts {
         Postings { offsets: &self.offsets, starts: &self.starts, lists: &self.lists, rows: &self.rows }
     }
 
-    /// All rows, value by value (decoded; for tests and tools).
-    pub fn rows(&self) -> Vec<u32> {
+    /// All rows, value by value, whichever the layout (decoded; for tests and tools).
+    pub fn all_rows(&self) -> Vec<u32> {
         let p = self.as_ref();
         let mut out = Vec::new();
         for i in 0..self.offsets.len().saturating_sub(1) {
@@ -518,9 +518,7 @@ pub trait RowLists {
     }
     /// Calls `f` with the rows of the values `lo..hi`, a run at a time (value by value; plain
     /// lists of a range of values are one run).
-    fn for_each_run_in(&self, lo: u32, hi: u32, f: &mut dyn FnMut(&[u32])) {
-        (lo..hi).for_each(|i| self.for_each_run(i, f));
-    }
+    fn for_each_run_in(&self, lo: u32, hi: u32, f: &mut dyn FnMut(&[u32]));
 }
 
 impl Postings<'_> {
@@ -591,7 +589,7 @@ impl RowLists for Postings<'_> {
 /// let (col, post) = build_column(2, &[0, 1, 1, 4], &[1, 0, 1, 1], &[], &[]);
 /// assert_eq!(col.meta.mode, MODE_SETS);
 /// assert_eq!(col.as_ref().code(2), 0b11);
-/// assert_eq!(post.rows(), vec![2, 0, 2]);
+/// assert_eq!(post.all_rows(), vec![2, 0, 2]);
 /// // The same rows over a dictionary of 100 values: inline codes (one multi row in three:
 /// // its codes are reached by a direct offset).
 /// let (col, _) = build_column(100, &[0, 1, 1, 4], &[1, 0, 1, 1], &[], &[]);

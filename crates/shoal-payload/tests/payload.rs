@@ -256,7 +256,7 @@ fn the_three_column_modes() {
     let c = col.as_ref();
     assert_eq!(c.multi_codes_of(200).collect::<Vec<_>>(), vec![202, 203, 209]);
     assert_eq!(c.code(201), 203);
-    assert_eq!(post.rows().len(), vals.len());
+    assert_eq!(post.all_rows().len(), vals.len());
     // Many multi rows: direct offsets.
     let mut offsets = vec![0u32];
     let mut vals = Vec::new();
