@@ -13,16 +13,25 @@
 //! - `shoal-codes`: the same column with the predicate compiled to dictionary codes, as the
 //!   filter evaluator does (`value == 1` → `code == c`, a range → a code interval).
 //!
-//! Each row of the table is the median of several runs. `same ids` repeats one set of 100k ids
-//! in consecutive runs of one layout after a warm-up run, as criterion's loop does in the PR
-//! (so whatever the layout's touched lines and page-table entries fit in cache stays there);
-//! `fresh ids` draws new ids each run; `batch+pf` checks fresh ids (unsorted) as one batch,
-//! each layout prefetching what it reads `PREFETCH_AHEAD` lookups ahead — in two stages for the
-//! layouts with a container (the entry `2 x PREFETCH_AHEAD` ahead, then the container slice
-//! its entry names), so every layout gets its best batched form; `sorted+pf` checks a sorted
-//! batch of fresh ids (the order in which a filtered IVF search meets its candidates: rows of
-//! a partition are stored together, ascending), sort time excluded and reported on its own.
+//! Each cell is the median of several runs, in five ways of looking up:
 //!
+//! - `same ids`: one set of 100k ids checked again and again, each layout's passes back to
+//!   back after a warm-up pass — criterion's loop over a fixed id list (whatever the layout's
+//!   touched lines and page-table entries fit in cache stays there);
+//! - `warm random`: new random ids every pass, each layout's passes back to back after a
+//!   warm-up of a million random lookups — criterion's loop drawing a random id per iteration
+//!   (as Qdrant's `numeric_index_check_values` bench does), in its steady state;
+//! - `cold`: new ids, one lookup at a time, each pass starting from evicted caches
+//!   (`EVICT_BYTES` written first), the layouts taking turns;
+//! - `batch+pf`: new unsorted ids, cold, checked as one batch with each layout prefetching
+//!   what a later lookup reads — in two stages for the layouts with a container (the entry
+//!   `2d` lookups ahead, then the container slice its entry names `d` ahead) — at each
+//!   layout's best distance `d` among `AHEAD`, so every layout gets its best batched form;
+//! - `sorted+pf`: the same with a sorted batch (the order in which a filtered IVF search
+//!   meets its candidates: a partition's rows are stored together, ascending), the sort
+//!   excluded and reported on its own.
+//!
+//! `SHOAL_BENCH_PAGES=huge` puts every layout's arrays in memory advised to use 2 MB pages.
 //! `SHOAL_BENCH_POINTS` (default 40000000), `SHOAL_BENCH_QUERIES` (100000) and
 //! `SHOAL_BENCH_RUNS` (9) override the sizes; `SHOAL_BENCH_ONLY=multi` runs only the
 //! distributions whose name contains the string. Run with
@@ -31,7 +40,7 @@
 use std::hint::black_box;
 use std::time::Instant;
 
-use shoal_payload::column::{CodeSet, ColumnParts, ColumnRef, build_column};
+use shoal_payload::column::{CodeSet, ColumnParts, ColumnRef, DIRECT_TAG, MODE_DIRECT, build_column};
 
 struct Rng(u64);
 impl Rng {
@@ -86,14 +95,14 @@ fn generate(n: usize, dist: Dist, max_value: i64, seed: u64) -> Data {
 
 /// Qdrant before PR #8235.
 struct RangeContainer {
-    ranges: Vec<(u32, u32)>,
-    container: Vec<i64>,
+    ranges: &'static [(u32, u32)],
+    container: &'static [i64],
 }
 
 impl RangeContainer {
     fn new(d: &Data) -> Self {
-        let ranges = d.offsets.windows(2).map(|w| (w[0], w[1] - w[0])).collect();
-        RangeContainer { ranges, container: d.values.clone() }
+        let ranges: Vec<(u32, u32)> = d.offsets.windows(2).map(|w| (w[0], w[1] - w[0])).collect();
+        RangeContainer { ranges: pin(&ranges), container: pin(&d.values) }
     }
     #[inline(always)]
     fn check_values_any(&self, p: u32, f: impl Fn(&i64) -> bool) -> bool {
@@ -113,8 +122,8 @@ enum Entry {
 }
 
 struct Inline16 {
-    entries: Vec<Entry>,
-    container: Vec<i64>,
+    entries: &'static [Entry],
+    container: &'static [i64],
 }
 
 impl Inline16 {
@@ -130,7 +139,7 @@ impl Inline16 {
                 container.extend_from_slice(vals);
             }
         }
-        Inline16 { entries, container }
+        Inline16 { entries: pin(&entries), container: pin(&container) }
     }
     #[inline(always)]
     fn check_values_any(&self, p: u32, f: impl Fn(&i64) -> bool) -> bool {
@@ -174,6 +183,39 @@ fn shoal_check_values_any(col: &ColumnRef<'_>, dict: &[i64], p: u32, f: impl Fn(
     col.any_code(p, |c| dict.get((c - 2) as usize).is_some_and(&f))
 }
 
+/// A copy of `v` that lives for the rest of the run, in memory advised to use 2 MB pages when
+/// `SHOAL_BENCH_PAGES=huge` (every layout alike).
+fn pin<T: Copy>(v: &[T]) -> &'static [T] {
+    if std::env::var("SHOAL_BENCH_PAGES").as_deref() != Ok("huge") || v.is_empty() {
+        return Vec::leak(v.to_vec());
+    }
+    const HUGE: usize = 2 << 20;
+    let bytes = std::mem::size_of_val(v);
+    let map = memmap2::MmapMut::map_anon(bytes + 2 * HUGE).expect("anonymous map");
+    map.advise(memmap2::Advice::HugePage).expect("madvise");
+    let map = Box::leak(Box::new(map));
+    let base = map.as_mut_ptr();
+    let start = base.wrapping_add(base.align_offset(HUGE));
+    // SAFETY: `start` is 2 MB-aligned inside the map (which has 2 MB to spare), so
+    // `bytes` bytes from it are in bounds and suitably aligned for any `T`; the map is
+    // leaked, so the slice lives for the rest of the program; the source does not overlap.
+    unsafe {
+        std::ptr::copy_nonoverlapping(v.as_ptr().cast::<u8>(), start, bytes);
+        std::slice::from_raw_parts(start.cast::<T>(), v.len())
+    }
+}
+
+/// Bytes written before each cold pass: three times the 32 MB L3 of the machine the numbers
+/// were taken on, so no layout starts with lines (or page-table entries) another left behind.
+const EVICT_BYTES: usize = 96 << 20;
+
+fn evict(scratch: &mut [u64]) {
+    for (i, w) in scratch.iter_mut().enumerate() {
+        *w = w.wrapping_add(i as u64);
+    }
+    black_box(&scratch[..]);
+}
+
 fn time<F: FnMut() -> usize>(mut f: F) -> (f64, usize) {
     let t = Instant::now();
     let hits = f();
@@ -200,7 +242,8 @@ fn prefetch<T>(p: *const T) {
 #[inline(always)]
 fn prefetch<T>(_: *const T) {}
 
-const PREFETCH_AHEAD: usize = 16;
+/// Prefetch distances (lookups ahead) the batched modes try for every layout.
+const AHEAD: [usize; 5] = [16, 32, 64, 128, 256];
 
 fn main() {
     let n = env("SHOAL_BENCH_POINTS", 40_000_000);
@@ -211,9 +254,9 @@ fn main() {
     );
     println!();
     println!(
-        "| distribution | layout | bytes/point | same ids ns/lookup | vs range+container | fresh ids ns/lookup | vs range+container | batch+pf ns/lookup | vs range+container | sorted+pf ns/lookup | vs range+container |"
+        "| distribution | layout | bytes/point | same ids ns/lookup | vs range+container | warm random ns/lookup | vs range+container | cold ns/lookup | vs range+container | batch+pf ns/lookup | vs range+container | sorted+pf ns/lookup | vs range+container |"
     );
-    println!("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
+    println!("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
     let only = std::env::var("SHOAL_BENCH_ONLY").unwrap_or_default();
     for (name, dist, max_value) in [
         ("single, values 0..=2", Dist::Single, 2),
@@ -231,111 +274,173 @@ fn main() {
         let il = Inline16::new(&data);
         let sh = Shoal::new(&data);
         drop(data);
-        let col = sh.col.as_ref();
+        let col = ColumnRef {
+            slots: pin(&sh.col.slots),
+            multi_bits: pin(&sh.col.multi_bits),
+            multi_rank: pin(&sh.col.multi_rank),
+            multi_offsets: pin(&sh.col.multi_offsets),
+            multi_codes: pin(&sh.col.multi_codes),
+            ..sh.col.as_ref()
+        };
         let dict = &sh.dict[..];
         let code_set = sh.code_set_eq(CHECK_VALUE);
         let mut qrng = Rng(123);
         let same: Vec<u32> = (0..queries).map(|_| qrng.below(n as u64) as u32).collect();
         let eq = |v: &i64| *v == CHECK_VALUE;
 
-        // [layout][mode] -> samples
-        let mut samples = vec![[Vec::new(), Vec::new(), Vec::new(), Vec::new()]; 4];
-        let mut hits = [[0usize; 4]; 4];
+        // [layout][mode] -> samples; modes: same, warm random, cold, batch+pf, sorted+pf.
+        let mut samples = vec![[Vec::new(), Vec::new(), Vec::new(), Vec::new(), Vec::new()]; 4];
+        let mut hits = [[0usize; 5]; 4];
         let mut sort_ns = Vec::new();
-        // `prefetched`: prefetch ahead; `two_stage`: also the container slice of the entry
-        // `PREFETCH_AHEAD` ahead, whose own entry was prefetched `2 x PREFETCH_AHEAD` ahead.
-        let check = |layout: usize, ids: &[u32], prefetched: bool, two_stage: bool| -> usize {
+        let draw = move |seed: u64| -> Vec<u32> {
+            let mut rng = Rng(seed);
+            (0..queries).map(|_| rng.below(n as u64) as u32).collect()
+        };
+        // Where the container slice of a Shoal multi row starts (direct modes), for the second
+        // prefetch stage.
+        let shoal_container = |q: u32| -> Option<*const u64> {
+            let s = col.code(q);
+            (col.meta.mode == MODE_DIRECT && s & DIRECT_TAG != 0)
+                .then(|| col.multi_codes.as_ptr().wrapping_add((s & !DIRECT_TAG) as usize / 2))
+        };
+        // `ahead` > 0: prefetch what the lookup `ahead` places later reads — in two stages for
+        // the layouts with a container: the entry `2 x ahead` later, then the container slice
+        // named by the entry `ahead` later.
+        let check = |layout: usize, ids: &[u32], ahead: usize| -> usize {
             let mut h = 0usize;
-            let entry_ahead = if two_stage { 2 * PREFETCH_AHEAD } else { PREFETCH_AHEAD };
+            let stage = |i: usize, f: &mut dyn FnMut(u32)| {
+                if ahead > 0
+                    && let Some(&q) = ids.get(i + ahead)
+                {
+                    f(q)
+                }
+            };
+            let entry = |i: usize, f: &mut dyn FnMut(u32)| {
+                if ahead > 0
+                    && let Some(&q) = ids.get(i + 2 * ahead)
+                {
+                    f(q)
+                }
+            };
             match layout {
                 0 => {
                     for (i, &p) in ids.iter().enumerate() {
-                        if prefetched && let Some(&q) = ids.get(i + entry_ahead) {
-                            prefetch(rc.ranges.as_ptr().wrapping_add(q as usize));
-                        }
-                        if two_stage && let Some(&q) = ids.get(i + PREFETCH_AHEAD) {
+                        entry(i, &mut |q| prefetch(rc.ranges.as_ptr().wrapping_add(q as usize)));
+                        stage(i, &mut |q| {
                             let start = rc.ranges.get(q as usize).map_or(0, |r| r.0);
                             prefetch(rc.container.as_ptr().wrapping_add(start as usize));
-                        }
+                        });
                         h += rc.check_values_any(black_box(p), eq) as usize;
                     }
                 }
                 1 => {
                     for (i, &p) in ids.iter().enumerate() {
-                        if prefetched && let Some(&q) = ids.get(i + entry_ahead) {
-                            prefetch(il.entries.as_ptr().wrapping_add(q as usize));
-                        }
-                        if two_stage
-                            && let Some(&q) = ids.get(i + PREFETCH_AHEAD)
-                            && let Some(&Entry::Slice { start, .. }) = il.entries.get(q as usize)
-                        {
-                            prefetch(il.container.as_ptr().wrapping_add(start as usize));
-                        }
+                        entry(i, &mut |q| prefetch(il.entries.as_ptr().wrapping_add(q as usize)));
+                        stage(i, &mut |q| {
+                            if let Some(&Entry::Slice { start, .. }) = il.entries.get(q as usize) {
+                                prefetch(il.container.as_ptr().wrapping_add(start as usize));
+                            }
+                        });
                         h += il.check_values_any(black_box(p), eq) as usize;
                     }
                 }
-                2 => {
-                    for (i, &p) in ids.iter().enumerate() {
-                        if prefetched && let Some(&q) = ids.get(i + PREFETCH_AHEAD) {
-                            prefetch(col.slots.as_ptr().wrapping_add(q as usize * col.meta.width as usize / 64));
-                        }
-                        h += shoal_check_values_any(&col, dict, black_box(p), eq) as usize;
-                    }
-                }
                 _ => {
+                    let slot =
+                        |q: u32| prefetch(col.slots.as_ptr().wrapping_add(q as usize * col.meta.width as usize / 64));
+                    let direct = col.meta.mode == MODE_DIRECT;
                     for (i, &p) in ids.iter().enumerate() {
-                        if prefetched && let Some(&q) = ids.get(i + PREFETCH_AHEAD) {
-                            prefetch(col.slots.as_ptr().wrapping_add(q as usize * col.meta.width as usize / 64));
+                        if direct {
+                            entry(i, &mut |q| slot(q));
+                            stage(i, &mut |q| {
+                                if let Some(c) = shoal_container(q) {
+                                    prefetch(c)
+                                }
+                            });
+                        } else {
+                            stage(i, &mut |q| slot(q));
                         }
-                        h += col.any_in(black_box(p), &code_set) as usize;
+                        h += if layout == 2 {
+                            shoal_check_values_any(&col, dict, black_box(p), eq)
+                        } else {
+                            col.any_in(black_box(p), &code_set)
+                        } as usize;
                     }
                 }
             }
             h
         };
-        // `same ids`: per layout, a warm-up pass and then the timed passes back to back.
+        // `same ids` and `warm random`: per layout, a warm-up pass and then the timed passes
+        // back to back — one set of ids again and again, or new ids every pass.
         for (l, layout_samples) in samples.iter_mut().enumerate() {
-            black_box(check(l, &same, false, false));
+            black_box(check(l, &same, 0));
             for _ in 0..runs {
-                let (t0, h0) = time(|| check(l, &same, false, false));
-                layout_samples[0].push(t0 / queries as f64);
-                hits[l][0] = h0;
+                let (t, h) = time(|| check(l, &same, 0));
+                layout_samples[0].push(t / queries as f64);
+                hits[l][0] = h;
+            }
+            // Warm-up as long as criterion's: ten passes' worth of random lookups.
+            let mut warm = Rng(500);
+            let warm: Vec<u32> = (0..10 * queries).map(|_| warm.below(n as u64) as u32).collect();
+            black_box(check(l, &warm, 0));
+            for run in 0..runs {
+                let ids = draw(600 + run as u64);
+                let (t, h) = time(|| check(l, &ids, 0));
+                layout_samples[1].push(t / queries as f64);
+                hits[l][1] += h;
             }
         }
-        // The other modes: fresh ids every run, the layouts taking turns.
+        // The cold modes: new ids every run, the layouts taking turns, each pass starting from
+        // caches holding none of the layouts' lines. The batched modes try every prefetch
+        // distance of `AHEAD` for every layout; each layout's best is reported.
+        let mut scratch = vec![0u64; EVICT_BYTES / 8];
+        let mut batched = vec![[[(); AHEAD.len()].map(|_| Vec::new()), [(); AHEAD.len()].map(|_| Vec::new())]; 4];
         for run in 0..runs {
-            let mut frng = Rng(1000 + run as u64);
-            let fresh: Vec<u32> = (0..queries).map(|_| frng.below(n as u64) as u32).collect();
-            let batch: Vec<u32> = (0..queries).map(|_| frng.below(n as u64) as u32).collect();
-            let mut sorted: Vec<u32> = (0..queries).map(|_| frng.below(n as u64) as u32).collect();
+            let fresh = draw(1000 + 3 * run as u64);
+            let batch = draw(1001 + 3 * run as u64);
+            let mut sorted = draw(1002 + 3 * run as u64);
             let t = Instant::now();
             sorted.sort_unstable();
             sort_ns.push(t.elapsed().as_nanos() as f64);
             for l in 0..4 {
-                let (t1, h1) = time(|| check(l, &fresh, false, false));
-                let (t2, h2) = time(|| check(l, &batch, true, true));
-                let (t3, h3) = time(|| check(l, &sorted, true, false));
-                samples[l][1].push(t1 / queries as f64);
-                samples[l][2].push(t2 / queries as f64);
-                samples[l][3].push(t3 / queries as f64);
-                hits[l][1..].copy_from_slice(&[h1, h2, h3]);
+                evict(&mut scratch);
+                let (t, h) = time(|| check(l, &fresh, 0));
+                samples[l][2].push(t / queries as f64);
+                hits[l][2] = h;
+                for (m, ids) in [&batch, &sorted].into_iter().enumerate() {
+                    for (d, &ahead) in AHEAD.iter().enumerate() {
+                        evict(&mut scratch);
+                        let (t, h) = time(|| check(l, ids, ahead));
+                        batched[l][m][d].push(t / queries as f64);
+                        hits[l][3 + m] = h;
+                    }
+                }
+            }
+        }
+        let mut best_ahead = [[0usize; 2]; 4];
+        for l in 0..4 {
+            for m in 0..2 {
+                let meds: Vec<f64> = batched[l][m].iter().map(|v| median(v.clone())).collect();
+                let d = (0..AHEAD.len()).min_by(|&a, &b| meds[a].total_cmp(&meds[b])).unwrap_or(0);
+                best_ahead[l][m] = AHEAD[d];
+                samples[l][3 + m] = batched[l][m][d].clone();
             }
         }
         for l in 1..4 {
             assert_eq!(hits[l], hits[0], "layouts disagree on {name}");
         }
-        let med: Vec<[f64; 4]> = samples.iter().map(|s| s.clone().map(median)).collect();
+        let med: Vec<[f64; 5]> = samples.iter().map(|s| s.clone().map(median)).collect();
         let bytes = [rc.bytes(), il.bytes(), sh.col.bytes(), sh.col.bytes()];
         let names = ["range+container", "inline-16B (PR #8235)", "shoal (decoded i64)", "shoal (codes)"];
         for l in 0..4 {
             let mut row = format!("| {name} | {} | {:.2} |", names[l], bytes[l] as f64 / n as f64);
-            for (base, mine) in med[0].iter().zip(&med[l]) {
-                row += &format!(" {mine:.1} | {:.2}x |", base / mine);
+            for (m, (base, mine)) in med[0].iter().zip(&med[l]).enumerate() {
+                let d = if m >= 3 { format!(" (d={})", best_ahead[l][m - 3]) } else { String::new() };
+                row += &format!(" {mine:.1}{d} | {:.2}x |", base / mine);
             }
             println!("{row}");
         }
         println!(
-            "| {name} | (sorting a batch of {queries} ids) | | | | | | | | {:.1} | |",
+            "| {name} | (sorting a batch of {queries} ids) | | | | | | | | | | {:.1} | |",
             median(sort_ns.clone()) / queries as f64
         );
     }
