@@ -152,7 +152,7 @@ impl Inline16 {
         }
     }
     fn bytes(&self) -> usize {
-        self.entries.len() * std::mem::size_of::<Entry>() + self.container.len() * 8
+        std::mem::size_of_val(self.entries) + self.container.len() * 8
     }
 }
 
