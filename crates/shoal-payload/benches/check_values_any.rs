@@ -40,7 +40,7 @@
 use std::hint::black_box;
 use std::time::Instant;
 
-use shoal_payload::column::{CodeSet, ColumnParts, ColumnRef, DIRECT_TAG, MODE_DIRECT, build_column};
+use shoal_payload::column::{COUNT_BITS, CodeSet, ColumnParts, ColumnRef, DIRECT_TAG, MODE_COUNTED, build_column};
 
 struct Rng(u64);
 impl Rng {
@@ -178,9 +178,145 @@ impl Shoal {
     }
 }
 
+/// One layout's lookup and what a batched lookup prefetches; [`run`] is monomorphised per
+/// layout, so each gets its own tight loop.
+trait Layout {
+    fn check(&self, p: u32) -> bool;
+    /// Prefetch the entry (slot) of `q`.
+    fn prefetch_entry(&self, q: u32);
+    /// Prefetch the container slice of `q` (whose entry was prefetched earlier), if any.
+    fn prefetch_container(&self, _q: u32) {}
+    /// Whether the layout has a container slice to prefetch in a second stage.
+    fn two_stage(&self) -> bool;
+}
+
+impl Layout for RangeContainer {
+    #[inline(always)]
+    fn check(&self, p: u32) -> bool {
+        self.check_values_any(p, |v| *v == CHECK_VALUE)
+    }
+    #[inline(always)]
+    fn prefetch_entry(&self, q: u32) {
+        prefetch(self.ranges.as_ptr().wrapping_add(q as usize));
+    }
+    #[inline(always)]
+    fn prefetch_container(&self, q: u32) {
+        let start = self.ranges.get(q as usize).map_or(0, |r| r.0);
+        prefetch(self.container.as_ptr().wrapping_add(start as usize));
+    }
+    fn two_stage(&self) -> bool {
+        true
+    }
+}
+
+impl Layout for Inline16 {
+    #[inline(always)]
+    fn check(&self, p: u32) -> bool {
+        self.check_values_any(p, |v| *v == CHECK_VALUE)
+    }
+    #[inline(always)]
+    fn prefetch_entry(&self, q: u32) {
+        prefetch(self.entries.as_ptr().wrapping_add(q as usize));
+    }
+    #[inline(always)]
+    fn prefetch_container(&self, q: u32) {
+        if let Some(&Entry::Slice { start, .. }) = self.entries.get(q as usize) {
+            prefetch(self.container.as_ptr().wrapping_add(start as usize));
+        }
+    }
+    fn two_stage(&self) -> bool {
+        true
+    }
+}
+
+/// Shoal's column, the predicate on decoded `i64` values (the PR's interface)...
+struct ShoalDecoded<'a> {
+    col: ColumnRef<'a>,
+    dict: &'a [i64],
+}
+/// ... or compiled to codes, as the filter evaluator does.
+struct ShoalCodes<'a> {
+    col: ColumnRef<'a>,
+    set: &'a CodeSet,
+}
+
 #[inline(always)]
-fn shoal_check_values_any(col: &ColumnRef<'_>, dict: &[i64], p: u32, f: impl Fn(&i64) -> bool) -> bool {
-    col.any_code(p, |c| dict.get((c - 2) as usize).is_some_and(&f))
+fn shoal_prefetch_slot(col: &ColumnRef<'_>, q: u32) {
+    prefetch(col.slots.as_ptr().wrapping_add(q as usize * col.meta.width as usize / 64));
+}
+
+/// The start of the codes of a multi row of a counted column (the second prefetch stage).
+#[inline(always)]
+fn shoal_prefetch_codes(col: &ColumnRef<'_>, q: u32) {
+    let s = col.code(q);
+    if s & DIRECT_TAG != 0 {
+        prefetch(col.multi_codes.as_ptr().wrapping_add(((s & !DIRECT_TAG) >> COUNT_BITS) as usize / 2));
+    }
+}
+
+impl Layout for ShoalDecoded<'_> {
+    #[inline(always)]
+    fn check(&self, p: u32) -> bool {
+        self.col.any_code(p, |c| self.dict.get((c - 2) as usize).is_some_and(|v| *v == CHECK_VALUE))
+    }
+    #[inline(always)]
+    fn prefetch_entry(&self, q: u32) {
+        shoal_prefetch_slot(&self.col, q)
+    }
+    #[inline(always)]
+    fn prefetch_container(&self, q: u32) {
+        shoal_prefetch_codes(&self.col, q)
+    }
+    fn two_stage(&self) -> bool {
+        self.col.meta.mode == MODE_COUNTED
+    }
+}
+
+impl Layout for ShoalCodes<'_> {
+    #[inline(always)]
+    fn check(&self, p: u32) -> bool {
+        self.col.any_in(p, self.set)
+    }
+    #[inline(always)]
+    fn prefetch_entry(&self, q: u32) {
+        shoal_prefetch_slot(&self.col, q)
+    }
+    #[inline(always)]
+    fn prefetch_container(&self, q: u32) {
+        shoal_prefetch_codes(&self.col, q)
+    }
+    fn two_stage(&self) -> bool {
+        self.col.meta.mode == MODE_COUNTED
+    }
+}
+
+/// Checks `ids`, counting hits. `ahead` > 0: prefetch what the lookup `ahead` places later
+/// reads — in two stages for the layouts with a container: the entry `2 x ahead` later, then
+/// the container slice named by the entry `ahead` later.
+#[inline(never)]
+fn run<L: Layout>(layout: &L, ids: &[u32], ahead: usize) -> usize {
+    let mut h = 0usize;
+    if ahead == 0 {
+        for &p in ids {
+            h += layout.check(black_box(p)) as usize;
+        }
+        return h;
+    }
+    let two = layout.two_stage();
+    for (i, &p) in ids.iter().enumerate() {
+        if two {
+            if let Some(&q) = ids.get(i + 2 * ahead) {
+                layout.prefetch_entry(q);
+            }
+            if let Some(&q) = ids.get(i + ahead) {
+                layout.prefetch_container(q);
+            }
+        } else if let Some(&q) = ids.get(i + ahead) {
+            layout.prefetch_entry(q);
+        }
+        h += layout.check(black_box(p)) as usize;
+    }
+    h
 }
 
 /// A copy of `v` that lives for the rest of the run, in memory advised to use 2 MB pages when
@@ -286,7 +422,6 @@ fn main() {
         let code_set = sh.code_set_eq(CHECK_VALUE);
         let mut qrng = Rng(123);
         let same: Vec<u32> = (0..queries).map(|_| qrng.below(n as u64) as u32).collect();
-        let eq = |v: &i64| *v == CHECK_VALUE;
 
         // [layout][mode] -> samples; modes: same, warm random, cold, batch+pf, sorted+pf.
         let mut samples = vec![[Vec::new(), Vec::new(), Vec::new(), Vec::new(), Vec::new()]; 4];
@@ -296,78 +431,15 @@ fn main() {
             let mut rng = Rng(seed);
             (0..queries).map(|_| rng.below(n as u64) as u32).collect()
         };
-        // Where the container slice of a Shoal multi row starts (direct modes), for the second
-        // prefetch stage.
-        let shoal_container = |q: u32| -> Option<*const u64> {
-            let s = col.code(q);
-            (col.meta.mode == MODE_DIRECT && s & DIRECT_TAG != 0)
-                .then(|| col.multi_codes.as_ptr().wrapping_add((s & !DIRECT_TAG) as usize / 2))
-        };
-        // `ahead` > 0: prefetch what the lookup `ahead` places later reads — in two stages for
-        // the layouts with a container: the entry `2 x ahead` later, then the container slice
-        // named by the entry `ahead` later.
+        let decoded = ShoalDecoded { col, dict };
+        let codes = ShoalCodes { col, set: &code_set };
         let check = |layout: usize, ids: &[u32], ahead: usize| -> usize {
-            let mut h = 0usize;
-            let stage = |i: usize, f: &mut dyn FnMut(u32)| {
-                if ahead > 0
-                    && let Some(&q) = ids.get(i + ahead)
-                {
-                    f(q)
-                }
-            };
-            let entry = |i: usize, f: &mut dyn FnMut(u32)| {
-                if ahead > 0
-                    && let Some(&q) = ids.get(i + 2 * ahead)
-                {
-                    f(q)
-                }
-            };
             match layout {
-                0 => {
-                    for (i, &p) in ids.iter().enumerate() {
-                        entry(i, &mut |q| prefetch(rc.ranges.as_ptr().wrapping_add(q as usize)));
-                        stage(i, &mut |q| {
-                            let start = rc.ranges.get(q as usize).map_or(0, |r| r.0);
-                            prefetch(rc.container.as_ptr().wrapping_add(start as usize));
-                        });
-                        h += rc.check_values_any(black_box(p), eq) as usize;
-                    }
-                }
-                1 => {
-                    for (i, &p) in ids.iter().enumerate() {
-                        entry(i, &mut |q| prefetch(il.entries.as_ptr().wrapping_add(q as usize)));
-                        stage(i, &mut |q| {
-                            if let Some(&Entry::Slice { start, .. }) = il.entries.get(q as usize) {
-                                prefetch(il.container.as_ptr().wrapping_add(start as usize));
-                            }
-                        });
-                        h += il.check_values_any(black_box(p), eq) as usize;
-                    }
-                }
-                _ => {
-                    let slot =
-                        |q: u32| prefetch(col.slots.as_ptr().wrapping_add(q as usize * col.meta.width as usize / 64));
-                    let direct = col.meta.mode == MODE_DIRECT;
-                    for (i, &p) in ids.iter().enumerate() {
-                        if direct {
-                            entry(i, &mut |q| slot(q));
-                            stage(i, &mut |q| {
-                                if let Some(c) = shoal_container(q) {
-                                    prefetch(c)
-                                }
-                            });
-                        } else {
-                            stage(i, &mut |q| slot(q));
-                        }
-                        h += if layout == 2 {
-                            shoal_check_values_any(&col, dict, black_box(p), eq)
-                        } else {
-                            col.any_in(black_box(p), &code_set)
-                        } as usize;
-                    }
-                }
+                0 => run(&rc, ids, ahead),
+                1 => run(&il, ids, ahead),
+                2 => run(&decoded, ids, ahead),
+                _ => run(&codes, ids, ahead),
             }
-            h
         };
         // `same ids` and `warm random`: per layout, a warm-up pass and then the timed passes
         // back to back — one set of ids again and again, or new ids every pass.

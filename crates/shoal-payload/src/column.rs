@@ -61,8 +61,20 @@ pub const MODE_SETS: u32 = 1;
 /// multi container, ascending, the last one with bit 31 set. No rank, no offsets: a multi row
 /// costs two dependent loads, like a range + container layout, with 4-byte slots and codes.
 pub const MODE_DIRECT: u32 = 2;
-/// Tag bit of [`MODE_DIRECT`] slots and last codes.
+/// Column mode written in place of [`MODE_DIRECT`] (which stays readable): the same, but a
+/// multi row's slot is `2^31 + start * 16 + n`, with `n` its number of codes when below
+/// [`COUNT_OPEN`] (then its codes are known from the slot alone, so the end of a row does not
+/// wait for the load of its codes), [`COUNT_OPEN`] for rows of 15 or more codes, which end at
+/// the tagged code as in [`MODE_DIRECT`]. `start < 2^27`.
+pub const MODE_COUNTED: u32 = 3;
+/// Tag bit of [`MODE_DIRECT`] / [`MODE_COUNTED`] slots and last codes.
 pub const DIRECT_TAG: u32 = 1 << 31;
+/// Bits of a [`MODE_COUNTED`] multi slot that hold the row's number of codes.
+pub const COUNT_BITS: u32 = 4;
+/// The count field of a [`MODE_COUNTED`] multi row of this many codes or more.
+pub const COUNT_OPEN: u32 = (1 << COUNT_BITS) - 1;
+/// Largest `multi_len` of a [`MODE_COUNTED`] column (starts must fit in 27 bits).
+pub const COUNTED_MAX_LEN: u32 = 1 << (31 - COUNT_BITS);
 
 /// Largest dictionary stored in [`MODE_SETS`].
 pub const MAX_SET_VALUES: u32 = 16;
@@ -176,7 +188,10 @@ pub struct MultiCodes<'a> {
     width: u32,
     next: u64,
     end: u64,
-    direct: bool,
+    /// The row ends at the code with [`DIRECT_TAG`] (its end is not known in advance).
+    stop_at_tag: bool,
+    /// `!DIRECT_TAG` in the direct modes (the tag is not part of the code), else all ones.
+    mask: u32,
 }
 
 impl Iterator for MultiCodes<'_> {
@@ -188,11 +203,10 @@ impl Iterator for MultiCodes<'_> {
         }
         let c = packed_get(self.words, self.width, self.next);
         self.next += 1;
-        if self.direct && c & DIRECT_TAG != 0 {
+        if self.stop_at_tag && c & DIRECT_TAG != 0 {
             self.end = self.next;
-            return Some(c & !DIRECT_TAG);
         }
-        Some(c)
+        Some(c & self.mask)
     }
 }
 
@@ -226,29 +240,63 @@ impl<'a> ColumnRef<'a> {
     /// The codes of a multi row (empty if `row` is not one, or the bytes are inconsistent).
     #[inline]
     pub fn multi_codes_of(&self, row: u32) -> MultiCodes<'a> {
-        if self.meta.mode == MODE_DIRECT {
+        let mode = self.meta.mode;
+        if mode == MODE_DIRECT || mode == MODE_COUNTED {
             let s = self.code(row);
-            let start = if s & DIRECT_TAG != 0 { (s & !DIRECT_TAG) as u64 } else { u64::MAX };
-            return MultiCodes {
-                words: self.multi_codes,
-                width: 32,
-                next: start,
-                end: self.meta.multi_len as u64,
-                direct: true,
+            let len = self.meta.multi_len as u64;
+            let (next, end, stop_at_tag) = if s & DIRECT_TAG == 0 {
+                (0, 0, false)
+            } else if mode == MODE_DIRECT {
+                ((s & !DIRECT_TAG) as u64, len, true)
+            } else {
+                let start = ((s & !DIRECT_TAG) >> COUNT_BITS) as u64;
+                match s & COUNT_OPEN {
+                    COUNT_OPEN => (start, len, true),
+                    n => (start, (start + n as u64).min(len), false),
+                }
             };
+            return MultiCodes { words: self.multi_codes, width: 32, next, end, stop_at_tag, mask: !DIRECT_TAG };
         }
         let k = self.multi_rank_of(row);
         let (start, end) = match (self.multi_offsets.get(k), self.multi_offsets.get(k + 1)) {
             (Some(&s), Some(&e)) if s <= e && e <= self.meta.multi_len => (s as u64, e as u64),
             _ => (0, 0),
         };
-        MultiCodes { words: self.multi_codes, width: self.meta.width, next: start, end, direct: false }
+        MultiCodes {
+            words: self.multi_codes,
+            width: self.meta.width,
+            next: start,
+            end,
+            stop_at_tag: false,
+            mask: u32::MAX,
+        }
     }
 
     /// Calls `f` with every value code of `row`, ascending; stops when `f` returns `true` and
     /// returns whether it did. This is `check_values_any` over codes.
     #[inline(always)]
     pub fn any_code(&self, row: u32, mut f: impl FnMut(u32) -> bool) -> bool {
+        // Native only: in wasm the general path below reads counted columns too (the same
+        // results), and the package stays within its size budget.
+        #[cfg(not(target_arch = "wasm32"))]
+        if self.meta.mode == MODE_COUNTED {
+            // 32-bit slots and codes packed low half first are the `u32`s of the words (the
+            // format, like every cast of section bytes here, is little-endian). A multi row
+            // of fewer than 15 codes is a slice known from its slot: a loop whose end does not
+            // wait for the load of the codes.
+            let slots: &[u32] = bytemuck::cast_slice(self.slots);
+            let c = slots.get(row as usize).copied().unwrap_or(CODE_EMPTY);
+            if c < DIRECT_TAG {
+                return c >= CODE_FIRST_VALUE && f(c);
+            }
+            let n = c & COUNT_OPEN;
+            if n != COUNT_OPEN {
+                let codes: &[u32] = bytemuck::cast_slice(self.multi_codes);
+                let start = ((c & !DIRECT_TAG) >> COUNT_BITS) as usize;
+                return codes.get(start..start + n as usize).is_some_and(|cs| cs.iter().any(|&x| f(x & !DIRECT_TAG)));
+            }
+            return self.multi_codes_of(row).any(f);
+        }
         let c = self.code(row);
         if self.meta.mode == MODE_SETS {
             let mut set = c;
@@ -584,7 +632,7 @@ impl RowLists for Postings<'_> {
 /// is the set of the row's values); a larger one a [`MODE_CODES`] column.
 ///
 /// ```
-/// use shoal_payload::column::{build_column, MODE_DIRECT, MODE_SETS};
+/// use shoal_payload::column::{build_column, MODE_COUNTED, MODE_SETS};
 /// // Three rows: [1], [], [0, 1, 1]; dictionary of 2 values: value sets.
 /// let (col, post) = build_column(2, &[0, 1, 1, 4], &[1, 0, 1, 1], &[], &[]);
 /// assert_eq!(col.meta.mode, MODE_SETS);
@@ -594,7 +642,7 @@ impl RowLists for Postings<'_> {
 /// // its codes are reached by a direct offset).
 /// let (col, _) = build_column(100, &[0, 1, 1, 4], &[1, 0, 1, 1], &[], &[]);
 /// let c = col.as_ref();
-/// assert_eq!(c.meta.mode, MODE_DIRECT);
+/// assert_eq!(c.meta.mode, MODE_COUNTED);
 /// assert_eq!(c.code(0), 3); // inline: value 1 has code 3
 /// assert_eq!(c.code(1), 0); // no value
 /// assert_eq!(c.multi_codes_of(2).collect::<Vec<_>>(), vec![2, 3]);
@@ -699,7 +747,7 @@ pub fn build_column(
     let direct = (width == 32 || meta.multi_points as u64 * 16 >= rows as u64)
         && meta.multi_points > 0
         && dict_len < DIRECT_TAG - CODE_FIRST_VALUE
-        && meta.multi_len < DIRECT_TAG;
+        && meta.multi_len < COUNTED_MAX_LEN;
     let col = if direct { to_direct(&col) } else { col };
     (col, PostingsParts { offsets, rows: post_rows, ..PostingsParts::default() })
 }
@@ -717,7 +765,7 @@ fn to_direct(col: &ColumnParts) -> ColumnParts {
             if let Some(last) = codes.last_mut() {
                 *last |= DIRECT_TAG;
             }
-            DIRECT_TAG | start
+            DIRECT_TAG | start << COUNT_BITS | (codes.len() as u32 - start).min(COUNT_OPEN)
         } else {
             code
         };
@@ -728,7 +776,7 @@ fn to_direct(col: &ColumnParts) -> ColumnParts {
         packed_set(&mut multi_codes, 32, i as u64, x);
     }
     ColumnParts {
-        meta: ColumnMeta { width: 32, mode: MODE_DIRECT, ..col.meta },
+        meta: ColumnMeta { width: 32, mode: MODE_COUNTED, ..col.meta },
         slots,
         multi_codes,
         null_rows: col.null_rows.clone(),

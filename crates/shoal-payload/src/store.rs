@@ -10,9 +10,9 @@ use shoal_format::AlignedBytes;
 use shoal_text::postings::{PostingsCursor, TERMINATED};
 
 use crate::column::{
-    CODE_EMPTY, CODE_FIRST_VALUE, CODE_MULTI, ColumnMeta, ColumnParts, ColumnRef, DIRECT_TAG, MAX_SET_VALUES,
-    MODE_CODES, MODE_DIRECT, MODE_SETS, Postings, PostingsParts, RANK_BLOCK, build_column, build_presence_column,
-    packed_words, set_width_for, width_for,
+    CODE_EMPTY, CODE_FIRST_VALUE, CODE_MULTI, COUNT_BITS, COUNT_OPEN, COUNTED_MAX_LEN, ColumnMeta, ColumnParts,
+    ColumnRef, DIRECT_TAG, MAX_SET_VALUES, MODE_CODES, MODE_COUNTED, MODE_DIRECT, MODE_SETS, Postings, PostingsParts,
+    RANK_BLOCK, build_column, build_presence_column, packed_words, set_width_for, width_for,
 };
 use crate::error::{LayoutError, PayloadError, PayloadErrorKind};
 use crate::schema::{FieldType, MAX_FIELD_NAME, Schema, valid_field_name};
@@ -606,13 +606,14 @@ fn open_column<'a>(ct: &Table<'a>, g: u32, rows: u32, ty: FieldType) -> Result<C
     let (sets, direct) = match meta.mode {
         MODE_CODES => (false, false),
         MODE_SETS => (true, false),
-        MODE_DIRECT => (false, true),
+        MODE_DIRECT | MODE_COUNTED => (false, true),
         _ => return Err(malformed(sec, "unknown column mode")),
     };
     let width_ok = if sets {
         meta.dict_len <= MAX_SET_VALUES && meta.width == set_width_for(meta.dict_len)
     } else if direct {
-        meta.dict_len < DIRECT_TAG - CODE_FIRST_VALUE && meta.width == 32 && meta.multi_len < DIRECT_TAG
+        let max_len = if meta.mode == MODE_COUNTED { COUNTED_MAX_LEN } else { DIRECT_TAG };
+        meta.dict_len < DIRECT_TAG - CODE_FIRST_VALUE && meta.width == 32 && meta.multi_len < max_len
     } else {
         meta.dict_len <= u32::MAX - 2 && meta.width == width_for(meta.dict_len)
     };
@@ -712,7 +713,8 @@ fn verify_direct(f: &FieldView<'_>, rows: u32, valued: &mut u32) -> Result<(), L
         *valued += u32::from(s != CODE_EMPTY);
         if s & DIRECT_TAG != 0 {
             multi_points += 1;
-            let start = (s & !DIRECT_TAG) as u64;
+            let counted = m.mode == MODE_COUNTED;
+            let start = if counted { ((s & !DIRECT_TAG) >> COUNT_BITS) as u64 } else { (s & !DIRECT_TAG) as u64 };
             let (mut prev, mut n, mut ended) = (CODE_MULTI, 0u64, false);
             for i in start..m.multi_len as u64 {
                 let x = crate::column::packed_get(c.multi_codes, 32, i);
@@ -729,6 +731,9 @@ fn verify_direct(f: &FieldView<'_>, rows: u32, valued: &mut u32) -> Result<(), L
             }
             if !ended || n < 2 {
                 return Err(malformed(cols, "a multi row is unterminated or has fewer than two codes"));
+            }
+            if counted && n.min(COUNT_OPEN as u64) != (s & COUNT_OPEN) as u64 {
+                return Err(malformed(cols, "a multi row's count is wrong"));
             }
             multi_len += n;
         }
@@ -761,7 +766,7 @@ fn verify_field(f: &FieldView<'_>, rows: u32) -> Result<(), LayoutError> {
         if (multi_points, multi_len) != (m.multi_points, m.multi_len) {
             return Err(malformed(cols, "multi counts are wrong"));
         }
-    } else if m.mode == MODE_DIRECT {
+    } else if m.mode == MODE_DIRECT || m.mode == MODE_COUNTED {
         verify_direct(f, rows, &mut valued)?;
     } else {
         verify_codes(f, rows, &mut valued)?;

@@ -1,7 +1,7 @@
 //! Schema, ingestion, filter parsing and validation, Qdrant semantics, serialization.
 
 use serde_json::{Value, json};
-use shoal_payload::column::{MODE_CODES, MODE_DIRECT, MODE_SETS, build_column};
+use shoal_payload::column::{MODE_CODES, MODE_COUNTED, MODE_SETS, build_column};
 use shoal_payload::{
     FieldType, FieldValues, Filter, FilterErrorKind, PayloadBuilder, PayloadErrorKind, PayloadSections, ScalarValue,
     Schema, parse_payload, reference,
@@ -265,7 +265,7 @@ fn the_three_column_modes() {
         offsets.push(vals.len() as u32);
     }
     let (col, _) = build_column(1000, &offsets, &vals, &[], &[]);
-    assert_eq!(col.meta.mode, MODE_DIRECT);
+    assert_eq!(col.meta.mode, MODE_COUNTED);
     let c = col.as_ref();
     assert_eq!(c.multi_codes_of(1).collect::<Vec<_>>(), vec![3, 12]);
     assert!(c.any_code(1, |x| x == 12) && !c.any_code(1, |x| x == 4));
@@ -315,4 +315,88 @@ fn repeated_keywords_in_one_row_are_one_posting() {
     assert!(!view.field(view.schema().field("tag").unwrap().0).postings.starts.is_empty());
     let f = Filter::from_json(r#"{"must": [{"key": "tag", "match": {"value": "a"}}]}"#).unwrap();
     assert_eq!(matching_three_ways(&view, &docs, &f).len(), 600);
+}
+
+/// Rows of 0, 1, 2 and up to 40 values (past the 15 a counted slot holds), over 1000 values.
+fn many_counts(n: u32) -> (Vec<u32>, Vec<u32>) {
+    let mut offsets = vec![0u32];
+    let mut vals = Vec::new();
+    for i in 0..n {
+        let count = [0, 1, 2, 3, 14, 15, 16, 40][i as usize % 8];
+        vals.extend((0..count).map(|j| (i * 13 + j * 17) % 1000));
+        offsets.push(vals.len() as u32);
+    }
+    (offsets, vals)
+}
+
+#[test]
+fn counted_and_legacy_direct_columns_read_the_same() {
+    use shoal_payload::column::{COUNT_BITS, DIRECT_TAG, MODE_DIRECT};
+    let n = 2000u32;
+    let (offsets, vals) = many_counts(n);
+    let (col, _) = build_column(1000, &offsets, &vals, &[], &[]);
+    assert_eq!(col.meta.mode, MODE_COUNTED);
+    // The same column as an older writer stored it: slot `2^31 + start`.
+    let mut legacy = col.clone();
+    legacy.meta.mode = MODE_DIRECT;
+    for word in legacy.slots.iter_mut() {
+        for half in 0..2 {
+            let s = (*word >> (32 * half)) as u32;
+            if s & DIRECT_TAG != 0 {
+                let start = (s & !DIRECT_TAG) >> COUNT_BITS;
+                *word = *word & !(0xFFFF_FFFFu64 << (32 * half)) | ((DIRECT_TAG | start) as u64) << (32 * half);
+            }
+        }
+    }
+    assert_ne!(legacy.slots, col.slots);
+    for c in [col.as_ref(), legacy.as_ref()] {
+        for r in 0..n {
+            let mut want: Vec<u32> =
+                vals[offsets[r as usize] as usize..offsets[r as usize + 1] as usize].iter().map(|v| v + 2).collect();
+            want.sort_unstable();
+            want.dedup();
+            if want.len() > 1 {
+                assert_eq!(c.multi_codes_of(r).collect::<Vec<_>>(), want, "row {r}");
+            } else {
+                assert_eq!(c.code(r), want.first().copied().unwrap_or(0), "row {r}");
+                assert_eq!(c.multi_codes_of(r).count(), 0, "row {r}");
+            }
+            assert_eq!(c.value_count(r), want.len(), "row {r}");
+            for &x in &want {
+                assert!(c.any_code(r, |y| y == x), "row {r}");
+            }
+            assert!(!c.any_code(r, |y| y == 1003), "row {r}");
+        }
+    }
+}
+
+#[test]
+fn a_wrong_count_in_a_counted_slot_is_a_verify_error() {
+    let n = 400u32;
+    let (offsets, vals) = many_counts(n);
+    let docs: Vec<Value> =
+        (0..n as usize).map(|r| json!({"year": vals[offsets[r] as usize..offsets[r + 1] as usize]})).collect();
+    let sections = build(&docs);
+    let p = sections.to_aligned();
+    let view = p.view().unwrap();
+    let year = view.schema().field("year").unwrap().0;
+    assert_eq!(view.field(year).column.meta.mode, MODE_COUNTED);
+    view.verify().unwrap();
+    // Row 3 holds 3 values: its slot is the first with count 3; make it say 2.
+    let slot = view.field(year).column.code(3);
+    assert_eq!(slot & 15, 3);
+    let mut parts: Vec<Vec<u8>> = sections.by_kind().iter().map(|(_, b)| b.to_vec()).collect();
+    let at = parts[1].windows(4).position(|w| w == slot.to_le_bytes()).unwrap();
+    parts[1][at..at + 4].copy_from_slice(&(slot - 1).to_le_bytes());
+    let aligned: Vec<shoal_format::AlignedBytes> =
+        parts.iter().map(|b| shoal_format::AlignedBytes::from_slice(b)).collect();
+    let bytes = shoal_payload::PayloadSectionBytes {
+        fields: aligned[0].as_slice(),
+        columns: aligned[1].as_slice(),
+        dicts: aligned[2].as_slice(),
+        postings: aligned[3].as_slice(),
+        docs: aligned[4].as_slice(),
+    };
+    let err = shoal_payload::PayloadView::open(bytes).unwrap().verify().unwrap_err();
+    assert!(format!("{err}").contains("count is wrong"), "{err}");
 }
