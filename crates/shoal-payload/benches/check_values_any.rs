@@ -187,7 +187,9 @@ trait Layout {
     /// Prefetch the container slice of `q` (whose entry was prefetched earlier), if any.
     fn prefetch_container(&self, _q: u32) {}
     /// Whether the layout has a container slice to prefetch in a second stage.
-    fn two_stage(&self) -> bool;
+    fn two_stage(&self) -> bool {
+        true
+    }
 }
 
 impl Layout for RangeContainer {
@@ -203,9 +205,6 @@ impl Layout for RangeContainer {
     fn prefetch_container(&self, q: u32) {
         let start = self.ranges.get(q as usize).map_or(0, |r| r.0);
         prefetch(self.container.as_ptr().wrapping_add(start as usize));
-    }
-    fn two_stage(&self) -> bool {
-        true
     }
 }
 
@@ -223,9 +222,6 @@ impl Layout for Inline16 {
         if let Some(&Entry::Slice { start, .. }) = self.entries.get(q as usize) {
             prefetch(self.container.as_ptr().wrapping_add(start as usize));
         }
-    }
-    fn two_stage(&self) -> bool {
-        true
     }
 }
 
@@ -289,6 +285,9 @@ impl Layout for ShoalCodes<'_> {
         self.col.meta.mode == MODE_COUNTED
     }
 }
+
+// (Each layout is its own type, not a closure in a shared one: a closure that big is called,
+// not inlined, and a call per lookup halves the memory-level parallelism of cold lookups.)
 
 /// Checks `ids`, counting hits. `ahead` > 0: prefetch what the lookup `ahead` places later
 /// reads — in two stages for the layouts with a container: the entry `2 x ahead` later, then
