@@ -7,7 +7,10 @@
 //! of a shared packed container. Fields with at most 16 distinct values use [`MODE_SETS`]: the
 //! slot is the bit set of the row's values, so every row — empty, single or multi — is one
 //! load and one AND. A 40M-row field with three distinct values takes 4 bits per row instead of
-//! an 8-byte range plus 8-byte values.
+//! an 8-byte range plus 8-byte values. Larger dictionaries with many multi rows (or 32-bit codes
+//! anyway) use [`MODE_COUNTED`]: 32-bit slots, a multi row's slot naming where its codes start
+//! and how many there are — two dependent loads, like a range + container layout, in half the
+//! bytes.
 
 use alloc::vec;
 use alloc::vec::Vec;
