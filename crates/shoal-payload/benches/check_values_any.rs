@@ -2,17 +2,16 @@
 //! point → values map of 40M points (i64 values 0..=2; 100k random lookups; predicate
 //! `value == 1`), for three distributions: single-value, sparse (10% empty, the rest single)
 //! and multi-value (1..=5 values). The same three again with values 0..2^20 show the
-//! high-cardinality layout (inline codes + rank + multi container) that the 0..=2 data never
-//! reaches (3 distinct values become a value-set column). Layouts, all built from the same data
-//! in this run:
+//! high-cardinality layouts that the 0..=2 data never reaches (3 distinct values become a
+//! value-set column): 32-bit inline codes, and for multi rows the counted direct mode (each
+//! multi row's slot names where its codes start and how many there are). Layouts, all built
+//! from the same data in this run:
 //!
 //! - `range+container`: Qdrant before the PR: `(start, count)` per point into a `Vec<i64>`.
 //! - `inline-16B`: the PR: a 16-byte enum per point, `Single(i64)` or `Slice { start, count }`.
-//! - `shoal`: Shoal's column (`shoal_payload::column`): sorted dictionary, packed inline codes,
-//!   multi rows through a rank over a bitmap; the predicate gets the decoded `i64` (as Qdrant's).
-//! - `shoal-codes`: the same column with the predicate compiled to dictionary codes, as the
-//!   filter evaluator does (`value == 1` → `code == c`, a range → a code interval).
-//!
+//! - `shoal`: Shoal's column (`shoal_payload::column`) as the writer builds it: sorted
+//!   dictionary, packed slots (value sets, inline codes, or counted direct); the predicate
+//!   gets the decoded `i64` (as Qdrant's).
 //! Each cell is the median of several runs, in five ways of looking up:
 //!
 //! - `same ids`: one set of 100k ids checked again and again, each layout's passes back to
@@ -31,7 +30,9 @@
 //!   meets its candidates: a partition's rows are stored together, ascending), the sort
 //!   excluded and reported on its own.
 //!
-//! `SHOAL_BENCH_PAGES=huge` puts every layout's arrays in memory advised to use 2 MB pages.
+//! `SHOAL_BENCH_PAGES=huge` puts every layout's arrays in memory advised to use 2 MB pages;
+//! `SHOAL_BENCH_DIRECT=uncounted` re-encodes a counted Shoal column as the older uncounted
+//! direct mode (2), to compare the two.
 //! `SHOAL_BENCH_POINTS` (default 40000000), `SHOAL_BENCH_QUERIES` (100000) and
 //! `SHOAL_BENCH_RUNS` (9) override the sizes; `SHOAL_BENCH_ONLY=multi` runs only the
 //! distributions whose name contains the string. Run with
@@ -40,7 +41,9 @@
 use std::hint::black_box;
 use std::time::Instant;
 
-use shoal_payload::column::{COUNT_BITS, CodeSet, ColumnParts, ColumnRef, DIRECT_TAG, MODE_COUNTED, build_column};
+use shoal_payload::column::{
+    COUNT_BITS, CodeSet, ColumnMeta, ColumnParts, ColumnRef, DIRECT_TAG, MODE_COUNTED, MODE_DIRECT, build_column,
+};
 
 struct Rng(u64);
 impl Rng {
@@ -223,6 +226,10 @@ impl Layout for Inline16 {
             prefetch(self.container.as_ptr().wrapping_add(start as usize));
         }
     }
+    /// Single-value data has no container: no second stage (as Shoal's value sets).
+    fn two_stage(&self) -> bool {
+        !self.container.is_empty()
+    }
 }
 
 /// Shoal's column, the predicate on decoded `i64` values (the PR's interface)...
@@ -241,12 +248,13 @@ fn shoal_prefetch_slot(col: &ColumnRef<'_>, q: u32) {
     prefetch(col.slots.as_ptr().wrapping_add(q as usize * col.meta.width as usize / 64));
 }
 
-/// The start of the codes of a multi row of a counted column (the second prefetch stage).
+/// The start of the codes of a multi row of a direct column (the second prefetch stage).
 #[inline(always)]
 fn shoal_prefetch_codes(col: &ColumnRef<'_>, q: u32) {
     let s = col.code(q);
     if s & DIRECT_TAG != 0 {
-        prefetch(col.multi_codes.as_ptr().wrapping_add(((s & !DIRECT_TAG) >> COUNT_BITS) as usize / 2));
+        let shift = if col.meta.mode == MODE_COUNTED { COUNT_BITS } else { 0 };
+        prefetch(col.multi_codes.as_ptr().wrapping_add(((s & !DIRECT_TAG) >> shift) as usize / 2));
     }
 }
 
@@ -264,7 +272,7 @@ impl Layout for ShoalDecoded<'_> {
         shoal_prefetch_codes(&self.col, q)
     }
     fn two_stage(&self) -> bool {
-        self.col.meta.mode == MODE_COUNTED
+        matches!(self.col.meta.mode, MODE_COUNTED | MODE_DIRECT)
     }
 }
 
@@ -282,7 +290,7 @@ impl Layout for ShoalCodes<'_> {
         shoal_prefetch_codes(&self.col, q)
     }
     fn two_stage(&self) -> bool {
-        self.col.meta.mode == MODE_COUNTED
+        matches!(self.col.meta.mode, MODE_COUNTED | MODE_DIRECT)
     }
 }
 
@@ -316,6 +324,16 @@ fn run<L: Layout>(layout: &L, ids: &[u32], ahead: usize) -> usize {
         h += layout.check(black_box(p)) as usize;
     }
     h
+}
+
+/// The slots of a counted column re-encoded as the older uncounted direct mode (slot
+/// `2^31 + start`), to compare the two (`SHOAL_BENCH_DIRECT=uncounted`).
+fn uncounted(col: &ColumnParts) -> Vec<u64> {
+    if col.meta.mode != MODE_COUNTED {
+        return col.slots.clone();
+    }
+    let half = |s: u32| if s & DIRECT_TAG != 0 { DIRECT_TAG | (s & !DIRECT_TAG) >> COUNT_BITS } else { s };
+    col.slots.iter().map(|&w| half(w as u32) as u64 | (half((w >> 32) as u32) as u64) << 32).collect()
 }
 
 /// A copy of `v` that lives for the rest of the run, in memory advised to use 2 MB pages when
@@ -379,6 +397,8 @@ fn prefetch<T>(_: *const T) {}
 
 /// Prefetch distances (lookups ahead) the batched modes try for every layout.
 const AHEAD: [usize; 5] = [16, 32, 64, 128, 256];
+/// Cold batches per distance, layout and batched mode that choose the distance.
+const CALIBRATION_RUNS: u64 = 3;
 
 fn main() {
     let n = env("SHOAL_BENCH_POINTS", 40_000_000);
@@ -409,8 +429,16 @@ fn main() {
         let il = Inline16::new(&data);
         let sh = Shoal::new(&data);
         drop(data);
+        let slots = match std::env::var("SHOAL_BENCH_DIRECT").as_deref() {
+            Ok("uncounted") => uncounted(&sh.col),
+            _ => sh.col.slots.clone(),
+        };
         let col = ColumnRef {
-            slots: pin(&sh.col.slots),
+            meta: ColumnMeta {
+                mode: if slots == sh.col.slots { sh.col.meta.mode } else { MODE_DIRECT },
+                ..sh.col.meta
+            },
+            slots: pin(&slots),
             multi_bits: pin(&sh.col.multi_bits),
             multi_rank: pin(&sh.col.multi_rank),
             multi_offsets: pin(&sh.col.multi_offsets),
@@ -461,10 +489,34 @@ fn main() {
             }
         }
         // The cold modes: new ids every run, the layouts taking turns, each pass starting from
-        // caches holding none of the layouts' lines. The batched modes try every prefetch
-        // distance of `AHEAD` for every layout; each layout's best is reported.
+        // caches holding none of the layouts' lines. The batched modes first try every prefetch
+        // distance of `AHEAD` for every layout on `CALIBRATION_RUNS` batches of their own;
+        // then the timed runs use each layout's best (chosen on other samples than those
+        // reported, so picking a minimum does not flatter the noisier layouts).
         let mut scratch = vec![0u64; EVICT_BYTES / 8];
-        let mut batched = vec![[[(); AHEAD.len()].map(|_| Vec::new()), [(); AHEAD.len()].map(|_| Vec::new())]; 4];
+        let mut best_ahead = [[0usize; 2]; 4];
+        for (l, best) in best_ahead.iter_mut().enumerate() {
+            for (m, best) in best.iter_mut().enumerate() {
+                let meds: Vec<f64> = AHEAD
+                    .iter()
+                    .map(|&ahead| {
+                        median(
+                            (0..CALIBRATION_RUNS)
+                                .map(|run| {
+                                    let mut ids = draw(900 + run);
+                                    if m == 1 {
+                                        ids.sort_unstable();
+                                    }
+                                    evict(&mut scratch);
+                                    time(|| check(l, &ids, ahead)).0
+                                })
+                                .collect(),
+                        )
+                    })
+                    .collect();
+                *best = AHEAD[(0..AHEAD.len()).min_by(|&a, &b| meds[a].total_cmp(&meds[b])).unwrap_or(0)];
+            }
+        }
         for run in 0..runs {
             let fresh = draw(1000 + 3 * run as u64);
             let batch = draw(1001 + 3 * run as u64);
@@ -473,27 +525,14 @@ fn main() {
             sorted.sort_unstable();
             sort_ns.push(t.elapsed().as_nanos() as f64);
             for l in 0..4 {
-                evict(&mut scratch);
-                let (t, h) = time(|| check(l, &fresh, 0));
-                samples[l][2].push(t / queries as f64);
-                hits[l][2] = h;
-                for (m, ids) in [&batch, &sorted].into_iter().enumerate() {
-                    for (d, &ahead) in AHEAD.iter().enumerate() {
-                        evict(&mut scratch);
-                        let (t, h) = time(|| check(l, ids, ahead));
-                        batched[l][m][d].push(t / queries as f64);
-                        hits[l][3 + m] = h;
-                    }
+                for (mode, ids, ahead) in
+                    [(2, &fresh, 0), (3, &batch, best_ahead[l][0]), (4, &sorted, best_ahead[l][1])]
+                {
+                    evict(&mut scratch);
+                    let (t, h) = time(|| check(l, ids, ahead));
+                    samples[l][mode].push(t / queries as f64);
+                    hits[l][mode] = h;
                 }
-            }
-        }
-        let mut best_ahead = [[0usize; 2]; 4];
-        for l in 0..4 {
-            for m in 0..2 {
-                let meds: Vec<f64> = batched[l][m].iter().map(|v| median(v.clone())).collect();
-                let d = (0..AHEAD.len()).min_by(|&a, &b| meds[a].total_cmp(&meds[b])).unwrap_or(0);
-                best_ahead[l][m] = AHEAD[d];
-                samples[l][3 + m] = batched[l][m][d].clone();
             }
         }
         for l in 1..4 {

@@ -47,7 +47,7 @@ pub struct ColumnMeta {
     pub nulls_only_points: u32,
     /// Rows with at least one value.
     pub valued_points: u32,
-    /// [`MODE_CODES`] or [`MODE_SETS`].
+    /// [`MODE_CODES`], [`MODE_SETS`], [`MODE_DIRECT`] or [`MODE_COUNTED`].
     pub mode: u32,
     /// Zero.
     pub reserved: [u32; 7],
@@ -64,7 +64,8 @@ pub const MODE_SETS: u32 = 1;
 /// multi container, ascending, the last one with bit 31 set. No rank, no offsets: a multi row
 /// costs two dependent loads, like a range + container layout, with 4-byte slots and codes.
 pub const MODE_DIRECT: u32 = 2;
-/// Column mode written in place of [`MODE_DIRECT`] (which stays readable): the same, but a
+/// Column mode written in place of [`MODE_DIRECT`] while `multi_len < 2^27` (beyond that the
+/// writer still uses [`MODE_DIRECT`]): the same, but a
 /// multi row's slot is `2^31 + start * 16 + n`, with `n` its number of codes when below
 /// [`COUNT_OPEN`] (then its codes are known from the slot alone, so the end of a row does not
 /// wait for the load of its codes), [`COUNT_OPEN`] for rows of 15 or more codes, which end at
@@ -76,7 +77,7 @@ pub const DIRECT_TAG: u32 = 1 << 31;
 pub const COUNT_BITS: u32 = 4;
 /// The count field of a [`MODE_COUNTED`] multi row of this many codes or more.
 pub const COUNT_OPEN: u32 = (1 << COUNT_BITS) - 1;
-/// Largest `multi_len` of a [`MODE_COUNTED`] column (starts must fit in 27 bits).
+/// `multi_len` of a [`MODE_COUNTED`] column is below this (starts must fit in 27 bits).
 pub const COUNTED_MAX_LEN: u32 = 1 << (31 - COUNT_BITS);
 
 /// Largest dictionary stored in [`MODE_SETS`].
@@ -240,13 +241,21 @@ impl<'a> ColumnRef<'a> {
         k + self.multi_bits.get(word).map_or(0, |w| (w & mask).count_ones() as usize)
     }
 
-    /// The codes of a multi row (empty if `row` is not one, or the bytes are inconsistent).
+    /// The codes a direct-mode reader may read: `multi_len`, or fewer when the array is
+    /// shorter (never after `open`; a `ColumnRef` built by hand) — and never the padding code.
+    #[inline(always)]
+    fn direct_len(&self) -> u64 {
+        (self.meta.multi_len as u64).min(self.multi_codes.len() as u64 * 2)
+    }
+
+    /// The codes of a multi row (empty if `row` is not one; with inconsistent bytes, whatever
+    /// lies in range of the arrays, cut off at `multi_len`).
     #[inline]
     pub fn multi_codes_of(&self, row: u32) -> MultiCodes<'a> {
         let mode = self.meta.mode;
         if mode == MODE_DIRECT || mode == MODE_COUNTED {
             let s = self.code(row);
-            let len = self.meta.multi_len as u64;
+            let len = self.direct_len();
             let (next, end, stop_at_tag) = if s & DIRECT_TAG == 0 {
                 (0, 0, false)
             } else if mode == MODE_DIRECT {
@@ -262,7 +271,9 @@ impl<'a> ColumnRef<'a> {
         }
         let k = self.multi_rank_of(row);
         let (start, end) = match (self.multi_offsets.get(k), self.multi_offsets.get(k + 1)) {
-            (Some(&s), Some(&e)) if s <= e && e <= self.meta.multi_len => (s as u64, e as u64),
+            (Some(&s), Some(&e)) if s <= e && e <= self.meta.multi_len && self.code(row) == CODE_MULTI => {
+                (s as u64, e as u64)
+            }
             _ => (0, 0),
         };
         MultiCodes {
@@ -282,7 +293,7 @@ impl<'a> ColumnRef<'a> {
         // Native only: in wasm the general path below reads counted columns too (the same
         // results), and the package stays within its size budget.
         #[cfg(not(target_arch = "wasm32"))]
-        if self.meta.mode == MODE_COUNTED {
+        if self.meta.mode == MODE_COUNTED && self.meta.width == 32 {
             // 32-bit slots and codes packed low half first are the `u32`s of the words (the
             // format, like every cast of section bytes here, is little-endian). A multi row
             // of fewer than 15 codes is a slice known from its slot: a loop whose end does not
@@ -296,7 +307,10 @@ impl<'a> ColumnRef<'a> {
             if n != COUNT_OPEN {
                 let codes: &[u32] = bytemuck::cast_slice(self.multi_codes);
                 let start = ((c & !DIRECT_TAG) >> COUNT_BITS) as usize;
-                return codes.get(start..start + n as usize).is_some_and(|cs| cs.iter().any(|&x| f(x & !DIRECT_TAG)));
+                // Cut off where `multi_codes_of` cuts off, so that every input — corrupt ones
+                // too — reads the same here and in wasm.
+                let end = (start + n as usize).min(self.direct_len() as usize);
+                return codes.get(start..end).is_some_and(|cs| cs.iter().any(|&x| f(x & !DIRECT_TAG)));
             }
             return self.multi_codes_of(row).any(f);
         }
@@ -632,7 +646,9 @@ impl RowLists for Postings<'_> {
 /// rows (ascending) whose value is `null` / an array of only `null`s; they must hold no values.
 ///
 /// A dictionary of at most [`MAX_SET_VALUES`] values gives a [`MODE_SETS`] column (each slot
-/// is the set of the row's values); a larger one a [`MODE_CODES`] column.
+/// is the set of the row's values); a larger one a [`MODE_CODES`] column, or — with multi rows
+/// on at least 1/16 of the rows, or 32-bit codes anyway — a [`MODE_COUNTED`] one
+/// ([`MODE_DIRECT`] when its multi rows hold 2^27 codes or more).
 ///
 /// ```
 /// use shoal_payload::column::{build_column, MODE_COUNTED, MODE_SETS};
@@ -750,12 +766,14 @@ pub fn build_column(
     let direct = (width == 32 || meta.multi_points as u64 * 16 >= rows as u64)
         && meta.multi_points > 0
         && dict_len < DIRECT_TAG - CODE_FIRST_VALUE
-        && meta.multi_len < COUNTED_MAX_LEN;
-    let col = if direct { to_direct(&col) } else { col };
+        && meta.multi_len < DIRECT_TAG;
+    // Counted when the starts fit in 27 bits; the uncounted direct mode past that.
+    let col = if direct { to_direct(&col, meta.multi_len < COUNTED_MAX_LEN) } else { col };
     (col, PostingsParts { offsets, rows: post_rows, ..PostingsParts::default() })
 }
 
-fn to_direct(col: &ColumnParts) -> ColumnParts {
+/// The column in [`MODE_COUNTED`] (`counted`) or [`MODE_DIRECT`].
+fn to_direct(col: &ColumnParts, counted: bool) -> ColumnParts {
     let c = col.as_ref();
     let rows = c.rows();
     let mut slots = vec![0u64; packed_words(rows as u64, 32) as usize];
@@ -768,7 +786,11 @@ fn to_direct(col: &ColumnParts) -> ColumnParts {
             if let Some(last) = codes.last_mut() {
                 *last |= DIRECT_TAG;
             }
-            DIRECT_TAG | start << COUNT_BITS | (codes.len() as u32 - start).min(COUNT_OPEN)
+            if counted {
+                DIRECT_TAG | start << COUNT_BITS | (codes.len() as u32 - start).min(COUNT_OPEN)
+            } else {
+                DIRECT_TAG | start
+            }
         } else {
             code
         };
@@ -779,7 +801,7 @@ fn to_direct(col: &ColumnParts) -> ColumnParts {
         packed_set(&mut multi_codes, 32, i as u64, x);
     }
     ColumnParts {
-        meta: ColumnMeta { width: 32, mode: MODE_COUNTED, ..col.meta },
+        meta: ColumnMeta { width: 32, mode: if counted { MODE_COUNTED } else { MODE_DIRECT }, ..col.meta },
         slots,
         multi_codes,
         null_rows: col.null_rows.clone(),
@@ -891,5 +913,42 @@ pub fn build_presence_column(has_value: &[bool], null_rows: &[u32], nulls_only_r
         multi_codes: Vec::new(),
         null_rows: null_rows.to_vec(),
         nulls_only_rows: nulls_only_rows.to_vec(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The rank layout (mode 0) and both direct encodings of it read every row the same.
+    #[test]
+    fn rank_direct_and_counted_encodings_agree() {
+        let n = 3000u32;
+        let mut offsets = vec![0u32];
+        let mut vals = Vec::new();
+        for i in 0..n {
+            let count = if i % 50 == 0 { 2 + i % 23 } else { u32::from(i % 7 != 0) };
+            vals.extend((0..count).map(|j| (i * 31 + j * 7) % 5000));
+            offsets.push(vals.len() as u32);
+        }
+        let (rank, _) = build_column(5000, &offsets, &vals, &[], &[]);
+        assert_eq!(rank.meta.mode, MODE_CODES);
+        for (col, mode) in [(to_direct(&rank, false), MODE_DIRECT), (to_direct(&rank, true), MODE_COUNTED)] {
+            assert_eq!(col.meta.mode, mode);
+            let (a, b) = (rank.as_ref(), col.as_ref());
+            for r in 0..n + 2 {
+                let codes = |c: &ColumnRef<'_>| {
+                    let mut v = Vec::new();
+                    c.any_code(r, |x| {
+                        v.push(x);
+                        false
+                    });
+                    v
+                };
+                assert_eq!(codes(&a), codes(&b), "row {r}");
+                assert_eq!(a.value_count(r), b.value_count(r), "row {r}");
+                assert_eq!(a.multi_codes_of(r).collect::<Vec<_>>(), b.multi_codes_of(r).collect::<Vec<_>>(), "row {r}");
+            }
+        }
     }
 }

@@ -284,3 +284,50 @@ proptest! {
         }
     }
 }
+
+/// Slots and codes of a counted column, well formed or not: small starts and counts, tags
+/// anywhere, `multi_len` up to one past the codes (the padding code of an odd length).
+fn counted_words() -> impl Strategy<Value = (Vec<u64>, Vec<u64>, u32)> {
+    use shoal_payload::column::{COUNT_BITS, DIRECT_TAG};
+    let slot = prop_oneof![
+        0u32..8,
+        (0u32..24, 0u32..16).prop_map(|(start, n)| DIRECT_TAG | start << COUNT_BITS | n),
+        any::<u32>(),
+    ];
+    let code = prop_oneof![0u32..8, (0u32..8).prop_map(|c| c | DIRECT_TAG), any::<u32>()];
+    let pair = |s: BoxedStrategy<u32>| (s.clone(), s).prop_map(|(lo, hi)| lo as u64 | (hi as u64) << 32);
+    (
+        proptest::collection::vec(pair(slot.boxed()), 0..12),
+        proptest::collection::vec(pair(code.boxed()), 0..14),
+        0u32..30,
+    )
+}
+
+proptest! {
+    /// The native counted-column path of `any_code` (wasm does not compile it) answers as the
+    /// general path does — `multi_codes_of` — on any bytes, so results match across targets.
+    #[test]
+    fn counted_fast_path_equals_the_general_path((slots, codes, len) in counted_words(), k in 0u32..8) {
+        use shoal_payload::column::{CODE_EMPTY, CODE_FIRST_VALUE, ColumnMeta, ColumnRef, DIRECT_TAG, MODE_COUNTED};
+        let col = ColumnRef {
+            meta: ColumnMeta { rows: slots.len() as u32 * 2, width: 32, mode: MODE_COUNTED, multi_len: len, ..ColumnMeta::default() },
+            slots: &slots,
+            multi_codes: &codes,
+            ..ColumnRef::default()
+        };
+        let preds: [&dyn Fn(u32) -> bool; 3] = [&|c| c == k, &|c| c != k, &|c| c % 3 == k % 3];
+        for row in 0..col.rows() + 2 {
+            for f in preds {
+                let c = col.code(row);
+                let general = if (CODE_FIRST_VALUE..DIRECT_TAG).contains(&c) {
+                    f(c)
+                } else if c == CODE_EMPTY {
+                    false
+                } else {
+                    col.multi_codes_of(row).any(f)
+                };
+                prop_assert_eq!(col.any_code(row, f), general, "row {} slot {:#x}", row, c);
+            }
+        }
+    }
+}
