@@ -12,6 +12,7 @@
 //! - `shoal`: Shoal's column (`shoal_payload::column`) as the writer builds it: sorted
 //!   dictionary, packed slots (value sets, inline codes, or counted direct); the predicate
 //!   gets the decoded `i64` (as Qdrant's).
+//!
 //! Each cell is the median of several runs, in five ways of looking up:
 //!
 //! - `same ids`: one set of 100k ids checked again and again, each layout's passes back to
