@@ -12,6 +12,8 @@
 //! - `shoal`: Shoal's column (`shoal_payload::column`) as the writer builds it: sorted
 //!   dictionary, packed slots (value sets, inline codes, or counted direct); the predicate
 //!   gets the decoded `i64` (as Qdrant's).
+//! - `shoal-codes`: the same column with the predicate compiled to dictionary codes, as the
+//!   filter evaluator does (`value == 1` → `code == c`, a range → a code interval).
 //!
 //! Each cell is the median of several runs, in five ways of looking up:
 //!
