@@ -162,3 +162,93 @@ fn v1_payload_golden_files_read_verify_and_filter_the_same() {
         }
     }
 }
+
+/// Multi-valued integer tags over a dictionary of hundreds of values: a direct column (every
+/// third point has several tags, up to 20 — past the 15 a counted slot counts).
+fn multi_tag_payloads(n: usize) -> Vec<serde_json::Value> {
+    (0..n)
+        .map(|i| {
+            let count = if i % 3 == 0 { 2 + i % 19 } else { i % 3 - 1 };
+            let tags: Vec<usize> = (0..count).map(|j| (i * 37 + j * 101) % 997).collect();
+            serde_json::json!({"tags": tags})
+        })
+        .collect()
+}
+
+/// Filtered searches over a multi-tag golden file, with their payloads.
+fn multi_tag_results(col: &Collection, dim: usize) -> serde_json::Value {
+    let queries = uniform_vectors(0xcafe, 3, dim);
+    let filters = [
+        r#"{"must": [{"key": "tags", "match": {"any": [5, 101, 202, 303, 404]}}]}"#,
+        r#"{"must": [{"key": "tags", "range": {"gte": 100, "lt": 300}}]}"#,
+        r#"{"must_not": [{"key": "tags", "range": {"lt": 500}}]}"#,
+        r#"{"must": [{"key": "tags", "match": {"except": [0, 37, 74]}}]}"#,
+        r#"{"must": [{"is_empty": {"key": "tags"}}]}"#,
+    ];
+    let mut out = Vec::new();
+    for q in queries.chunks_exact(dim) {
+        for f in filters {
+            let mut req = SearchRequest::nearest(q.to_vec(), 5);
+            req.filter = Some(serde_json::from_str(f).unwrap());
+            req.with_payload = true;
+            req.params.exact = true;
+            let res = col.search(&req).unwrap();
+            out.push(serde_json::json!(
+                res.points.iter().map(|p| (p.id, p.score.to_bits(), p.payload.clone())).collect::<Vec<_>>()
+            ));
+        }
+    }
+    serde_json::Value::from(out)
+}
+
+/// The `mode` of every `ColumnMeta` record (docs/format.md) in a file of `rows` points: the
+/// 8-aligned 64-byte records holding `rows`, a valid width and 28 zero bytes at the end.
+fn column_modes(bytes: &[u8], rows: u32) -> Vec<u32> {
+    let u32_at = |c: &[u8], i: usize| u32::from_le_bytes(c[4 * i..4 * i + 4].try_into().unwrap());
+    (0..bytes.len().saturating_sub(63))
+        .step_by(8)
+        .map(|at| &bytes[at..at + 64])
+        .filter(|c| {
+            u32_at(c, 0) == rows && [2, 4, 8, 16, 32].contains(&u32_at(c, 1)) && (9..16).all(|i| u32_at(c, i) == 0)
+        })
+        .map(|c| u32_at(c, 8))
+        .collect()
+}
+
+/// `v1-payload-direct` (frozen): a multi-valued field in the uncounted direct column mode (2),
+/// as the writer stored it before the counted mode; `v1-payload-counted`: what the writer makes
+/// now (mode 3). Both answer the same filters with the same points.
+#[test]
+fn v1_direct_payload_golden_files_read_verify_and_filter_the_same() {
+    let (dim, metric, ids, vectors) = golden_v1_input();
+    let mut answers = Vec::new();
+    for (name, current) in [("v1-payload-direct", false), ("v1-payload-counted", true)] {
+        let build = || {
+            let schema = shoal_core::Schema::from_json(r#"{"tags": "integer"}"#).unwrap();
+            let mut col = Collection::with_schema(CollectionConfig { dim, metric }, schema).unwrap();
+            col.insert_with_payloads(&ids, &vectors, &multi_tag_payloads(ids.len())).unwrap();
+            col.seal();
+            col
+        };
+        let path = golden(&format!("{name}.shoal"));
+        if std::env::var_os("SHOAL_WRITE_GOLDEN").is_some() && (current || !path.exists()) {
+            let mut col = build();
+            std::fs::write(&path, col.to_bytes()).unwrap();
+            let expected = serde_json::to_vec_pretty(&multi_tag_results(&col, dim)).unwrap();
+            std::fs::write(golden(&format!("{name}.expected.json")), expected).unwrap();
+        }
+        let bytes = std::fs::read(&path).expect("golden files are committed");
+        assert_eq!(column_modes(&bytes, ids.len() as u32), [if current { 3 } else { 2 }], "{name}");
+        let col = Collection::from_bytes(&bytes).unwrap();
+        col.verify().unwrap();
+        let expected: serde_json::Value =
+            serde_json::from_slice(&std::fs::read(golden(&format!("{name}.expected.json"))).unwrap()).unwrap();
+        let got = multi_tag_results(&col, dim);
+        assert_eq!(got, expected, "{name}: results changed");
+        if current {
+            assert!(build().to_bytes() == &bytes[..], "{name}: the writer no longer reproduces the golden bytes");
+        }
+        answers.push(got);
+    }
+    assert_eq!(answers[0], answers[1], "the two column modes answer differently");
+}
