@@ -290,9 +290,6 @@ impl<'a> ColumnRef<'a> {
     /// returns whether it did. This is `check_values_any` over codes.
     #[inline(always)]
     pub fn any_code(&self, row: u32, mut f: impl FnMut(u32) -> bool) -> bool {
-        // Native only: in wasm the general path below reads counted columns too (the same
-        // results), and the package stays within its size budget.
-        #[cfg(not(target_arch = "wasm32"))]
         if self.meta.mode == MODE_COUNTED && self.meta.width == 32 {
             // 32-bit slots and codes packed low half first are the `u32`s of the words (the
             // format, like every cast of section bytes here, is little-endian). A multi row
@@ -308,7 +305,7 @@ impl<'a> ColumnRef<'a> {
                 let codes: &[u32] = bytemuck::cast_slice(self.multi_codes);
                 let start = ((c & !DIRECT_TAG) >> COUNT_BITS) as usize;
                 // Cut off where `multi_codes_of` cuts off, so that every input — corrupt ones
-                // too — reads the same here and in wasm.
+                // too — reads the same here and through it.
                 let end = (start + n as usize).min(self.direct_len() as usize);
                 return codes.get(start..end).is_some_and(|cs| cs.iter().any(|&x| f(x & !DIRECT_TAG)));
             }

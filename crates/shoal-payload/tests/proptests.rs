@@ -304,8 +304,8 @@ fn counted_words() -> impl Strategy<Value = (Vec<u64>, Vec<u64>, u32)> {
 }
 
 proptest! {
-    /// The native counted-column path of `any_code` (wasm does not compile it) answers as the
-    /// general path does — `multi_codes_of` — on any bytes, so results match across targets.
+    /// The counted-column path of `any_code` answers as the general multi-row reader
+    /// (`multi_codes_of`) does, on any bytes — corrupt ones too.
     #[test]
     fn counted_fast_path_equals_the_general_path((slots, codes, len) in counted_words(), k in 0u32..8) {
         use shoal_payload::column::{CODE_EMPTY, CODE_FIRST_VALUE, ColumnMeta, ColumnRef, DIRECT_TAG, MODE_COUNTED};
