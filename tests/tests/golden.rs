@@ -101,6 +101,30 @@ fn golden_payloads(n: usize) -> Vec<serde_json::Value> {
 
 const GOLDEN_FIELDS: &str = r#"{"tag": "keyword", "n": "integer", "price": "float", "ok": "bool", "title": "text"}"#;
 
+/// Top 5 of every query with every filter: ids, score bits and payloads.
+fn filtered_results(
+    col: &Collection,
+    queries: &[f32],
+    dim: usize,
+    filters: &[&str],
+    exact: bool,
+) -> Vec<serde_json::Value> {
+    let mut out = Vec::new();
+    for q in queries.chunks_exact(dim) {
+        for f in filters {
+            let mut req = SearchRequest::nearest(q.to_vec(), 5);
+            req.filter = Some(serde_json::from_str(f).unwrap());
+            req.with_payload = true;
+            req.params.exact = exact;
+            let res = col.search(&req).unwrap();
+            out.push(serde_json::json!(
+                res.points.iter().map(|p| (p.id, p.score.to_bits(), p.payload.clone())).collect::<Vec<_>>()
+            ));
+        }
+    }
+    out
+}
+
 /// Filtered and text searches over a payload golden file, with their payloads.
 fn payload_results(col: &Collection, dim: usize) -> serde_json::Value {
     let queries = uniform_vectors(0xbeef, 3, dim);
@@ -110,18 +134,7 @@ fn payload_results(col: &Collection, dim: usize) -> serde_json::Value {
         r#"{"should": [{"key": "ok", "match": {"value": true}}, {"key": "price", "range": {"lt": 2.0}}]}"#,
         r#"{"must": [{"is_empty": {"key": "tag"}}]}"#,
     ];
-    let mut out = Vec::new();
-    for q in queries.chunks_exact(dim) {
-        for f in filters {
-            let mut req = SearchRequest::nearest(q.to_vec(), 5);
-            req.filter = Some(serde_json::from_str(f).unwrap());
-            req.with_payload = true;
-            let res = col.search(&req).unwrap();
-            out.push(serde_json::json!(
-                res.points.iter().map(|p| (p.id, p.score.to_bits(), p.payload.clone())).collect::<Vec<_>>()
-            ));
-        }
-    }
+    let mut out = filtered_results(col, &queries, dim, &filters, false);
     let text = SearchRequest::from_json(r#"{"text": "blue whale", "limit": 5}"#).unwrap();
     out.push(serde_json::json!(
         col.search(&text).unwrap().points.iter().map(|p| (p.id, p.score.to_bits())).collect::<Vec<_>>()
@@ -129,25 +142,32 @@ fn payload_results(col: &Collection, dim: usize) -> serde_json::Value {
     serde_json::Value::from(out)
 }
 
-/// `v1-payload-ppst1` (frozen): payload sections with the raw row lists of `PAYLOAD_POSTINGS`
-/// table version 1, written before the lists were block-coded; `v1-payload`: what the writer
-/// makes now.
-#[test]
-fn v1_payload_golden_files_read_verify_and_filter_the_same() {
+/// Checks a pair of payload golden files — `frozen` (written by an earlier writer) and
+/// `current` (what the writer makes now) — built from the v1 input with `fields` and
+/// `payloads`: each reads, verifies and gives the stored `results`; the current one is
+/// reproduced byte for byte; `SHOAL_WRITE_GOLDEN=1` writes the current one (and a missing
+/// frozen one). Returns each file's bytes and results.
+fn check_payload_goldens(
+    [frozen, current]: [&str; 2],
+    fields: &str,
+    payloads: fn(usize) -> Vec<serde_json::Value>,
+    results: fn(&Collection, usize) -> serde_json::Value,
+) -> Vec<(Vec<u8>, serde_json::Value)> {
     let (dim, metric, ids, vectors) = golden_v1_input();
-    for (name, current) in [("v1-payload-ppst1", false), ("v1-payload", true)] {
-        let build = || {
-            let schema = shoal_core::Schema::from_json(GOLDEN_FIELDS).unwrap();
-            let mut col = Collection::with_schema(CollectionConfig { dim, metric }, schema).unwrap();
-            col.insert_with_payloads(&ids, &vectors, &golden_payloads(ids.len())).unwrap();
-            col.seal();
-            col
-        };
+    let build = || {
+        let schema = shoal_core::Schema::from_json(fields).unwrap();
+        let mut col = Collection::with_schema(CollectionConfig { dim, metric }, schema).unwrap();
+        col.insert_with_payloads(&ids, &vectors, &payloads(ids.len())).unwrap();
+        col.seal();
+        col
+    };
+    let mut out = Vec::new();
+    for (name, is_current) in [(frozen, false), (current, true)] {
         let path = golden(&format!("{name}.shoal"));
-        if std::env::var_os("SHOAL_WRITE_GOLDEN").is_some() && (current || !path.exists()) {
+        if std::env::var_os("SHOAL_WRITE_GOLDEN").is_some() && (is_current || !path.exists()) {
             let mut col = build();
             std::fs::write(&path, col.to_bytes()).unwrap();
-            let expected = serde_json::to_vec_pretty(&payload_results(&col, dim)).unwrap();
+            let expected = serde_json::to_vec_pretty(&results(&col, dim)).unwrap();
             std::fs::write(golden(&format!("{name}.expected.json")), expected).unwrap();
         }
         let bytes = std::fs::read(&path).expect("golden files are committed");
@@ -156,11 +176,22 @@ fn v1_payload_golden_files_read_verify_and_filter_the_same() {
         assert_eq!(col.len(), ids.len(), "{name}");
         let expected: serde_json::Value =
             serde_json::from_slice(&std::fs::read(golden(&format!("{name}.expected.json"))).unwrap()).unwrap();
-        assert_eq!(payload_results(&col, dim), expected, "{name}: results changed");
-        if current {
+        let got = results(&col, dim);
+        assert_eq!(got, expected, "{name}: results changed");
+        if is_current {
             assert!(build().to_bytes() == &bytes[..], "{name}: the writer no longer reproduces the golden bytes");
         }
+        out.push((bytes, got));
     }
+    out
+}
+
+/// `v1-payload-ppst1` (frozen): payload sections with the raw row lists of `PAYLOAD_POSTINGS`
+/// table version 1, written before the lists were block-coded; `v1-payload`: what the writer
+/// makes now.
+#[test]
+fn v1_payload_golden_files_read_verify_and_filter_the_same() {
+    check_payload_goldens(["v1-payload-ppst1", "v1-payload"], GOLDEN_FIELDS, golden_payloads, payload_results);
 }
 
 /// Multi-valued integer tags over a dictionary of hundreds of values: a direct column (every
@@ -185,20 +216,7 @@ fn multi_tag_results(col: &Collection, dim: usize) -> serde_json::Value {
         r#"{"must": [{"key": "tags", "match": {"except": [0, 37, 74]}}]}"#,
         r#"{"must": [{"is_empty": {"key": "tags"}}]}"#,
     ];
-    let mut out = Vec::new();
-    for q in queries.chunks_exact(dim) {
-        for f in filters {
-            let mut req = SearchRequest::nearest(q.to_vec(), 5);
-            req.filter = Some(serde_json::from_str(f).unwrap());
-            req.with_payload = true;
-            req.params.exact = true;
-            let res = col.search(&req).unwrap();
-            out.push(serde_json::json!(
-                res.points.iter().map(|p| (p.id, p.score.to_bits(), p.payload.clone())).collect::<Vec<_>>()
-            ));
-        }
-    }
-    serde_json::Value::from(out)
+    serde_json::Value::from(filtered_results(col, &queries, dim, &filters, true))
 }
 
 /// The `mode` of every `ColumnMeta` record (docs/format.md) in a file of `rows` points: the
@@ -220,35 +238,14 @@ fn column_modes(bytes: &[u8], rows: u32) -> Vec<u32> {
 /// now (mode 3). Both answer the same filters with the same points.
 #[test]
 fn v1_direct_payload_golden_files_read_verify_and_filter_the_same() {
-    let (dim, metric, ids, vectors) = golden_v1_input();
-    let mut answers = Vec::new();
-    for (name, current) in [("v1-payload-direct", false), ("v1-payload-counted", true)] {
-        let build = || {
-            let schema = shoal_core::Schema::from_json(r#"{"tags": "integer"}"#).unwrap();
-            let mut col = Collection::with_schema(CollectionConfig { dim, metric }, schema).unwrap();
-            col.insert_with_payloads(&ids, &vectors, &multi_tag_payloads(ids.len())).unwrap();
-            col.seal();
-            col
-        };
-        let path = golden(&format!("{name}.shoal"));
-        if std::env::var_os("SHOAL_WRITE_GOLDEN").is_some() && (current || !path.exists()) {
-            let mut col = build();
-            std::fs::write(&path, col.to_bytes()).unwrap();
-            let expected = serde_json::to_vec_pretty(&multi_tag_results(&col, dim)).unwrap();
-            std::fs::write(golden(&format!("{name}.expected.json")), expected).unwrap();
-        }
-        let bytes = std::fs::read(&path).expect("golden files are committed");
-        assert_eq!(column_modes(&bytes, ids.len() as u32), [if current { 3 } else { 2 }], "{name}");
-        let col = Collection::from_bytes(&bytes).unwrap();
-        col.verify().unwrap();
-        let expected: serde_json::Value =
-            serde_json::from_slice(&std::fs::read(golden(&format!("{name}.expected.json"))).unwrap()).unwrap();
-        let got = multi_tag_results(&col, dim);
-        assert_eq!(got, expected, "{name}: results changed");
-        if current {
-            assert!(build().to_bytes() == &bytes[..], "{name}: the writer no longer reproduces the golden bytes");
-        }
-        answers.push(got);
-    }
-    assert_eq!(answers[0], answers[1], "the two column modes answer differently");
+    let files = check_payload_goldens(
+        ["v1-payload-direct", "v1-payload-counted"],
+        r#"{"tags": "integer"}"#,
+        multi_tag_payloads,
+        multi_tag_results,
+    );
+    let rows = golden_v1_input().2.len() as u32;
+    assert_eq!(column_modes(&files[0].0, rows), [2], "v1-payload-direct");
+    assert_eq!(column_modes(&files[1].0, rows), [3], "v1-payload-counted");
+    assert_eq!(files[0].1, files[1].1, "the two column modes answer differently");
 }
