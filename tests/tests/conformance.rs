@@ -231,3 +231,24 @@ fn wasm_builds_under_wasmtime_match_native() {
         }
     }
 }
+
+/// The scenario's payloads reach every column layout the targets must read alike: value sets
+/// (`tags`), inline codes (`n`) and counted direct columns with rows past the 15 codes a slot
+/// counts (`refs`).
+#[test]
+fn scenario_payloads_cover_every_column_mode() {
+    use shoal_payload::column::{COUNT_OPEN, DIRECT_TAG, MODE_CODES, MODE_COUNTED, MODE_SETS};
+    let schema = shoal_payload::Schema::from_json(shoal_testkit::scenario::FIELDS).unwrap();
+    let mut b = shoal_payload::PayloadBuilder::new(schema);
+    for id in 0..2000u64 {
+        b.push(&shoal_testkit::scenario::payload(id, 0)).unwrap();
+    }
+    let sections = b.finish();
+    let p = sections.to_aligned();
+    let view = p.view().unwrap();
+    view.verify().unwrap();
+    let mode = |name: &str| view.field(view.schema().field(name).unwrap().0).column.meta.mode;
+    assert_eq!((mode("tags"), mode("n"), mode("refs")), (MODE_SETS, MODE_CODES, MODE_COUNTED));
+    let refs = view.field(view.schema().field("refs").unwrap().0).column;
+    assert!((0..refs.rows()).any(|r| refs.code(r) >= DIRECT_TAG && refs.code(r) & COUNT_OPEN == COUNT_OPEN));
+}

@@ -40,8 +40,9 @@ pub struct Config {
 }
 
 /// The payload fields of configurations with payloads, as the JSON every host parses.
-pub const FIELDS: &str =
-    r#"{"color": "keyword", "n": "integer", "tags": "keyword", "price": "float", "flag": "bool", "title": "text_en"}"#;
+/// `refs` is multi-valued over hundreds of values (a counted direct column, some rows past the
+/// 15 codes a slot counts).
+pub const FIELDS: &str = r#"{"color": "keyword", "n": "integer", "tags": "keyword", "price": "float", "flag": "bool", "title": "text_en", "refs": "integer"}"#;
 
 /// Words of the `title` text field (`text_en`: stemmed, so `salted` matches the query `salt`
 /// and `Storms` is excluded by `-storm`).
@@ -54,7 +55,7 @@ pub const TEXTS: [&str; 6] = ["", "whale", "ocean salt", "\"blue whale\"", "+ree
 /// The filters that searches of configurations with payloads cycle through (query `q` uses
 /// `FILTERS[q % FILTERS.len()]`; `null` is no filter). Some match most points (the IVF index
 /// is searched with the filter checked per candidate), some few (scanned exactly).
-pub const FILTERS: [&str; 8] = [
+pub const FILTERS: [&str; 10] = [
     "null",
     r#"{"must_not": [{"key": "color", "match": {"value": "red"}}]}"#,
     r#"{"must": [{"key": "n", "range": {"gte": 10, "lt": 60}}], "must_not": [{"key": "tags", "match": {"any": ["x"]}}]}"#,
@@ -63,6 +64,8 @@ pub const FILTERS: [&str; 8] = [
     r#"{"must": [{"key": "tags", "match": {"except": ["x", "y"]}}]}"#,
     r#"{"should": [{"is_empty": {"key": "tags"}}, {"is_null": {"key": "flag"}}, {"has_id": [3, 700, 1201, 9007199254740992]}]}"#,
     r#"{"min_should": {"conditions": [{"key": "color", "match": {"any": ["red", "blue"]}}, {"key": "n", "range": {"gt": 50}}, {"key": "flag", "match": {"value": false}}], "min_count": 2}}"#,
+    r#"{"must": [{"key": "refs", "range": {"gte": 100, "lt": 400}}]}"#,
+    r#"{"must": [{"key": "refs", "match": {"except": [7, 8]}}], "must_not": [{"key": "refs", "match": {"any": [1, 2, 3, 500, 999]}}]}"#,
 ];
 
 /// The payload of point `id` inserted by step `step`: every field type, multi-valued and
@@ -92,6 +95,16 @@ pub fn payload(id: u64, step: usize) -> Value {
         1 => doc["tags"] = json!(["x"]),
         2 => doc["tags"] = json!(["x", "y"]),
         _ => doc["tags"] = json!("z"),
+    }
+    let refs = match (h >> 20) % 8 {
+        0 => 0,
+        1..=4 => 1,
+        7 if h.is_multiple_of(7) => 16 + (h >> 3) % 5,
+        _ => 2 + (h >> 50) % 4,
+    };
+    if refs > 0 {
+        let r: Vec<u64> = (0..refs).map(|i| (h >> (i % 5 * 10)).wrapping_add(i * 37) % 1000).collect();
+        doc["refs"] = if refs == 1 { json!(r[0]) } else { json!(r) };
     }
     doc
 }
