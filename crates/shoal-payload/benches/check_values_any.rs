@@ -45,7 +45,7 @@ use std::hint::black_box;
 use std::time::Instant;
 
 use shoal_payload::column::{
-    COUNT_BITS, CodeSet, ColumnMeta, ColumnParts, ColumnRef, DIRECT_TAG, MODE_COUNTED, MODE_DIRECT, build_column,
+    CodeSet, ColumnMeta, ColumnParts, ColumnRef, DIRECT_TAG, MODE_COUNTED, MODE_DIRECT, build_column,
 };
 
 struct Rng(u64);
@@ -235,70 +235,60 @@ impl Layout for Inline16 {
     }
 }
 
-/// Shoal's column, the predicate on decoded `i64` values (the PR's interface)...
-struct ShoalDecoded<'a> {
-    col: ColumnRef<'a>,
-    dict: &'a [i64],
-}
-/// ... or compiled to codes, as the filter evaluator does.
-struct ShoalCodes<'a> {
-    col: ColumnRef<'a>,
-    set: &'a CodeSet,
+/// How a Shoal lookup checks a row's values: decoded to `i64` (the PR's interface) or as codes.
+trait ShoalPredicate {
+    fn check(&self, col: &ColumnRef<'_>, p: u32) -> bool;
 }
 
-#[inline(always)]
-fn shoal_prefetch_slot(col: &ColumnRef<'_>, q: u32) {
-    prefetch(col.slots.as_ptr().wrapping_add(q as usize * col.meta.width as usize / 64));
-}
-
-/// The start of the codes of a multi row of a direct column (the second prefetch stage).
-#[inline(always)]
-fn shoal_prefetch_codes(col: &ColumnRef<'_>, q: u32) {
-    let s = col.code(q);
-    if s & DIRECT_TAG != 0 {
-        let shift = if col.meta.mode == MODE_COUNTED { COUNT_BITS } else { 0 };
-        prefetch(col.multi_codes.as_ptr().wrapping_add(((s & !DIRECT_TAG) >> shift) as usize / 2));
+/// The predicate on decoded `i64` values, through the dictionary.
+struct Decoded<'a>(&'a [i64]);
+impl ShoalPredicate for Decoded<'_> {
+    #[inline(always)]
+    fn check(&self, col: &ColumnRef<'_>, p: u32) -> bool {
+        col.any_code(p, |c| self.0.get((c - 2) as usize).is_some_and(|v| *v == CHECK_VALUE))
     }
 }
 
-impl Layout for ShoalDecoded<'_> {
+/// The predicate compiled to codes, as the filter evaluator does.
+struct Codes<'a>(&'a CodeSet);
+impl ShoalPredicate for Codes<'_> {
+    #[inline(always)]
+    fn check(&self, col: &ColumnRef<'_>, p: u32) -> bool {
+        col.any_in(p, self.0)
+    }
+}
+
+/// Shoal's column with one of the two predicates.
+struct ShoalLayout<'a, P> {
+    col: ColumnRef<'a>,
+    predicate: P,
+}
+
+impl<P: ShoalPredicate> Layout for ShoalLayout<'_, P> {
     #[inline(always)]
     fn check(&self, p: u32) -> bool {
-        self.col.any_code(p, |c| self.dict.get((c - 2) as usize).is_some_and(|v| *v == CHECK_VALUE))
+        self.predicate.check(&self.col, p)
     }
     #[inline(always)]
     fn prefetch_entry(&self, q: u32) {
-        shoal_prefetch_slot(&self.col, q)
+        prefetch(self.col.slots.as_ptr().wrapping_add(q as usize * self.col.meta.width as usize / 64));
     }
+    /// The start of the codes of a multi row of a direct column.
     #[inline(always)]
     fn prefetch_container(&self, q: u32) {
-        shoal_prefetch_codes(&self.col, q)
+        let s = self.col.code(q);
+        if s & DIRECT_TAG != 0 {
+            prefetch(self.col.multi_codes.as_ptr().wrapping_add(self.col.direct_start(s) as usize / 2));
+        }
     }
     fn two_stage(&self) -> bool {
         matches!(self.col.meta.mode, MODE_COUNTED | MODE_DIRECT)
     }
 }
 
-impl Layout for ShoalCodes<'_> {
-    #[inline(always)]
-    fn check(&self, p: u32) -> bool {
-        self.col.any_in(p, self.set)
-    }
-    #[inline(always)]
-    fn prefetch_entry(&self, q: u32) {
-        shoal_prefetch_slot(&self.col, q)
-    }
-    #[inline(always)]
-    fn prefetch_container(&self, q: u32) {
-        shoal_prefetch_codes(&self.col, q)
-    }
-    fn two_stage(&self) -> bool {
-        matches!(self.col.meta.mode, MODE_COUNTED | MODE_DIRECT)
-    }
-}
-
-// (Each layout is its own type, not a closure in a shared one: a closure that big is called,
-// not inlined, and a call per lookup halves the memory-level parallelism of cold lookups.)
+// (Each layout is its own type, predicates too, not a closure in a shared one: a closure that
+// big is called, not inlined, and a call per lookup halves the memory-level parallelism of cold
+// lookups.)
 
 /// Checks `ids`, counting hits. `ahead` > 0: prefetch what the lookup `ahead` places later
 /// reads — in two stages for the layouts with a container: the entry `2 x ahead` later, then
@@ -335,7 +325,8 @@ fn uncounted(col: &ColumnParts) -> Vec<u64> {
     if col.meta.mode != MODE_COUNTED {
         return col.slots.clone();
     }
-    let half = |s: u32| if s & DIRECT_TAG != 0 { DIRECT_TAG | (s & !DIRECT_TAG) >> COUNT_BITS } else { s };
+    let c = col.as_ref();
+    let half = |s: u32| if s & DIRECT_TAG != 0 { DIRECT_TAG | c.direct_start(s) as u32 } else { s };
     col.slots.iter().map(|&w| half(w as u32) as u64 | (half((w >> 32) as u32) as u64) << 32).collect()
 }
 
@@ -461,8 +452,8 @@ fn main() {
             let mut rng = Rng(seed);
             (0..queries).map(|_| rng.below(n as u64) as u32).collect()
         };
-        let decoded = ShoalDecoded { col, dict };
-        let codes = ShoalCodes { col, set: &code_set };
+        let decoded = ShoalLayout { col, predicate: Decoded(dict) };
+        let codes = ShoalLayout { col, predicate: Codes(&code_set) };
         let check = |layout: usize, ids: &[u32], ahead: usize| -> usize {
             match layout {
                 0 => run(&rc, ids, ahead),

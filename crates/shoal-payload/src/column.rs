@@ -248,6 +248,14 @@ impl<'a> ColumnRef<'a> {
         (self.meta.multi_len as u64).min(self.multi_codes.len() as u64 * 2)
     }
 
+    /// Where the codes of a direct-mode ([`MODE_DIRECT`], [`MODE_COUNTED`]) multi row with
+    /// this slot start in `multi_codes`.
+    #[inline(always)]
+    pub fn direct_start(&self, slot: u32) -> u64 {
+        let s = slot & !DIRECT_TAG;
+        (if self.meta.mode == MODE_COUNTED { s >> COUNT_BITS } else { s }) as u64
+    }
+
     /// The codes of a multi row (empty if `row` is not one; with inconsistent bytes, whatever
     /// lies in range of the arrays, cut off at `multi_len`).
     #[inline]
@@ -256,16 +264,11 @@ impl<'a> ColumnRef<'a> {
         if mode == MODE_DIRECT || mode == MODE_COUNTED {
             let s = self.code(row);
             let len = self.direct_len();
-            let (next, end, stop_at_tag) = if s & DIRECT_TAG == 0 {
-                (0, 0, false)
-            } else if mode == MODE_DIRECT {
-                ((s & !DIRECT_TAG) as u64, len, true)
-            } else {
-                let start = ((s & !DIRECT_TAG) >> COUNT_BITS) as u64;
-                match s & COUNT_OPEN {
-                    COUNT_OPEN => (start, len, true),
-                    n => (start, (start + n as u64).min(len), false),
-                }
+            let start = self.direct_start(s);
+            let (next, end, stop_at_tag) = match (s & DIRECT_TAG != 0, mode, s & COUNT_OPEN) {
+                (false, ..) => (0, 0, false),
+                (true, MODE_COUNTED, n) if n != COUNT_OPEN => (start, (start + n as u64).min(len), false),
+                (true, ..) => (start, len, true),
             };
             return MultiCodes { words: self.multi_codes, width: 32, next, end, stop_at_tag, mask: !DIRECT_TAG };
         }
@@ -303,7 +306,7 @@ impl<'a> ColumnRef<'a> {
             let n = c & COUNT_OPEN;
             if n != COUNT_OPEN {
                 let codes: &[u32] = bytemuck::cast_slice(self.multi_codes);
-                let start = ((c & !DIRECT_TAG) >> COUNT_BITS) as usize;
+                let start = self.direct_start(c) as usize;
                 // Cut off where `multi_codes_of` cuts off, so that every input — corrupt ones
                 // too — reads the same here and through it.
                 let end = (start + n as usize).min(self.direct_len() as usize);

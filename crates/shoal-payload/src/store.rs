@@ -10,9 +10,9 @@ use shoal_format::AlignedBytes;
 use shoal_text::postings::{PostingsCursor, TERMINATED};
 
 use crate::column::{
-    CODE_EMPTY, CODE_FIRST_VALUE, CODE_MULTI, COUNT_BITS, COUNT_OPEN, COUNTED_MAX_LEN, ColumnMeta, ColumnParts,
-    ColumnRef, DIRECT_TAG, MAX_SET_VALUES, MODE_CODES, MODE_COUNTED, MODE_DIRECT, MODE_SETS, Postings, PostingsParts,
-    RANK_BLOCK, build_column, build_presence_column, packed_words, set_width_for, width_for,
+    CODE_EMPTY, CODE_FIRST_VALUE, CODE_MULTI, COUNT_OPEN, COUNTED_MAX_LEN, ColumnMeta, ColumnParts, ColumnRef,
+    DIRECT_TAG, MAX_SET_VALUES, MODE_CODES, MODE_COUNTED, MODE_DIRECT, MODE_SETS, Postings, PostingsParts, RANK_BLOCK,
+    build_column, build_presence_column, packed_words, set_width_for, width_for,
 };
 use crate::error::{LayoutError, PayloadError, PayloadErrorKind};
 use crate::schema::{FieldType, MAX_FIELD_NAME, Schema, valid_field_name};
@@ -714,7 +714,7 @@ fn verify_direct(f: &FieldView<'_>, rows: u32, valued: &mut u32) -> Result<(), L
         if s & DIRECT_TAG != 0 {
             multi_points += 1;
             let counted = m.mode == MODE_COUNTED;
-            let start = if counted { ((s & !DIRECT_TAG) >> COUNT_BITS) as u64 } else { (s & !DIRECT_TAG) as u64 };
+            let start = c.direct_start(s);
             let (mut prev, mut n, mut ended) = (CODE_MULTI, 0u64, false);
             for i in start..m.multi_len as u64 {
                 let x = crate::column::packed_get(c.multi_codes, 32, i);
