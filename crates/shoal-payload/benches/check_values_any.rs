@@ -319,15 +319,17 @@ fn run<L: Layout>(layout: &L, ids: &[u32], ahead: usize) -> usize {
     h
 }
 
-/// The slots of a counted column re-encoded as the older uncounted direct mode (slot
-/// `2^31 + start`), to compare the two (`SHOAL_BENCH_DIRECT=uncounted`).
-fn uncounted(col: &ColumnParts) -> Vec<u64> {
+/// The meta and slots of a counted column re-encoded as the older uncounted direct mode (slot
+/// `2^31 + start`), to compare the two (`SHOAL_BENCH_DIRECT=uncounted`); other columns as
+/// they are.
+fn uncounted(col: &ColumnParts) -> (ColumnMeta, Vec<u64>) {
     if col.meta.mode != MODE_COUNTED {
-        return col.slots.clone();
+        return (col.meta, col.slots.clone());
     }
     let c = col.as_ref();
     let half = |s: u32| if s & DIRECT_TAG != 0 { DIRECT_TAG | c.direct_start(s) as u32 } else { s };
-    col.slots.iter().map(|&w| half(w as u32) as u64 | (half((w >> 32) as u32) as u64) << 32).collect()
+    let slots = col.slots.iter().map(|&w| half(w as u32) as u64 | (half((w >> 32) as u32) as u64) << 32).collect();
+    (ColumnMeta { mode: MODE_DIRECT, ..col.meta }, slots)
 }
 
 /// A copy of `v` that lives for the rest of the run, in memory advised to use 2 MB pages when
@@ -423,15 +425,12 @@ fn main() {
         let il = Inline16::new(&data);
         let sh = Shoal::new(&data);
         drop(data);
-        let slots = match std::env::var("SHOAL_BENCH_DIRECT").as_deref() {
+        let (meta, slots) = match std::env::var("SHOAL_BENCH_DIRECT").as_deref() {
             Ok("uncounted") => uncounted(&sh.col),
-            _ => sh.col.slots.clone(),
+            _ => (sh.col.meta, sh.col.slots.clone()),
         };
         let col = ColumnRef {
-            meta: ColumnMeta {
-                mode: if slots == sh.col.slots { sh.col.meta.mode } else { MODE_DIRECT },
-                ..sh.col.meta
-            },
+            meta,
             slots: pin(&slots),
             multi_bits: pin(&sh.col.multi_bits),
             multi_rank: pin(&sh.col.multi_rank),
