@@ -1,8 +1,9 @@
 # Shoal: the two commands of the README, plus benchmarks.
 #   make demo   - builds everything, prepares GloVe 50-d, answers queries natively, in Node and
 #                 over HTTP (shoal serve), then serves the browser example beside it
-#   make test   - every test: Rust (native + wasm under wasmtime), JS (vitest in Node), and the
-#                 npm package at the edge (Deno, headless Chromium, workerd, npm pack)
+#   make test   - every test: Rust (native, aarch64 under QEMU, wasm under wasmtime and, through
+#                 wasm-pack, in Node and headless Chromium), JS (vitest in Node), and the npm
+#                 package at the edge (Deno, headless Chromium, workerd, npm pack)
 #   make bench  - kernel, search and insert benchmarks (numbers go to docs/benchmarks.md)
 # Each target installs what it needs (idempotent), so a fresh machine needs only these.
 
@@ -11,11 +12,13 @@ SHELL := /bin/bash
 CARGO ?= cargo
 export PATH := $(HOME)/.cargo/bin:$(PATH)
 WASM_BINDGEN_VERSION := 0.2.130
+WASM_PACK_VERSION := 0.15.1
 CACHE := $(HOME)/.cache/shoal
 GLOVE := $(CACHE)/glove50
 DEMO_PORT ?= 6333
 
-.PHONY: demo test bench setup setup-rust setup-js setup-edge build-js lint test-rust test-js test-edge check-targets \
+.PHONY: demo test bench setup setup-rust setup-js setup-deb setup-edge build-js lint test-rust test-js test-edge \
+        test-aarch64 test-wasm check-targets \
         bench-kernels bench-search bench-node bench-ann bench-filtered bench-text bench-ingest bench-codes-only \
         test-qdrant fuzz
 
@@ -31,6 +34,20 @@ setup-rust:
 		echo "installing wasm-bindgen-cli $(WASM_BINDGEN_VERSION) (a few minutes, once)"; \
 		$(CARGO) install wasm-bindgen-cli --version $(WASM_BINDGEN_VERSION); \
 	fi
+	@if [ "$$(wasm-pack --version 2>/dev/null)" != "wasm-pack $(WASM_PACK_VERSION)" ]; then \
+		echo "installing wasm-pack $(WASM_PACK_VERSION) (a few minutes, once)"; \
+		$(CARGO) install wasm-pack --version $(WASM_PACK_VERSION); \
+	fi
+
+# Debian packages of the tests: QEMU user mode and the aarch64 cross linker (test-aarch64),
+# Chromium and its WebDriver (test-wasm, test-edge).
+DEB_TEST_PKGS := qemu-user gcc-aarch64-linux-gnu libc6-dev-arm64-cross chromium chromium-driver
+setup-deb:
+	@missing=""; for p in $(DEB_TEST_PKGS); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
+	if [ -n "$$missing" ]; then \
+		echo "installing$$missing (Debian)"; \
+		apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends $$missing; \
+	fi
 
 setup-js:
 	@if [ ! -d node_modules ] || [ package-lock.json -nt node_modules/.package-lock.json ]; then npm ci --no-audit --no-fund; fi
@@ -44,33 +61,56 @@ build-js: setup
 # platforms' binaries that a lockfile of the root package would have to list.
 EDGE_TOOLS := target/edge/tools
 EDGE_TOOL_PKGS := playwright-core@1.65.1 workerd@1.20261117.1 deno@2.9.6 wrangler@4.40.0
-setup-edge: setup-js
+setup-edge: setup-js setup-deb
 	@if [ "$$(cat $(EDGE_TOOLS)/.installed 2>/dev/null)" != "$(EDGE_TOOL_PKGS)" ]; then \
 		echo "installing $(EDGE_TOOL_PKGS) into $(EDGE_TOOLS)"; \
 		rm -rf $(EDGE_TOOLS) && mkdir -p $(EDGE_TOOLS) && echo '{"private":true}' > $(EDGE_TOOLS)/package.json; \
 		(cd $(EDGE_TOOLS) && npm install --no-audit --no-fund --no-save --no-package-lock $(EDGE_TOOL_PKGS)); \
 		echo "$(EDGE_TOOL_PKGS)" > $(EDGE_TOOLS)/.installed; \
 	fi
-	@if [ ! -x /usr/bin/chromium ]; then \
-		echo "installing chromium (Debian)"; \
-		apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends chromium; \
-	fi
 
 ## ---- test ----------------------------------------------------------------------------
 
-test: setup lint test-rust test-qdrant check-targets test-edge test-js
+test: setup lint test-rust test-qdrant check-targets test-aarch64 test-wasm test-edge test-js
 
 lint:
 	$(CARGO) fmt --all -- --check
 	$(CARGO) clippy --workspace --all-targets -- -D warnings
 
+# Every kernel variant this machine's CPU has: a kernel or conformance test that could not run
+# one of them fails (scripts/cpu-kernels.sh reads the CPU flags, not the kernels' detection).
+HOST_KERNELS := $(shell bash scripts/cpu-kernels.sh)
+
 # Runs every Rust test; the conformance test also writes target/conformance/* for test-js.
 test-rust:
-	$(CARGO) test --workspace
+	@echo "kernel variants required on this machine: $(HOST_KERNELS)"
+	SHOAL_REQUIRE_KERNELS=$(HOST_KERNELS) $(CARGO) test --workspace
 
+# Lints of the code only other targets compile: the npm package's crate, and the test suites
+# that also run for wasm32 (test-wasm) and aarch64 (test-aarch64).
 check-targets:
-	$(CARGO) check -p shoal-kernels -p shoal-core --target aarch64-unknown-linux-gnu
 	$(CARGO) clippy -p shoal-js --target wasm32-unknown-unknown -- -D warnings
+	$(CARGO) clippy -p shoal-kernels -p shoal-tests --tests --target wasm32-unknown-unknown -- -D warnings
+	$(CARGO) clippy -p shoal-kernels -p shoal-tests --tests --target aarch64-unknown-linux-gnu -- -D warnings
+
+# ARM on an x86 machine: the kernel equivalence and canonical-order tests, the golden files and
+# the conformance scenario built for aarch64 and run under QEMU user-mode emulation — NEON must
+# give the scalar reference's bits and the committed conformance digests (the same ids, score
+# bits and segment bytes as on x86). The conformance scenario runs in release mode (emulated
+# float code is slow; its digests do not depend on the profile).
+AARCH64 := aarch64-unknown-linux-gnu
+AARCH64_ENV := CARGO_TARGET_AARCH64_UNKNOWN_LINUX_GNU_LINKER=aarch64-linux-gnu-gcc \
+  CARGO_TARGET_AARCH64_UNKNOWN_LINUX_GNU_RUNNER="qemu-aarch64 -L /usr/aarch64-linux-gnu" SHOAL_REQUIRE_KERNELS=neon
+test-aarch64: setup-rust setup-deb
+	$(AARCH64_ENV) $(CARGO) test --target $(AARCH64) -p shoal-kernels --test equivalence --test canonical_order
+	$(AARCH64_ENV) $(CARGO) test --target $(AARCH64) -p shoal-tests --test golden
+	$(AARCH64_ENV) $(CARGO) test --release --target $(AARCH64) -p shoal-tests --test conformance
+
+# The core crates' Rust tests inside JavaScript engines (wasm-bindgen-test): kernel
+# equivalence, the canonical order, the golden files and the conformance scenario, for the
+# SIMD128 and scalar builds, in Node and headless Chromium (scripts/wasm-tests.sh).
+test-wasm: setup-rust setup-deb
+	bash scripts/wasm-tests.sh
 
 # The official qdrant-client (PyPI) against `shoal serve`, unmodified.
 QDRANT_CLIENT := qdrant-client==1.20.0

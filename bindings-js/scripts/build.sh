@@ -1,9 +1,13 @@
 #!/usr/bin/env bash
-# Builds the npm package's two WebAssembly modules:
+# Builds the npm package's two WebAssembly modules with wasm-pack:
 #   pkg/simd    compiled with +simd128 (kernels: simd128)
 #   pkg/scalar  compiled without it     (kernels: scalar), for engines without SIMD128
-# Each one: cargo build (wasm32-unknown-unknown, profile wasm-release) -> wasm-bindgen
-# --target web -> wasm-opt -O3 (binaryen from npm; Debian's binaryen breaks the output).
+# Each one: `wasm-pack build --target web --profile wasm-release --mode no-install` (cargo build
+# for wasm32-unknown-unknown, then the pinned wasm-bindgen-cli; no package.json, no .gitignore —
+# the npm package is bindings-js/ itself), then wasm-opt -O3 from the npm package binaryen
+# (wasm-pack's own wasm-opt step is off: it would download binaryen, and Debian's binaryen
+# breaks the output). What is left here is what wasm-pack cannot do: the two RUSTFLAGS
+# variants, wasm-opt, and the size report.
 #
 # Environment:
 #   SHOAL_JS_TARGET_DIR  cargo target dir of the SIMD build (default: <repo>/target/js); the
@@ -19,6 +23,7 @@ target_base="${SHOAL_JS_TARGET_DIR:-$root/target/js}"
 profile="${SHOAL_JS_PROFILE:-wasm-release}"
 only="${SHOAL_JS_ONLY:-}"
 wasm_bindgen_version="0.2.130"
+wasm_pack_version="0.15.1"
 
 export PATH="$HOME/.cargo/bin:$PATH"
 
@@ -32,6 +37,12 @@ if [ "$(wasm-bindgen --version 2>/dev/null || true)" != "wasm-bindgen $wasm_bind
   echo "build.sh: installing wasm-bindgen-cli $wasm_bindgen_version (takes a few minutes)"
   # No --locked: one of its locked dependencies is not on the registry here.
   cargo install wasm-bindgen-cli --version "$wasm_bindgen_version"
+fi
+
+if [ "$(wasm-pack --version 2>/dev/null || true)" != "wasm-pack $wasm_pack_version" ]; then
+  echo "build.sh: installing wasm-pack $wasm_pack_version (takes a few minutes)"
+  # The npm package `wasm-pack` downloads its binary from GitHub at install: not here.
+  cargo install wasm-pack --version "$wasm_pack_version"
 fi
 
 wasm_opt=""
@@ -60,16 +71,13 @@ build() {
   local target_dir="$target_base"
   if [ "$variant" = scalar ]; then target_dir="$target_base-scalar"; fi
   local out="$here/pkg/$variant"
-  echo "build.sh: [$variant] cargo build (RUSTFLAGS='$rustflags', profile $profile)"
+  echo "build.sh: [$variant] wasm-pack build (RUSTFLAGS='$rustflags', profile $profile)"
   # Keep the `target_features` section for wasm-bindgen (the profile's `strip = true` would
   # drop it); wasm-opt strips debug info and producers afterwards.
-  (cd "$root" && RUSTFLAGS="$rustflags" CARGO_TARGET_DIR="$target_dir" CARGO_PROFILE_WASM_RELEASE_STRIP=false \
-    cargo build -p shoal-js --target wasm32-unknown-unknown --profile "$profile")
-  local wasm="$target_dir/wasm32-unknown-unknown/$profile/shoal_js.wasm"
   rm -rf "$out"
-  mkdir -p "$out"
-  echo "build.sh: [$variant] wasm-bindgen"
-  wasm-bindgen --target web --out-dir "$out" "$wasm"
+  RUSTFLAGS="$rustflags" CARGO_TARGET_DIR="$target_dir" CARGO_PROFILE_WASM_RELEASE_STRIP=false \
+    wasm-pack --log-level warn build "$here" --target web --out-dir "pkg/$variant" --profile "$profile" \
+    --mode no-install --no-pack --no-gitignore --no-opt
   echo "build.sh: [$variant] wasm-opt -O3"
   "$wasm_opt" -O3 --strip-debug --strip-producers "${base_features[@]}" "$@" "$out/shoal_js_bg.wasm" -o "$out/shoal_js_bg.wasm.opt"
   mv "$out/shoal_js_bg.wasm.opt" "$out/shoal_js_bg.wasm"

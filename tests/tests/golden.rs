@@ -2,11 +2,54 @@
 //!
 //! `SHOAL_WRITE_GOLDEN=1 cargo test -p shoal-tests --test golden` (re)writes the files of the
 //! *current* version only; files of older versions are frozen.
+//!
+//! The same tests run natively (x86_64, and aarch64 under QEMU) and as a wasm-bindgen-test
+//! suite in Node and headless Chromium: there the files are compiled in ([`GOLDEN_FILES`]).
 
 use std::path::PathBuf;
 
 use shoal_core::{Collection, CollectionConfig, IndexKind, IvfParams, SearchRequest};
 use shoal_testkit::{golden_v1_input, uniform_vectors};
+#[cfg(target_family = "wasm")]
+use wasm_bindgen_test::wasm_bindgen_test as test;
+
+/// Every golden file name (without `.shoal` / `.expected.json`) with both files' bytes as
+/// compiled in: what the wasm builds read (they have no file system). Natively the files are
+/// read from `tests/golden/`, so that `SHOAL_WRITE_GOLDEN=1` reads back what it wrote;
+/// `the_compiled_in_list_names_every_golden_file` keeps this list complete.
+macro_rules! golden_files {
+    ($($name:literal),* $(,)?) => {
+        const GOLDEN_FILES: &[(&str, &[u8], &[u8])] = &[$(
+            ($name, include_bytes!(concat!("../golden/", $name, ".shoal")),
+             include_bytes!(concat!("../golden/", $name, ".expected.json"))),
+        )*];
+    };
+}
+golden_files![
+    "v1-flat",
+    "v1-ivf",
+    "v1-ivf-calibrated",
+    "v1-ivf-codes-only",
+    "v1-payload-ppst1",
+    "v1-payload",
+    "v1-payload-direct",
+    "v1-payload-counted",
+];
+
+/// The bytes of golden file `file` (`NAME.shoal` or `NAME.expected.json`).
+fn read_golden(file: &str) -> Vec<u8> {
+    if cfg!(target_family = "wasm") {
+        let (name, shoal) = match file.strip_suffix(".shoal") {
+            Some(name) => (name, true),
+            None => (file.strip_suffix(".expected.json").expect("a golden file name"), false),
+        };
+        let (_, bytes, expected) =
+            GOLDEN_FILES.iter().find(|f| f.0 == name).unwrap_or_else(|| panic!("{name} is not in GOLDEN_FILES"));
+        if shoal { bytes.to_vec() } else { expected.to_vec() }
+    } else {
+        std::fs::read(golden(file)).expect("golden files are committed")
+    }
+}
 
 /// The golden files of format v1, the index each was sealed with, and whether the current
 /// writer still produces it. `v1-ivf` is frozen: written before the default query settings were
@@ -61,14 +104,14 @@ fn v1_golden_files_read_verify_and_search_the_same() {
             let expected = serde_json::to_vec_pretty(&results(&col, dim)).unwrap();
             std::fs::write(golden(&format!("{name}.expected.json")), expected).unwrap();
         }
-        let bytes = std::fs::read(golden(&format!("{name}.shoal"))).expect("golden files are committed");
+        let bytes = read_golden(&format!("{name}.shoal"));
         let col = Collection::from_bytes(&bytes).unwrap();
         col.verify().unwrap();
         assert_eq!((col.len(), col.dim(), col.metric()), (ids.len(), dim, metric), "{name}");
         assert_eq!(col.index_kind(), index, "{name}");
         assert!(ids.iter().all(|&id| col.contains(id)), "{name}");
         let expected: serde_json::Value =
-            serde_json::from_slice(&std::fs::read(golden(&format!("{name}.expected.json"))).unwrap()).unwrap();
+            serde_json::from_slice(&read_golden(&format!("{name}.expected.json"))).unwrap();
         assert_eq!(results(&col, dim), expected, "{name}: results changed");
         assert_eq!(bytes[8], 1, "{name} must stay a version-1 file");
     }
@@ -78,7 +121,7 @@ fn v1_golden_files_read_verify_and_search_the_same() {
 fn the_current_writer_reproduces_the_v1_golden_bytes() {
     // True while the writer writes v1; when v2 arrives this test moves to the v2 golden files.
     for (name, index, _) in v1_files().into_iter().filter(|f| f.2) {
-        let bytes = std::fs::read(golden(&format!("{name}.shoal"))).unwrap();
+        let bytes = read_golden(&format!("{name}.shoal"));
         assert!(build(index).to_bytes() == &bytes[..], "{name}: the writer no longer reproduces the golden bytes");
     }
 }
@@ -170,12 +213,12 @@ fn check_payload_goldens(
             let expected = serde_json::to_vec_pretty(&results(&col, dim)).unwrap();
             std::fs::write(golden(&format!("{name}.expected.json")), expected).unwrap();
         }
-        let bytes = std::fs::read(&path).expect("golden files are committed");
+        let bytes = read_golden(&format!("{name}.shoal"));
         let col = Collection::from_bytes(&bytes).unwrap();
         col.verify().unwrap();
         assert_eq!(col.len(), ids.len(), "{name}");
         let expected: serde_json::Value =
-            serde_json::from_slice(&std::fs::read(golden(&format!("{name}.expected.json"))).unwrap()).unwrap();
+            serde_json::from_slice(&read_golden(&format!("{name}.expected.json"))).unwrap();
         let got = results(&col, dim);
         assert_eq!(got, expected, "{name}: results changed");
         if is_current {
@@ -248,4 +291,25 @@ fn v1_direct_payload_golden_files_read_verify_and_filter_the_same() {
     assert_eq!(column_modes(&files[0].0, rows), [2], "v1-payload-direct");
     assert_eq!(column_modes(&files[1].0, rows), [3], "v1-payload-counted");
     assert_eq!(files[0].1, files[1].1, "the two column modes answer differently");
+}
+
+/// [`GOLDEN_FILES`] lists every golden segment file of `tests/golden/` (so the wasm builds
+/// check them all) and only those, and its compiled-in bytes are the files' bytes.
+#[cfg(not(target_family = "wasm"))]
+#[test]
+fn the_compiled_in_list_names_every_golden_file() {
+    let mut on_disk: Vec<String> = std::fs::read_dir(golden(""))
+        .unwrap()
+        .filter_map(|e| e.unwrap().file_name().into_string().unwrap().strip_suffix(".shoal").map(String::from))
+        .collect();
+    on_disk.sort();
+    let mut listed: Vec<String> = GOLDEN_FILES.iter().map(|f| f.0.to_string()).collect();
+    listed.sort();
+    assert_eq!(listed, on_disk);
+    if std::env::var_os("SHOAL_WRITE_GOLDEN").is_none() {
+        for (name, bytes, expected) in GOLDEN_FILES {
+            assert!(read_golden(&format!("{name}.shoal")) == *bytes, "{name}.shoal");
+            assert!(read_golden(&format!("{name}.expected.json")) == *expected, "{name}.expected.json");
+        }
+    }
 }

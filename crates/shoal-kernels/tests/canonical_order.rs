@@ -1,11 +1,22 @@
 //! Unit tests of the canonical accumulation order itself: hand-computed examples whose bits
 //! differ under any other order (sequential sum, 16 or 64 lanes, another folding tree, fused
-//! multiply-add), checked against the reference and every available variant.
+//! multiply-add), checked against the reference and every available variant (a variant named
+//! by `SHOAL_REQUIRE_KERNELS` must be among them). Runs natively and as a wasm-bindgen-test
+//! suite (Node, headless Chromium).
+
+// Some assertions spell out IEEE facts (`1e8 + 1.0 == 1e8` in f32), which clippy on wasm32 sees
+// as comparing a value with itself.
+#![allow(clippy::eq_op)]
 
 mod common;
+#[path = "../../shoal-testkit/src/variants.rs"]
+#[allow(dead_code)]
+mod variants;
 
 use common::Rng;
-use shoal_kernels::{Kernels, LANES, arch::all};
+use shoal_kernels::{LANES, arch::all};
+#[cfg(target_family = "wasm")]
+use wasm_bindgen_test::wasm_bindgen_test as test;
 
 /// The canonical order written from its specification, independently of `arch::all`: lane
 /// sums by chunks of 32, then a recursive fold of the lane array by halves.
@@ -76,7 +87,7 @@ fn lanes_then_adjacent_pairs(terms: &[f32]) -> f32 {
 fn assert_dot_everywhere(terms: &[f32], want: f32) {
     let ones = vec![1.0f32; terms.len()];
     assert_eq!(spec_model(terms).to_bits(), want.to_bits(), "spec model");
-    for k in Kernels::available() {
+    for k in variants::under_test("canonical order") {
         let got = k.dot(terms, &ones);
         assert_eq!(got.to_bits(), want.to_bits(), "{}: got {got:e}, want {want:e}", k.name());
         let mut out = [f32::NAN; 3];
@@ -149,7 +160,7 @@ fn l2_sq_worked_example() {
     let terms: Vec<f32> = a.iter().map(|x| x * x).collect();
     assert_eq!(spec_model(&terms), 100_000_024.0);
     assert_eq!(sequential(&terms), 1e8);
-    for k in Kernels::available() {
+    for k in variants::under_test("canonical order") {
         assert_eq!(k.l2_sq(&a, &zeros), 100_000_024.0, "{}", k.name());
         assert_eq!(k.l2_sq(&zeros, &a), 100_000_024.0, "{}", k.name());
     }
@@ -164,7 +175,7 @@ fn l2_sq_rounds_the_difference_first() {
     assert_eq!(x - y, 16_777_216.0);
     let want = 16_777_216.0f32 * 16_777_216.0;
     assert_ne!(want, ((f64::from(x) - f64::from(y)).powi(2)) as f32);
-    for k in Kernels::available() {
+    for k in variants::under_test("canonical order") {
         assert_eq!(k.l2_sq(&[x], &[y]).to_bits(), want.to_bits(), "{}", k.name());
     }
 }
@@ -182,7 +193,7 @@ fn no_fused_multiply_add() {
     assert_eq!(fused, 2f32.powi(-24));
     let a = sparse(33, &[(0, -q), (32, p)]);
     let b = sparse(33, &[(0, 1.0), (32, p)]);
-    for k in Kernels::available() {
+    for k in variants::under_test("canonical order") {
         assert_eq!(k.dot(&a, &b).to_bits(), 0, "{}", k.name());
         let mut out = [f32::NAN; 2];
         k.dot_batch(&b, &[a.clone(), a.clone()].concat(), &mut out);
@@ -197,7 +208,7 @@ fn no_fused_multiply_add() {
 fn signed_zeros() {
     assert_eq!((-0.0f32 * 1.0).to_bits(), 0x8000_0000);
     assert_eq!(-0.0f32 + -0.0f32, -0.0);
-    for k in Kernels::available() {
+    for k in variants::under_test("canonical order") {
         for n in [0, 1, 5, 31, 32, 33, 100] {
             let neg = vec![-0.0f32; n];
             let one = vec![1.0f32; n];
@@ -220,7 +231,7 @@ fn infinities_meet_in_the_fold() {
     let ten = vec![10.0f32; 17];
     let want = all::dot(&t, &ten);
     assert!(want.is_nan());
-    for k in Kernels::available() {
+    for k in variants::under_test("canonical order") {
         assert_eq!(k.dot(&t, &ten).to_bits(), want.to_bits(), "{}", k.name());
     }
 }
@@ -253,4 +264,14 @@ fn reference_matches_spec_model() {
     for count in others_differ {
         assert!(count > 300, "another order matched too often: {others_differ:?}");
     }
+}
+
+/// Names the variants these tests compared (past the output capture, so every log shows them).
+#[test]
+fn variants_run_here() {
+    let line = variants::report("canonical order", &variants::under_test("canonical order"));
+    #[cfg(target_family = "wasm")]
+    wasm_bindgen_test::console_log!("{line}");
+    #[cfg(not(target_family = "wasm"))]
+    let _ = line;
 }

@@ -1,16 +1,32 @@
 //! Every variant must return exactly the bits of the scalar reference (`arch::all`).
 //!
-//! One set of tests is instantiated per variant constructor (`variant_tests!`); a variant
-//! that the running CPU/target lacks is skipped with a note on stderr, and
-//! `available_is_covered` checks that nothing in `Kernels::available()` escapes the list.
+//! One set of tests is instantiated per variant constructor of the target (`variant_tests!`):
+//! SSE2, AVX2 and AVX-512 on x86_64, NEON on aarch64, SIMD128 in a wasm build with it, and the
+//! scalar reference everywhere. A variant that the running CPU lacks (AVX2 or AVX-512 on an
+//! older x86_64) returns early with a note on stderr — unless `SHOAL_REQUIRE_KERNELS` names it
+//! (`make test` names every variant the CPU has), which makes it a failure. `variants_run_here`
+//! prints the variants that ran; `available_is_covered` checks that nothing in
+//! `Kernels::available()` escapes the instantiated list.
+//!
+//! The same file runs natively (`cargo test`), under QEMU for aarch64 and, as a
+//! `wasm-bindgen-test` suite, in Node and headless Chromium (`wasm-pack test`); the property
+//! tests (proptest) and the panic checks (`catch_unwind`) are native only.
 
 mod common;
+#[path = "../../shoal-testkit/src/variants.rs"]
+mod variants;
 
+#[cfg(not(target_family = "wasm"))]
 use std::panic::{AssertUnwindSafe, catch_unwind};
 
-use common::{Rng, SPECIALS, VARIANT_NAMES, same_bits};
+#[cfg(not(target_family = "wasm"))]
+use common::SPECIALS;
+use common::{Rng, VARIANT_NAMES, same_bits};
+#[cfg(not(target_family = "wasm"))]
 use proptest::prelude::*;
 use shoal_kernels::{Kernels, arch::all};
+#[cfg(target_family = "wasm")]
+use wasm_bindgen_test::wasm_bindgen_test as test;
 
 /// Dimensions of the batch tests: tails of every kind and the common embedding sizes.
 const DIMS: &[usize] = &[0, 1, 2, 7, 15, 16, 17, 31, 32, 33, 50, 63, 64, 65, 128, 384, 768, 1536];
@@ -181,7 +197,9 @@ fn fastscan_blocks(k: Kernels) {
     }
 }
 
-/// Length mismatches panic (no out-of-bounds reads) in every variant.
+/// Length mismatches panic (no out-of-bounds reads) in every variant. Native only: wasm
+/// builds abort on a panic, which `catch_unwind` cannot observe.
+#[cfg(not(target_family = "wasm"))]
 fn mismatches_panic(k: Kernels) {
     let a = [1.0f32; 40];
     let w = [1u64; 9];
@@ -227,6 +245,7 @@ fn nan_inputs(k: Kernels) {
 }
 
 /// Any non-NaN float: the whole exponent range, subnormals, zeros, infinities, specials.
+#[cfg(not(target_family = "wasm"))]
 fn any_float() -> impl Strategy<Value = f32> {
     use proptest::num::f32 as f;
     prop_oneof![
@@ -237,6 +256,7 @@ fn any_float() -> impl Strategy<Value = f32> {
 
 /// Pairs of vectors: either of similar-magnitude values (finite sums whose bits depend on the
 /// order of the additions) or mostly such values with a few arbitrary ones mixed in.
+#[cfg(not(target_family = "wasm"))]
 fn float_pairs() -> impl Strategy<Value = Vec<(f32, f32)>> {
     let similar = || -4.0f32..4.0f32;
     let mostly_similar = || prop_oneof![30 => -4.0f32..4.0f32, 1 => any_float()];
@@ -251,6 +271,8 @@ macro_rules! variant_tests {
     ($($variant:ident => $ctor:expr),* $(,)?) => {$(
         mod $variant {
             use super::*;
+            #[cfg(target_family = "wasm")]
+            use wasm_bindgen_test::wasm_bindgen_test as test;
 
             fn kernels() -> Option<Kernels> {
                 let k: Option<Kernels> = $ctor;
@@ -260,6 +282,7 @@ macro_rules! variant_tests {
                         Some(k)
                     }
                     None => {
+                        variants::missing("kernel equivalence", stringify!($variant));
                         eprintln!("variant {} is not available here: skipped", stringify!($variant));
                         None
                     }
@@ -291,6 +314,7 @@ macro_rules! variant_tests {
                 kernels().map(fastscan_blocks);
             }
 
+            #[cfg(not(target_family = "wasm"))]
             #[test]
             fn length_mismatch_panics() {
                 kernels().map(mismatches_panic);
@@ -301,6 +325,7 @@ macro_rules! variant_tests {
                 kernels().map(nan_inputs);
             }
 
+            #[cfg(not(target_family = "wasm"))]
             proptest! {
                 #![proptest_config(ProptestConfig::with_cases(512))]
 
@@ -355,11 +380,49 @@ macro_rules! variant_tests {
 
 variant_tests! {
     scalar => Some(Kernels::scalar()),
+}
+
+#[cfg(target_arch = "x86_64")]
+variant_tests! {
     sse2 => Kernels::sse2(),
     avx2 => Kernels::avx2(),
     avx512 => Kernels::avx512(),
+}
+
+#[cfg(target_arch = "aarch64")]
+variant_tests! {
     neon => Kernels::neon(),
+}
+
+#[cfg(all(target_family = "wasm", target_feature = "simd128"))]
+variant_tests! {
     simd128 => Kernels::simd128(),
+}
+
+/// The variants instantiated above for this target.
+const INSTANTIATED: &[&str] = &[
+    "scalar",
+    #[cfg(target_arch = "x86_64")]
+    "sse2",
+    #[cfg(target_arch = "x86_64")]
+    "avx2",
+    #[cfg(target_arch = "x86_64")]
+    "avx512",
+    #[cfg(target_arch = "aarch64")]
+    "neon",
+    #[cfg(all(target_family = "wasm", target_feature = "simd128"))]
+    "simd128",
+];
+
+/// Names the variants whose tests run here (past the output capture, so every log shows
+/// them) and fails when a required one is missing.
+#[test]
+fn variants_run_here() {
+    let ran = variants::under_test("kernel equivalence");
+    let line = variants::report("kernel equivalence", &ran);
+    assert!(ran.iter().all(|k| INSTANTIATED.contains(&k.name())), "{line}: not all instantiated");
+    #[cfg(target_family = "wasm")]
+    wasm_bindgen_test::console_log!("{line}");
 }
 
 /// Every entry of `available()` has one of the names instantiated above (so none escapes the
@@ -370,6 +433,7 @@ fn available_is_covered() {
     assert_eq!(names[0], "scalar");
     for (i, n) in names.iter().enumerate() {
         assert!(VARIANT_NAMES.contains(n), "untested variant {n}");
+        assert!(INSTANTIATED.contains(n), "variant {n} has no tests instantiated for this target");
         assert!(!names[..i].contains(n), "duplicate variant {n}");
         assert_eq!(Kernels::by_name(n).unwrap().name(), *n);
     }

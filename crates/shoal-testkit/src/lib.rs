@@ -8,6 +8,7 @@
 pub mod counting;
 pub mod oracle;
 pub mod scenario;
+pub mod variants;
 
 /// The index's seeded SplitMix64 (identical on every target), with test-data helpers on top.
 #[derive(Clone, Debug)]

@@ -290,6 +290,48 @@ pub struct Output {
     pub segment: Vec<u8>,
 }
 
+impl Output {
+    /// A short record of the output, comparable across targets and committed in
+    /// `tests/golden/conformance.json`: per part (`ids`, `score_bits`, `counts`, `segment`) its
+    /// element count and the CRC-32C of its little-endian bytes.
+    pub fn digest(&self) -> Value {
+        fn part<T: Copy, const N: usize>(items: &[T], bytes: fn(T) -> [u8; N]) -> Value {
+            let all: Vec<u8> = items.iter().flat_map(|&x| bytes(x)).collect();
+            json!({"len": items.len(), "crc32c": shoal_format::crc32c(&all)})
+        }
+        json!({
+            "ids": part(&self.ids, u64::to_le_bytes),
+            "score_bits": part(&self.score_bits, u32::to_le_bytes),
+            "counts": part(&self.counts, u32::to_le_bytes),
+            "segment": part(&self.segment, |b: u8| [b]),
+        })
+    }
+}
+
+/// The committed digests of every configuration's output (`tests/golden/conformance.json`,
+/// keyed by [`Config::name`]), compiled in so that targets without a file system (wasm) check
+/// them too. `SHOAL_WRITE_GOLDEN=1 cargo test -p shoal-tests --test conformance` rewrites the
+/// file when the scenario or the writer changes on purpose.
+pub fn committed_digests() -> Value {
+    serde_json::from_str(include_str!("../../../tests/golden/conformance.json")).expect("valid digests JSON")
+}
+
+/// Checks `out` (from the named kernel variant) against the committed digest of `config`,
+/// with a message naming the parts that differ.
+pub fn check_digest(config: &Config, kernels: &str, out: &Output) {
+    let committed = committed_digests();
+    let want = &committed[config.name];
+    assert!(!want.is_null(), "{}: no committed digest in tests/golden/conformance.json", config.name);
+    let got = out.digest();
+    let differs: Vec<&str> =
+        ["ids", "score_bits", "counts", "segment"].into_iter().filter(|p| got[p] != want[p]).collect();
+    assert!(
+        differs.is_empty(),
+        "{} with kernels {kernels}: {differs:?} differ from tests/golden/conformance.json\n got {got}\nwant {want}",
+        config.name
+    );
+}
+
 fn row(rng: &mut Rng, dim: usize, i: u64) -> Vec<f32> {
     // Mostly uniform values; some rows scaled up or down by powers of two (exact) so sums see
     // very different magnitudes, and a zero row.
