@@ -13,6 +13,7 @@ CARGO ?= cargo
 export PATH := $(HOME)/.cargo/bin:$(PATH)
 WASM_BINDGEN_VERSION := 0.2.130
 WASM_PACK_VERSION := 0.15.1
+TWIGGY_VERSION := 0.8.0
 CACHE := $(HOME)/.cache/shoal
 GLOVE := $(CACHE)/glove50
 DEMO_PORT ?= 6333
@@ -37,6 +38,10 @@ setup-rust:
 	@if [ "$$(wasm-pack --version 2>/dev/null)" != "wasm-pack $(WASM_PACK_VERSION)" ]; then \
 		echo "installing wasm-pack $(WASM_PACK_VERSION) (a few minutes, once)"; \
 		$(CARGO) install wasm-pack --version $(WASM_PACK_VERSION); \
+	fi
+	@if [ "$$(twiggy --version 2>/dev/null)" != "twiggy-opt $(TWIGGY_VERSION)" ]; then \
+		echo "installing twiggy $(TWIGGY_VERSION) (the package size report; a few minutes, once)"; \
+		$(CARGO) install twiggy --version $(TWIGGY_VERSION); \
 	fi
 
 # Debian packages of the tests: QEMU user mode and the aarch64 cross linker (test-aarch64),
@@ -166,6 +171,7 @@ bench-search:
 bench-node:
 	pip install -q -r bench/requirements-bench.txt
 	python3 bench/datasets.py --only glove-100k
+	SHOAL_JS_FEATURES=bench SHOAL_JS_PKG=pkg-bench bash bindings-js/scripts/build.sh
 	node bench/node/kernels.mjs
 	node bench/node/insert.mjs
 	node bench/node/coldstart.mjs

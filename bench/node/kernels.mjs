@@ -6,7 +6,8 @@
 // --bytes bytes (in cache-friendly territory for small dims, beyond L2 for large ones); the
 // kernels (`dot_batch`, `l2_sq_batch`) run entirely inside wasm, timed from JS over calls of
 // many iterations. GB/s counts the row bytes read.
-// Needs the package built (npm run build --workspace bindings-js).
+// Needs the benchmark build of the package (bindings-js/pkg-bench: `make bench-node` makes it,
+// or `SHOAL_JS_FEATURES=bench SHOAL_JS_PKG=pkg-bench bash bindings-js/scripts/build.sh`).
 import { readFile } from "node:fs/promises";
 
 function arg(name, fallback) {
@@ -18,8 +19,8 @@ const MIN_MS = arg("ms", 300);
 const DIMS = [50, 128, 384, 768, 1536];
 
 async function load(variant) {
-  const glue = await import(`../../bindings-js/pkg/${variant}/shoal_js.js`);
-  const wasm = await readFile(new URL(`../../bindings-js/pkg/${variant}/shoal_js_bg.wasm`, import.meta.url));
+  const glue = await import(`../../bindings-js/pkg-bench/${variant}/shoal_js.js`);
+  const wasm = await readFile(new URL(`../../bindings-js/pkg-bench/${variant}/shoal_js_bg.wasm`, import.meta.url));
   await glue.default({ module_or_path: wasm });
   return glue;
 }

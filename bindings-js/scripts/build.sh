@@ -15,6 +15,9 @@
 #                        not evict each other.
 #   SHOAL_JS_PROFILE     cargo profile (default: wasm-release)
 #   SHOAL_JS_ONLY        "simd" or "scalar" to build one of them
+#   SHOAL_JS_FEATURES    cargo features of shoal-js (e.g. "bench": the kernel benchmark exports)
+#   SHOAL_JS_PKG         the output folder under bindings-js/ (default: pkg, the published one;
+#                        a build with features goes elsewhere, e.g. pkg-bench)
 set -euo pipefail
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)" # bindings-js/
@@ -22,6 +25,14 @@ root="$(cd "$here/.." && pwd)"
 target_base="${SHOAL_JS_TARGET_DIR:-$root/target/js}"
 profile="${SHOAL_JS_PROFILE:-wasm-release}"
 only="${SHOAL_JS_ONLY:-}"
+features="${SHOAL_JS_FEATURES:-}"
+pkg="${SHOAL_JS_PKG:-pkg}"
+if [ -n "$features" ] && [ "$pkg" = pkg ]; then
+  echo "build.sh: a build with features ($features) must not replace the published pkg/ (set SHOAL_JS_PKG)" >&2
+  exit 1
+fi
+feature_args=()
+if [ -n "$features" ]; then feature_args=(-- --features "$features"); fi
 wasm_bindgen_version="0.2.130"
 wasm_pack_version="0.15.1"
 
@@ -70,17 +81,27 @@ build() {
   shift 2
   local target_dir="$target_base"
   if [ "$variant" = scalar ]; then target_dir="$target_base-scalar"; fi
-  local out="$here/pkg/$variant"
+  local out="$here/$pkg/$variant"
   echo "build.sh: [$variant] wasm-pack build (RUSTFLAGS='$rustflags', profile $profile)"
   # Keep the `target_features` section for wasm-bindgen (the profile's `strip = true` would
   # drop it); wasm-opt strips debug info and producers afterwards.
   rm -rf "$out"
   RUSTFLAGS="$rustflags" CARGO_TARGET_DIR="$target_dir" CARGO_PROFILE_WASM_RELEASE_STRIP=false \
-    wasm-pack --log-level warn build "$here" --target web --out-dir "pkg/$variant" --profile "$profile" \
-    --mode no-install --no-pack --no-gitignore --no-opt
+    wasm-pack --log-level warn build "$here" --target web --out-dir "$pkg/$variant" --profile "$profile" \
+    --mode no-install --no-pack --no-gitignore --no-opt "${feature_args[@]}"
   echo "build.sh: [$variant] wasm-opt -O3"
+  if [ "$variant" = simd ] && [ "$pkg" = pkg ]; then
+    # The same optimisation keeping the function names (-g), for the per-function size report
+    # of sizes.sh (twiggy); the package's module is optimised without -g below (-g changes a
+    # few of wasm-opt's choices, so stripping this one would not give the same bytes).
+    mkdir -p "$root/target/js-sizes"
+    "$wasm_opt" -O3 -g "${base_features[@]}" "$@" "$out/shoal_js_bg.wasm" -o "$root/target/js-sizes/simd.named.wasm"
+  fi
   "$wasm_opt" -O3 --strip-debug --strip-producers "${base_features[@]}" "$@" "$out/shoal_js_bg.wasm" -o "$out/shoal_js_bg.wasm.opt"
   mv "$out/shoal_js_bg.wasm.opt" "$out/shoal_js_bg.wasm"
+  if [ -f "$root/target/js-sizes/simd.named.wasm" ] && [ "$variant" = simd ] && [ "$pkg" = pkg ]; then
+    touch "$root/target/js-sizes/simd.named.wasm" # the report's module goes with this build
+  fi
   echo "build.sh: [$variant] $(wc -c < "$out/shoal_js_bg.wasm") bytes"
 }
 
@@ -93,11 +114,11 @@ if [ -z "$only" ] || [ "$only" = scalar ]; then
 fi
 
 # `js/index.js` imports the SIMD build's glue for both builds: they must be the same file.
-if [ -f "$here/pkg/simd/shoal_js.js" ] && [ -f "$here/pkg/scalar/shoal_js.js" ] &&
-  ! cmp -s "$here/pkg/simd/shoal_js.js" "$here/pkg/scalar/shoal_js.js"; then
+if [ -f "$here/$pkg/simd/shoal_js.js" ] && [ -f "$here/$pkg/scalar/shoal_js.js" ] &&
+  ! cmp -s "$here/$pkg/simd/shoal_js.js" "$here/$pkg/scalar/shoal_js.js"; then
   echo "build.sh: the simd and scalar builds' glue differ; js/index.js uses one for both" >&2
   exit 1
 fi
 
 # --- sizes (raw and gzipped; the budget is checked by `make test-edge`) ----------------------
-bash "$here/scripts/sizes.sh" || true
+if [ "$pkg" = pkg ]; then bash "$here/scripts/sizes.sh" || true; fi

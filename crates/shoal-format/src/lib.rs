@@ -33,8 +33,36 @@ pub use writer::SegmentWriter;
 
 /// CRC-32C (Castagnoli) of `bytes`: the checksum of every header, table and section.
 pub fn crc32c(bytes: &[u8]) -> u32 {
-    const CRC: crc::Crc<u32, crc::Table<16>> = crc::Crc::<u32, crc::Table<16>>::new(&crc::CRC_32_ISCSI);
-    CRC.checksum(bytes)
+    crc_table::get().checksum(bytes)
+}
+
+/// The CRC-32C tables (slicing by 16: 16 KiB). Native builds compute them at compile time.
+#[cfg(not(all(target_family = "wasm", not(target_feature = "atomics"))))]
+mod crc_table {
+    static CRC: crc::Crc<u32, crc::Table<16>> = crc::Crc::<u32, crc::Table<16>>::new(&crc::CRC_32_ISCSI);
+
+    pub fn get() -> &'static crc::Crc<u32, crc::Table<16>> {
+        &CRC
+    }
+}
+
+/// The CRC-32C tables (slicing by 16: 16 KiB), computed on first use in wasm builds: as a
+/// constant they were 16 KiB of incompressible bytes in the npm package (7% of its gzip
+/// budget); a zeroed static costs nothing there, and filling it takes microseconds.
+#[cfg(all(target_family = "wasm", not(target_feature = "atomics")))]
+mod crc_table {
+    use core::cell::OnceCell;
+
+    struct Lazy(OnceCell<crc::Crc<u32, crc::Table<16>>>);
+    // SAFETY: wasm32 without the `atomics` target feature runs one thread, so the cell is never
+    // accessed concurrently.
+    unsafe impl Sync for Lazy {}
+
+    static CRC: Lazy = Lazy(OnceCell::new());
+
+    pub fn get() -> &'static crc::Crc<u32, crc::Table<16>> {
+        CRC.0.get_or_init(|| crc::Crc::<u32, crc::Table<16>>::new(&crc::CRC_32_ISCSI))
+    }
 }
 
 /// Rounds `n` up to the next multiple of [`ALIGN`].
