@@ -26,6 +26,7 @@ export type ErrorCode =
   | "capacity_exceeded"
   | "invalid_payload"
   | "codes_only"
+  | "bad_set"
   // raised by the JavaScript wrapper itself
   | "invalid_argument"
   | "detached_batch"
@@ -227,9 +228,18 @@ export class Collection {
   search(req: SearchRequest): SearchResponse;
   /** Full check of every checksum of the sealed segment. */
   verify(): void;
-  /** The segment file (seals first). */
+  /** The collection as one segment file (seals and merges every segment first). */
   toBytes(): Uint8Array;
+  /** Seals, then the collection as a segment set: the manifest (JSON) and the files it names
+   * (every segment, and the live-rows files not returned before), the same bytes as natively. */
+  toSet(): { manifest: string; files: Map<string, Uint8Array> };
   static fromBytes(bytes: Uint8Array | ArrayBuffer | ArrayBufferView): Collection;
+  /** Opens a segment set from its manifest and the files it names (a `Map`, an object or a
+   * function from name to bytes). A missing or inconsistent file throws `bad_set`. */
+  static openSet(
+    manifest: string,
+    files: Map<string, Uint8Array> | Record<string, Uint8Array> | ((name: string) => Uint8Array | undefined),
+  ): Collection;
   /** Opens a segment of `length` bytes from a stream (a `fetch`/R2 body or a Node file stream),
    * each chunk copied straight into wasm memory: no whole copy in JavaScript memory. */
   static fromStream(source: ReadableStream<Uint8Array> | AsyncIterable<Uint8Array>, length: number): Promise<Collection>;

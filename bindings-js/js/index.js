@@ -630,6 +630,58 @@ export class Collection {
   }
 
   /**
+   * Seals, then returns the collection as a segment set (`docs/format.md`, "Collections as
+   * segment sets"): the manifest (JSON text) and the files it names — every segment, and the
+   * live-rows files not returned by an earlier call — the same bytes as natively. Store the
+   * files under their names and the manifest last; `Collection.openSet` opens them again.
+   * @returns {{ manifest: string, files: Map<string, Uint8Array> }}
+   */
+  toSet() {
+    const parts = call(() => this.#get().to_set());
+    /** @type {Map<string, Uint8Array>} */
+    const files = new Map();
+    for (let i = 1; i < parts.length; i += 2) files.set(parts[i], parts[i + 1]);
+    return { manifest: parts[0], files };
+  }
+
+  /**
+   * Opens a segment set: its manifest (JSON text) and the files it names, as a `Map` or an
+   * object from name to bytes, or a function returning a file's bytes (each segment is copied
+   * once into wasm memory). A missing or inconsistent file is a `ShoalError` (`bad_set`).
+   * @param {string} manifest
+   * @param {Map<string, Uint8Array> | Record<string, Uint8Array> | ((name: string) => Uint8Array | undefined)} files
+   */
+  static openSet(manifest, files) {
+    const g = wasmGlue();
+    const get =
+      typeof files === "function"
+        ? files
+        : files instanceof Map
+          ? (/** @type {string} */ n) => files.get(n)
+          : (/** @type {string} */ n) => /** @type {Record<string, Uint8Array>} */ (files)[n];
+    const opener = call(() => new g.SetOpener(manifest));
+    try {
+      const names = opener.files();
+      const segments = names.filter((n) => n.endsWith(".shoal"));
+      for (const name of names) {
+        const bytes = get(name);
+        if (!(bytes instanceof Uint8Array)) throw new ShoalError("bad_set", `segment set: ${name}: file not given`);
+        if (segments.includes(name)) {
+          const buf = new g.SegmentBuffer(bytes.length);
+          new Uint8Array(wasmExports.memory.buffer, buf.ptr(), bytes.length).set(bytes);
+          opener.add_segment(name, buf);
+        } else {
+          opener.add_live(name, bytes);
+        }
+      }
+    } catch (e) {
+      opener.free();
+      throw e;
+    }
+    return new Collection(/** @type {any} */ ({ [WRAP]: call(() => opener.open()) }));
+  }
+
+  /**
    * Opens segment bytes (copied once into wasm memory; the caller's bytes are not kept).
    * @param {Uint8Array | ArrayBuffer | ArrayBufferView} bytes
    */

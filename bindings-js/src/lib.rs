@@ -19,6 +19,9 @@
 use shoal_core::{
     Collection, CollectionConfig, Error, IdEncoding, IndexKind, Kernels, Metric, SearchRequest, SearchResponse,
 };
+use std::format;
+use std::string::String;
+use std::vec::Vec;
 use wasm_bindgen::prelude::*;
 
 #[cfg(feature = "bench")]
@@ -64,6 +67,59 @@ impl SegmentBuffer {
     }
 }
 
+/// Opens a segment set: JavaScript gives the manifest, then every file it names
+/// ([`SetOpener::files`]): segments through [`SegmentBuffer`]s (copied once into wasm memory),
+/// live-rows files as bytes.
+#[wasm_bindgen]
+pub struct SetOpener {
+    manifest: shoal_core::set::Manifest,
+    segments: Vec<(String, shoal_core::AlignedBytes)>,
+    live: Vec<(String, Vec<u8>)>,
+}
+
+#[wasm_bindgen]
+impl SetOpener {
+    /// Parses and checks a manifest (`docs/format.md`, "Collections as segment sets").
+    #[wasm_bindgen(constructor)]
+    pub fn new(manifest: &str) -> Result<SetOpener, JsValue> {
+        let manifest = shoal_core::set::Manifest::from_json(manifest.as_bytes()).map_err(|e| js_error(&e))?;
+        Ok(SetOpener { manifest, segments: Vec::new(), live: Vec::new() })
+    }
+
+    /// The files the manifest names, segments first (in set order), then live-rows files.
+    pub fn files(&self) -> Vec<String> {
+        let segments = self.manifest.segments.iter().map(|s| s.file.clone());
+        let live = self.manifest.segments.iter().filter_map(|s| s.live.as_ref().map(|l| l.file.clone()));
+        segments.chain(live).collect()
+    }
+
+    /// Hands over a segment file (its buffer is then owned here).
+    pub fn add_segment(&mut self, name: String, buffer: SegmentBuffer) {
+        self.segments.push((name, buffer.bytes));
+    }
+
+    /// Hands over a live-rows file.
+    pub fn add_live(&mut self, name: String, bytes: &[u8]) {
+        self.live.push((name, bytes.to_vec()));
+    }
+
+    /// Opens the set (cheap checks of every file against the manifest).
+    pub fn open(self) -> Result<WasmCollection, JsValue> {
+        let SetOpener { manifest, mut segments, live } = self;
+        let missing = |name: &str| Error::BadSet(format!("{name}: file not given"));
+        let inner = Collection::open_set(
+            &manifest,
+            &mut |e| {
+                let i = segments.iter().position(|s| s.0 == e.file).ok_or_else(|| missing(&e.file))?;
+                Ok(Box::new(segments.swap_remove(i).1))
+            },
+            &mut |l| live.iter().find(|f| f.0 == l.file).map(|f| f.1.clone()).ok_or_else(|| missing(&l.file)),
+        )
+        .map_err(|e| js_error(&e))?;
+        Ok(WasmCollection::wrap(inner))
+    }
+}
+
 /// A Shoal collection living in wasm memory.
 #[wasm_bindgen]
 pub struct WasmCollection {
@@ -71,11 +127,11 @@ pub struct WasmCollection {
 }
 
 impl WasmCollection {
-    /// The sealed segment with every change sealed in (sealing is a no-op when nothing changed,
-    /// and always leaves a segment).
-    fn sealed_now(&mut self) -> &shoal_core::SealedSegment {
-        self.inner.seal();
-        self.inner.sealed().expect("a seal always leaves a segment")
+    /// The collection as one sealed segment, every change in (compacting is a no-op when it
+    /// already is one, and always leaves a segment).
+    fn sealed_now(&mut self) -> Result<&shoal_core::SealedSegment, JsValue> {
+        self.inner.compact().map_err(|e| js_error(&e))?;
+        Ok(self.inner.segment(0).expect("a compaction leaves one segment"))
     }
 
     fn wrap(mut inner: Collection) -> WasmCollection {
@@ -192,13 +248,34 @@ impl WasmCollection {
     /// The sealed segment without its vectors (`SealedSegment::without_vectors`): a codes-only
     /// segment for [`search_reranked`](Self::search_reranked).
     pub fn segment_without_vectors(&mut self) -> Result<js_sys::Uint8Array, JsValue> {
-        let seg = self.sealed_now();
+        let seg = self.sealed_now()?;
         Ok(js_sys::Uint8Array::from(seg.without_vectors().map_err(|e| js_error(&e))?.as_slice()))
+    }
+
+    /// Seals, then writes the collection as a segment set: `[manifest JSON, name, bytes, name,
+    /// bytes, ...]` with every segment file and the live-rows files the manifest names that
+    /// were not written by an earlier call.
+    pub fn to_set(&mut self) -> js_sys::Array {
+        self.inner.seal();
+        let cp = self.inner.checkpoint(None);
+        let out = js_sys::Array::new();
+        out.push(&JsValue::from_str(&String::from_utf8_lossy(&cp.manifest.to_json())));
+        for (i, info) in self.inner.segments().into_iter().enumerate() {
+            let seg = self.inner.segment(i).expect("listed");
+            out.push(&JsValue::from_str(&info.name));
+            out.push(&js_sys::Uint8Array::from(seg.bytes()).into());
+        }
+        for (name, bytes) in &cp.live_files {
+            out.push(&JsValue::from_str(name));
+            out.push(&js_sys::Uint8Array::from(&bytes[..]).into());
+        }
+        self.inner.checkpoint_written(&cp);
+        out
     }
 
     /// The sealed segment's vectors in row order (a `Float32Array`).
     pub fn stored_vectors(&mut self) -> Result<js_sys::Float32Array, JsValue> {
-        let seg = self.sealed_now();
+        let seg = self.sealed_now()?;
         let v = seg.vectors().ok_or_else(|| js_error(&Error::CodesOnly("stored vectors")))?;
         Ok(js_sys::Float32Array::from(v))
     }

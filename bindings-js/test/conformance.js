@@ -1,8 +1,8 @@
 // The cross-target conformance scenario, replayed through the npm API. The native Rust test
 // (`cargo test -p shoal-tests --test conformance`) writes one fixture per configuration to
 // `target/conformance/<name>.json` + `<name>.shoal`: the scenario's ops, its queries, the
-// expected ids and f32 score bits of every result, and the final segment bytes. Every one of
-// them must come out identical here. Missing fixtures fail the test: they are not optional.
+// expected ids and f32 score bits of every result, the manifests of the segment sets it wrote,
+// and the final segment bytes. Every one of them must come out identical here. Missing fixtures fail the test: they are not optional.
 import { existsSync, readFileSync, readdirSync } from "node:fs";
 import { fileURLToPath } from "node:url";
 import { describe, expect, it } from "vitest";
@@ -32,7 +32,7 @@ function replay(fx) {
   let col = new Collection({ dim: fx.dim, metric: fx.metric, fields });
   const filters = fx.filters ?? [];
   const texts = fx.texts ?? [];
-  const out = { ids: [], scoreBits: [], counts: [] };
+  const out = { ids: [], scoreBits: [], counts: [], manifests: [] };
   const queries = Float32Array.from(fx.queries);
   const nq = queries.length / fx.dim;
   for (const op of fx.ops) {
@@ -54,6 +54,13 @@ function replay(fx) {
         const bytes = col.toBytes();
         col.free();
         col = Collection.fromBytes(bytes);
+        break;
+      }
+      case "set_roundtrip": {
+        const { manifest, files } = col.toSet();
+        out.manifests.push(manifest);
+        col.free();
+        col = Collection.openSet(manifest, files);
         break;
       }
       case "search":
@@ -133,6 +140,7 @@ export function conformanceSuite(build) {
         const bits = diff(got.scoreBits, fx.expected.score_bits);
         expect(bits.count, `score bits differ (first at result ${bits.first})`).toBe(0);
         expect(got.ids.length).toBeGreaterThan(0);
+        expect(got.manifests, "segment set manifests").toEqual(fx.expected.manifests);
 
         expect(got.segment.length, "segment length").toBe(expectedSegment.length);
         const seg = diff(got.segment, expectedSegment);

@@ -65,7 +65,7 @@ fn main() {
             }
             col.seal_with(IndexKind::IvfRabitq(params)).unwrap();
             let build_s = t.elapsed().as_secs_f64();
-            let seg = col.sealed().unwrap();
+            let seg = col.segment(0).unwrap();
             let (index, _, defaults) = seg.ivf().unwrap();
             let reader = seg.reader();
             let index_bytes: u64 = reader.sections().iter().filter(|e| e.kind >= 16).map(|e| e.length).sum();

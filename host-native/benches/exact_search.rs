@@ -53,7 +53,7 @@ fn main() {
     let mut col = Collection::new(CollectionConfig { dim, metric: Metric::Cosine }).unwrap();
     col.insert(&ids, &vectors).unwrap();
     col.seal();
-    let seg = col.sealed().unwrap();
+    let seg = col.segment(0).unwrap();
     let stored = seg.vectors().expect("a flat segment keeps its vectors");
     let bytes = (stored.len() * 4) as f64;
     let words: Vec<u64> = bytemuck::cast_slice::<f32, u64>(&stored[..stored.len() / 2 * 2]).to_vec();

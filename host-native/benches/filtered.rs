@@ -64,7 +64,7 @@ fn main() {
     }
     drop(payloads);
 
-    let (index, _, defaults) = col.sealed().unwrap().ivf().unwrap();
+    let (index, _, defaults) = col.segment(0).unwrap().ivf().unwrap();
     println!(
         "nlist {}; defaults nprobe {} rerank {} probe ratio {}",
         index.nlist, defaults.nprobe, defaults.rerank, defaults.probe_ratio

@@ -82,8 +82,15 @@ fn main() {
     let t = Instant::now();
     let col = build(&docs, 1);
     let build_s = t.elapsed().as_secs_f64();
-    let text_bytes: u64 =
-        col.sealed().unwrap().reader().sections().iter().filter(|e| (48..64).contains(&e.kind)).map(|e| e.length).sum();
+    let text_bytes: u64 = col
+        .segment(0)
+        .unwrap()
+        .reader()
+        .sections()
+        .iter()
+        .filter(|e| (48..64).contains(&e.kind))
+        .map(|e| e.length)
+        .sum();
     println!(
         "== GCIDE: {} documents; build {build_s:.2} s (1 core); text sections {:.1} MB",
         docs.len(),

@@ -696,7 +696,7 @@ fn codes_only_builds_with_and_without_a_vectors_file() {
     let seg = Collection::from_bytes(&std::fs::read(lazy).unwrap()).unwrap();
     assert!(seg.codes_only());
     let stored: Vec<f32> = bytes.chunks_exact(4).map(|b| f32::from_le_bytes(b.try_into().unwrap())).collect();
-    for (row, &id) in seg.sealed().unwrap().ids().iter().enumerate() {
+    for (row, &id) in seg.segment(0).unwrap().ids().iter().enumerate() {
         assert_eq!(&stored[row * dim..(row + 1) * dim], &data[id as usize * dim..(id as usize + 1) * dim]);
     }
     let inspect = ok(shoal(&["inspect", codes]));

@@ -22,7 +22,7 @@ fn mapped_ivf_search_equals_in_memory_bit_for_bit() {
             write_atomic(&path, col.to_bytes()).unwrap();
             let in_memory = Collection::from_bytes(col.to_bytes()).unwrap();
             let mapped = open_collection(&path).unwrap();
-            assert!(mapped.sealed().unwrap().prefetches() && !in_memory.sealed().unwrap().prefetches());
+            assert!(mapped.segment(0).unwrap().prefetches() && !in_memory.segment(0).unwrap().prefetches());
             for q in queries.chunks_exact(dim) {
                 for limit in [1, 10, 50] {
                     let req = SearchRequest::nearest(q.to_vec(), limit);

@@ -24,7 +24,8 @@ fn differences(a: &Output, b: &Output) -> usize {
     let ids = a.ids.iter().zip(&b.ids).filter(|(x, y)| x != y).count() + a.ids.len().abs_diff(b.ids.len());
     let scores = a.score_bits.iter().zip(&b.score_bits).filter(|(x, y)| x != y).count()
         + a.score_bits.len().abs_diff(b.score_bits.len());
-    let counts = a.counts.iter().zip(&b.counts).filter(|(x, y)| x != y).count();
+    let counts =
+        a.counts.iter().zip(&b.counts).filter(|(x, y)| x != y).count() + usize::from(a.manifests != b.manifests);
     let seg =
         a.segment.iter().zip(&b.segment).filter(|(x, y)| x != y).count() + a.segment.len().abs_diff(b.segment.len());
     ids + scores + counts + seg
@@ -190,6 +191,7 @@ mod native {
                     json!({"op": "seal", "options": serde_json::from_str::<Value>(options).unwrap()})
                 }
                 Op::RoundTrip => json!({"op": "roundtrip"}),
+                Op::SetRoundTrip => json!({"op": "set_roundtrip"}),
                 Op::Search => json!({"op": "search"}),
             })
             .collect();
@@ -209,7 +211,12 @@ mod native {
             } else {
                 Vec::new()
             },
-            "expected": {"ids": ids(&out.ids), "score_bits": out.score_bits, "counts": out.counts},
+            "expected": {
+                "ids": ids(&out.ids),
+                "score_bits": out.score_bits,
+                "counts": out.counts,
+                "manifests": out.manifests,
+            },
             "segment": format!("{}.shoal", c.name),
         });
         std::fs::write(dir.join(format!("{}.json", c.name)), serde_json::to_vec(&fixture).unwrap()).unwrap();

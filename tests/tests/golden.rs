@@ -108,7 +108,7 @@ fn v1_golden_files_read_verify_and_search_the_same() {
         let col = Collection::from_bytes(&bytes).unwrap();
         col.verify().unwrap();
         assert_eq!((col.len(), col.dim(), col.metric()), (ids.len(), dim, metric), "{name}");
-        assert_eq!(col.index_kind(), index, "{name}");
+        assert_eq!(col.segment(0).unwrap().index_kind(), index, "{name}");
         assert!(ids.iter().all(|&id| col.contains(id)), "{name}");
         let expected: serde_json::Value =
             serde_json::from_slice(&read_golden(&format!("{name}.expected.json"))).unwrap();

@@ -29,11 +29,6 @@ impl Bitset {
         self.count
     }
 
-    pub(crate) fn clear(&mut self) {
-        self.words.clear();
-        self.count = 0;
-    }
-
     /// The members, ascending.
     pub(crate) fn iter(&self) -> impl Iterator<Item = usize> + '_ {
         self.words.iter().enumerate().flat_map(|(i, &w)| {

@@ -71,6 +71,9 @@ pub enum Error {
     /// The collection keeps only its index codes (a codes-only segment): it has no full
     /// vectors to change, rebuild, return or search exactly; names what was asked.
     CodesOnly(&'static str),
+    /// A segment set's manifest or live-rows file is malformed or disagrees with the segments
+    /// it names (`docs/format.md`, "Collections as segment sets").
+    BadSet(String),
 }
 
 impl Error {
@@ -93,6 +96,7 @@ impl Error {
             Error::PayloadLayout(_) => "bad_segment",
             Error::Text(_) => "bad_segment",
             Error::CodesOnly(_) => "codes_only",
+            Error::BadSet(_) => "bad_set",
         }
     }
 }
@@ -128,6 +132,7 @@ impl fmt::Display for Error {
             Error::CodesOnly(what) => {
                 write!(f, "{what}: the collection keeps index codes only (no full vectors), so it is read-only")
             }
+            Error::BadSet(why) => write!(f, "segment set: {why}"),
         }
     }
 }

@@ -1,9 +1,10 @@
 //! Shoal's collection: the one place where points are added, deleted, sealed and searched.
 //!
-//! A [`Collection`] holds at most one sealed segment (immutable, in the format of
-//! `docs/format.md`, over any [`SegmentBytes`]: a memory map natively, wasm memory in JS) plus
-//! a mutable segment that takes new points. [`Collection::seal`] merges both into a new sealed
-//! segment. Searches go through the JSON [`SearchRequest`] shared by every host.
+//! A [`Collection`] is a set of sealed segments (immutable, in the format of `docs/format.md`,
+//! over any [`SegmentBytes`]: a memory map natively, wasm memory in JS) plus a mutable segment
+//! that takes new points. [`Collection::seal`] turns the new points into a new segment and
+//! merges segments by a size-tiered policy; the set persists as a manifest and live-rows files
+//! ([`set`]). Searches go through the JSON [`SearchRequest`] shared by every host.
 //!
 //! ```
 //! use shoal_core::{Collection, CollectionConfig, Metric, SearchRequest};
@@ -29,9 +30,13 @@ mod mutable;
 mod pool;
 mod request;
 mod sealed;
+pub mod set;
 mod text;
 
-pub use collection::{Collection, CollectionConfig, FILTER_EXACT_DIVISOR, FILTER_EXACT_PER_RESULT, IdEncoding};
+pub use collection::{
+    Checkpoint, Collection, CollectionConfig, FILTER_EXACT_DIVISOR, FILTER_EXACT_PER_RESULT, IdEncoding, MergeSnapshot,
+    SealSnapshot, SegmentInfo,
+};
 pub use error::Error;
 pub use request::{
     MAX_BM25_K1, MAX_LIMIT, MAX_OFFSET, ScoredPoint, SearchParams, SearchRequest, SearchResponse, SearchStats,

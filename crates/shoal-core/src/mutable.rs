@@ -64,8 +64,4 @@ impl Mutable {
             None => false,
         }
     }
-
-    pub(crate) fn clear(&mut self) {
-        *self = Mutable::default();
-    }
 }

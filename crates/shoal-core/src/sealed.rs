@@ -44,6 +44,23 @@ struct SealOptions {
 }
 
 impl IndexKind {
+    /// The seal options as JSON (`{}` for flat), as [`from_json`](Self::from_json) reads them.
+    pub fn to_json(&self) -> serde_json::Value {
+        match self {
+            IndexKind::Flat => serde_json::json!({}),
+            IndexKind::IvfRabitq(p) => {
+                let mut o = serde_json::json!({"index": "ivf-rabitq", "seed": p.seed, "bits": p.bits});
+                if let Some(n) = p.partitions {
+                    o["partitions"] = serde_json::json!(n);
+                }
+                if p.codes_only {
+                    o["codes_only"] = serde_json::json!(true);
+                }
+                o
+            }
+        }
+    }
+
     /// Parses seal options (`{}` means flat). Errors name the offending option.
     ///
     /// ```
@@ -276,6 +293,12 @@ impl SealedSegment {
     /// The whole file.
     pub fn bytes(&self) -> &[u8] {
         self.storage.bytes()
+    }
+
+    /// The CRC-32C of the section table (from the header): with the file's number, its name
+    /// in a segment set.
+    pub fn table_crc(&self) -> u32 {
+        self.reader().header().table_crc
     }
 
     /// The container reader over this segment (for inspection tools).

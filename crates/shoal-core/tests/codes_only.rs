@@ -44,7 +44,7 @@ fn codes_only_drops_exactly_the_vectors_and_keeps_recall() {
         // VECTORS, byte for byte, except META (its vector type) and IVF_META (its defaults are
         // calibrated for ranking by estimates).
         let (full_bytes, codes_bytes) = (full.to_bytes().to_vec(), codes.to_bytes());
-        let (a, b) = (full.sealed().unwrap().reader(), shoal_format::SegmentReader::open(codes_bytes).unwrap());
+        let (a, b) = (full.segment(0).unwrap().reader(), shoal_format::SegmentReader::open(codes_bytes).unwrap());
         let kinds = |r: &shoal_format::SegmentReader<'_>| r.sections().iter().map(|e| e.kind).collect::<Vec<_>>();
         let mut expected = kinds(&a);
         expected.retain(|&k| k != shoal_format::KIND_VECTORS);
@@ -119,7 +119,7 @@ fn a_codes_only_collection_refuses_changes_and_round_trips() {
     codes.seal_with(codes.index_kind()).unwrap();
     let reopened = Collection::from_bytes(&bytes).unwrap();
     assert!(reopened.codes_only());
-    assert_eq!(reopened.index_kind(), codes.index_kind());
+    assert_eq!(reopened.segment(0).unwrap().index_kind(), codes.segment(0).unwrap().index_kind());
     assert_eq!(search(&reopened, json!({"limit": 10}), q).unwrap(), before);
 }
 
@@ -159,7 +159,7 @@ fn stripped(
 ) -> (Collection, Collection, Vec<f32>, Vec<f32>, shoal_testkit::scenario::Points) {
     let (mut full, _, queries, _) = pair(metric, dim, 4);
     full.set_kernels(shoal_core::Kernels::scalar());
-    let seg = full.sealed().unwrap();
+    let seg = full.segment(0).unwrap();
     let mut codes = Collection::from_bytes(seg.without_vectors().unwrap().as_slice()).unwrap();
     codes.set_kernels(shoal_core::Kernels::scalar());
     let vectors = seg.vectors().unwrap().to_vec();
@@ -206,10 +206,10 @@ fn lazy_reranking_is_exact_over_the_rows_it_reads() {
         // Stripped, not rebuilt: every section but VECTORS and META is the full one's.
         assert!(
             codes.codes_only()
-                && codes.index_kind()
+                && codes.segment(0).unwrap().index_kind()
                     == IndexKind::IvfRabitq(IvfParams {
                         codes_only: true,
-                        ..match full.index_kind() {
+                        ..match full.segment(0).unwrap().index_kind() {
                             IndexKind::IvfRabitq(p) => p,
                             _ => unreachable!(),
                         }
@@ -303,5 +303,5 @@ fn lazy_reranking_rejects_bad_input() {
     let mut flat = Collection::new(CollectionConfig { dim: 4, metric: Metric::L2 }).unwrap();
     flat.insert(&[1, 2], &[0.0; 8]).unwrap();
     flat.seal();
-    assert!(flat.sealed().unwrap().without_vectors().is_err());
+    assert!(flat.segment(0).unwrap().without_vectors().is_err());
 }

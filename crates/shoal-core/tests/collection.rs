@@ -150,7 +150,7 @@ fn corrupt_segments_are_typed_errors() {
         Error::Format(FormatError::UnsupportedVersion { found: 9, newest: 1 })
     );
     // A flipped bit inside the vectors opens (open is cheap) but fails verification.
-    let reader = shoal_format::SegmentReader::open(c.sealed().unwrap().bytes()).unwrap();
+    let reader = shoal_format::SegmentReader::open(c.segment(0).unwrap().bytes()).unwrap();
     let vectors = reader.sections().iter().find(|e| e.kind == shoal_format::KIND_VECTORS).unwrap();
     let mut flipped = bytes.clone();
     flipped[vectors.offset as usize + 3] ^= 0x10;

@@ -78,7 +78,7 @@ fn deletes_upserts_and_reseal_keep_working() {
     assert_eq!(ids(&col, r#"{"limit": 1}"#, q), [999_999]);
     col.seal();
     assert!(matches!(col.index_kind(), IndexKind::IvfRabitq(_)), "re-sealing keeps the index");
-    assert!(col.sealed().unwrap().ivf().is_some());
+    assert!(col.segment(0).unwrap().ivf().is_some());
     assert_eq!(ids(&col, r#"{"limit": 1}"#, q), [999_999]);
     assert_eq!(col.len(), 5000);
     let bytes = col.to_bytes().to_vec();
@@ -88,13 +88,13 @@ fn deletes_upserts_and_reseal_keep_working() {
     // Nearly everything deleted: the probes widen until the survivors are found.
     let all: Vec<u64> = (0..5000u64).map(|i| i * 3 + 1).collect();
     col.delete(&all[5..]).unwrap();
-    assert!(col.sealed().unwrap().ivf().is_some(), "deletes are pending against the IVF segment");
+    assert!(col.segment(0).unwrap().ivf().is_some(), "deletes are pending against the IVF segment");
     let left = ids(&col, r#"{"limit": 10}"#, q);
     assert_eq!(left.len(), col.len(), "every live point is found: {left:?}");
     assert!(col.len() >= 5);
     // Back to flat.
     col.seal_with(IndexKind::Flat).unwrap();
-    assert!(col.sealed().unwrap().ivf().is_none());
+    assert!(col.segment(0).unwrap().ivf().is_none());
 }
 
 #[test]

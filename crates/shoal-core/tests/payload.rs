@@ -387,8 +387,8 @@ fn collections_without_schema_store_no_payload() {
     for seal in [false, true] {
         if seal {
             col.seal();
-            assert!(col.sealed().unwrap().schema().is_none());
-            assert!(col.sealed().unwrap().payload().is_none());
+            assert!(col.segment(0).unwrap().schema().is_none());
+            assert!(col.segment(0).unwrap().payload().is_none());
         }
         let res = col.search(&request(r#"{"must": [{"has_id": [2, 4, 77]}]}"#, &[0.0, 0.0], 10, "")).unwrap();
         assert_eq!(res.points.iter().map(|p| p.id).collect::<Vec<_>>(), [2, 4]);

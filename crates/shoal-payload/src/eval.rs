@@ -7,7 +7,7 @@ use alloc::vec::Vec;
 use crate::column::{CODE_EMPTY, CODE_FIRST_VALUE, CodeSet, ColumnRef, MODE_SETS, RowLists};
 use crate::error::FilterError;
 use crate::filter::{Condition, FieldCheck, Filter, Literal, Range};
-use crate::schema::FieldType;
+use crate::schema::{FieldType, Schema};
 use crate::store::{Dict, FieldView, PayloadView};
 use crate::values::{f64_of_key, i64_of_key, key_of_i64};
 
@@ -209,7 +209,21 @@ impl<'a> PayloadView<'a> {
         filter: &Filter,
         row_of: &dyn Fn(u64) -> Option<u32>,
     ) -> Result<CompiledFilter<'v, 'a>, FilterError> {
-        filter.validate(self.schema())?;
+        self.compile_for(filter, self.schema(), row_of)
+    }
+
+    /// [`compile`](Self::compile) for a filter validated against `schema` instead of the view's
+    /// own: a collection's schema, which may have gained fields since this view's segment was
+    /// written (with the same types for the fields both have). A field the view does not have
+    /// holds no value on any of its rows: `is_empty` holds, value and range conditions and
+    /// `is_null` do not.
+    pub fn compile_for<'v>(
+        &'v self,
+        filter: &Filter,
+        schema: &Schema,
+        row_of: &dyn Fn(u64) -> Option<u32>,
+    ) -> Result<CompiledFilter<'v, 'a>, FilterError> {
+        filter.validate(schema)?;
         let root = compile_filter(self, filter, row_of);
         Ok(CompiledFilter { view: self, root })
     }
@@ -264,8 +278,8 @@ fn compile_condition(view: &PayloadView<'_>, c: &Condition, row_of: &dyn Fn(u64)
             rows.dedup();
             Node::Rows(rows)
         }
-        // Validation guarantees the fields exist; a missing one compiles to "false".
-        Condition::IsEmpty(k) => field_index(k).map_or(Node::Const(false), Node::IsEmpty),
+        // A field this view does not have (see `compile_for`) holds no value on its rows.
+        Condition::IsEmpty(k) => field_index(k).map_or(Node::Const(true), Node::IsEmpty),
         Condition::IsNull(k) => field_index(k).map_or(Node::Const(false), Node::IsNull),
         Condition::Field { key, check } => {
             let Some(i) = field_index(key) else { return Node::Const(false) };

@@ -262,6 +262,9 @@ pub enum Op {
     Seal(Option<String>),
     /// `to_bytes` then `from_bytes` into a new collection.
     RoundTrip,
+    /// Seal, write the segment set (manifest, segment and live-rows files), then open it
+    /// again as a new collection.
+    SetRoundTrip,
     /// Run every query and record the results.
     Search,
 }
@@ -288,6 +291,8 @@ pub struct Output {
     pub counts: Vec<u32>,
     /// The final collection's segment bytes.
     pub segment: Vec<u8>,
+    /// The manifest JSON of every [`Op::SetRoundTrip`], in order.
+    pub manifests: Vec<String>,
 }
 
 impl Output {
@@ -304,6 +309,7 @@ impl Output {
             "score_bits": part(&self.score_bits, u32::to_le_bytes),
             "counts": part(&self.counts, u32::to_le_bytes),
             "segment": part(&self.segment, |b: u8| [b]),
+            "manifests": part(self.manifests.concat().as_bytes(), |b: u8| [b]),
         })
     }
 }
@@ -324,7 +330,7 @@ pub fn check_digest(config: &Config, kernels: &str, out: &Output) {
     assert!(!want.is_null(), "{}: no committed digest in tests/golden/conformance.json", config.name);
     let got = out.digest();
     let differs: Vec<&str> =
-        ["ids", "score_bits", "counts", "segment"].into_iter().filter(|p| got[p] != want[p]).collect();
+        ["ids", "score_bits", "counts", "segment", "manifests"].into_iter().filter(|p| got[p] != want[p]).collect();
     assert!(
         differs.is_empty(),
         "{} with kernels {kernels}: {differs:?} differ from tests/golden/conformance.json\n got {got}\nwant {want}",
@@ -388,6 +394,16 @@ pub fn scenario(config: Config) -> Scenario {
         insert_op(&mut rng, &config, 6, (1200..1600).chain(big), &mut existing),
         Op::Delete { ids: (3..1600).step_by(17).collect() },
         Op::Search,
+        // A second segment: the set holds two, the first with deleted rows.
+        Op::Seal(None),
+        Op::Search,
+        // Upserts into both segments, deletes in both and in the mutable segment; the set
+        // written and opened again (manifest, live-rows files).
+        insert_op(&mut rng, &config, 7, (1500..1700).chain((100..300).step_by(7)), &mut existing),
+        Op::Delete { ids: (0..1700).step_by(29).chain([1650, 1651]).collect() },
+        Op::Search,
+        Op::SetRoundTrip,
+        Op::Search,
         Op::RoundTrip,
         Op::Search,
     ];
@@ -419,7 +435,13 @@ pub fn run(s: &Scenario, kernels: Kernels) -> Output {
     }
     .expect("valid config");
     col.set_kernels(kernels);
-    let mut out = Output { ids: Vec::new(), score_bits: Vec::new(), counts: Vec::new(), segment: Vec::new() };
+    let mut out = Output {
+        ids: Vec::new(),
+        score_bits: Vec::new(),
+        counts: Vec::new(),
+        segment: Vec::new(),
+        manifests: Vec::new(),
+    };
     for op in &s.ops {
         match op {
             Op::Insert { ids, vectors, payloads } => {
@@ -437,6 +459,12 @@ pub fn run(s: &Scenario, kernels: Kernels) -> Output {
                 col = Collection::from_bytes(&bytes).expect("round trip");
                 col.set_kernels(kernels);
             }
+            Op::SetRoundTrip => {
+                let (manifest, files) = write_set(&mut col);
+                out.manifests.push(manifest.clone());
+                col = open_set(&manifest, &files);
+                col.set_kernels(kernels);
+            }
             Op::Search => {
                 for (i, q) in s.queries.chunks_exact(c.dim).enumerate() {
                     let res = col.search(&request_of(&c, i, q)).expect("valid search");
@@ -451,6 +479,37 @@ pub fn run(s: &Scenario, kernels: Kernels) -> Output {
     }
     out.segment = col.to_bytes().to_vec();
     out
+}
+
+/// Seals `col` and writes its segment set: the manifest JSON and every file it names.
+pub fn write_set(col: &mut Collection) -> (String, Vec<(String, Vec<u8>)>) {
+    col.seal();
+    let cp = col.checkpoint(None);
+    let mut files: Vec<(String, Vec<u8>)> = col
+        .segments()
+        .into_iter()
+        .enumerate()
+        .map(|(i, info)| (info.name, col.segment(i).expect("listed").bytes().to_vec()))
+        .collect();
+    files.extend(cp.live_files.iter().cloned());
+    col.checkpoint_written(&cp);
+    (String::from_utf8(cp.manifest.to_json()).expect("JSON is UTF-8"), files)
+}
+
+/// Opens a segment set written by [`write_set`].
+pub fn open_set(manifest: &str, files: &[(String, Vec<u8>)]) -> Collection {
+    let manifest = shoal_core::set::Manifest::from_json(manifest.as_bytes()).expect("a valid manifest");
+    let find = |name: &str| files.iter().find(|f| f.0 == name).map(|f| f.1.clone());
+    let missing = |name: &str| shoal_core::Error::BadSet(format!("{name}: missing"));
+    Collection::open_set(
+        &manifest,
+        &mut |e| {
+            let bytes = find(&e.file).ok_or_else(|| missing(&e.file))?;
+            Ok(Box::new(shoal_core::AlignedBytes::from_slice(&bytes)))
+        },
+        &mut |l| find(&l.file).ok_or_else(|| missing(&l.file)),
+    )
+    .expect("the set opens")
 }
 
 /// The live points of a scenario at one search step, in internal-id order.
@@ -492,7 +551,7 @@ pub fn live_points_at_searches(s: &Scenario) -> Vec<(Snapshot, bool)> {
                     kill(&mut sealed, *id);
                 }
             }
-            Op::Seal(_) | Op::RoundTrip => {
+            Op::Seal(_) | Op::RoundTrip | Op::SetRoundTrip => {
                 approximate |= c.ivf_partitions.is_some();
                 sealed.retain(|r| r.3);
                 sealed.extend(mutable.drain(..).filter(|r| r.3));

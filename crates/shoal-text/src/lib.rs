@@ -39,4 +39,4 @@ pub use analyzer::{Analyzer, AnalyzerOptions, Token};
 pub use error::TextError;
 pub use index::{BuildOptions, IndexBuilder, Sections, TEXT_VERSION, TextIndex, TextMeta, kinds};
 pub use query::{Clause, Query};
-pub use search::{Bm25, CHECK_EVERY, Clock, Deadline, Hit, SearchParams, SearchResult, SearchStats};
+pub use search::{Bm25, CHECK_EVERY, Clock, Corpus, Deadline, Hit, SearchParams, SearchResult, SearchStats};

@@ -128,6 +128,25 @@ impl core::fmt::Debug for Deadline<'_> {
 /// Candidate documents between two clock reads.
 pub const CHECK_EVERY: u64 = 64;
 
+/// BM25 statistics of a corpus larger than one index (a collection of several segments):
+/// documents, total length and document frequencies summed over every index of the corpus,
+/// so that a document scores the same whichever index holds it.
+#[derive(Clone, Copy)]
+pub struct Corpus<'p> {
+    /// Documents of the corpus (`N`).
+    pub doc_count: u32,
+    /// Sum of the documents' lengths in the searched field.
+    pub total_len: u64,
+    /// Documents of the corpus containing an (analysed) term of the searched field.
+    pub doc_freq: &'p dyn Fn(&str) -> Result<u32, TextError>,
+}
+
+impl core::fmt::Debug for Corpus<'_> {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.debug_struct("Corpus").field("doc_count", &self.doc_count).field("total_len", &self.total_len).finish()
+    }
+}
+
 /// Parameters of one search.
 #[derive(Clone, Copy)]
 pub struct SearchParams<'p> {
@@ -139,11 +158,13 @@ pub struct SearchParams<'p> {
     pub filter: Option<&'p dyn Fn(u32) -> bool>,
     /// Optional deadline.
     pub deadline: Option<Deadline<'p>>,
+    /// Statistics of the whole corpus (`None`: this index's own).
+    pub corpus: Option<Corpus<'p>>,
 }
 
 impl Default for SearchParams<'_> {
     fn default() -> Self {
-        SearchParams { k: 10, bm25: Bm25::default(), filter: None, deadline: None }
+        SearchParams { k: 10, bm25: Bm25::default(), filter: None, deadline: None, corpus: None }
     }
 }
 
@@ -154,6 +175,7 @@ impl core::fmt::Debug for SearchParams<'_> {
             .field("bm25", &self.bm25)
             .field("filter", &self.filter.is_some())
             .field("deadline", &self.deadline)
+            .field("corpus", &self.corpus)
             .finish()
     }
 }
@@ -448,12 +470,13 @@ impl<'a> TextIndex<'a> {
             bufs: Vec::new(),
         };
         let mut top = Top { k: params.k, heap: BinaryHeap::with_capacity(params.k.min(4096) + 1) };
-        let n = meta.doc_count;
-        if params.k == 0 || n == 0 || query.is_empty() || field >= meta.field_count {
+        let n = params.corpus.map_or(meta.doc_count, |c| c.doc_count);
+        if params.k == 0 || n == 0 || meta.doc_count == 0 || query.is_empty() || field >= meta.field_count {
             return Ok(SearchResult::default());
         }
         let avgdl = {
-            let a = meta.total_len[field as usize] as f32 / n as f32;
+            let total = params.corpus.map_or_else(|| meta.total_len[field as usize], |c| c.total_len);
+            let a = total as f32 / n as f32;
             if a > 0.0 { a } else { 1.0 }
         };
         let bm25 = params.bm25;
@@ -475,7 +498,12 @@ impl<'a> TextIndex<'a> {
                 if matches!(c, Clause::Phrase(_)) && pos.is_none() {
                     return Err(TextError::InvalidInput("phrase query on an index without positions"));
                 }
-                let idf = Bm25::idf(n, info.doc_freq);
+                let df = match params.corpus {
+                    // At least this index's own count, whatever the caller sums.
+                    Some(c) => (c.doc_freq)(t)?.max(info.doc_freq),
+                    None => info.doc_freq,
+                };
+                let idf = Bm25::idf(n, df);
                 let score = |tf, len| bm25.term_score(idf, tf, len, avgdl);
                 let ub = if exact_ub {
                     (0..cur.block_count()).map(|b| cur.block_max_score(b, score)).fold(0.0f32, f32::max)

@@ -147,7 +147,13 @@ proptest! {
         for qs in &queries {
             let q = Query::parse(&a, qs);
             let want = naive.search(&q, &bm25, k, &filter);
-            let params = SearchParams { k, bm25, filter: if filter_mod == 0 { None } else { Some(&filter) }, deadline: None };
+            let params = SearchParams {
+                k,
+                bm25,
+                filter: if filter_mod == 0 { None } else { Some(&filter) },
+                deadline: None,
+                corpus: None,
+            };
             let got = idx.search(0, &q, &params).unwrap();
             prop_assert!(!got.partial);
             let got: Vec<(u32, u32)> = got.hits.iter().map(|h| (h.doc, h.score.to_bits())).collect();

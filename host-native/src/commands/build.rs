@@ -187,10 +187,11 @@ pub fn run(args: &BuildArgs) -> Result<(), HostError> {
         }
     };
     col.seal_with(index)?;
+    col.compact()?;
     let stripped;
     let bytes = match &args.vectors_out {
         Some(path) => {
-            let seg = col.sealed().expect("sealed above");
+            let seg = col.segment(0).expect("compacted into one segment");
             bar.set_message("writing vectors");
             write_atomic(path, bytemuck::cast_slice(seg.vectors().expect("built with its vectors")))?;
             stripped = seg.without_vectors()?;

@@ -190,7 +190,7 @@ fn collection_info(store: &Store) -> Value {
             "status": "green",
             "optimizer_status": "ok",
             "points_count": g.points,
-            "indexed_vectors_count": col.sealed().map_or(0, |s| s.rows()),
+            "indexed_vectors_count": col.sealed_len(),
             "segments_count": u64::from(g.segment > 0) + u64::from(g.unsealed > 0),
             "config": {
                 "params": {

@@ -389,7 +389,7 @@ impl Store {
     }
 
     fn maybe_seal(self: &Arc<Self>, unsealed: u64) {
-        let sealed = self.read().sealed().map_or(0, |s| s.rows()) as u64;
+        let sealed = self.read().sealed_len() as u64;
         // A seal rewrites the whole segment, so the threshold grows with it (total seal work
         // stays linear in the points written: each seal adds at least 1/8 of its size); an
         // eighth keeps the exact-scanned unsealed part small next to the indexed part.

@@ -5,7 +5,8 @@
 //! the build's best kernels and returns a pointer to an output buffer whose length is
 //! `shoal_conformance_output_len()`. The buffer is
 //! `kernel name length u32, name bytes, then for ids (u64), score bits (u32), counts (u32) and
-//! segment bytes (u8): a u32 element count followed by the elements`.
+//! segment bytes (u8): a u32 element count followed by the elements, then the manifests: a u32
+//! count, each a u32 length and its UTF-8 bytes`.
 
 use std::sync::Mutex;
 
@@ -33,6 +34,11 @@ pub fn encode(kernels: &str, out: &shoal_testkit::scenario::Output) -> Vec<u8> {
     out.counts.iter().for_each(|x| buf.extend_from_slice(&x.to_le_bytes()));
     buf.extend_from_slice(&(out.segment.len() as u32).to_le_bytes());
     buf.extend_from_slice(&out.segment);
+    buf.extend_from_slice(&(out.manifests.len() as u32).to_le_bytes());
+    for m in &out.manifests {
+        buf.extend_from_slice(&(m.len() as u32).to_le_bytes());
+        buf.extend_from_slice(m.as_bytes());
+    }
     buf
 }
 

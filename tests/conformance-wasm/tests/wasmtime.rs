@@ -56,13 +56,26 @@ fn decode(buf: &[u8]) -> (String, Output) {
     let counts = r.bytes(n * 4).chunks_exact(4).map(|c| u32::from_le_bytes(c.try_into().unwrap())).collect();
     let n = r.u32() as usize;
     let segment = r.bytes(n);
+    let n = r.u32() as usize;
+    let manifests = (0..n)
+        .map(|_| {
+            let len = r.u32() as usize;
+            String::from_utf8(r.bytes(len)).unwrap()
+        })
+        .collect();
     assert!(r.0.is_empty());
-    (name, Output { ids, score_bits, counts, segment })
+    (name, Output { ids, score_bits, counts, segment, manifests })
 }
 
 #[test]
 fn encoding_round_trips() {
-    let out = Output { ids: vec![1, u64::MAX], score_bits: vec![7, 8], counts: vec![2], segment: vec![1, 2, 3] };
+    let out = Output {
+        ids: vec![1, u64::MAX],
+        score_bits: vec![7, 8],
+        counts: vec![2],
+        segment: vec![1, 2, 3],
+        manifests: vec!["{}".into(), "x".into()],
+    };
     assert_eq!(decode(&shoal_conformance_wasm::encode("x", &out)), ("x".to_string(), out));
 }
 

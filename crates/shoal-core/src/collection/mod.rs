@@ -1,0 +1,671 @@
+//! The collection: a set of sealed segments ([`Part`]s, in set order) plus the mutable segment
+//! that takes new points. This file holds the set, id lookups and writes; searching is in
+//! `search.rs` (vectors, filters, the planner), `text_search.rs` (BM25 with the set's
+//! statistics, hybrid fusion) and `lazy.rs` (lazy re-ranking of codes-only segments); seals,
+//! merges and persistence in `seal.rs`.
+
+use alloc::boxed::Box;
+use alloc::format;
+use alloc::sync::Arc;
+use alloc::vec::Vec;
+
+use serde_json::Value;
+use shoal_format::AlignedBytes;
+use shoal_index::ivf::IvfScratch;
+use shoal_index::{Candidate, FlatScratch, Metric, TopK, normalize};
+use shoal_kernels::Kernels;
+use shoal_payload::{Schema, parse_payload};
+use shoal_text::Clock;
+
+use crate::bitset::Bitset;
+use crate::mutable::Mutable;
+use crate::pool::Pool;
+use crate::text;
+use crate::{Error, IndexKind, SealedSegment, SegmentBytes};
+
+mod lazy;
+mod seal;
+mod search;
+mod text_search;
+
+pub use seal::{Checkpoint, MergeSnapshot, SealSnapshot, SegmentInfo};
+
+/// What a new collection holds.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct CollectionConfig {
+    /// Vector dimension, 1..=65536.
+    pub dim: usize,
+    /// How vectors are compared.
+    pub metric: Metric,
+}
+
+/// How the ids of a reserved batch are encoded when it is committed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum IdEncoding {
+    /// Each slot holds a `u64`.
+    U64,
+    /// Each slot holds the bits of an `f64` (a JavaScript number) that must be an integer in
+    /// `0..=2^53`; commit converts it in place.
+    F64,
+}
+
+/// Largest id a JavaScript number represents exactly.
+const MAX_SAFE_INTEGER: f64 = 9_007_199_254_740_992.0;
+
+/// A filtered search scans the matching points exactly when there are at most this many per
+/// requested result (`offset + limit`) ...
+pub const FILTER_EXACT_PER_RESULT: u64 = 64;
+/// ... or at most this fraction (1 / `FILTER_EXACT_DIVISOR`, 5%) of the segment's rows; beyond
+/// both it searches the IVF index with the filter checked on each candidate. (On GloVe 400k,
+/// scanning 5% of the rows exactly costs about what a default IVF search does.)
+pub const FILTER_EXACT_DIVISOR: u64 = 20;
+
+/// One sealed segment of the set.
+pub(crate) struct Part {
+    /// The segment (shared with a host's background merge).
+    pub(crate) seg: Arc<SealedSegment>,
+    /// Its deleted rows.
+    pub(crate) deleted: Bitset,
+    /// Internal id of its row 0 (`docs/format.md`, "Internal ids, ties and uniqueness").
+    pub(crate) base: usize,
+    /// The number in its file name, unique in the collection.
+    pub(crate) number: u64,
+    /// The manifest generation whose live-rows file records `deleted` (`None`: none written).
+    pub(crate) live_file: Option<u64>,
+    /// Whether `deleted` changed since the last manifest was written.
+    pub(crate) changed: bool,
+}
+
+/// A set of points (external `u64` id + vector, and a JSON payload when the collection has a
+/// schema) that can be searched.
+///
+/// Inserting an id that exists replaces the old point (upsert). The points live in sealed
+/// segments (a set, in order) and a mutable segment; internal ids, which break score ties,
+/// number the sealed segments' rows in set order, then the mutable segment's in insertion
+/// order.
+pub struct Collection {
+    dim: usize,
+    metric: Metric,
+    /// Payload fields (`None`: points carry no payload).
+    schema: Option<Schema>,
+    /// Overrides the planner's exact-scan limit (tests and benchmarks).
+    filter_exact_limit: Option<u64>,
+    kernels: Kernels,
+    /// The sealed segments, in set order.
+    parts: Vec<Part>,
+    mutable: Mutable,
+    /// The index the next seal builds.
+    index: IndexKind,
+    /// Whether some segment was built with another index than `index`.
+    reindex: bool,
+    /// The number the next segment's file name gets.
+    next_number: u64,
+    /// The generation of the last manifest written (0: none).
+    generation: u64,
+    /// The merge policy of [`seal`](Self::seal).
+    policy: crate::set::MergePolicy,
+    /// Per-query buffers, reused across searches.
+    scratch: Pool<QueryScratch>,
+    /// The host's clock, for `timeout_ms`.
+    clock: Option<Box<dyn Clock + Send + Sync>>,
+}
+
+/// The buffers of one search.
+#[derive(Default)]
+struct QueryScratch {
+    query: Vec<f32>,
+    topk: TopK,
+    best: Vec<Candidate>,
+    flat: FlatScratch,
+    ivf: IvfScratch,
+}
+
+/// Scratch slots per collection: enough for the native host's query threads.
+const SCRATCH_SLOTS: usize = 16;
+
+/// Where an internal id lives.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Loc {
+    /// Row of the `i`-th sealed segment.
+    Sealed(usize, usize),
+    /// Row of the mutable segment.
+    Mutable(usize),
+}
+
+impl core::fmt::Debug for Collection {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.debug_struct("Collection")
+            .field("dim", &self.dim)
+            .field("metric", &self.metric)
+            .field("len", &self.len())
+            .field("segments", &self.parts.len())
+            .field("kernels", &self.kernels)
+            .finish()
+    }
+}
+
+impl Collection {
+    /// An empty collection.
+    pub fn new(config: CollectionConfig) -> Result<Collection, Error> {
+        if config.dim == 0 || config.dim > shoal_format::MAX_DIM as usize {
+            return Err(Error::InvalidConfig("dim must be in 1..=65536"));
+        }
+        Ok(Collection {
+            dim: config.dim,
+            metric: config.metric,
+            schema: None,
+            filter_exact_limit: None,
+            kernels: Kernels::best(),
+            parts: Vec::new(),
+            mutable: Mutable::default(),
+            index: IndexKind::Flat,
+            reindex: false,
+            next_number: 1,
+            generation: 0,
+            policy: crate::set::MergePolicy::default(),
+            scratch: Pool::new(SCRATCH_SLOTS),
+            clock: None,
+        })
+    }
+
+    /// An empty collection whose points carry payloads of the given fields (an empty schema
+    /// means no payloads, as [`new`](Self::new)).
+    ///
+    /// ```
+    /// use shoal_core::{Collection, CollectionConfig, Metric, Schema, SearchRequest};
+    /// let schema = Schema::from_json(r#"{"tag": "keyword", "year": "integer"}"#).unwrap();
+    /// let mut col = Collection::with_schema(CollectionConfig { dim: 2, metric: Metric::L2 }, schema).unwrap();
+    /// let payloads = [serde_json::json!({"tag": "a", "year": 2001}), serde_json::json!({"tag": "b"})];
+    /// col.insert_with_payloads(&[1, 2], &[0.0, 0.0, 1.0, 1.0], &payloads).unwrap();
+    /// let req = SearchRequest::from_json(
+    ///     r#"{"vector": [1, 1], "filter": {"must": [{"key": "tag", "match": {"value": "a"}}]}, "with_payload": true}"#,
+    /// ).unwrap();
+    /// let res = col.search(&req).unwrap();
+    /// assert_eq!(res.points.len(), 1);
+    /// assert_eq!(res.points[0].payload, Some(payloads[0].clone()));
+    /// ```
+    pub fn with_schema(config: CollectionConfig, schema: Schema) -> Result<Collection, Error> {
+        let mut col = Collection::new(config)?;
+        col.schema = (!schema.is_empty()).then_some(schema);
+        Ok(col)
+    }
+
+    /// Parses a schema given as JSON (`{"title": "text", "tag": "keyword", "year": "integer"}`;
+    /// types `keyword`, `integer`, `float`, `bool`, `text`) for [`with_schema`](Self::with_schema).
+    pub fn parse_schema(json: &serde_json::Value) -> Result<Schema, Error> {
+        Schema::from_value(json).map_err(Error::InvalidSchema)
+    }
+
+    /// The payload fields (`None` when points carry no payload).
+    pub fn schema(&self) -> Option<&Schema> {
+        self.schema.as_ref()
+    }
+
+    /// Overrides the planner of filtered searches: scan a sealed segment's matching points
+    /// exactly when at most `limit` live points match, else search the IVF index (`None`
+    /// restores the default rule, see [`FILTER_EXACT_DIVISOR`]). For tests and benchmarks.
+    pub fn set_filter_exact_limit(&mut self, limit: Option<u64>) {
+        self.filter_exact_limit = limit;
+    }
+
+    /// Gives the collection a monotonic clock (microseconds), which requests with `timeout_ms`
+    /// need: the host supplies it (`Instant` natively, `performance.now()` in JavaScript).
+    pub fn set_clock(&mut self, clock: Box<dyn Clock + Send + Sync>) {
+        self.clock = Some(clock);
+    }
+
+    /// Opens one sealed segment as a collection (cheap checks only; see [`verify`](Self::verify)).
+    pub fn open(storage: Box<dyn SegmentBytes>) -> Result<Collection, Error> {
+        let seg = SealedSegment::open(storage)?;
+        let mut col = Collection::new(CollectionConfig { dim: seg.dim(), metric: seg.metric() })?;
+        col.schema = seg.schema().filter(|s| !s.is_empty()).cloned();
+        // Later seals build the same kind of index, sized for their own rows.
+        col.index = match seg.index_kind() {
+            IndexKind::IvfRabitq(p) => IndexKind::IvfRabitq(shoal_index::ivf::IvfParams { partitions: None, ..p }),
+            flat => flat,
+        };
+        col.push_part(Arc::new(seg), Bitset::default(), None);
+        Ok(col)
+    }
+
+    /// Opens a copy of segment bytes that may sit at any address.
+    pub fn from_bytes(bytes: &[u8]) -> Result<Collection, Error> {
+        Collection::open(Box::new(AlignedBytes::from_slice(bytes)))
+    }
+
+    /// Appends a sealed segment to the set (numbered next) with its deleted rows.
+    fn push_part(&mut self, seg: Arc<SealedSegment>, deleted: Bitset, live_file: Option<u64>) {
+        self.push_numbered(seg, deleted, live_file, self.next_number);
+    }
+
+    /// Appends a sealed segment to the set with the given file-name number.
+    fn push_numbered(&mut self, seg: Arc<SealedSegment>, deleted: Bitset, live_file: Option<u64>, number: u64) {
+        let base = self.sealed_rows();
+        self.next_number = self.next_number.max(number + 1);
+        self.parts.push(Part { seg, deleted, base, number, live_file, changed: false });
+    }
+
+    /// Recomputes every segment's base after the set changed.
+    fn rebase(&mut self) {
+        let mut base = 0;
+        for p in &mut self.parts {
+            p.base = base;
+            base += p.seg.rows();
+        }
+    }
+
+    /// Uses another kernel implementation (all give identical results; for tests and benchmarks).
+    pub fn set_kernels(&mut self, kernels: Kernels) {
+        self.kernels = kernels;
+    }
+
+    /// The kernel implementation in use.
+    pub fn kernels(&self) -> Kernels {
+        self.kernels
+    }
+
+    /// Vector dimension.
+    pub fn dim(&self) -> usize {
+        self.dim
+    }
+
+    /// Metric.
+    pub fn metric(&self) -> Metric {
+        self.metric
+    }
+
+    /// Number of sealed segments.
+    pub fn segment_count(&self) -> usize {
+        self.parts.len()
+    }
+
+    /// The `i`-th sealed segment, in set order.
+    pub fn segment(&self, i: usize) -> Option<&SealedSegment> {
+        self.parts.get(i).map(|p| &*p.seg)
+    }
+
+    /// Rows of every sealed segment, deleted ones included.
+    fn sealed_rows(&self) -> usize {
+        self.parts.last().map_or(0, |p| p.base + p.seg.rows())
+    }
+
+    /// Live rows of the sealed segments.
+    pub fn sealed_len(&self) -> usize {
+        self.parts.iter().map(|p| p.seg.rows() - p.deleted.count()).sum()
+    }
+
+    /// Number of live points.
+    pub fn len(&self) -> usize {
+        self.sealed_len() + self.mutable.live()
+    }
+
+    /// Whether the collection holds no live point.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Whether a live point has external id `id`.
+    pub fn contains(&self, id: u64) -> bool {
+        self.mutable.index.contains_key(&id) || self.sealed_row(id).is_some()
+    }
+
+    /// The segment and row holding the live sealed point `id`.
+    fn sealed_row(&self, id: u64) -> Option<(usize, usize)> {
+        self.parts
+            .iter()
+            .enumerate()
+            .find_map(|(i, p)| p.seg.row_of(id).filter(|&r| !p.deleted.contains(r)).map(|r| (i, r)))
+    }
+
+    /// Where internal id `internal` lives.
+    fn locate(&self, internal: usize) -> Loc {
+        let i = self.parts.partition_point(|p| p.base <= internal);
+        match i.checked_sub(1) {
+            Some(p) if internal < self.parts[p].base + self.parts[p].seg.rows() => {
+                Loc::Sealed(p, internal - self.parts[p].base)
+            }
+            _ => Loc::Mutable(internal - self.sealed_rows()),
+        }
+    }
+
+    /// The stored vector of a live point (normalised for cosine); `None` also for the points
+    /// of a codes-only segment, which keeps no vectors.
+    pub fn vector(&self, id: u64) -> Option<&[f32]> {
+        if let Some(&row) = self.mutable.index.get(&id) {
+            let row = row as usize;
+            return Some(&self.mutable.vectors[row * self.dim..(row + 1) * self.dim]);
+        }
+        let (p, row) = self.sealed_row(id)?;
+        self.parts[p].seg.vector(row)
+    }
+
+    /// Whether the collection keeps index codes only (a codes-only segment, see
+    /// [`Error::CodesOnly`]).
+    pub fn codes_only(&self) -> bool {
+        self.parts.iter().any(|p| p.seg.codes_only())
+    }
+
+    /// Refuses changes to a codes-only collection.
+    fn writable(&self, what: &'static str) -> Result<(), Error> {
+        if self.codes_only() { Err(Error::CodesOnly(what)) } else { Ok(()) }
+    }
+
+    /// The payload of a live point (`{}` when it has none).
+    pub fn payload(&self, id: u64) -> Option<Value> {
+        if let Some(&row) = self.mutable.index.get(&id) {
+            return Some(self.payload_of(self.sealed_rows() + row as usize));
+        }
+        let (p, row) = self.sealed_row(id)?;
+        Some(self.payload_of(self.parts[p].base + row))
+    }
+
+    /// The stored payload of an internal id.
+    fn payload_of(&self, internal: usize) -> Value {
+        let doc = match self.locate(internal) {
+            Loc::Sealed(p, row) => self.parts[p].seg.payload().and_then(|v| v.document(row as u32).ok()),
+            Loc::Mutable(row) => self.mutable.payloads.get(row).cloned(),
+        };
+        match doc {
+            Some(d @ Value::Object(_)) => d,
+            _ => Value::Object(serde_json::Map::new()),
+        }
+    }
+
+    /// The external id of an internal id.
+    fn external_id(&self, internal: usize) -> u64 {
+        match self.locate(internal) {
+            Loc::Sealed(p, row) => self.parts[p].seg.ids()[row],
+            Loc::Mutable(row) => self.mutable.ids[row],
+        }
+    }
+
+    /// Inserts (or replaces) points: `vectors` holds `ids.len() * dim` floats, row-major.
+    ///
+    /// All input is checked before anything changes: on error the collection is as before.
+    pub fn insert(&mut self, ids: &[u64], vectors: &[f32]) -> Result<(), Error> {
+        self.insert_with_payloads(ids, vectors, &[])
+    }
+
+    /// Inserts (or replaces, payload included) points with their payloads: none (`&[]`), or
+    /// one JSON object (or `null`) per point, checked against the schema.
+    ///
+    /// All input is checked before anything changes: on error the collection is as before.
+    pub fn insert_with_payloads(&mut self, ids: &[u64], vectors: &[f32], payloads: &[Value]) -> Result<(), Error> {
+        self.check_insert(ids, vectors, payloads, None)?;
+        // `reserve` without its zero fill: the batch is appended straight from the slices.
+        self.mutable.discard_pending(self.dim);
+        self.mutable.ids.extend_from_slice(ids);
+        self.mutable.vectors.extend_from_slice(vectors);
+        self.mutable.reserved = true;
+        self.commit_checked(IdEncoding::U64, payloads, true).map(|_| ())
+    }
+
+    /// Checks an insert without making it: the errors [`insert_with_payloads`] would give for
+    /// these points (dimension, non-finite values, payloads against the schema, capacity), with
+    /// the payloads checked against `schema` instead of the collection's when given (a host
+    /// about to [`extend_schema`]). A host that logs writes before applying them calls this
+    /// first, so that nothing it logs can fail to apply.
+    ///
+    /// [`insert_with_payloads`]: Self::insert_with_payloads
+    /// [`extend_schema`]: Self::extend_schema
+    pub fn check_insert(
+        &self,
+        ids: &[u64],
+        vectors: &[f32],
+        payloads: &[Value],
+        schema: Option<&Schema>,
+    ) -> Result<(), Error> {
+        self.writable("insert")?;
+        if Some(vectors.len()) != ids.len().checked_mul(self.dim) {
+            return Err(Error::LengthMismatch { ids: ids.len(), floats: vectors.len(), dim: self.dim });
+        }
+        match schema {
+            Some(s) => check_payloads_against(s, ids.len(), payloads)?,
+            None => self.check_payloads(ids.len(), payloads)?,
+        }
+        if let Some(at) = first_non_finite(vectors) {
+            return Err(Error::NonFinite { point: at / self.dim, element: at % self.dim });
+        }
+        self.check_capacity(ids.len())
+    }
+
+    /// Checks that `n` more rows fit: internal ids are `u32`.
+    fn check_capacity(&self, n: usize) -> Result<(), Error> {
+        let total = self.sealed_rows() + self.mutable.rows();
+        match total.checked_add(n) {
+            Some(t) if t < u32::MAX as usize => Ok(()),
+            _ => Err(Error::CapacityExceeded),
+        }
+    }
+
+    /// Reserves a batch of `n` points to be filled in place through [`pending_ids`] and
+    /// [`pending_vectors`] and made visible by [`commit`]. A batch reserved before and not
+    /// committed is dropped.
+    ///
+    /// [`pending_ids`]: Self::pending_ids
+    /// [`pending_vectors`]: Self::pending_vectors
+    /// [`commit`]: Self::commit
+    pub fn reserve(&mut self, n: usize) -> Result<(), Error> {
+        self.writable("insert")?;
+        self.mutable.discard_pending(self.dim);
+        self.check_capacity(n)?;
+        let floats = (self.mutable.rows() + n).checked_mul(self.dim).ok_or(Error::CapacityExceeded)?;
+        self.mutable.ids.resize(self.mutable.rows() + n, 0);
+        self.mutable.vectors.resize(floats, 0.0);
+        self.mutable.reserved = true;
+        Ok(())
+    }
+
+    /// Ids of the reserved batch, to fill in place.
+    pub fn pending_ids(&mut self) -> &mut [u64] {
+        &mut self.mutable.ids[self.mutable.committed..]
+    }
+
+    /// Vectors of the reserved batch (row-major), to fill in place.
+    pub fn pending_vectors(&mut self) -> &mut [f32] {
+        &mut self.mutable.vectors[self.mutable.committed * self.dim..]
+    }
+
+    /// Checks the reserved batch and makes it visible; returns the number of points committed.
+    ///
+    /// On error the batch is dropped and the collection is as before.
+    pub fn commit(&mut self, ids: IdEncoding) -> Result<usize, Error> {
+        self.commit_with_payloads(ids, &[])
+    }
+
+    /// [`commit`](Self::commit) with payloads: none (`&[]`), or one JSON object (or `null`) per
+    /// reserved point, checked against the schema before anything becomes visible.
+    pub fn commit_with_payloads(&mut self, ids: IdEncoding, payloads: &[Value]) -> Result<usize, Error> {
+        self.commit_checked(ids, payloads, false)
+    }
+
+    /// Commits; `checked`: the batch (`u64` ids) already passed [`check_insert`](Self::check_insert).
+    fn commit_checked(&mut self, ids: IdEncoding, payloads: &[Value], checked: bool) -> Result<usize, Error> {
+        if !self.mutable.reserved {
+            return Err(Error::NoPendingBatch);
+        }
+        if !checked {
+            let n = self.mutable.ids.len() - self.mutable.committed;
+            if let Err(e) = self.check_payloads(n, payloads).and_then(|()| self.check_pending(ids)) {
+                self.mutable.discard_pending(self.dim);
+                return Err(e);
+            }
+        }
+        let (first, dim) = (self.mutable.committed, self.dim);
+        let end = self.mutable.ids.len();
+        if let Some(schema) = &self.schema {
+            if payloads.is_empty() {
+                self.mutable.payloads.resize(end, Value::Null);
+            } else {
+                // One canonical form whatever language wrote the numbers (see `canonicalize`).
+                self.mutable.payloads.extend(payloads.iter().map(|p| {
+                    let mut p = p.clone();
+                    shoal_payload::canonicalize(schema, &mut p);
+                    p
+                }));
+            }
+        }
+        if self.metric.normalizes() {
+            for v in self.mutable.vectors[first * dim..].chunks_exact_mut(dim) {
+                normalize(&self.kernels, v);
+            }
+        }
+        self.mutable.index.reserve(end - first);
+        for row in first..end {
+            let id = self.mutable.ids[row];
+            match self.mutable.index.insert(id, row as u32) {
+                Some(old) => {
+                    self.mutable.deleted.insert(old as usize);
+                }
+                None => {
+                    self.delete_sealed(id);
+                }
+            }
+        }
+        self.mutable.committed = end;
+        self.mutable.reserved = false;
+        if let Some(schema) = self.schema.as_ref().filter(|s| text::has_text(s)) {
+            self.mutable.text = Some(text::build(schema, self.mutable.payloads.iter()));
+        }
+        Ok(end - first)
+    }
+
+    /// Checks that `payloads` is empty or holds one valid payload per point.
+    fn check_payloads(&self, points: usize, payloads: &[Value]) -> Result<(), Error> {
+        check_payloads_against(self.schema.as_ref().unwrap_or(&Schema::default()), points, payloads)
+    }
+
+    /// Validates the reserved batch, converting `f64` ids in place.
+    fn check_pending(&mut self, ids: IdEncoding) -> Result<(), Error> {
+        let first = self.mutable.committed;
+        if ids == IdEncoding::F64 {
+            for (point, slot) in self.mutable.ids[first..].iter_mut().enumerate() {
+                let x = f64::from_bits(*slot);
+                // `x == x as u64 as f64` rejects fractions; the range check rejects the rest.
+                if !(0.0..=MAX_SAFE_INTEGER).contains(&x) || x != (x as u64) as f64 {
+                    return Err(Error::InvalidId { point });
+                }
+                *slot = x as u64;
+            }
+        }
+        let dim = self.dim;
+        let pending = &self.mutable.vectors[first * dim..];
+        if let Some(at) = first_non_finite(pending) {
+            return Err(Error::NonFinite { point: at / dim, element: at % dim });
+        }
+        Ok(())
+    }
+
+    /// Deletes the live sealed row of `id`, if any; returns whether there was one.
+    fn delete_sealed(&mut self, id: u64) -> bool {
+        match self.sealed_row(id) {
+            Some((p, row)) => {
+                let part = &mut self.parts[p];
+                part.changed = true;
+                part.deleted.insert(row)
+            }
+            None => false,
+        }
+    }
+
+    /// Deletes points by id; returns how many existed. A codes-only collection refuses.
+    pub fn delete(&mut self, ids: &[u64]) -> Result<usize, Error> {
+        self.writable("delete")?;
+        Ok(ids.iter().filter(|&&id| self.mutable.delete(id) || self.delete_sealed(id)).count())
+    }
+
+    /// The ids of the live points that pass `filter` (Qdrant's filter JSON; `None` or `null`:
+    /// every live point), ascending. For counting, scrolling and deleting by filter.
+    pub fn matching_ids(&self, filter: Option<&Value>) -> Result<Vec<u64>, Error> {
+        let filter = self.parse_filter(filter)?;
+        let filter = filter.as_ref();
+        let mut ids = Vec::new();
+        for part in &self.parts {
+            let seg_ids = part.seg.ids();
+            match filter {
+                None => ids
+                    .extend(seg_ids.iter().enumerate().filter(|&(r, _)| !part.deleted.contains(r)).map(|(_, &id)| id)),
+                Some(f) => {
+                    let view = part.seg.payload();
+                    let compiled = view.as_ref().map(|v| self.compile_filter(&part.seg, v, f)).transpose()?;
+                    ids.extend(self.sealed_matching(part, compiled.as_ref(), f).iter().map(|r| seg_ids[r as usize]));
+                }
+            }
+        }
+        let m = &self.mutable;
+        ids.extend((0..m.rows()).filter(|&r| m.passes(r, filter)).map(|r| m.ids[r]));
+        ids.sort_unstable();
+        Ok(ids)
+    }
+
+    /// Adds payload fields: `schema` must hold every current field with its type, and may add
+    /// more. Existing points have no value for the new fields; sealed segments stay as they are
+    /// (a filter on a field a segment does not know finds no value there).
+    ///
+    /// On error (a field missing or retyped) the collection is as before.
+    pub fn extend_schema(&mut self, schema: Schema) -> Result<(), Error> {
+        if let Some(old) = &self.schema {
+            for (name, ty) in old.fields() {
+                if schema.field(name).map(|(_, t)| t) != Some(ty) {
+                    return Err(Error::InvalidRequest(format!(
+                        "schema change: field `{name}` ({}) must stay with its type",
+                        ty.name()
+                    )));
+                }
+            }
+            if old.len() == schema.len() {
+                return Ok(());
+            }
+        }
+        if schema.is_empty() {
+            return Ok(());
+        }
+        self.writable("schema change")?;
+        let had_schema = self.schema.is_some();
+        self.schema = Some(schema);
+        if !had_schema {
+            // Rows committed without a schema hold no payload.
+            self.mutable.payloads.resize(self.mutable.rows(), Value::Null);
+        }
+        if let Some(schema) = self.schema.as_ref().filter(|s| text::has_text(s)) {
+            self.mutable.text = Some(text::build(schema, self.mutable.payloads.iter()));
+        }
+        Ok(())
+    }
+
+    /// The index the next seal builds: what [`seal_with`](Self::seal_with) set, or for a
+    /// collection opened from a segment, that segment's kind of index with its partition count
+    /// left to each new segment (about `2 √rows`); [`SealedSegment::index_kind`] tells what a
+    /// segment carries.
+    pub fn index_kind(&self) -> IndexKind {
+        self.index
+    }
+}
+
+/// Checks that `payloads` is empty or holds one payload valid under `schema` per point.
+fn check_payloads_against(schema: &Schema, points: usize, payloads: &[Value]) -> Result<(), Error> {
+    if payloads.is_empty() {
+        return Ok(());
+    }
+    if payloads.len() != points {
+        return Err(Error::PayloadCount { points, payloads: payloads.len() });
+    }
+    for (point, doc) in payloads.iter().enumerate() {
+        parse_payload(schema, doc).map_err(|error| Error::InvalidPayload { point, error })?;
+    }
+    Ok(())
+}
+
+/// Index of the first NaN or infinity. The common all-finite case is a branch-free pass
+/// (exponent bits all ones means non-finite) that compilers vectorise, so validating a large
+/// batch runs at memory speed.
+fn first_non_finite(v: &[f32]) -> Option<usize> {
+    const EXP: u32 = 0x7f80_0000;
+    for (i, chunk) in v.chunks(1024).enumerate() {
+        let bad = chunk.iter().fold(0u32, |bad, x| bad | u32::from((x.to_bits() & EXP) == EXP));
+        if bad != 0 {
+            return chunk.iter().position(|x| !x.is_finite()).map(|j| i * 1024 + j);
+        }
+    }
+    None
+}

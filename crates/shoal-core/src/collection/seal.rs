@@ -1,0 +1,550 @@
+//! The set operations (`docs/format.md`, "Set operations"): seal the mutable segment's live
+//! rows into a new segment, merge segments (by the size-tiered policy, or all of them), and
+//! persist or reopen the set through its manifest and live-rows files.
+//!
+//! Hosts that seal and merge in the background (the native server) split each operation in
+//! three: a snapshot under a read lock ([`Collection::seal_snapshot`],
+//! [`Collection::merge_snapshot`]), the build without any lock ([`SealSnapshot::build`],
+//! [`MergeSnapshot::build`]), and the swap under a write lock ([`Collection::attach_sealed`],
+//! [`Collection::attach_merged`]), which carries over the deletes made meanwhile. In-process
+//! hosts call [`Collection::seal`], which does all three at once.
+
+use alloc::boxed::Box;
+use alloc::format;
+use alloc::string::{String, ToString};
+use alloc::sync::Arc;
+use alloc::vec::Vec;
+
+use serde_json::Value;
+use shoal_format::AlignedBytes;
+use shoal_index::Metric;
+use shoal_kernels::Kernels;
+use shoal_payload::Schema;
+
+use super::{Collection, Part};
+use crate::bitset::Bitset;
+use crate::mutable::Mutable;
+use crate::set::{self, LiveEntry, Manifest, MergePolicy, SegmentEntry};
+use crate::text;
+use crate::{Error, IndexKind, PayloadInput, SealedSegment, SegmentBytes};
+
+/// The live rows of the mutable segment at one moment, to be sealed into a new segment.
+#[derive(Debug)]
+pub struct SealSnapshot {
+    /// Mutable rows `0..rows` were committed when the snapshot was taken.
+    rows: usize,
+    /// Which of them were deleted then.
+    deleted: Bitset,
+    ids: Vec<u64>,
+    vectors: Vec<f32>,
+    docs: Option<(Schema, Vec<Value>)>,
+    dim: usize,
+    metric: Metric,
+    index: IndexKind,
+}
+
+impl SealSnapshot {
+    /// Live rows to seal.
+    pub fn len(&self) -> usize {
+        self.ids.len()
+    }
+
+    /// Whether there is nothing to seal.
+    pub fn is_empty(&self) -> bool {
+        self.ids.is_empty()
+    }
+
+    /// Writes the new segment (a pure function of the snapshot: the same bytes on every host).
+    pub fn build(&self, kernels: &Kernels) -> AlignedBytes {
+        let payloads = self.docs.as_ref().map(|(schema, docs)| PayloadInput { schema, docs });
+        SealedSegment::write_with_payloads(
+            kernels,
+            self.dim,
+            self.metric,
+            &self.ids,
+            &self.vectors,
+            payloads,
+            self.index,
+        )
+    }
+}
+
+/// Some segments of the set at one moment, to be merged into one.
+pub struct MergeSnapshot {
+    /// The inputs' numbers (to find them again when swapping).
+    numbers: Vec<u64>,
+    inputs: Vec<(Arc<SealedSegment>, Bitset)>,
+    /// Unsealed rows appended after the inputs' (a compaction).
+    extra: Option<SealSnapshot>,
+    schema: Option<Schema>,
+    dim: usize,
+    metric: Metric,
+    index: IndexKind,
+}
+
+impl core::fmt::Debug for MergeSnapshot {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.debug_struct("MergeSnapshot").field("numbers", &self.numbers).finish()
+    }
+}
+
+impl MergeSnapshot {
+    /// Live rows the merged segment will hold.
+    pub fn live_rows(&self) -> usize {
+        self.inputs.iter().map(|(s, d)| s.rows() - d.count()).sum::<usize>()
+            + self.extra.as_ref().map_or(0, |e| e.len())
+    }
+
+    /// Checks every input's checksums, then writes the merged segment: the inputs' live rows
+    /// in set order. A damaged input is a typed error (its rows are never rewritten under fresh
+    /// checksums).
+    pub fn build(&self, kernels: &Kernels) -> Result<AlignedBytes, Error> {
+        let live = self.live_rows();
+        let mut ids = Vec::with_capacity(live);
+        let mut vectors = Vec::with_capacity(live * self.dim);
+        let mut docs = Vec::with_capacity(if self.schema.is_some() { live } else { 0 });
+        for (seg, deleted) in &self.inputs {
+            seg.verify()?;
+            let view = seg.payload();
+            for (row, &id) in seg.ids().iter().enumerate() {
+                if deleted.contains(row) {
+                    continue;
+                }
+                ids.push(id);
+                vectors.extend_from_slice(seg.vector(row).ok_or(Error::CodesOnly("merge"))?);
+                if self.schema.is_some() {
+                    docs.push(match &view {
+                        Some(v) => v.document(row as u32)?,
+                        None => Value::Null,
+                    });
+                }
+            }
+        }
+        if let Some(extra) = &self.extra {
+            ids.extend_from_slice(&extra.ids);
+            vectors.extend_from_slice(&extra.vectors);
+            if let Some((_, d)) = &extra.docs {
+                docs.extend(d.iter().cloned());
+            }
+        }
+        let payloads = self.schema.as_ref().map(|schema| PayloadInput { schema, docs: &docs });
+        Ok(SealedSegment::write_with_payloads(kernels, self.dim, self.metric, &ids, &vectors, payloads, self.index))
+    }
+}
+
+/// How [`Collection::open_set`] gets a segment's bytes.
+pub type OpenSegment<'a> = dyn FnMut(&SegmentEntry) -> Result<Box<dyn SegmentBytes>, Error> + 'a;
+/// How [`Collection::open_set`] reads a live-rows file.
+pub type ReadLive<'a> = dyn FnMut(&LiveEntry) -> Result<Vec<u8>, Error> + 'a;
+
+/// What a host needs to know of a sealed segment of the set to persist it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SegmentInfo {
+    /// Its file name (`seg-NNNNNNNNNN-hhhhhhhh.shoal`).
+    pub name: String,
+    /// Rows, deleted ones included.
+    pub rows: usize,
+    /// Live rows.
+    pub live: usize,
+    /// File length in bytes.
+    pub bytes: usize,
+}
+
+/// A manifest to write, with the live-rows files it names that are not written yet.
+#[derive(Clone, Debug)]
+pub struct Checkpoint {
+    /// The manifest.
+    pub manifest: Manifest,
+    /// New live-rows files: `(name, bytes)`. Write them before the manifest.
+    pub live_files: Vec<(String, Vec<u8>)>,
+    /// Per segment number, the deleted count captured (to tell later deletes apart).
+    captured: Vec<(u64, usize)>,
+}
+
+impl Collection {
+    /// Seals the mutable segment's live rows into a new segment at the end of the set, then
+    /// merges segments as the merge policy says. With a new index pending
+    /// ([`seal_with`](Self::seal_with)), rebuilds the whole set as one segment instead.
+    pub fn seal(&mut self) {
+        // A codes-only collection refuses every change: nothing to seal.
+        if self.codes_only() {
+            return;
+        }
+        if self.reindex {
+            self.compact().expect("segments written by this collection verify");
+            return;
+        }
+        if let Some(snap) = self.seal_snapshot() {
+            let seg = self.open_built(&snap);
+            self.attach_sealed(snap, seg);
+        }
+        while let Some(inputs) = self.next_merge() {
+            self.merge(&inputs).expect("segments written by this collection verify");
+        }
+    }
+
+    /// Sets the index that seals and merges build; a different one than before rebuilds the
+    /// whole set as one segment now. A codes-only collection refuses a different index (it has
+    /// no vectors to build one from).
+    pub fn seal_with(&mut self, index: IndexKind) -> Result<(), Error> {
+        if index != self.index {
+            self.writable("rebuild with another index")?;
+        }
+        self.reindex |= index != self.index;
+        self.index = index;
+        self.seal();
+        Ok(())
+    }
+
+    /// Sets the merge policy that [`seal`](Self::seal) applies (and that hosts merging in the
+    /// background read with [`next_merge`](Self::next_merge)).
+    pub fn set_merge_policy(&mut self, policy: MergePolicy) {
+        self.policy = policy;
+    }
+
+    /// The next merge the policy asks for: segment positions in set order.
+    pub fn next_merge(&self) -> Option<Vec<usize>> {
+        let sizes: Vec<(u64, u64)> =
+            self.parts.iter().map(|p| (p.seg.rows() as u64, (p.seg.rows() - p.deleted.count()) as u64)).collect();
+        self.policy.next_merge(&sizes)
+    }
+
+    /// The whole collection as one segment (sealing the mutable rows and merging every
+    /// segment, dropping deleted rows; a collection without points gets an empty segment),
+    /// built with the current index. Errors when a segment fails its checksums.
+    pub fn compact(&mut self) -> Result<(), Error> {
+        if self.codes_only() {
+            return Ok(());
+        }
+        let one_clean = self.parts.len() == 1 && self.parts[0].deleted.count() == 0;
+        if !self.reindex && one_clean && self.mutable.live() == 0 && self.mutable.rows() == 0 {
+            return Ok(());
+        }
+        // One build over every live row: the segments' in set order, then the mutable ones.
+        let all: Vec<usize> = (0..self.parts.len()).collect();
+        let mut snap = if all.is_empty() {
+            MergeSnapshot {
+                numbers: Vec::new(),
+                inputs: Vec::new(),
+                extra: None,
+                schema: self.schema.clone(),
+                dim: self.dim,
+                metric: self.metric,
+                index: self.index,
+            }
+        } else {
+            self.merge_snapshot(&all)?
+        };
+        snap.extra = self.seal_snapshot();
+        let bytes = snap.build(&self.kernels)?;
+        let seg = SealedSegment::open(Box::new(bytes)).expect("a freshly written segment opens");
+        self.parts.clear();
+        self.mutable = Mutable::default();
+        self.push_part(Arc::new(seg), Bitset::default(), None);
+        self.reindex = false;
+        Ok(())
+    }
+
+    /// The segment of a seal snapshot, built and opened in memory (`None`: no live rows).
+    fn open_built(&self, snap: &SealSnapshot) -> Option<Arc<SealedSegment>> {
+        (!snap.is_empty()).then(|| {
+            let bytes = snap.build(&self.kernels);
+            Arc::new(SealedSegment::open(Box::new(bytes)).expect("a freshly written segment opens"))
+        })
+    }
+
+    /// Merges the segments at `positions` (ascending) into one, now. Errors (and changes
+    /// nothing) when an input fails its checksums.
+    pub fn merge(&mut self, positions: &[usize]) -> Result<(), Error> {
+        let snap = self.merge_snapshot(positions)?;
+        let bytes = snap.build(&self.kernels)?;
+        let seg = SealedSegment::open(Box::new(bytes)).expect("a freshly written segment opens");
+        self.attach_merged(snap, Arc::new(seg))
+    }
+
+    /// The collection as one sealed segment file (compacting first: see
+    /// [`compact`](Self::compact)).
+    pub fn to_bytes(&mut self) -> &[u8] {
+        self.compact().expect("segments written by this collection verify");
+        self.parts[0].seg.bytes()
+    }
+
+    /// Full check of every sealed segment's bytes (see [`SealedSegment::verify`]).
+    pub fn verify(&self) -> Result<(), Error> {
+        self.parts.iter().try_for_each(|p| p.seg.verify())
+    }
+
+    /// The mutable segment's committed live rows, to seal (`None` when there are none). A
+    /// pending reserved batch is dropped.
+    pub fn seal_snapshot(&mut self) -> Option<SealSnapshot> {
+        self.mutable.discard_pending(self.dim);
+        let m = &self.mutable;
+        let rows = m.rows();
+        if m.live() == 0 && rows == 0 {
+            return None;
+        }
+        let dim = self.dim;
+        let live = m.live();
+        let mut ids = Vec::with_capacity(live);
+        let mut vectors = Vec::with_capacity(live * dim);
+        let mut docs = Vec::with_capacity(if self.schema.is_some() { live } else { 0 });
+        for row in (0..rows).filter(|&r| !m.deleted.contains(r)) {
+            ids.push(m.ids[row]);
+            vectors.extend_from_slice(&m.vectors[row * dim..(row + 1) * dim]);
+            if self.schema.is_some() {
+                docs.push(m.payloads.get(row).cloned().unwrap_or(Value::Null));
+            }
+        }
+        Some(SealSnapshot {
+            rows,
+            deleted: m.deleted.clone(),
+            ids,
+            vectors,
+            docs: self.schema.clone().map(|s| (s, docs)),
+            dim,
+            metric: self.metric,
+            index: self.index,
+        })
+    }
+
+    /// Swaps a sealed snapshot in: `seg` (built from `snap`; `None` for a snapshot without
+    /// live rows) joins the end of the set, the snapshot's rows leave the mutable segment, and
+    /// those deleted since the snapshot are deleted in `seg` too.
+    pub fn attach_sealed(&mut self, snap: SealSnapshot, seg: Option<Arc<SealedSegment>>) {
+        let m = core::mem::take(&mut self.mutable);
+        if let Some(seg) = seg {
+            let mut deleted = Bitset::default();
+            for row in (0..snap.rows).filter(|&r| m.deleted.contains(r) && !snap.deleted.contains(r)) {
+                if let Some(r) = seg.row_of(m.ids[row]) {
+                    deleted.insert(r);
+                }
+            }
+            let changed = deleted.count() > 0;
+            self.push_part(seg, deleted, None);
+            self.parts.last_mut().expect("just pushed").changed = changed;
+        }
+        self.mutable = rest_of(m, snap.rows, self.dim);
+        if let Some(schema) = self.schema.as_ref().filter(|s| text::has_text(s)) {
+            self.mutable.text = (self.mutable.rows() > 0).then(|| text::build(schema, self.mutable.payloads.iter()));
+        }
+    }
+
+    /// The segments at `positions` (ascending, at least one) with their deleted rows, to merge.
+    pub fn merge_snapshot(&self, positions: &[usize]) -> Result<MergeSnapshot, Error> {
+        if positions.is_empty()
+            || positions.windows(2).any(|w| w[0] >= w[1])
+            || positions.iter().any(|&p| p >= self.parts.len())
+        {
+            return Err(Error::InvalidRequest("merge: segment positions must ascend within the set".into()));
+        }
+        if positions.iter().any(|&p| self.parts[p].seg.codes_only()) {
+            return Err(Error::CodesOnly("merge"));
+        }
+        Ok(MergeSnapshot {
+            numbers: positions.iter().map(|&p| self.parts[p].number).collect(),
+            inputs: positions
+                .iter()
+                .map(|&p| (Arc::clone(&self.parts[p].seg), self.parts[p].deleted.clone()))
+                .collect(),
+            extra: None,
+            schema: self.schema.clone(),
+            dim: self.dim,
+            metric: self.metric,
+            index: self.index,
+        })
+    }
+
+    /// Swaps a merge in: `seg` (built from `snap`) takes the place of the first input, the
+    /// other inputs leave the set, and rows deleted in the inputs since the snapshot are
+    /// deleted in `seg`. Errors (and changes nothing) if an input left the set meanwhile.
+    pub fn attach_merged(&mut self, snap: MergeSnapshot, seg: Arc<SealedSegment>) -> Result<(), Error> {
+        let positions: Option<Vec<usize>> =
+            snap.numbers.iter().map(|n| self.parts.iter().position(|p| p.number == *n)).collect();
+        let Some(positions) = positions else {
+            return Err(Error::InvalidRequest("merge: an input segment left the set".into()));
+        };
+        let mut deleted = Bitset::default();
+        for (&p, (_, before)) in positions.iter().zip(&snap.inputs) {
+            let part = &self.parts[p];
+            for row in part.deleted.iter().filter(|&r| !before.contains(r)) {
+                if let Some(r) = seg.row_of(part.seg.ids()[row]) {
+                    deleted.insert(r);
+                }
+            }
+        }
+        let number = self.next_number;
+        self.next_number += 1;
+        let changed = deleted.count() > 0;
+        let merged = Part { seg, deleted, base: 0, number, live_file: None, changed };
+        let first = positions[0];
+        let mut rest: Vec<usize> = positions[1..].to_vec();
+        rest.sort_unstable();
+        for &p in rest.iter().rev() {
+            self.parts.remove(p);
+        }
+        self.parts[first] = merged;
+        self.rebase();
+        Ok(())
+    }
+
+    /// The sealed segments, in set order, as a host persists them.
+    pub fn segments(&self) -> Vec<SegmentInfo> {
+        self.parts
+            .iter()
+            .map(|p| SegmentInfo {
+                name: set::segment_name(p.number, p.seg.table_crc()),
+                rows: p.seg.rows(),
+                live: p.seg.rows() - p.deleted.count(),
+                bytes: p.seg.bytes().len(),
+            })
+            .collect()
+    }
+
+    /// The manifest of the set as it is now (generation one above the last written), and the
+    /// live-rows files it needs that are not written yet. `wal`: the host's log position.
+    pub fn checkpoint(&self, wal: Option<u64>) -> Checkpoint {
+        let generation = self.generation + 1;
+        let mut live_files = Vec::new();
+        let mut segments = Vec::with_capacity(self.parts.len());
+        for p in &self.parts {
+            let file = set::segment_name(p.number, p.seg.table_crc());
+            let rows = p.seg.rows();
+            let live_rows = (rows - p.deleted.count()) as u64;
+            let live = if p.deleted.count() == 0 {
+                None
+            } else {
+                let g = match p.live_file {
+                    Some(g) if !p.changed => g,
+                    _ => {
+                        let name = set::live_name(&file, generation);
+                        live_files.push((name, set::encode_live(rows, &p.deleted)));
+                        generation
+                    }
+                };
+                Some(LiveEntry { file: set::live_name(&file, g), rows: live_rows })
+            };
+            segments.push(SegmentEntry {
+                file,
+                rows: rows as u64,
+                bytes: p.seg.bytes().len() as u64,
+                table_crc: format!("{:08x}", p.seg.table_crc()),
+                live,
+            });
+        }
+        let manifest = Manifest {
+            shoal_manifest: set::MANIFEST_VERSION,
+            generation,
+            dim: self.dim,
+            metric: self.metric.name().into(),
+            fields: match &self.schema {
+                Some(schema) => serde_json::from_str(&schema.to_json()).expect("a schema's JSON parses"),
+                None => Value::Object(serde_json::Map::new()),
+            },
+            index: self.index.to_json(),
+            segments,
+            wal,
+        };
+        let captured = self.parts.iter().map(|p| (p.number, p.deleted.count())).collect();
+        Checkpoint { manifest, live_files, captured }
+    }
+
+    /// Records that a checkpoint's files and manifest are written: its live-rows files now
+    /// describe the segments (unless rows were deleted since it was taken).
+    pub fn checkpoint_written(&mut self, cp: &Checkpoint) {
+        self.generation = self.generation.max(cp.manifest.generation);
+        for (entry, &(number, count)) in cp.manifest.segments.iter().zip(&cp.captured) {
+            let Some(p) = self.parts.iter_mut().find(|p| p.number == number) else { continue };
+            p.live_file = entry.live.as_ref().and_then(|l| set::parse_live_name(&l.file)).map(|(_, g)| g);
+            p.changed = p.deleted.count() != count;
+        }
+    }
+
+    /// Opens a segment set: `manifest`, with `open_segment` giving each segment's bytes and
+    /// `read_live` each live-rows file's. Checks every segment against its entry (name, table
+    /// CRC, rows, length) and every live-rows file against its segment (cheap checks; see
+    /// [`verify`](Self::verify) for the rest).
+    pub fn open_set(
+        manifest: &Manifest,
+        open_segment: &mut OpenSegment<'_>,
+        read_live: &mut ReadLive<'_>,
+    ) -> Result<Collection, Error> {
+        let metric = match manifest.metric.as_str() {
+            "l2" => Metric::L2,
+            "dot" => Metric::Dot,
+            "cosine" => Metric::Cosine,
+            m => return Err(Error::BadSet(format!("manifest: unknown metric {m:?}"))),
+        };
+        let schema = Collection::parse_schema(&manifest.fields)?;
+        let index = IndexKind::from_json(&manifest.index.to_string())?;
+        let mut col = Collection::with_schema(crate::CollectionConfig { dim: manifest.dim, metric }, schema)?;
+        col.index = index;
+        col.generation = manifest.generation;
+        for entry in &manifest.segments {
+            let (number, crc) = set::parse_segment_name(&entry.file)
+                .ok_or_else(|| Error::BadSet(format!("{}: not a segment file name", entry.file)))?;
+            let seg = SealedSegment::open(open_segment(entry)?)?;
+            let bad = |what: &str| Error::BadSet(format!("{}: {what} differs from the manifest", entry.file));
+            if seg.table_crc() != crc {
+                return Err(bad("the section table's checksum"));
+            }
+            if seg.rows() as u64 != entry.rows || seg.bytes().len() as u64 != entry.bytes {
+                return Err(bad("the row count or length"));
+            }
+            if seg.dim() != col.dim || seg.metric() != metric {
+                return Err(bad("the dimension or metric"));
+            }
+            if seg.codes_only() && manifest.segments.len() > 1 {
+                return Err(Error::BadSet("a codes-only segment must be alone in its set".into()));
+            }
+            let deleted = match &entry.live {
+                None => Bitset::default(),
+                Some(l) => set::decode_live(&read_live(l)?, seg.rows(), l.rows)?,
+            };
+            let live_file = entry.live.as_ref().and_then(|l| set::parse_live_name(&l.file)).map(|(_, g)| g);
+            col.push_numbered(Arc::new(seg), deleted, live_file, number);
+        }
+        col.check_unique_ids()?;
+        Ok(col)
+    }
+
+    /// Checks that no external id is live in two segments (a set breaking the rule would
+    /// answer with duplicates).
+    fn check_unique_ids(&self) -> Result<(), Error> {
+        if self.parts.len() < 2 {
+            return Ok(());
+        }
+        let mut seen = crate::mutable::IdMap::default();
+        for (i, p) in self.parts.iter().enumerate() {
+            for (row, &id) in p.seg.ids().iter().enumerate() {
+                if !p.deleted.contains(row) && seen.insert(id, i as u32).is_some() {
+                    return Err(Error::BadSet(format!("id {id} is live in two segments")));
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+/// The mutable segment without its first `n` rows (those a seal took): the later rows move to
+/// the front, with their deletes and id map.
+fn rest_of(m: Mutable, n: usize, dim: usize) -> Mutable {
+    let mut rest = Mutable::default();
+    let rows = m.rows();
+    if rows <= n {
+        return rest;
+    }
+    rest.ids = m.ids[n..rows].to_vec();
+    rest.vectors = m.vectors[n * dim..rows * dim].to_vec();
+    if !m.payloads.is_empty() {
+        rest.payloads = m.payloads.into_iter().skip(n).take(rows - n).collect();
+    }
+    rest.committed = rows - n;
+    for r in 0..rest.committed {
+        if m.deleted.contains(n + r) {
+            rest.deleted.insert(r);
+        } else {
+            rest.index.insert(rest.ids[r], r as u32);
+        }
+    }
+    rest
+}

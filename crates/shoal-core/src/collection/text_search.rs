@@ -1,0 +1,149 @@
+//! Text and hybrid requests: BM25 in every segment with the set's statistics (documents,
+//! lengths and document frequencies summed over all segments, `docs/format.md`, "Statistics
+//! shared by the set"), merged by score, and fused with the vector ranking.
+
+use alloc::vec::Vec;
+
+use shoal_index::Metric;
+use shoal_index::order::{f32_key, f32_of};
+use shoal_payload::Filter;
+use shoal_text::{Corpus, Deadline, Query, TextError, TextIndex};
+
+use super::Collection;
+use super::search::sealed_passes;
+use crate::text;
+use crate::{Error, ScoredPoint, SearchRequest, SearchStats};
+
+/// The text ranking of a request: `(internal id, BM25 score)` best first, whether the
+/// deadline fired, and counters.
+pub(super) struct TextRanking {
+    pub(super) hits: Vec<(usize, f32)>,
+    pub(super) partial: bool,
+    pub(super) stats: SearchStats,
+}
+
+impl Collection {
+    /// Every text index of the set with the internal id of its document 0: the sealed
+    /// segments' in set order, then the mutable segment's.
+    fn text_indexes(&self) -> Vec<(usize, Option<usize>, TextIndex<'_>)> {
+        let mut out: Vec<(usize, Option<usize>, TextIndex<'_>)> =
+            self.parts.iter().enumerate().filter_map(|(i, p)| Some((p.base, Some(i), p.seg.text()?))).collect();
+        if let Some(sections) = &self.mutable.text {
+            out.push((self.sealed_rows(), None, text::open(sections)));
+        }
+        out
+    }
+
+    /// The text ranking of a request: up to `k` `(internal id, BM25 score)` pairs, best first
+    /// (ties by internal id), from every segment, with the request's filter and deadline, and
+    /// whether the deadline fired.
+    pub(super) fn text_ranking(
+        &self,
+        req: &SearchRequest,
+        filter: Option<&Filter>,
+        k: usize,
+    ) -> Result<TextRanking, Error> {
+        let text = req.text.as_deref().unwrap_or("");
+        if !self.schema.as_ref().is_some_and(text::has_text) {
+            return Err(Error::InvalidRequest("`text`: the collection has no text fields".into()));
+        }
+        let deadline = match (req.timeout_ms, &self.clock) {
+            (None, _) => None,
+            (Some(ms), Some(clock)) => Some(Deadline::after(clock.as_ref(), ms.saturating_mul(1000))),
+            (Some(_), None) => return Err(Error::Unsupported("timeout_ms on a host without a clock")),
+        };
+        let mut stats = SearchStats { exact: true, ..SearchStats::default() };
+        let mut hits: Vec<(usize, f32)> = Vec::new();
+        let mut partial = false;
+        let d = shoal_text::Bm25::default();
+        let bm25 = shoal_text::Bm25 { k1: req.bm25_k1.unwrap_or(d.k1), b: req.bm25_b.unwrap_or(d.b) };
+        let indexes = self.text_indexes();
+        // The set's statistics: sums over every index (field 0: the joined text fields).
+        let doc_count: u64 = indexes.iter().map(|(_, _, i)| u64::from(i.meta().doc_count)).sum();
+        let total_len: u64 = indexes.iter().map(|(_, _, i)| i.meta().total_len.first().copied().unwrap_or(0)).sum();
+        let doc_freq = |term: &str| -> Result<u32, TextError> {
+            let mut df = 0u64;
+            for (_, _, index) in &indexes {
+                df += index.term(0, term)?.map_or(0, |t| u64::from(t.doc_freq));
+            }
+            Ok(u32::try_from(df).unwrap_or(u32::MAX))
+        };
+        let corpus = Corpus { doc_count: u32::try_from(doc_count).unwrap_or(u32::MAX), total_len, doc_freq: &doc_freq };
+        for (first, part, index) in &indexes {
+            let query = Query::parse(&index.analyzer(), text);
+            let run = |pass: &dyn Fn(u32) -> bool| {
+                let params = shoal_text::SearchParams { k, bm25, filter: Some(pass), deadline, corpus: Some(corpus) };
+                index.search(0, &query, &params).map_err(Error::Text)
+            };
+            let res = match part {
+                Some(p) => {
+                    let part = &self.parts[*p];
+                    let (seg, deleted) = (&*part.seg, &part.deleted);
+                    let view = seg.payload();
+                    let compiled = match (filter, &view) {
+                        (Some(f), Some(v)) => Some(self.compile_filter(seg, v, f)?),
+                        _ => None,
+                    };
+                    run(&|row: u32| {
+                        !deleted.contains(row as usize) && sealed_passes(seg, compiled.as_ref(), filter, row)
+                    })?
+                }
+                None => {
+                    let m = &self.mutable;
+                    run(&|row: u32| (row as usize) < m.rows() && m.passes(row as usize, filter))?
+                }
+            };
+            partial |= res.partial;
+            stats.scanned += res.stats.scored;
+            stats.segments += 1;
+            hits.extend(res.hits.iter().map(|h| (first + h.doc as usize, h.score)));
+        }
+        // Best score first, ties by internal id (< 2^32): sorted as one u64 per hit.
+        let mut keys: Vec<u64> = hits.iter().map(|&(i, score)| u64::from(!f32_key(score)) << 32 | i as u64).collect();
+        keys.sort_unstable();
+        hits.clear();
+        hits.extend(keys.iter().take(k).map(|&key| (key as u32 as usize, f32_of(!((key >> 32) as u32)))));
+        stats.exact = !partial;
+        Ok(TextRanking { hits, partial, stats })
+    }
+
+    /// A request with both `vector` and `text`: each ranking to [`FUSION_DEPTH`](text::FUSION_DEPTH)
+    /// (or `offset + limit`) results with the filter applied to both, fused by reciprocal rank
+    /// or by weighted scores ([`text::fuse`]).
+    pub(super) fn search_hybrid(
+        &self,
+        req: &SearchRequest,
+        vector: &[f32],
+        filter: Option<&Filter>,
+        out: &mut Vec<ScoredPoint>,
+    ) -> Result<(SearchStats, bool), Error> {
+        let depth = (req.offset + req.limit).clamp(text::FUSION_DEPTH, crate::MAX_LIMIT);
+        let TextRanking { hits: text_hits, partial, stats: tstats } = self.text_ranking(req, filter, depth)?;
+        // The vector ranking: the request's index parameters, `depth` results, no payloads.
+        let vreq = SearchRequest {
+            limit: depth,
+            offset: 0,
+            with_payload: false,
+            params: req.params.clone(),
+            ..SearchRequest::default()
+        };
+        let mut vpoints = Vec::new();
+        let mut stats = self.search_vector(&vreq, vector, filter, &mut vpoints)?;
+        let vector: Vec<(u64, f32)> = vpoints.iter().map(|p| (p.id, p.score)).collect();
+        let text: Vec<(u64, f32)> = text_hits.iter().map(|&(i, s)| (self.external_id(i), s)).collect();
+        let fusion = match req.fusion.as_deref() {
+            Some("weighted") => text::Fusion::Weighted { alpha: req.alpha.unwrap_or(0.5) },
+            _ => text::Fusion::Rrf,
+        };
+        let fused = text::fuse(fusion, &vector, self.metric == Metric::L2, &text);
+        out.clear();
+        out.extend(fused.into_iter().skip(req.offset).take(req.limit).map(|(id, score)| ScoredPoint {
+            id,
+            score,
+            payload: None,
+        }));
+        stats.scanned += tstats.scanned;
+        stats.exact &= tstats.exact;
+        Ok((stats, partial))
+    }
+}
