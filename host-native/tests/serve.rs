@@ -164,6 +164,30 @@ fn folder_bytes(data: &Path, name: &str) -> Vec<(String, u64)> {
     v
 }
 
+/// Checks a collection folder against its manifest: every segment and live-rows file it names
+/// exists, no other one does, no temporary file is left, and one log; returns the segments.
+fn set_files_match_manifest(data: &Path, name: &str) -> usize {
+    let files = folder_bytes(data, name);
+    assert_eq!(files.iter().filter(|f| f.0.starts_with("wal-")).count(), 1, "{files:?}");
+    set_files_named_by_manifest(data, name).len()
+}
+
+/// The segment and live-rows files of a collection folder are exactly those its manifest names,
+/// and no temporary file is left; returns the rows of each segment.
+fn set_files_named_by_manifest(data: &Path, name: &str) -> Vec<u64> {
+    let dir = data.join("collections").join(name);
+    let m = shoal_core::set::Manifest::from_json(&std::fs::read(dir.join("manifest.json")).unwrap()).unwrap();
+    let mut named: Vec<String> = m.segments.iter().map(|s| s.file.clone()).collect();
+    named.extend(m.segments.iter().filter_map(|s| s.live.as_ref().map(|l| l.file.clone())));
+    named.sort();
+    let files = folder_bytes(data, name);
+    let mut on_disk: Vec<String> = files.iter().map(|f| f.0.clone()).filter(|f| f.starts_with("seg-")).collect();
+    on_disk.sort();
+    assert_eq!(on_disk, named, "{files:?}");
+    assert!(!files.iter().any(|f| f.0.ends_with(".tmp")), "{files:?}");
+    m.segments.iter().map(|s| s.rows).collect()
+}
+
 fn create(s: &Server, name: &str, body: Value) {
     okj(s, "PUT", &format!("/collections/{name}"), body);
 }
@@ -232,8 +256,7 @@ fn json_and_binary_upserts_search_alike_and_survive_restart() {
     let s = Server::start(&dir.0, &[]);
     assert_eq!(run(&s, "a"), before);
     assert_eq!(okj(&s, "POST", "/collections/a/seal", json!({}))["result"]["sealed"], true);
-    let files = folder_bytes(&dir.0, "a");
-    assert!(files.iter().any(|f| f.0.starts_with("segment-")), "{files:?}");
+    assert!(set_files_match_manifest(&dir.0, "a") >= 1);
     let exact = |q: &Value| {
         let mut q = q.clone();
         q["params"] = json!({"exact": true});
@@ -399,7 +422,7 @@ fn background_seals_keep_serving_and_lose_nothing() {
     let want = (250..3000u64).filter(|i| !(i % 10 == 0 && (i / 250) % 3 == 2)).count() as u64;
     // Background seals ran (segments exist); whichever state the last one left, nothing is lost.
     let deadline = Instant::now() + Duration::from_secs(60);
-    while !folder_bytes(&dir.0, "g").iter().any(|f| f.0.starts_with("segment-")) {
+    while !folder_bytes(&dir.0, "g").iter().any(|f| f.0 == "manifest.json") {
         assert!(Instant::now() < deadline, "no background seal");
         std::thread::sleep(Duration::from_millis(50));
     }
@@ -412,16 +435,15 @@ fn background_seals_keep_serving_and_lose_nothing() {
     let s = Server::start(&dir.0, &["--seal-rows", "500"]);
     assert_eq!(count(&s, "g"), want);
     assert_eq!(okj(&s, "POST", "/collections/g/points/count", odd)["result"]["count"].as_u64(), Some(n_odd));
-    let files = folder_bytes(&dir.0, "g");
-    assert_eq!(files.iter().filter(|f| f.0.starts_with("segment-")).count(), 1, "{files:?}");
-    assert_eq!(files.iter().filter(|f| f.0.starts_with("wal-")).count(), 1, "{files:?}");
+    assert!(set_files_match_manifest(&dir.0, "g") >= 1);
 }
 
 #[test]
 fn kill_9_during_concurrent_upserts_loses_no_acknowledged_point() {
     let dir = TempDir::new("serve", "kill");
     let dim = 12;
-    let args = ["--seal-rows", "3000"];
+    // Small seals, and every two segments of a tier merge: kills land in seals and merges.
+    let args = ["--seal-rows", "3000", "--merge-factor", "2"];
     let s = Server::start(&dir.0, &args);
     create(&s, "k", json!({"vectors": {"size": dim, "distance": "Euclid"}}));
     drop(s);
@@ -472,7 +494,12 @@ fn kill_9_during_concurrent_upserts_loses_no_acknowledged_point() {
             next[w] = h.join().unwrap();
         }
     }
-    let s = Server::start(&dir.0, &args);
+    // Restarted without merges (so nothing runs in the background): recovery left exactly the
+    // files the manifest names, whatever the kills interrupted.
+    let s = Server::start(&dir.0, &["--seal-rows", "3000", "--merge-factor", "100000"]);
+    let rows = set_files_named_by_manifest(&dir.0, "k");
+    eprintln!("segments after 20 kills: {rows:?}");
+    assert!(rows.iter().any(|&r| r > 6000), "no merge ran: {rows:?}");
     let acked = acked.lock().unwrap().clone();
     assert!(acked.len() > 10_000, "too few writes to mean anything: {}", acked.len());
     let total = count(&s, "k");

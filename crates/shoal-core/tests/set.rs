@@ -311,7 +311,7 @@ fn background_swaps_carry_over_the_deletes_made_meanwhile() {
         std::sync::Arc::new(shoal_core::SealedSegment::open(Box::new(merge.build(&col.kernels()).unwrap())).unwrap());
     col.delete(&[p.ids[10], p.ids[110]]).unwrap();
     col.insert_with_payloads(&p.ids[120..121], &p.vectors[0..DIM], &p.docs[0..1]).unwrap();
-    col.attach_merged(merge, merged).unwrap();
+    assert_eq!(col.attach_merged(merge, merged).unwrap(), 0);
     assert_eq!(col.segment_count(), 2);
     assert!(!col.contains(p.ids[10]) && !col.contains(p.ids[110]));
     assert_eq!(col.vector(p.ids[120]), Some(&p.vectors[0..DIM]));

@@ -72,7 +72,7 @@ impl Metrics {
         let gauges: [Gauge; 4] = [
             ("shoal_points", "Live points per collection.", |g| g.points),
             ("shoal_unsealed_points", "Points logged since the collection's last seal began.", |g| g.unsealed),
-            ("shoal_segments", "Sealed segment files per collection.", |g| u64::from(g.segment > 0)),
+            ("shoal_segments", "Sealed segment files per collection.", |g| g.segments),
             ("shoal_bytes_mapped", "Bytes of segment files memory-mapped per collection.", |g| {
                 if g.mapped { g.segment_bytes } else { 0 }
             }),

@@ -57,10 +57,12 @@ pub struct ServeArgs {
     /// last seconds of acknowledged writes.
     #[arg(long, value_enum, default_value_t = Durability::Batch)]
     pub durability: Durability,
-    /// Seal a collection's logged points into a new segment once this many are unsealed (or
-    /// an eighth of the sealed segment's points, whichever is more).
+    /// Seal a collection's logged points into a new segment once this many are unsealed.
     #[arg(long, default_value_t = 200_000)]
     pub seal_rows: u64,
+    /// Segments of one size tier that merge into one (the size-tiered merge policy).
+    #[arg(long, default_value_t = 8)]
+    pub merge_factor: usize,
     /// Largest request body, in MiB.
     #[arg(long, default_value_t = 64)]
     pub max_body_mib: usize,
@@ -92,6 +94,8 @@ pub struct Options {
     pub sync: bool,
     /// See [`ServeArgs::seal_rows`].
     pub seal_rows: u64,
+    /// The merge policy of every collection.
+    pub merge_policy: shoal_core::set::MergePolicy,
 }
 
 /// An error response.
@@ -162,7 +166,13 @@ impl AppState {
     pub fn open(args: &ServeArgs) -> Result<AppState, HostError> {
         let root = args.data.join("collections");
         std::fs::create_dir_all(&root).map_err(|e| HostError::io(&root, "create", e))?;
-        let opts = Arc::new(Options { sync: args.durability == Durability::Batch, seal_rows: args.seal_rows.max(1) });
+        let seal_rows = args.seal_rows.max(1);
+        let merge_policy = shoal_core::set::MergePolicy {
+            merge_factor: args.merge_factor.max(2),
+            min_merge_rows: seal_rows,
+            ..shoal_core::set::MergePolicy::default()
+        };
+        let opts = Arc::new(Options { sync: args.durability == Durability::Batch, seal_rows, merge_policy });
         let mut collections = BTreeMap::new();
         for entry in std::fs::read_dir(&root).map_err(|e| HostError::io(&root, "list", e))? {
             let entry = entry.map_err(|e| HostError::io(&root, "list", e))?;
@@ -177,7 +187,10 @@ impl AppState {
             }
             let store = Store::open(entry.path(), &name, Arc::clone(&opts))
                 .map_err(|e| HostError::Usage(format!("collection {name}: {}", e.message)))?;
-            collections.insert(name, Arc::new(store));
+            let store = Arc::new(store);
+            // Merges a previous run did not get to.
+            store.maybe_merge();
+            collections.insert(name, store);
         }
         Ok(AppState {
             collections: RwLock::new(collections),
@@ -313,12 +326,18 @@ async fn upsert_binary(
     run.await.unwrap_or_else(IntoResponse::into_response)
 }
 
-/// `POST /collections/{name}/seal`: seal logged points into a new segment now (waits).
+/// `POST /collections/{name}/seal`: seal logged points into a new segment now (waits; merges
+/// the policy then asks for run in the background).
 async fn seal(State(app): Shared, Path(name): Path<String>) -> Response {
     let started = Instant::now();
     let run = async {
         let store = app.get(&name)?;
-        let sealed = blocking(move || store.seal()).await?;
+        let sealed = blocking(move || {
+            let sealed = store.seal();
+            store.maybe_merge();
+            sealed
+        })
+        .await?;
         Ok::<_, ApiError>(ok(json!({"sealed": sealed}), started))
     };
     run.await.unwrap_or_else(IntoResponse::into_response)

@@ -191,7 +191,7 @@ fn collection_info(store: &Store) -> Value {
             "optimizer_status": "ok",
             "points_count": g.points,
             "indexed_vectors_count": col.sealed_len(),
-            "segments_count": u64::from(g.segment > 0) + u64::from(g.unsealed > 0),
+            "segments_count": g.segments + u64::from(g.unsealed > 0),
             "config": {
                 "params": {
                     "vectors": {"size": m.dim, "distance": distance_name(&m.metric), "on_disk": m.on_disk},

@@ -1,10 +1,14 @@
-//! One collection on disk (`docs/format.md`, "Collection folder"): its configuration, the
-//! current sealed segment (memory-mapped or read into RAM), the write-ahead log, recovery, and
-//! the background seal that turns logged writes into a new segment.
+//! One collection on disk (`docs/format.md`, "The native host's collection folder"): its
+//! configuration, its segment set (a manifest naming segment files — memory-mapped or read
+//! into RAM — and live-rows files), the write-ahead log, recovery, the background seal that
+//! turns logged writes into a new segment, and background merges.
 //!
 //! Locks: writers take `wal` first (that serialises them and orders the log), check the write
-//! under a read lock of `col`, log it, then apply it under a write lock of `col`. Searches take
-//! only a read lock of `col`, so they run in parallel and never wait for a log sync.
+//! under a read lock of `col`, log it, then apply it under a write lock of `col` — still
+//! holding `wal`, so the collection always holds exactly the writes logged so far. Searches
+//! take only a read lock of `col`, so they run in parallel and never wait for a log sync. Seals
+//! and merges build their segment without any lock and swap it in under `set` (one manifest
+//! writer at a time) and a short write lock of `col`.
 
 use std::fs;
 use std::path::{Path, PathBuf};
@@ -12,7 +16,8 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
 
 use serde_json::{Value, json};
-use shoal_core::{Collection, CollectionConfig, IndexKind, Metric, Schema};
+use shoal_core::set::{Manifest, parse_live_name, parse_segment_name};
+use shoal_core::{Collection, CollectionConfig, IndexKind, Kernels, Metric, Schema, SealedSegment};
 use shoal_format::AlignedBytes;
 
 use super::batch::{self, Batch};
@@ -83,18 +88,22 @@ pub struct Store {
     dir: PathBuf,
     /// Its configuration.
     pub meta: Meta,
-    index: IndexKind,
     col: RwLock<Collection>,
     wal: Mutex<WalWriter>,
-    /// The generation of the current segment file (0: none).
-    segment: AtomicU64,
-    /// Bytes of the current segment file.
-    segment_bytes: AtomicU64,
+    /// The `wal` of the last manifest written: logs below it are in the segments.
+    manifest_wal: AtomicU64,
     /// Points logged since the last seal started.
     unsealed: AtomicU64,
     /// One seal at a time.
     seal_lock: Mutex<()>,
     sealing: AtomicBool,
+    /// One merge at a time.
+    merge_lock: Mutex<()>,
+    merging: AtomicBool,
+    /// One writer of the manifest (and of the files it names) at a time.
+    set_lock: Mutex<()>,
+    /// Numbers the temporary files of segments being built.
+    temp: AtomicU64,
     /// Set when the collection is deleted: a running seal stops touching its files.
     dropped: AtomicBool,
     opts: Arc<Options>,
@@ -106,13 +115,12 @@ impl std::fmt::Debug for Store {
     }
 }
 
-fn segment_path(dir: &Path, generation: u64) -> PathBuf {
-    dir.join(format!("segment-{generation:010}.shoal"))
-}
+/// The manifest's file name in a collection folder.
+const MANIFEST: &str = "manifest.json";
 
-/// Bytes of segment generation `generation` (0 when unreadable: a gauge only).
-fn segment_size(dir: &Path, generation: u64) -> u64 {
-    fs::metadata(segment_path(dir, generation)).map_or(0, |m| m.len())
+/// A segment file of the single-segment layout of earlier versions (`segment-G.shoal`).
+fn legacy_segment_generation(name: &str) -> Option<u64> {
+    name.strip_prefix("segment-")?.strip_suffix(".shoal")?.parse().ok()
 }
 
 /// Appends a record to the log, as an [`ApiError`] naming the file on failure.
@@ -120,34 +128,125 @@ fn append(wal: &mut WalWriter, kind: Kind, body: &[u8]) -> Result<(), ApiError> 
     wal.append(kind, body).map_err(|e| io_err(wal.file_path(), "append to", e))
 }
 
-fn segment_generation(name: &str) -> Option<u64> {
-    name.strip_prefix("segment-")?.strip_suffix(".shoal")?.parse().ok()
-}
-
 fn io_err(path: &Path, what: &str, e: std::io::Error) -> ApiError {
     ApiError::internal(format!("{what} {}: {e}", path.display()))
 }
 
-/// The files of a collection folder: the newest segment generation and the log generations.
-struct Files {
-    segment: Option<u64>,
-    wals: Vec<u64>,
-}
-
-fn list(dir: &Path) -> Result<Files, ApiError> {
-    let mut files = Files { segment: None, wals: Vec::new() };
+/// The log generations in a collection folder, ascending.
+fn wal_generations(dir: &Path) -> Result<Vec<u64>, ApiError> {
+    let mut wals = Vec::new();
     for entry in fs::read_dir(dir).map_err(|e| io_err(dir, "list", e))? {
         let entry = entry.map_err(|e| io_err(dir, "list", e))?;
-        let name = entry.file_name();
-        let name = name.to_string_lossy();
-        if let Some(g) = segment_generation(&name) {
-            files.segment = files.segment.max(Some(g));
-        } else if let Some(g) = wal::generation_of(&name) {
-            files.wals.push(g);
+        if let Some(g) = wal::generation_of(&entry.file_name().to_string_lossy()) {
+            wals.push(g);
         }
     }
-    files.wals.sort_unstable();
-    Ok(files)
+    wals.sort_unstable();
+    Ok(wals)
+}
+
+/// The manifest of a collection folder (`None`: no segments yet).
+fn read_manifest(dir: &Path) -> Result<Option<Manifest>, ApiError> {
+    let path = dir.join(MANIFEST);
+    match fs::read(&path) {
+        Ok(bytes) => {
+            Manifest::from_json(&bytes).map(Some).map_err(|e| ApiError::internal(format!("{}: {e}", path.display())))
+        }
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+        Err(e) => Err(io_err(&path, "read", e)),
+    }
+}
+
+/// A segment file's bytes for the core: memory-mapped, or read into RAM.
+fn segment_storage(path: &Path, on_disk: bool) -> Result<Box<dyn shoal_core::SegmentBytes>, shoal_core::Error> {
+    let fail = |e: String| shoal_core::Error::BadSet(format!("{}: {e}", path.display()));
+    if on_disk {
+        let seg = MmapSegment::open(path).map_err(|e| fail(e.to_string()))?;
+        // Re-ranking reads scattered vectors: read-ahead would only evict useful pages.
+        seg.advise_random();
+        Ok(Box::new(seg))
+    } else {
+        let data = fs::read(path).map_err(|e| fail(e.to_string()))?;
+        Ok(Box::new(AlignedBytes::from_slice(&data)))
+    }
+}
+
+/// Opens the segment set of a collection folder (or an empty collection) with `meta`'s
+/// configuration; returns it and the manifest's `wal` (1 without a manifest).
+fn open_set(dir: &Path, meta: &Meta) -> Result<(Collection, u64), ApiError> {
+    let (config, schema, index) = meta.parse()?;
+    let mut col = match read_manifest(dir)? {
+        None => Collection::with_schema(config, schema).map_err(ApiError::core)?,
+        Some(m) => {
+            let col = Collection::open_set(&m, &mut |e| segment_storage(&dir.join(&e.file), meta.on_disk), &mut |l| {
+                let path = dir.join(&l.file);
+                fs::read(&path).map_err(|e| shoal_core::Error::BadSet(format!("{}: {e}", path.display())))
+            })
+            .map_err(|e| ApiError::internal(format!("{}: {e}", dir.join(MANIFEST).display())))?;
+            if col.dim() != config.dim || col.metric() != config.metric {
+                return Err(ApiError::internal(format!(
+                    "{}: differs from collection.json",
+                    dir.join(MANIFEST).display()
+                )));
+            }
+            return Ok((with_host_settings(col, index), m.wal.unwrap_or(1)));
+        }
+    };
+    col.set_clock(Box::new(monotonic_micros));
+    col.set_index_kind(index);
+    Ok((col, 1))
+}
+
+/// The host's settings on an opened collection: its clock and the configured index.
+fn with_host_settings(mut col: Collection, index: IndexKind) -> Collection {
+    col.set_clock(Box::new(monotonic_micros));
+    col.set_index_kind(index);
+    col
+}
+
+/// Moves a folder of the single-segment layout (`segment-G.shoal` + logs from G) to a segment
+/// set: the segment becomes the set's first file and the manifest says the logs from G follow.
+fn migrate_legacy(dir: &Path, meta: &Meta) -> Result<(), ApiError> {
+    if dir.join(MANIFEST).exists() {
+        return Ok(());
+    }
+    let mut newest = None;
+    for entry in fs::read_dir(dir).map_err(|e| io_err(dir, "list", e))?.flatten() {
+        if let Some(g) = legacy_segment_generation(&entry.file_name().to_string_lossy()) {
+            newest = newest.max(Some(g));
+        }
+    }
+    let Some(g) = newest else { return Ok(()) };
+    let path = dir.join(format!("segment-{g:010}.shoal"));
+    write_first_segment(dir, meta, &path, g, true)?;
+    eprintln!("shoal: {}: moved to a segment set (manifest.json)", path.display());
+    Ok(())
+}
+
+/// Makes `src` (a segment file) the only segment of the set in `dir` with `wal` as the first
+/// log to replay: hard-linked (or copied) under its set name, then the manifest.
+fn write_first_segment(dir: &Path, meta: &Meta, src: &Path, wal_from: u64, link: bool) -> Result<(), ApiError> {
+    let (config, schema, index) = meta.parse()?;
+    let storage = segment_storage(src, true).map_err(ApiError::core)?;
+    let seg = SealedSegment::open(storage).map_err(|e| ApiError::internal(format!("{}: {e}", src.display())))?;
+    if seg.dim() != config.dim {
+        return Err(ApiError::internal(format!("{}: dimension differs from collection.json", src.display())));
+    }
+    let mut col = Collection::with_schema(config, schema).map_err(ApiError::core)?;
+    col.set_index_kind(index);
+    let name = shoal_core::set::segment_name(1, seg.table_crc());
+    let dst = dir.join(&name);
+    drop(seg);
+    let _ = fs::remove_file(&dst);
+    if !link || fs::hard_link(src, &dst).is_err() {
+        fs::copy(src, &dst).map_err(|e| io_err(src, "copy", e))?;
+    }
+    fs::File::open(&dst).and_then(|f| f.sync_all()).map_err(|e| io_err(&dst, "fsync", e))?;
+    let opened = Collection::open(segment_storage(&dst, true).map_err(ApiError::core)?).map_err(ApiError::core)?;
+    let mut cp = opened.checkpoint(Some(wal_from));
+    cp.manifest.fields = col.checkpoint(None).manifest.fields;
+    cp.manifest.index = index.to_json();
+    write_atomic(&dir.join(MANIFEST), &cp.manifest.to_json()).map_err(|e| ApiError::internal(e.to_string()))
 }
 
 /// Applies one logged record to a collection.
@@ -191,9 +290,8 @@ impl Store {
         create_folder(&dir, name, &meta, None)?;
         let wal =
             WalWriter::reopen(&dir, 1, wal::FILE_HEADER, opts.sync).map_err(|e| io_err(&dir, "open log in", e))?;
-        let mut col = Collection::with_schema(config, schema).map_err(ApiError::core)?;
-        col.set_clock(Box::new(monotonic_micros));
-        Ok(Store::new(name, dir, meta, index, col, wal, 0, 0, opts))
+        let col = Collection::with_schema(config, schema).map_err(ApiError::core)?;
+        Ok(Store::new(name, dir, meta, with_host_settings(col, index), wal, 1, 0, opts))
     }
 
     #[allow(clippy::too_many_arguments)]
@@ -201,42 +299,43 @@ impl Store {
         name: &str,
         dir: PathBuf,
         meta: Meta,
-        index: IndexKind,
-        col: Collection,
+        mut col: Collection,
         wal: WalWriter,
-        segment: u64,
+        manifest_wal: u64,
         unsealed: u64,
         opts: Arc<Options>,
     ) -> Store {
-        let segment_bytes = if segment == 0 { 0 } else { segment_size(&dir, segment) };
+        col.set_merge_policy(opts.merge_policy);
         Store {
             name: name.to_string(),
             dir,
             meta,
-            index,
             col: RwLock::new(col),
             wal: Mutex::new(wal),
-            segment: AtomicU64::new(segment),
-            segment_bytes: AtomicU64::new(segment_bytes),
+            manifest_wal: AtomicU64::new(manifest_wal),
             unsealed: AtomicU64::new(unsealed),
             seal_lock: Mutex::new(()),
             sealing: AtomicBool::new(false),
+            merge_lock: Mutex::new(()),
+            merging: AtomicBool::new(false),
+            set_lock: Mutex::new(()),
+            temp: AtomicU64::new(0),
             dropped: AtomicBool::new(false),
             opts,
         }
     }
 
-    /// Opens an existing collection folder: maps the newest segment, replays the logs, cuts a
-    /// torn tail off the last log, removes files a finished seal left behind.
+    /// Opens an existing collection folder: opens the segment set its manifest names, replays
+    /// the logs from the manifest's `wal` on, cuts a torn tail off the last log, removes every
+    /// file the manifest does not name (what an interrupted seal or merge left behind).
     pub fn open(dir: PathBuf, name: &str, opts: Arc<Options>) -> Result<Store, ApiError> {
         let meta_path = dir.join("collection.json");
         let text = fs::read(&meta_path).map_err(|e| io_err(&meta_path, "read", e))?;
         let meta: Meta =
             serde_json::from_slice(&text).map_err(|e| ApiError::internal(format!("{}: {e}", meta_path.display())))?;
-        let (_, _, index) = meta.parse()?;
-        let files = list(&dir)?;
-        let (mut col, segment) = open_base(&dir, &meta, files.segment)?;
-        let live: Vec<u64> = files.wals.iter().copied().filter(|&g| g >= segment).collect();
+        migrate_legacy(&dir, &meta)?;
+        let (mut col, wal_from) = open_set(&dir, &meta)?;
+        let live: Vec<u64> = wal_generations(&dir)?.into_iter().filter(|&g| g >= wal_from).collect();
         let mut unsealed = 0;
         let mut last = None;
         for (i, &g) in live.iter().enumerate() {
@@ -258,23 +357,33 @@ impl Store {
         let wal = match last {
             Some((g, len)) if len >= wal::FILE_HEADER => WalWriter::reopen(&dir, g, len, opts.sync),
             Some((g, _)) => fs::remove_file(wal::path(&dir, g)).and_then(|()| WalWriter::create(&dir, g, opts.sync)),
-            None => WalWriter::create(&dir, segment.max(1), opts.sync),
+            None => WalWriter::create(&dir, wal_from, opts.sync),
         }
         .map_err(|e| io_err(&dir, "open log in", e))?;
-        let store = Store::new(name, dir, meta, index, col, wal, segment, unsealed, opts);
-        store.remove_stale(segment, segment);
+        let store = Store::new(name, dir, meta, col, wal, wal_from, unsealed, opts);
+        let manifest = read_manifest(&store.dir)?;
+        store.collect_garbage(manifest.as_ref(), wal_from, true);
         Ok(store)
     }
 
-    /// Deletes segments older than `segment`, logs older than `wal`, and temporary files.
-    fn remove_stale(&self, segment: u64, wal: u64) {
+    /// Deletes the files `manifest` does not name: segment and live-rows files, logs below
+    /// `wal_from`, files of the single-segment layout, and with `temporary` the `*.tmp` files
+    /// (only when no seal or merge can be writing one: at open).
+    fn collect_garbage(&self, manifest: Option<&Manifest>, wal_from: u64, temporary: bool) {
         let Ok(entries) = fs::read_dir(&self.dir) else { return };
+        let named = |name: &str| {
+            manifest.is_some_and(|m| {
+                m.segments.iter().any(|s| s.file == name || s.live.as_ref().is_some_and(|l| l.file == name))
+            })
+        };
         for entry in entries.flatten() {
             let name = entry.file_name();
             let name = name.to_string_lossy();
-            let stale = segment_generation(&name).is_some_and(|g| g < segment)
-                || wal::generation_of(&name).is_some_and(|g| g < wal)
-                || name.ends_with(".tmp");
+            let set_file = parse_segment_name(&name).is_some() || parse_live_name(&name).is_some();
+            let stale = (set_file && !named(&name))
+                || wal::generation_of(&name).is_some_and(|g| g < wal_from)
+                || legacy_segment_generation(&name).is_some()
+                || (temporary && name.ends_with(".tmp"));
             if stale {
                 let _ = fs::remove_file(entry.path());
             }
@@ -389,29 +498,53 @@ impl Store {
     }
 
     fn maybe_seal(self: &Arc<Self>, unsealed: u64) {
-        let sealed = self.read().sealed_len() as u64;
-        // A seal rewrites the whole segment, so the threshold grows with it (total seal work
-        // stays linear in the points written: each seal adds at least 1/8 of its size); an
-        // eighth keeps the exact-scanned unsealed part small next to the indexed part.
-        let threshold = self.opts.seal_rows.max(sealed / 8);
-        if unsealed >= threshold && !self.sealing.swap(true, Ordering::AcqRel) {
+        // A seal writes only the unsealed points (merges combine segments later), so a fixed
+        // threshold keeps the exact-scanned unsealed part small.
+        if unsealed >= self.opts.seal_rows && !self.sealing.swap(true, Ordering::AcqRel) {
             let me = Arc::clone(self);
             std::thread::spawn(move || {
                 if let Err(e) = me.seal() {
                     eprintln!("shoal: collection {}: background seal failed: {}", me.name, e.message);
                 }
                 me.sealing.store(false, Ordering::Release);
+                me.maybe_merge();
             });
         }
     }
 
-    /// Seals everything logged so far into a new segment file and swaps it in; searches and
-    /// writes continue meanwhile. Returns whether there was anything to seal.
+    /// Starts a background merge when the merge policy asks for one and none is running; it
+    /// merges until the policy asks for nothing more (or a merge fails: logged, retried after
+    /// the next seal).
+    pub fn maybe_merge(self: &Arc<Self>) {
+        if self.read().next_merge().is_none() || self.merging.swap(true, Ordering::AcqRel) {
+            return;
+        }
+        let me = Arc::clone(self);
+        std::thread::spawn(move || {
+            loop {
+                // Not `while let`: the read guard would live through the merge's swap.
+                let next = me.read().next_merge();
+                let Some(positions) = next else { break };
+                if me.dropped.load(Ordering::Acquire) {
+                    break;
+                }
+                if let Err(e) = me.merge(&positions) {
+                    eprintln!("shoal: collection {}: background merge failed: {}", me.name, e.message);
+                    break;
+                }
+            }
+            me.merging.store(false, Ordering::Release);
+        });
+    }
+
+    /// Seals everything logged so far into a new segment at the end of the set and writes the
+    /// manifest; searches and writes continue meanwhile. Returns whether there was anything
+    /// to seal.
     pub fn seal(&self) -> Result<bool, ApiError> {
         let _one = self.seal_lock.lock().expect("seal lock poisoned");
-        let base = self.segment.load(Ordering::Acquire);
-        // 1. Close the current log generation; new writes go to the next one.
-        let closed = {
+        // 1. Close the current log generation (new writes go to the next) and take the unsealed
+        //    rows: writers apply under the log lock, so they are exactly what the closed logs hold.
+        let (snap, next) = {
             let mut wal = self.lock_wal()?;
             if wal.is_empty() {
                 return Ok(false);
@@ -423,44 +556,90 @@ impl Store {
             *wal = WalWriter::create(&self.dir, g + 1, self.opts.sync)
                 .map_err(|e| io_err(&self.dir, "create log in", e))?;
             self.unsealed.store(0, Ordering::Relaxed);
-            g
+            (self.read().seal_snapshot(), g + 1)
         };
-        // 2. The new segment: the current one plus the closed logs, in a private collection.
-        let next = closed + 1;
-        {
-            let (mut private, _) = open_base(&self.dir, &self.meta, (base > 0).then_some(base))?;
-            for g in list(&self.dir)?.wals.into_iter().filter(|&g| g >= base && g <= closed) {
-                let path = wal::path(&self.dir, g);
-                let (end, _) = replay_into(&mut private, &path, wal::FILE_HEADER, None)?;
-                if end.torn {
-                    // A closed log is whole; anything else is damage, never to be sealed over.
-                    return Err(ApiError::internal(format!("{}: corrupt record at byte {}", path.display(), end.len)));
-                }
-            }
-            private.seal_with(self.index).map_err(ApiError::core)?;
-            let path = segment_path(&self.dir, next);
-            write_atomic(&path, private.to_bytes()).map_err(|e| ApiError::internal(e.to_string()))?;
-        }
+        // 2. Build and write the segment, without any lock.
+        let built = match &snap {
+            Some(s) if !s.is_empty() => Some(self.write_segment(|k| Ok(s.build(k)))?),
+            _ => None,
+        };
         if self.dropped.load(Ordering::Acquire) {
             return Ok(true);
         }
-        // 3. Catch a fresh collection on the new segment up with the open log, then swap.
-        let (mut fresh, _) = open_base(&self.dir, &self.meta, Some(next))?;
-        let open_log = wal::path(&self.dir, next);
-        let first = self.wal.lock().expect("log lock poisoned").len();
-        let (end, _) = replay_into(&mut fresh, &open_log, wal::FILE_HEADER, Some(first))?;
-        let wal = self.wal.lock().expect("log lock poisoned");
-        let (end2, _) = replay_into(&mut fresh, &open_log, end.len, Some(wal.len()))?;
-        if end.torn || end2.torn {
-            return Err(ApiError::internal(format!("{}: a record changed while it was read", open_log.display())));
-        }
-        *self.col.write().expect("collection lock poisoned") = fresh;
-        self.segment.store(next, Ordering::Release);
-        self.segment_bytes.store(segment_size(&self.dir, next), Ordering::Relaxed);
-        drop(wal);
-        // 4. Only now are the closed logs and the old segment garbage.
-        self.remove_stale(next, next);
+        // 3. Swap it in (deletes made meanwhile carried over) and write the manifest.
+        let (seg, tmp) = built.map_or((None, None), |(s, t)| (Some(s), Some(t)));
+        self.swap(Some(next), tmp, |col| {
+            if let Some(snap) = snap {
+                col.attach_sealed(snap, seg);
+            }
+            Ok(col.segment_count().checked_sub(1))
+        })?;
         Ok(true)
+    }
+
+    /// Merges the segments at `positions` into one (in the background: searches and writes
+    /// continue) and writes the manifest. A damaged input is a typed error and changes nothing.
+    pub fn merge(&self, positions: &[usize]) -> Result<(), ApiError> {
+        let _one = self.merge_lock.lock().expect("merge lock poisoned");
+        let snap = self.read().merge_snapshot(positions).map_err(ApiError::core)?;
+        let (seg, tmp) = self.write_segment(|k| snap.build(k))?;
+        if self.dropped.load(Ordering::Acquire) {
+            return Ok(());
+        }
+        self.swap(None, Some(tmp), |col| col.attach_merged(snap, seg).map(Some).map_err(ApiError::core))
+    }
+
+    /// Builds a segment and writes it to a new temporary file in the folder; returns it opened
+    /// (mapped, or in RAM) and the file's path.
+    fn write_segment(
+        &self,
+        build: impl FnOnce(&Kernels) -> Result<AlignedBytes, shoal_core::Error>,
+    ) -> Result<(Arc<SealedSegment>, PathBuf), ApiError> {
+        let kernels = self.read().kernels();
+        let bytes = build(&kernels).map_err(ApiError::core)?;
+        let tmp = self.dir.join(format!("new-{}.tmp", self.temp.fetch_add(1, Ordering::Relaxed)));
+        write_synced(&tmp, bytes.as_slice())?;
+        let storage: Box<dyn shoal_core::SegmentBytes> = if self.meta.on_disk {
+            drop(bytes);
+            segment_storage(&tmp, true).map_err(ApiError::core)?
+        } else {
+            Box::new(bytes)
+        };
+        let seg = SealedSegment::open(storage).map_err(ApiError::core)?;
+        Ok((Arc::new(seg), tmp))
+    }
+
+    /// Changes the set under the collection's write lock (`change` returns the position of the
+    /// segment it added, whose file is `tmp`), then makes it durable: the new segment file
+    /// under its set name, the new live-rows files, the manifest (with `wal`, or the current
+    /// one), and only then removes the files no manifest names any more.
+    fn swap(
+        &self,
+        wal: Option<u64>,
+        tmp: Option<PathBuf>,
+        change: impl FnOnce(&mut Collection) -> Result<Option<usize>, ApiError>,
+    ) -> Result<(), ApiError> {
+        let _set = self.set_lock.lock().expect("set lock poisoned");
+        let wal = wal.unwrap_or_else(|| self.manifest_wal.load(Ordering::Acquire));
+        let (cp, added) = {
+            let mut col = self.col.write().expect("collection lock poisoned");
+            let at = change(&mut col)?;
+            (col.checkpoint(Some(wal)), at.map(|i| col.segments()[i].name.clone()))
+        };
+        if let (Some(tmp), Some(name)) = (tmp, added) {
+            let path = self.dir.join(name);
+            fs::rename(&tmp, &path).map_err(|e| io_err(&tmp, "rename", e))?;
+            fs::File::open(&self.dir).and_then(|d| d.sync_all()).map_err(|e| io_err(&self.dir, "fsync", e))?;
+        }
+        for (name, bytes) in &cp.live_files {
+            write_atomic(&self.dir.join(name), bytes).map_err(|e| ApiError::internal(e.to_string()))?;
+        }
+        write_atomic(&self.dir.join(MANIFEST), &cp.manifest.to_json())
+            .map_err(|e| ApiError::internal(e.to_string()))?;
+        self.col.write().expect("collection lock poisoned").checkpoint_written(&cp);
+        self.manifest_wal.store(wal, Ordering::Release);
+        self.collect_garbage(Some(&cp.manifest), wal, false);
+        Ok(())
     }
 
     /// Marks the collection deleted (a running seal leaves its files alone) and removes its
@@ -475,13 +654,15 @@ impl Store {
         fs::remove_dir_all(&trash).map_err(|e| io_err(&trash, "remove", e))
     }
 
-    /// Gauges for `/metrics`: points, unsealed points, segment generation, segment bytes.
+    /// Gauges for `/metrics`: points, unsealed points, segments, segment bytes.
     pub fn gauges(&self) -> Gauges {
+        let col = self.read();
+        let segments = col.segments();
         Gauges {
-            points: self.read().len() as u64,
+            points: col.len() as u64,
             unsealed: self.unsealed.load(Ordering::Relaxed),
-            segment: self.segment.load(Ordering::Relaxed),
-            segment_bytes: self.segment_bytes.load(Ordering::Relaxed),
+            segments: segments.len() as u64,
+            segment_bytes: segments.iter().map(|s| s.bytes as u64).sum(),
             mapped: self.meta.on_disk,
         }
     }
@@ -494,17 +675,17 @@ pub struct Gauges {
     pub points: u64,
     /// Points logged since the last seal began.
     pub unsealed: u64,
-    /// Generation of the current segment file (0: none).
-    pub segment: u64,
-    /// Its size.
+    /// Segment files of the set.
+    pub segments: u64,
+    /// Their total size.
     pub segment_bytes: u64,
     /// Whether it is memory-mapped.
     pub mapped: bool,
 }
 
 /// Writes a new collection folder `dir` — `collection.json`, an empty log of generation 1 and,
-/// when given, a copy of `segment` as generation 1's segment — in a temporary folder renamed
-/// into place, so a crash leaves no half collection.
+/// when given, a copy of `segment` as the set's only segment (with its manifest) — in a
+/// temporary folder renamed into place, so a crash leaves no half collection.
 pub fn create_folder(dir: &Path, name: &str, meta: &Meta, segment: Option<&Path>) -> Result<(), ApiError> {
     let parent = dir.parent().expect("collections live in a folder");
     let tmp = parent.join(format!(".{name}.creating"));
@@ -513,40 +694,18 @@ pub fn create_folder(dir: &Path, name: &str, meta: &Meta, segment: Option<&Path>
     let text = serde_json::to_vec_pretty(meta).expect("meta serialises");
     write_atomic(&tmp.join("collection.json"), &text).map_err(|e| ApiError::internal(e.to_string()))?;
     if let Some(src) = segment {
-        let dst = segment_path(&tmp, 1);
-        fs::copy(src, &dst).map_err(|e| io_err(src, "copy", e))?;
-        fs::File::open(&dst).and_then(|f| f.sync_all()).map_err(|e| io_err(&dst, "fsync", e))?;
+        write_first_segment(&tmp, meta, src, 1, false)?;
     }
     drop(WalWriter::create(&tmp, 1, true).map_err(|e| io_err(&tmp, "create log in", e))?);
     fs::rename(&tmp, dir).map_err(|e| io_err(dir, "rename into place", e))?;
     fs::File::open(parent).and_then(|d| d.sync_all()).map_err(|e| io_err(parent, "fsync", e))
 }
 
-/// A collection on segment generation `segment` (mapped or read into RAM), or an empty one.
-fn open_base(dir: &Path, meta: &Meta, segment: Option<u64>) -> Result<(Collection, u64), ApiError> {
-    let (config, schema, _) = meta.parse()?;
-    let mut col = match segment {
-        None => Collection::with_schema(config, schema).map_err(ApiError::core)?,
-        Some(g) => {
-            let path = segment_path(dir, g);
-            let bytes: Box<dyn shoal_core::SegmentBytes> = if meta.on_disk {
-                let seg = MmapSegment::open(&path).map_err(|e| ApiError::internal(e.to_string()))?;
-                // Re-ranking reads scattered vectors: read-ahead would only evict useful pages.
-                seg.advise_random();
-                Box::new(seg)
-            } else {
-                let data = fs::read(&path).map_err(|e| io_err(&path, "read", e))?;
-                Box::new(AlignedBytes::from_slice(&data))
-            };
-            let col = Collection::open(bytes).map_err(|e| ApiError::internal(format!("{}: {e}", path.display())))?;
-            if col.dim() != config.dim {
-                return Err(ApiError::internal(format!("{}: dimension differs from collection.json", path.display())));
-            }
-            col
-        }
-    };
-    col.set_clock(Box::new(monotonic_micros));
-    Ok((col, segment.unwrap_or(0)))
+/// Writes `bytes` to a new file at `path` and fsyncs it (no rename: a temporary file).
+fn write_synced(path: &Path, bytes: &[u8]) -> Result<(), ApiError> {
+    use std::io::Write;
+    let mut f = fs::File::create(path).map_err(|e| io_err(path, "create", e))?;
+    f.write_all(bytes).and_then(|()| f.sync_all()).map_err(|e| io_err(path, "write", e))
 }
 
 /// The schema as JSON (`{"name": "type", ...}`).

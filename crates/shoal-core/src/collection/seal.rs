@@ -174,6 +174,7 @@ impl Collection {
             self.compact().expect("segments written by this collection verify");
             return;
         }
+        self.mutable.discard_pending(self.dim);
         if let Some(snap) = self.seal_snapshot() {
             let seg = self.open_built(&snap);
             self.attach_sealed(snap, seg);
@@ -194,6 +195,13 @@ impl Collection {
         self.index = index;
         self.seal();
         Ok(())
+    }
+
+    /// Sets the index that later seals and merges build, without rebuilding anything now
+    /// (segments built with another index keep it until they are merged). For hosts whose
+    /// configuration fixes the index; [`seal_with`](Self::seal_with) rebuilds.
+    pub fn set_index_kind(&mut self, index: IndexKind) {
+        self.index = index;
     }
 
     /// Sets the merge policy that [`seal`](Self::seal) applies (and that hosts merging in the
@@ -235,6 +243,7 @@ impl Collection {
         } else {
             self.merge_snapshot(&all)?
         };
+        self.mutable.discard_pending(self.dim);
         snap.extra = self.seal_snapshot();
         let bytes = snap.build(&self.kernels)?;
         let seg = SealedSegment::open(Box::new(bytes)).expect("a freshly written segment opens");
@@ -259,7 +268,7 @@ impl Collection {
         let snap = self.merge_snapshot(positions)?;
         let bytes = snap.build(&self.kernels)?;
         let seg = SealedSegment::open(Box::new(bytes)).expect("a freshly written segment opens");
-        self.attach_merged(snap, Arc::new(seg))
+        self.attach_merged(snap, Arc::new(seg)).map(|_| ())
     }
 
     /// The collection as one sealed segment file (compacting first: see
@@ -274,10 +283,9 @@ impl Collection {
         self.parts.iter().try_for_each(|p| p.seg.verify())
     }
 
-    /// The mutable segment's committed live rows, to seal (`None` when there are none). A
-    /// pending reserved batch is dropped.
-    pub fn seal_snapshot(&mut self) -> Option<SealSnapshot> {
-        self.mutable.discard_pending(self.dim);
+    /// The mutable segment's committed live rows, to seal (`None` when it has no rows; a
+    /// reserved batch not yet committed is not part of it).
+    pub fn seal_snapshot(&self) -> Option<SealSnapshot> {
         let m = &self.mutable;
         let rows = m.rows();
         if m.live() == 0 && rows == 0 {
@@ -356,8 +364,9 @@ impl Collection {
 
     /// Swaps a merge in: `seg` (built from `snap`) takes the place of the first input, the
     /// other inputs leave the set, and rows deleted in the inputs since the snapshot are
-    /// deleted in `seg`. Errors (and changes nothing) if an input left the set meanwhile.
-    pub fn attach_merged(&mut self, snap: MergeSnapshot, seg: Arc<SealedSegment>) -> Result<(), Error> {
+    /// deleted in `seg`. Returns the merged segment's position. Errors (and changes nothing)
+    /// if an input left the set meanwhile.
+    pub fn attach_merged(&mut self, snap: MergeSnapshot, seg: Arc<SealedSegment>) -> Result<usize, Error> {
         let positions: Option<Vec<usize>> =
             snap.numbers.iter().map(|n| self.parts.iter().position(|p| p.number == *n)).collect();
         let Some(positions) = positions else {
@@ -384,7 +393,7 @@ impl Collection {
         }
         self.parts[first] = merged;
         self.rebase();
-        Ok(())
+        Ok(first)
     }
 
     /// The sealed segments, in set order, as a host persists them.
