@@ -106,28 +106,25 @@ pub fn calibrate(
             exclude.push(u64::MAX);
         }
     }
-    // Their exact neighbours.
-    let mut keys = vec![0f32; n];
-    let mut truth: Vec<[u64; K]> = Vec::with_capacity(m);
-    let mut topk = TopK::new(K + 1);
-    let mut sorted: Vec<Candidate> = Vec::with_capacity(K + 1);
-    for (q, &skip) in queries.chunks_exact(dim).zip(&exclude) {
+    // Their exact neighbours (one task per query).
+    let truth: Vec<[u64; K]> = crate::par::map(m, |qi| {
+        let (q, skip) = (&queries[qi * dim..(qi + 1) * dim], exclude[qi]);
+        let mut keys = vec![0f32; n];
         metric.keys(kernels, q, vectors, &mut keys);
-        topk.reset(K + 1);
+        let mut topk = TopK::new(K + 1);
         for (i, &key) in keys.iter().enumerate() {
             if i as u64 != skip {
                 topk.push(Candidate { key: if key.is_nan() { f32::INFINITY } else { key }, id: i as u64 });
             }
         }
         let mut t = [u64::MAX; K];
+        let mut sorted = Vec::with_capacity(K + 1);
         topk.drain_sorted(&mut sorted);
         for (slot, c) in t.iter_mut().zip(&sorted) {
             *slot = c.id;
         }
-        truth.push(t);
-    }
-    drop(keys);
-
+        t
+    });
     let index = IvfIndex { nlist, padded: build.padded, rotation: build.rotation.clone() };
     let data = IvfData {
         dim,
@@ -143,22 +140,27 @@ pub fn calibrate(
         ex_factors: &build.ex_factors,
         prefetch: None,
     };
-    let mut scratch = IvfScratch::default();
-    // Evaluates one setting: (recall, total work).
-    let mut evaluate = |params: IvfQuery| -> (f64, u64) {
-        let (mut hits, mut total) = (0usize, 0u64);
-        for ((query, &skip), t) in queries.chunks_exact(dim).zip(&exclude).zip(&truth) {
+    // Evaluates one setting: (recall, total work), one task per query (integer sums: the same
+    // in any order).
+    let evaluate = |params: IvfQuery| -> (f64, u64) {
+        let per_query = crate::par::map(truth.len(), |qi| {
+            let (query, skip, t) = (&queries[qi * dim..(qi + 1) * dim], exclude[qi], &truth[qi]);
             let search = IvfSearch { kernels: *kernels, metric, query, params };
-            topk.reset(K + 1);
+            let mut topk = TopK::new(K + 1);
+            let mut scratch = IvfScratch::default();
             let stats = index.search(&search, &data, None, 0, &mut scratch, &mut topk);
-            total += if codes_only {
+            let work = if codes_only {
                 work_codes_only(&stats, build.padded, build.bits)
             } else {
                 work(&stats, build.padded, dim)
             };
+            let mut sorted = Vec::with_capacity(K + 1);
             topk.drain_sorted(&mut sorted);
-            hits += sorted.iter().filter(|c| c.id != skip).take(K).filter(|c| t.contains(&c.id)).count();
-        }
+            let hits = sorted.iter().filter(|c| c.id != skip).take(K).filter(|c| t.contains(&c.id)).count();
+            (hits, work)
+        });
+        let hits: usize = per_query.iter().map(|q| q.0).sum();
+        let total: u64 = per_query.iter().map(|q| q.1).sum();
         (hits as f64 / (K * truth.len()) as f64, total)
     };
 
@@ -176,7 +178,7 @@ pub fn calibrate(
     // Per ladder and depth: the first setting reaching the target (searching upward from the
     // deeper depth's answer, since a shallower re-rank never needs less probing).
     let mut best_recall: (f64, IvfQuery) = (-1.0, fallback);
-    let mut climb = |target: f64, best_recall: &mut (f64, IvfQuery)| -> Option<(u64, IvfQuery)> {
+    let climb = |target: f64, best_recall: &mut (f64, IvfQuery)| -> Option<(u64, IvfQuery)> {
         let mut best: Option<(u64, IvfQuery)> = None;
         for ladder in &ladders {
             let mut from = 0;

@@ -132,38 +132,66 @@ pub fn build(kernels: &Kernels, data: &[f32], dim: usize, params: IvfParams) -> 
     let exb = ex_code_bytes(padded, bits);
     let mut ex_codes = vec![0u8; n * exb];
     let mut ex_factors = vec![ExFactors::default(); if bits > 1 { n } else { 0 }];
-    let mut levels = vec![0u8; padded];
-    let mut rotated = vec![0f32; padded];
-    let mut block_codes = vec![0u64; 32 * words];
-    for p in 0..nlist {
-        let rows = offsets[p] as usize..offsets[p + 1] as usize;
-        let rc = &rot_centroids[p * padded..(p + 1) * padded];
+    // One task per partition, each writing only its own rows' codes and factors: the same
+    // bytes with any number of threads.
+    struct Part<'a> {
+        p: usize,
+        codes: &'a mut [u8],
+        factors: &'a mut [Factors],
+        ex_codes: &'a mut [u8],
+        ex_factors: &'a mut [ExFactors],
+    }
+    let mut parts = Vec::with_capacity(nlist);
+    {
+        let (mut c, mut f, mut e, mut x) = (&mut codes[..], &mut factors[..], &mut ex_codes[..], &mut ex_factors[..]);
+        for p in 0..nlist {
+            let size = (offsets[p + 1] - offsets[p]) as usize;
+            let blocks = (block_offsets[p + 1] - block_offsets[p]) as usize;
+            let (pc, rc) = core::mem::take(&mut c).split_at_mut(blocks * bb);
+            let (pf, rf) = core::mem::take(&mut f).split_at_mut(size);
+            let (pe, re) = core::mem::take(&mut e).split_at_mut(size * exb);
+            let (px, rx) = core::mem::take(&mut x).split_at_mut(if bits > 1 { size } else { 0 });
+            (c, f, e, x) = (rc, rf, re, rx);
+            parts.push(Part { p, codes: pc, factors: pf, ex_codes: pe, ex_factors: px });
+        }
+    }
+    let (order_ref, offsets_ref, rot_ref, rotation_ref) = (&order, &offsets, &rot_centroids, &rotation);
+    crate::par::for_each(parts, |part| {
+        let Part { p, codes, factors, ex_codes, ex_factors } = part;
+        let mut levels = vec![0u8; padded];
+        let mut rotated = vec![0f32; padded];
+        let mut block_codes = vec![0u64; 32 * words];
+        let first = offsets_ref[p] as usize;
+        let rows = first..offsets_ref[p + 1] as usize;
+        let rc = &rot_ref[p * padded..(p + 1) * padded];
         for (b, chunk) in rows.clone().step_by(32).enumerate() {
             let end = (chunk + 32).min(rows.end);
             for (j, new_row) in (chunk..end).enumerate() {
-                let old = order[new_row] as usize;
-                rotation.apply(&data[old * dim..(old + 1) * dim], &mut rotated);
+                let old = order_ref[new_row] as usize;
+                let local = new_row - first;
+                rotation_ref.apply(&data[old * dim..(old + 1) * dim], &mut rotated);
                 for (x, c) in rotated.iter_mut().zip(rc) {
                     *x -= c;
                 }
-                factors[new_row] = rabitq::encode(kernels, &rotated, &mut block_codes[j * words..(j + 1) * words]);
+                factors[local] = rabitq::encode(kernels, &rotated, &mut block_codes[j * words..(j + 1) * words]);
                 if bits > 1 {
-                    let out = &mut ex_codes[new_row * exb..(new_row + 1) * exb];
-                    ex_factors[new_row] = rabitq::encode_ex(&rotated, factors[new_row].norm_sq, bits, &mut levels, out);
+                    let out = &mut ex_codes[local * exb..(local + 1) * exb];
+                    ex_factors[local] = rabitq::encode_ex(&rotated, factors[local].norm_sq, bits, &mut levels, out);
                 }
             }
             let refs: Vec<&[u64]> = block_codes.chunks_exact(words).take(end - chunk).collect();
-            let at = (block_offsets[p] as usize + b) * bb;
-            rabitq::pack_block(&refs, words, &mut codes[at..at + bb]);
+            let block = &mut codes[b * bb..(b + 1) * bb];
+            rabitq::pack_block(&refs, words, block);
             if bits > 1 {
                 for (j, new_row) in (chunk..end).enumerate() {
-                    let ex = &ex_codes[new_row * exb..(new_row + 1) * exb];
-                    decode_ex(&codes[at..at + bb], j, ex, bits, &mut rotated);
-                    ex_factors[new_row].centroid_dot = kernels.dot(&rotated, rc);
+                    let local = new_row - first;
+                    let ex = &ex_codes[local * exb..(local + 1) * exb];
+                    decode_ex(block, j, ex, bits, &mut rotated);
+                    ex_factors[local].centroid_dot = kernels.dot(&rotated, rc);
                 }
             }
         }
-    }
+    });
     IvfBuild {
         nlist,
         padded,

@@ -92,7 +92,10 @@ fn plus_plus(kernels: &Kernels, sample: &[f32], dim: usize, k: usize, rng: &mut 
     let mut d = vec![0f32; m];
     for c in 1..k {
         let last = &centroids[(c - 1) * dim..c * dim];
-        kernels.l2_sq_batch(last, sample, &mut d);
+        // Distances in parallel (each task its own rows); the running sum stays in row order.
+        crate::par::chunks_mut(&mut d, ASSIGN_CHUNK, |i, d| {
+            kernels.l2_sq_batch(last, &sample[i * ASSIGN_CHUNK * dim..][..d.len() * dim], d);
+        });
         let mut total = 0f64;
         for (b, &x) in best.iter_mut().zip(&d) {
             *b = b.min(x);
@@ -132,8 +135,19 @@ const CENTROID_TILE: usize = 256;
 /// [`nearest`] would give it (the same kernel per pair, the first minimum in index order), but
 /// tiled so the centroids are read from cache rather than memory.
 pub fn assign(kernels: &Kernels, data: &[f32], dim: usize, rows: &[u32], centroids: &[f32], out: &mut [u32]) {
-    let k = centroids.len() / dim.max(1);
     debug_assert_eq!(rows.len(), out.len());
+    // Each task assigns its own rows: the same answers with any number of threads.
+    crate::par::chunks_mut(out, ASSIGN_CHUNK, |i, out| {
+        let rows = &rows[i * ASSIGN_CHUNK..][..out.len()];
+        assign_rows(kernels, data, dim, rows, centroids, out);
+    });
+}
+
+/// Rows per parallel task of [`assign`].
+const ASSIGN_CHUNK: usize = 4096;
+
+fn assign_rows(kernels: &Kernels, data: &[f32], dim: usize, rows: &[u32], centroids: &[f32], out: &mut [u32]) {
+    let k = centroids.len() / dim.max(1);
     let mut best = [(0f32, 0u32); ROW_BLOCK];
     let mut dists = [0f32; CENTROID_TILE];
     for (block, out) in rows.chunks(ROW_BLOCK).zip(out.chunks_mut(ROW_BLOCK)) {

@@ -4,7 +4,7 @@
 //! Every index ranks by a *key* where lower is better (`l2` distance, or the negated
 //! similarity for `dot` and `cosine`) and breaks ties by ascending internal id, so a result
 //! never depends on scan order, threads or target.
-#![no_std]
+#![cfg_attr(not(feature = "parallel"), no_std)]
 #![deny(missing_docs)]
 
 extern crate alloc;
@@ -15,6 +15,7 @@ pub mod ivf;
 pub mod kmeans;
 mod metric;
 pub mod order;
+pub mod par;
 pub mod rabitq;
 pub mod rng;
 pub mod rotation;

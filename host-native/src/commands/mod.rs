@@ -16,9 +16,27 @@ pub mod verify;
 #[derive(Debug, clap::Parser)]
 #[command(name = "shoal", version, about = "Shoal vector search: build, search, inspect and verify segment files")]
 pub struct Cli {
+    /// Threads for index builds (k-means, encoding, calibration; the output is the same bytes
+    /// whatever the number): all cores by default.
+    #[arg(long, global = true, env = "SHOAL_THREADS")]
+    pub threads: Option<usize>,
     /// The subcommand.
     #[command(subcommand)]
     pub command: Command,
+}
+
+/// Sizes the pool of index-build threads (`--threads`); the first call wins.
+pub fn set_threads(threads: Option<usize>) -> Result<(), HostError> {
+    if let Some(n) = threads {
+        if n == 0 {
+            return Err(HostError::Usage("--threads must be at least 1".into()));
+        }
+        rayon::ThreadPoolBuilder::new()
+            .num_threads(n)
+            .build_global()
+            .map_err(|e| HostError::Usage(format!("--threads: {e}")))?;
+    }
+    Ok(())
 }
 
 /// A subcommand.
