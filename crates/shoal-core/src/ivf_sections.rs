@@ -217,10 +217,13 @@ impl IvfSections {
 }
 
 /// Reorders rows: `out[r] = rows[order[r]]` for `width` values per row.
-pub(crate) fn permute<T: Copy>(rows: &[T], width: usize, order: &[u32]) -> Vec<T> {
-    let mut out = Vec::with_capacity(order.len() * width);
-    for &o in order {
-        out.extend_from_slice(&rows[o as usize * width..(o as usize + 1) * width]);
-    }
+pub(crate) fn permute<T: Copy + Default + Send + Sync>(rows: &[T], width: usize, order: &[u32]) -> Vec<T> {
+    const ROWS_PER_TASK: usize = 4096;
+    let mut out = alloc::vec![T::default(); order.len() * width];
+    shoal_index::par::chunks_mut(&mut out, ROWS_PER_TASK * width.max(1), |i, out| {
+        for (dst, &o) in out.chunks_exact_mut(width.max(1)).zip(&order[i * ROWS_PER_TASK..]) {
+            dst.copy_from_slice(&rows[o as usize * width..(o as usize + 1) * width]);
+        }
+    });
     out
 }

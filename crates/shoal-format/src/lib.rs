@@ -33,11 +33,16 @@ pub use writer::SegmentWriter;
 
 /// CRC-32C (Castagnoli) of `bytes`: the checksum of every header, table and section.
 pub fn crc32c(bytes: &[u8]) -> u32 {
+    #[cfg(feature = "hw-crc")]
+    {
+        crc32c::crc32c(bytes)
+    }
+    #[cfg(not(feature = "hw-crc"))]
     crc_table::get().checksum(bytes)
 }
 
 /// The CRC-32C tables (slicing by 16: 16 KiB). Native builds compute them at compile time.
-#[cfg(not(all(target_family = "wasm", not(target_feature = "atomics"))))]
+#[cfg(all(not(feature = "hw-crc"), not(all(target_family = "wasm", not(target_feature = "atomics")))))]
 mod crc_table {
     static CRC: crc::Crc<u32, crc::Table<16>> = crc::Crc::<u32, crc::Table<16>>::new(&crc::CRC_32_ISCSI);
 
@@ -49,7 +54,7 @@ mod crc_table {
 /// The CRC-32C tables (slicing by 16: 16 KiB), computed on first use in wasm builds: as a
 /// constant they were 16 KiB of incompressible bytes in the npm package (7% of its gzip
 /// budget); a zeroed static costs nothing there, and filling it takes microseconds.
-#[cfg(all(target_family = "wasm", not(target_feature = "atomics")))]
+#[cfg(all(not(feature = "hw-crc"), target_family = "wasm", not(target_feature = "atomics")))]
 mod crc_table {
     use core::cell::OnceCell;
 

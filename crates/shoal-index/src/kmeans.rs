@@ -58,14 +58,23 @@ impl KMeans {
         let mut counts = vec![0usize; k];
         for _ in 0..self.iterations {
             crate::kmeans::assign(kernels, data, dim, &sample_rows, &centroids, &mut assign);
-            sums.fill(0.0);
-            counts.fill(0);
-            for (&a, &r) in assign.iter().zip(&sample_rows) {
-                let a = a as usize;
-                counts[a] += 1;
-                for (s, &x) in sums[a * dim..(a + 1) * dim].iter_mut().zip(row(data, dim, r as usize)) {
-                    *s += x as f64;
+            // Each centroid's sum adds its rows in row order; one task per range of centroids.
+            let per_task = k.div_ceil(64).max(1);
+            let task_counts = crate::par::chunks_mut_map(&mut sums, per_task * dim, |t, sums| {
+                sums.fill(0.0);
+                let first = t * per_task;
+                let mut counts = vec![0usize; sums.len() / dim];
+                for (&a, &r) in assign.iter().zip(&sample_rows) {
+                    let Some(c) = (a as usize).checked_sub(first).filter(|&c| c < counts.len()) else { continue };
+                    counts[c] += 1;
+                    for (s, &x) in sums[c * dim..(c + 1) * dim].iter_mut().zip(row(data, dim, r as usize)) {
+                        *s += x as f64;
+                    }
                 }
+                counts
+            });
+            for (c, n) in counts.iter_mut().zip(task_counts.into_iter().flatten()) {
+                *c = n;
             }
             for c in 0..k {
                 if counts[c] > 0 {
@@ -82,34 +91,44 @@ impl KMeans {
 }
 
 /// k-means++ seeding over the sample: each next centre is a sample point drawn with probability
-/// proportional to its squared distance to the nearest centre so far (f64 running sums in row
-/// order, so the draw is the same on every target).
+/// proportional to its squared distance to the nearest centre so far. The sample is cut into
+/// chunks of [`SEED_CHUNK`] rows: each chunk's distances, minima and f64 sum (in row order) are
+/// one task, the chunk sums add up in chunk order, and the draw walks the chunks then the rows
+/// of one — the same arithmetic on every target and with any number of threads.
 fn plus_plus(kernels: &Kernels, sample: &[f32], dim: usize, k: usize, rng: &mut Rng) -> Vec<f32> {
     let m = sample.len() / dim;
     let mut centroids = Vec::with_capacity(k * dim);
     centroids.extend_from_slice(row(sample, dim, rng.below(m)));
     let mut best = vec![f32::INFINITY; m];
-    let mut d = vec![0f32; m];
     for c in 1..k {
         let last = &centroids[(c - 1) * dim..c * dim];
-        // Distances in parallel (each task its own rows); the running sum stays in row order.
-        crate::par::chunks_mut(&mut d, ASSIGN_CHUNK, |i, d| {
-            kernels.l2_sq_batch(last, &sample[i * ASSIGN_CHUNK * dim..][..d.len() * dim], d);
+        let sums: Vec<f64> = crate::par::chunks_mut_map(&mut best, SEED_CHUNK, |i, best| {
+            let mut d = [0f32; SEED_CHUNK];
+            let d = &mut d[..best.len()];
+            kernels.l2_sq_batch(last, &sample[i * SEED_CHUNK * dim..][..best.len() * dim], d);
+            let mut sum = 0f64;
+            for (b, &x) in best.iter_mut().zip(d.iter()) {
+                *b = b.min(x);
+                sum += *b as f64;
+            }
+            sum
         });
-        let mut total = 0f64;
-        for (b, &x) in best.iter_mut().zip(&d) {
-            *b = b.min(x);
-            total += *b as f64;
-        }
+        let total: f64 = sums.iter().sum();
         let pick = if total > 0.0 {
             let target = (rng.next_u64() >> 11) as f64 / (1u64 << 53) as f64 * total;
             let mut acc = 0f64;
             let mut pick = m - 1;
-            for (i, &b) in best.iter().enumerate() {
-                acc += b as f64;
-                if acc > target {
-                    pick = i;
-                    break;
+            'chunks: for (i, &s) in sums.iter().enumerate() {
+                if acc + s <= target {
+                    acc += s;
+                    continue;
+                }
+                for (j, &b) in best[i * SEED_CHUNK..(i * SEED_CHUNK + SEED_CHUNK).min(m)].iter().enumerate() {
+                    acc += b as f64;
+                    if acc > target {
+                        pick = i * SEED_CHUNK + j;
+                        break 'chunks;
+                    }
                 }
             }
             pick
@@ -121,6 +140,9 @@ fn plus_plus(kernels: &Kernels, sample: &[f32], dim: usize, k: usize, rng: &mut 
     }
     centroids
 }
+
+/// Sample rows per task of the k-means++ seeding.
+const SEED_CHUNK: usize = 2048;
 
 fn row(data: &[f32], dim: usize, r: usize) -> &[f32] {
     &data[r * dim..(r + 1) * dim]

@@ -16,6 +16,21 @@ pub fn chunks_mut<T: Send>(out: &mut [T], chunk: usize, f: impl Fn(usize, &mut [
     out.chunks_mut(chunk.max(1)).enumerate().for_each(|(i, c)| f(i, c));
 }
 
+/// `f(i, chunk)` for every `chunk`-element chunk of `out`, its results in chunk order.
+pub fn chunks_mut_map<T: Send, R: Send>(
+    out: &mut [T],
+    chunk: usize,
+    f: impl Fn(usize, &mut [T]) -> R + Sync + Send,
+) -> Vec<R> {
+    #[cfg(feature = "parallel")]
+    {
+        use rayon::prelude::*;
+        out.par_chunks_mut(chunk.max(1)).enumerate().map(|(i, c)| f(i, c)).collect()
+    }
+    #[cfg(not(feature = "parallel"))]
+    out.chunks_mut(chunk.max(1)).enumerate().map(|(i, c)| f(i, c)).collect()
+}
+
 /// `f(0), f(1), ..., f(n - 1)`, in that order.
 pub fn map<T: Send>(n: usize, f: impl Fn(usize) -> T + Sync + Send) -> Vec<T> {
     #[cfg(feature = "parallel")]

@@ -99,6 +99,9 @@ impl MergeSnapshot {
     /// in set order. A damaged input is a typed error (its rows are never rewritten under fresh
     /// checksums).
     pub fn build(&self, kernels: &Kernels) -> Result<AlignedBytes, Error> {
+        if let (true, Some(extra)) = (self.inputs.is_empty(), &self.extra) {
+            return Ok(extra.build(kernels));
+        }
         let live = self.live_rows();
         let mut ids = Vec::with_capacity(live);
         let mut vectors = Vec::with_capacity(live * self.dim);
@@ -174,10 +177,10 @@ impl Collection {
             self.compact().expect("segments written by this collection verify");
             return;
         }
-        self.mutable.discard_pending(self.dim);
-        if let Some(snap) = self.seal_snapshot() {
-            let seg = self.open_built(&snap);
-            self.attach_sealed(snap, seg);
+        if let Some(snap) = self.take_unsealed()
+            && let Some(seg) = self.open_built(&snap)
+        {
+            self.push_part(seg, Bitset::default(), None);
         }
         while let Some(inputs) = self.next_merge() {
             self.merge(&inputs).expect("segments written by this collection verify");
@@ -243,8 +246,12 @@ impl Collection {
         } else {
             self.merge_snapshot(&all)?
         };
-        self.mutable.discard_pending(self.dim);
-        snap.extra = self.seal_snapshot();
+        // Checked before the unsealed rows move into the build: a damaged segment leaves the
+        // collection as it was.
+        for (seg, _) in &snap.inputs {
+            seg.verify()?;
+        }
+        snap.extra = self.take_unsealed();
         let bytes = snap.build(&self.kernels)?;
         let seg = SealedSegment::open(Box::new(bytes)).expect("a freshly written segment opens");
         self.parts.clear();
@@ -281,6 +288,46 @@ impl Collection {
     /// Full check of every sealed segment's bytes (see [`SealedSegment::verify`]).
     pub fn verify(&self) -> Result<(), Error> {
         self.parts.iter().try_for_each(|p| p.seg.verify())
+    }
+
+    /// The mutable segment's live rows moved out into a snapshot, the mutable segment left empty
+    /// (`None` when it had no rows): the in-process seal, without copying the vectors.
+    fn take_unsealed(&mut self) -> Option<SealSnapshot> {
+        self.mutable.discard_pending(self.dim);
+        let mut m = core::mem::take(&mut self.mutable);
+        let rows = m.rows();
+        if rows == 0 {
+            return None;
+        }
+        let dim = self.dim;
+        if m.deleted.count() > 0 {
+            let mut w = 0;
+            for r in (0..rows).filter(|&r| !m.deleted.contains(r)) {
+                m.ids[w] = m.ids[r];
+                m.vectors.copy_within(r * dim..(r + 1) * dim, w * dim);
+                if r < m.payloads.len() {
+                    m.payloads.swap(w, r);
+                }
+                w += 1;
+            }
+            m.ids.truncate(w);
+            m.vectors.truncate(w * dim);
+            m.payloads.truncate(w);
+        }
+        let mut docs = m.payloads;
+        if self.schema.is_some() {
+            docs.resize(m.ids.len(), Value::Null);
+        }
+        Some(SealSnapshot {
+            rows,
+            deleted: Bitset::default(),
+            ids: m.ids,
+            vectors: m.vectors,
+            docs: self.schema.clone().map(|s| (s, docs)),
+            dim,
+            metric: self.metric,
+            index: self.index,
+        })
     }
 
     /// The mutable segment's committed live rows, to seal (`None` when it has no rows; a
