@@ -20,7 +20,7 @@ DEMO_PORT ?= 6333
 
 .PHONY: demo test bench setup setup-rust setup-js setup-deb setup-edge build-js lint test-rust test-js test-edge \
         test-aarch64 test-wasm check-targets \
-        bench-kernels bench-search bench-node bench-ann bench-filtered bench-text bench-ingest bench-codes-only \
+        bench-kernels bench-search bench-node bench-ann bench-filtered bench-text bench-ingest bench-codes-only bench-build \
         test-qdrant fuzz
 
 ## ---- setup ---------------------------------------------------------------------------
@@ -159,7 +159,7 @@ demo: setup build-js $(GLOVE)/words.txt
 ## ---- bench ---------------------------------------------------------------------------
 
 bench: setup build-js $(GLOVE)/words.txt bench-kernels bench-search bench-node bench-ann bench-filtered bench-text bench-ingest \
-       bench-codes-only
+       bench-codes-only bench-build
 
 bench-kernels:
 	$(CARGO) bench -p shoal-kernels --bench kernels
@@ -201,6 +201,13 @@ bench-ann:
 	SHOAL_ANN_DATASETS=$(ANN_DATASETS) $(CARGO) bench -p shoal-host --bench ann
 	for d in $$(echo $(ANN_DATASETS) | tr , ' '); do node bench/node/ann.mjs $$d; done
 	for d in $$(echo $(ANN_DATASETS) | tr , ' '); do python3 bench/peers.py $$d; done
+
+# Index builds on every core: `shoal build` of 1M x 128-d on 1 and 2 threads, medians, same bytes.
+bench-build:
+	pip install -q -r bench/requirements-bench.txt
+	python3 bench/datasets.py --only synthetic-1m-128
+	$(CARGO) build --release -p shoal-host
+	bash bench/build_threads.sh
 
 # Issue 4: filtered search on GloVe 400k, Shoal then hnswlib + Lance, one table.
 bench-filtered:

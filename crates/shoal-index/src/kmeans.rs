@@ -17,6 +17,10 @@ pub struct KMeans {
     pub iterations: usize,
     /// Training points per centroid (the sample is `k * per_centroid` points at most).
     pub per_centroid: usize,
+    /// Points per centroid that the k-means++ seeding draws from (a random part of the
+    /// sample): `k` passes over at most `k * seed_per_centroid` points, small enough to stay
+    /// in cache where the whole sample would stream from memory `k` times.
+    pub seed_per_centroid: usize,
     /// Seed of the sample and the initial centres.
     pub seed: u64,
 }
@@ -24,7 +28,7 @@ pub struct KMeans {
 impl KMeans {
     /// Default settings for `k` centroids.
     pub fn new(k: usize, seed: u64) -> KMeans {
-        KMeans { k, iterations: 10, per_centroid: 64, seed }
+        KMeans { k, iterations: 10, per_centroid: 64, seed_per_centroid: 16, seed }
     }
 
     /// Trains on the rows of `data` (`dim` floats each); returns `k * dim` centroid floats.
@@ -45,14 +49,19 @@ impl KMeans {
             idx.swap(i, j);
         }
         let mut sample_rows: Vec<u32> = idx[..m].to_vec();
+        // The seeding's points: the first draws (a uniform random part of the sample).
+        let mut seed_rows: Vec<u32> = idx[..m.min(k.saturating_mul(self.seed_per_centroid))].to_vec();
         drop(idx);
         sample_rows.sort_unstable();
+        seed_rows.sort_unstable();
         // The sample, contiguous: every pass below streams it in row order.
         let sample: Vec<f32> = sample_rows.iter().flat_map(|&r| row(data, dim, r as usize)).copied().collect();
-        drop(sample_rows);
+        let seeds: Vec<f32> = seed_rows.iter().flat_map(|&r| row(data, dim, r as usize)).copied().collect();
+        drop((sample_rows, seed_rows));
         let sample_rows: Vec<u32> = (0..m as u32).collect();
         let data = &sample[..];
-        let mut centroids = plus_plus(kernels, data, dim, k, &mut rng);
+        let mut centroids = plus_plus(kernels, &seeds, dim, k, &mut rng);
+        drop(seeds);
         let mut assign = vec![0u32; m];
         let mut sums = vec![0f64; k * dim];
         let mut counts = vec![0usize; k];
