@@ -567,3 +567,45 @@ fn imported_segments_are_served_and_static_files_stay_inside_their_folder() {
         assert_eq!(call(&s, "GET", path, None, &[]).0, 404, "{path}");
     }
 }
+
+/// A flipped byte in a sealed segment on disk: the merge that reads it fails with the checksum
+/// error (logged), the collection keeps serving what it served, and nothing is rewritten — the
+/// damaged file stays named by the manifest, no merged segment appears.
+#[test]
+fn a_damaged_segment_fails_its_merge_and_the_collection_keeps_serving() {
+    let dir = TempDir::new("serve", "damaged");
+    let dim = 8;
+    let s = Server::start(&dir.0, &["--merge-factor", "2", "--seal-rows", "1000000"]);
+    create(&s, "d", json!({"vectors": {"size": dim, "distance": "Euclid"}}));
+    let batch = |from: u64| (from..from + 300).collect::<Vec<u64>>();
+    assert_eq!(post_binary(&s, "d", binary_batch(&batch(0), dim, None)).0, 200);
+    okj(&s, "POST", "/collections/d/seal", json!({}));
+    let first = {
+        let m =
+            shoal_core::set::Manifest::from_json(&std::fs::read(dir.0.join("collections/d/manifest.json")).unwrap())
+                .unwrap();
+        assert_eq!(m.segments.len(), 1);
+        dir.0.join("collections/d").join(&m.segments[0].file)
+    };
+    // Flip a byte inside the vectors (the file is mapped: the server sees it too).
+    let mut bytes = std::fs::read(&first).unwrap();
+    let at = bytes.len() - 100;
+    bytes[at] ^= 0x20;
+    std::fs::write(&first, &bytes).unwrap();
+    // A second segment: the policy merges the two, reading the damaged one.
+    assert_eq!(post_binary(&s, "d", binary_batch(&batch(300), dim, None)).0, 200);
+    okj(&s, "POST", "/collections/d/seal", json!({}));
+    // What the set answers (the same whether the merge has failed yet or not).
+    let q = json!({"vector": vector_of(7, dim), "limit": 5});
+    let before = okj(&s, "POST", "/collections/d/search", q.clone());
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while !s.log().contains("background merge failed") {
+        assert!(Instant::now() < deadline, "no merge attempt:\n{}", s.log());
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    assert!(s.log().contains("checksum mismatch"), "{}", s.log());
+    assert_eq!(set_files_named_by_manifest(&dir.0, "d").len(), 2, "the two segments stay, nothing merged");
+    assert_eq!(std::fs::read(&first).unwrap(), bytes, "the damaged file is left as it is");
+    assert_eq!(count(&s, "d"), 600);
+    assert_eq!(okj(&s, "POST", "/collections/d/search", q)["points"], before["points"]);
+}

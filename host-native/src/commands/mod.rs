@@ -17,12 +17,19 @@ pub mod verify;
 #[command(name = "shoal", version, about = "Shoal vector search: build, search, inspect and verify segment files")]
 pub struct Cli {
     /// Threads for index builds (k-means, encoding, calibration; the output is the same bytes
-    /// whatever the number): all cores by default.
+    /// whatever the number) and, for `serve`, for requests: all cores by default.
     #[arg(long, global = true, env = "SHOAL_THREADS")]
     pub threads: Option<usize>,
     /// The subcommand.
     #[command(subcommand)]
     pub command: Command,
+}
+
+static THREADS: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
+
+/// The `--threads` given (`None`: all cores).
+pub fn threads() -> Option<usize> {
+    THREADS.get().copied()
 }
 
 /// Sizes the pool of index-build threads (`--threads`); the first call wins.
@@ -31,6 +38,7 @@ pub fn set_threads(threads: Option<usize>) -> Result<(), HostError> {
         if n == 0 {
             return Err(HostError::Usage("--threads must be at least 1".into()));
         }
+        let _ = THREADS.set(n);
         rayon::ThreadPoolBuilder::new()
             .num_threads(n)
             .build_global()

@@ -66,9 +66,6 @@ pub struct ServeArgs {
     /// Largest request body, in MiB.
     #[arg(long, default_value_t = 64)]
     pub max_body_mib: usize,
-    /// Worker threads (default: one per core).
-    #[arg(long)]
-    pub threads: Option<usize>,
     /// Log every request (one JSON line on standard error).
     #[arg(long)]
     pub log_requests: bool,
@@ -452,8 +449,9 @@ pub fn router(app: Arc<AppState>, max_body: usize) -> Router {
 /// Runs the server until SIGINT or SIGTERM.
 pub fn run(args: &ServeArgs) -> Result<(), HostError> {
     let mut rt = tokio::runtime::Builder::new_multi_thread();
-    if let Some(n) = args.threads {
-        rt.worker_threads(n.max(1));
+    // `shoal --threads N serve`: N request workers, and N threads for seals and merges.
+    if let Some(n) = crate::commands::threads() {
+        rt.worker_threads(n);
     }
     let rt = rt.enable_all().build().map_err(|e| HostError::io(&args.data, "start the runtime for", e))?;
     let app = Arc::new(AppState::open(args)?);
