@@ -6,7 +6,9 @@
 //! `SHOAL_ANN_DATASETS=glove-100k,gcide-256 SHOAL_ANN_BITS=1,4 cargo bench -p shoal-host --bench ann`
 //! (`SHOAL_ANN_SWEEP=nprobe:rerank,...`, `SHOAL_ANN_REPEATS`, `SHOAL_ANN_PARTITIONS` narrow a run
 //! down for profiling; `SHOAL_ANN_CODES_ONLY=1` builds codes-only indexes, ranked by the
-//! extended-bit estimates without the full vectors).
+//! extended-bit estimates without the full vectors; `SHOAL_ANN_SEGMENTS=8` builds the same
+//! points as 8 segments of a set, sealed one after another without merges, to measure what
+//! searching several segments costs against one).
 
 use std::path::Path;
 use std::time::Instant;
@@ -58,20 +60,43 @@ fn main() {
             let ids: Vec<u64> = (0..n as u64).collect();
             let mut col = Collection::new(CollectionConfig { dim, metric }).unwrap();
             let t = Instant::now();
-            col.insert(&ids, &base).unwrap();
             let mut params = IvfParams { bits, codes_only, ..IvfParams::default() };
             if let Some(p) = std::env::var("SHOAL_ANN_PARTITIONS").ok().and_then(|p| p.parse().ok()) {
                 params.partitions = Some(p);
             }
-            col.seal_with(IndexKind::IvfRabitq(params)).unwrap();
+            let segments: usize = std::env::var("SHOAL_ANN_SEGMENTS").ok().and_then(|s| s.parse().ok()).unwrap_or(1);
+            if segments <= 1 {
+                col.insert(&ids, &base).unwrap();
+                col.seal_with(IndexKind::IvfRabitq(params)).unwrap();
+            } else {
+                col.set_index_kind(IndexKind::IvfRabitq(params));
+                col.set_merge_policy(shoal_core::set::MergePolicy { merge_factor: usize::MAX, ..Default::default() });
+                for s in 0..segments {
+                    let (a, b) = (s * n / segments, (s + 1) * n / segments);
+                    col.insert(&ids[a..b], &base[a * dim..b * dim]).unwrap();
+                    col.seal();
+                }
+                assert_eq!(col.segment_count(), segments);
+                println!("{segments} segments of {} points each", n / segments);
+            }
             let build_s = t.elapsed().as_secs_f64();
             let seg = col.segment(0).unwrap();
             let (index, _, defaults) = seg.ivf().unwrap();
-            let reader = seg.reader();
-            let index_bytes: u64 = reader.sections().iter().filter(|e| e.kind >= 16).map(|e| e.length).sum();
+            let index_bytes: u64 = (0..col.segment_count())
+                .map(|i| {
+                    col.segment(i)
+                        .unwrap()
+                        .reader()
+                        .sections()
+                        .iter()
+                        .filter(|e| e.kind >= 16)
+                        .map(|e| e.length)
+                        .sum::<u64>()
+                })
+                .sum();
             let vector_bytes = (n * dim * 4) as u64;
             println!(
-                "build {build_s:.2} s (1 core); nlist {}; index (codes, factors, centroids) {:.1} MB = {:.1} B/vector; full vectors {:.1} MB",
+                "build {build_s:.2} s; nlist {} (segment 0); index (codes, factors, centroids) {:.1} MB = {:.1} B/vector; full vectors {:.1} MB",
                 index.nlist,
                 index_bytes as f64 / 1e6,
                 index_bytes as f64 / n as f64,
@@ -164,15 +189,19 @@ fn main() {
                 })
                 .collect();
             let results = serde_json::json!({
-                "engine": "shoal", "dataset": name, "threads": 1, "bits": bits,
+                "engine": "shoal", "dataset": name, "threads": 1, "bits": bits, "segments": segments,
                 "codes_only": codes_only, "build_seconds": build_s, "index_bytes": index_bytes, "vector_bytes": vector_bytes,
                 "nlist": index.nlist, "points": points, "summary": summary,
             });
-            let file = match (bits, codes_only) {
-                (_, true) => format!("shoal-{name}-b{bits}-codes.json"),
-                (1, false) => format!("shoal-{name}.json"),
-                _ => format!("shoal-{name}-b{bits}.json"),
+            let mut file = match (bits, codes_only) {
+                (_, true) => format!("shoal-{name}-b{bits}-codes"),
+                (1, false) => format!("shoal-{name}"),
+                _ => format!("shoal-{name}-b{bits}"),
             };
+            if segments > 1 {
+                file.push_str(&format!("-s{segments}"));
+            }
+            let file = format!("{file}.json");
             write_result(&file, &results);
         }
     }
