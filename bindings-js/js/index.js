@@ -624,9 +624,13 @@ export class Collection {
     call(() => w.verify());
   }
 
-  /** The collection as one segment file (sealing first): the same bytes as natively. */
+  /**
+   * The collection as one segment file (sealing and merging every segment first): the same
+   * bytes as natively. A segment that fails its checksums throws `bad_segment`.
+   */
   toBytes() {
-    return this.#get().to_bytes();
+    const w = this.#get();
+    return call(() => w.to_bytes());
   }
 
   /**

@@ -340,9 +340,10 @@ impl WasmCollection {
         Ok(SearchOutput { res })
     }
 
-    /// The collection as one sealed segment file (sealing first), copied into a `Uint8Array`.
-    pub fn to_bytes(&mut self) -> js_sys::Uint8Array {
-        js_sys::Uint8Array::from(self.inner.to_bytes())
+    /// The collection as one sealed segment file (sealing and merging first), copied into a
+    /// `Uint8Array`. A segment that fails its checksums is an error.
+    pub fn to_bytes(&mut self) -> Result<js_sys::Uint8Array, JsValue> {
+        Ok(js_sys::Uint8Array::from(self.inner.to_bytes().map_err(|e| js_error(&e))?))
     }
 
     /// Name of the kernel implementation in use: `"simd128"` or `"scalar"`.

@@ -50,7 +50,7 @@ fn main() {
     println!("build {build_s:.2} s (1 core, vectors + payload columns + IVF)");
     {
         // The payload sections' sizes (kinds 33-36), per point.
-        let bytes = shoal_format::AlignedBytes::from_slice(col.to_bytes());
+        let bytes = shoal_format::AlignedBytes::from_slice(col.to_bytes().unwrap());
         let reader = shoal_format::SegmentReader::open(bytes.as_slice()).unwrap();
         let size = |kind| reader.section(kind).map_or(0, <[u8]>::len);
         let per_point = |b: usize| b as f64 / n as f64;

@@ -148,7 +148,7 @@ fn every_input_format_gives_the_same_segment() {
         ("a.vectors", f32_bytes(&data)),
     ];
     for metric in ["cosine", "dot", "l2"] {
-        let expected = in_process(ROWS, DIM, metric, 5, &data).to_bytes().to_vec();
+        let expected = in_process(ROWS, DIM, metric, 5, &data).to_bytes().unwrap().to_vec();
         for (name, bytes) in &inputs {
             let input = dir.path(name);
             write(&input, bytes);
@@ -571,7 +571,10 @@ fn payloads_and_filters_from_the_command_line() {
     let docs: Vec<serde_json::Value> = lines.iter().map(|l| serde_json::from_str(l).unwrap()).collect();
     col.insert_with_payloads(&(0..ROWS as u64).collect::<Vec<_>>(), &data, &docs).unwrap();
     col.seal();
-    assert!(std::fs::read(&out).unwrap() == col.to_bytes(), "the CLI's segment differs from the in-process one");
+    assert!(
+        std::fs::read(&out).unwrap() == col.to_bytes().unwrap(),
+        "the CLI's segment differs from the in-process one"
+    );
 
     // --filter and --with-payload: exactly the core's response, every result passing.
     let filter =

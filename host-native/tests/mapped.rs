@@ -19,8 +19,8 @@ fn mapped_ivf_search_equals_in_memory_bit_for_bit() {
             col.insert(&ids, &data).unwrap();
             col.seal_with(IndexKind::IvfRabitq(IvfParams { bits, ..IvfParams::default() })).unwrap();
             let path = dir.path(&format!("{metric:?}-{bits}.shoal"));
-            write_atomic(&path, col.to_bytes()).unwrap();
-            let in_memory = Collection::from_bytes(col.to_bytes()).unwrap();
+            write_atomic(&path, col.to_bytes().unwrap()).unwrap();
+            let in_memory = Collection::from_bytes(col.to_bytes().unwrap()).unwrap();
             let mapped = open_collection(&path).unwrap();
             assert!(mapped.segment(0).unwrap().prefetches() && !in_memory.segment(0).unwrap().prefetches());
             for q in queries.chunks_exact(dim) {

@@ -18,7 +18,7 @@ fn build(threads: usize, metric: Metric, dim: usize, bits: u8) -> Vec<u8> {
         col.insert_with_payloads(&ids, &data, &docs).unwrap();
         let opts = format!(r#"{{"index": "ivf-rabitq", "bits": {bits}}}"#);
         col.seal_with(IndexKind::from_json(&opts).unwrap()).unwrap();
-        col.to_bytes().to_vec()
+        col.to_bytes().unwrap().to_vec()
     })
 }
 

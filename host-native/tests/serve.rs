@@ -587,11 +587,16 @@ fn a_damaged_segment_fails_its_merge_and_the_collection_keeps_serving() {
         assert_eq!(m.segments.len(), 1);
         dir.0.join("collections/d").join(&m.segments[0].file)
     };
-    // Flip a byte inside the vectors (the file is mapped: the server sees it too).
+    // Flip a byte inside the vectors, in place (the file is mapped: the server sees it too;
+    // rewriting the file would truncate it under the mapping).
     let mut bytes = std::fs::read(&first).unwrap();
     let at = bytes.len() - 100;
     bytes[at] ^= 0x20;
-    std::fs::write(&first, &bytes).unwrap();
+    {
+        use std::os::unix::fs::FileExt;
+        let f = std::fs::OpenOptions::new().write(true).open(&first).unwrap();
+        f.write_all_at(&bytes[at..at + 1], at as u64).unwrap();
+    }
     // A second segment: the policy merges the two, reading the damaged one.
     assert_eq!(post_binary(&s, "d", binary_batch(&batch(300), dim, None)).0, 200);
     okj(&s, "POST", "/collections/d/seal", json!({}));

@@ -100,7 +100,7 @@ fn v1_golden_files_read_verify_and_search_the_same() {
     for (name, index, current) in v1_files() {
         if current && std::env::var_os("SHOAL_WRITE_GOLDEN").is_some() {
             let mut col = build(index);
-            std::fs::write(golden(&format!("{name}.shoal")), col.to_bytes()).unwrap();
+            std::fs::write(golden(&format!("{name}.shoal")), col.to_bytes().unwrap()).unwrap();
             let expected = serde_json::to_vec_pretty(&results(&col, dim)).unwrap();
             std::fs::write(golden(&format!("{name}.expected.json")), expected).unwrap();
         }
@@ -122,7 +122,10 @@ fn the_current_writer_reproduces_the_v1_golden_bytes() {
     // True while the writer writes v1; when v2 arrives this test moves to the v2 golden files.
     for (name, index, _) in v1_files().into_iter().filter(|f| f.2) {
         let bytes = read_golden(&format!("{name}.shoal"));
-        assert!(build(index).to_bytes() == &bytes[..], "{name}: the writer no longer reproduces the golden bytes");
+        assert!(
+            build(index).to_bytes().unwrap() == &bytes[..],
+            "{name}: the writer no longer reproduces the golden bytes"
+        );
     }
 }
 
@@ -209,7 +212,7 @@ fn check_payload_goldens(
         let path = golden(&format!("{name}.shoal"));
         if std::env::var_os("SHOAL_WRITE_GOLDEN").is_some() && (is_current || !path.exists()) {
             let mut col = build();
-            std::fs::write(&path, col.to_bytes()).unwrap();
+            std::fs::write(&path, col.to_bytes().unwrap()).unwrap();
             let expected = serde_json::to_vec_pretty(&results(&col, dim)).unwrap();
             std::fs::write(golden(&format!("{name}.expected.json")), expected).unwrap();
         }
@@ -222,7 +225,10 @@ fn check_payload_goldens(
         let got = results(&col, dim);
         assert_eq!(got, expected, "{name}: results changed");
         if is_current {
-            assert!(build().to_bytes() == &bytes[..], "{name}: the writer no longer reproduces the golden bytes");
+            assert!(
+                build().to_bytes().unwrap() == &bytes[..],
+                "{name}: the writer no longer reproduces the golden bytes"
+            );
         }
         out.push((bytes, got));
     }

@@ -13,7 +13,7 @@
 //! let req = SearchRequest::from_json(r#"{"vector": [0.9, 0.1], "limit": 2}"#).unwrap();
 //! let res = col.search(&req).unwrap();
 //! assert_eq!(res.points.iter().map(|p| p.id).collect::<Vec<_>>(), [11, 10]);
-//! let bytes = col.to_bytes().to_vec();
+//! let bytes = col.to_bytes().unwrap().to_vec();
 //! let again = Collection::from_bytes(&bytes).unwrap();
 //! assert_eq!(again.search(&req).unwrap(), res);
 //! ```

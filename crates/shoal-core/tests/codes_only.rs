@@ -43,7 +43,7 @@ fn codes_only_drops_exactly_the_vectors_and_keeps_recall() {
         // Same index, same payloads: the codes-only file has every section of the other but
         // VECTORS, byte for byte, except META (its vector type) and IVF_META (its defaults are
         // calibrated for ranking by estimates).
-        let (full_bytes, codes_bytes) = (full.to_bytes().to_vec(), codes.to_bytes());
+        let (full_bytes, codes_bytes) = (full.to_bytes().unwrap().to_vec(), codes.to_bytes().unwrap());
         let (a, b) = (full.segment(0).unwrap().reader(), shoal_format::SegmentReader::open(codes_bytes).unwrap());
         let kinds = |r: &shoal_format::SegmentReader<'_>| r.sections().iter().map(|e| e.kind).collect::<Vec<_>>();
         let mut expected = kinds(&a);
@@ -96,7 +96,7 @@ fn a_filter_with_few_matches_ranks_by_the_same_estimates() {
 #[test]
 fn a_codes_only_collection_refuses_changes_and_round_trips() {
     let (_, mut codes, queries, _) = pair(Metric::L2, 24, 3);
-    let bytes = codes.to_bytes().to_vec();
+    let bytes = codes.to_bytes().unwrap().to_vec();
     let q = &queries[..24];
     let before = search(&codes, json!({"limit": 10}), q).unwrap();
     let refused = |r: Result<(), Error>| matches!(r, Err(Error::CodesOnly(_)));
@@ -113,7 +113,7 @@ fn a_codes_only_collection_refuses_changes_and_round_trips() {
     assert!(codes.contains(2) && codes.vector(2).is_none());
     assert_eq!(codes.payload(2), Some(json!({"group": 2})));
     codes.seal();
-    assert_eq!(codes.to_bytes(), &bytes[..]);
+    assert_eq!(codes.to_bytes().unwrap(), &bytes[..]);
     assert_eq!(search(&codes, json!({"limit": 10}), q).unwrap(), before);
     // Resealing with the index it has is a no-op; a round trip keeps everything.
     codes.seal_with(codes.index_kind()).unwrap();
@@ -139,12 +139,12 @@ fn codes_only_needs_extra_bits_and_a_consistent_file() {
         let meta = reader.section(shoal_format::KIND_META).unwrap();
         meta.as_ptr() as usize - bytes.as_ptr() as usize + 16
     };
-    let at = meta_at(full.to_bytes());
-    let mut with_vectors = full.to_bytes().to_vec();
+    let at = meta_at(full.to_bytes().unwrap());
+    let mut with_vectors = full.to_bytes().unwrap().to_vec();
     with_vectors[at] = 1; // claims codes-only, yet has VECTORS
     assert!(matches!(Collection::from_bytes(&with_vectors), Err(Error::Format(_))));
-    let at = meta_at(codes.to_bytes());
-    let mut without = codes.to_bytes().to_vec();
+    let at = meta_at(codes.to_bytes().unwrap());
+    let mut without = codes.to_bytes().unwrap().to_vec();
     without[at] = 0; // claims full vectors, has none
     assert!(matches!(Collection::from_bytes(&without), Err(Error::Format(_))));
     without[at] = 2; // unknown

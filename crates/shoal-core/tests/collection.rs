@@ -42,7 +42,7 @@ fn upsert_replaces_and_delete_removes() {
     assert_eq!(c.len(), 2);
     assert_eq!(c.delete(&[2, 2, 99]).unwrap(), 1);
     assert_eq!(ids_of(&c, &[0.0, 0.0], 10), [1]);
-    let bytes = c.to_bytes().to_vec();
+    let bytes = c.to_bytes().unwrap().to_vec();
     let again = Collection::from_bytes(&bytes).unwrap();
     again.verify().unwrap();
     assert_eq!(again.len(), 1);
@@ -137,7 +137,7 @@ fn bad_requests_are_typed_errors() {
 #[test]
 fn corrupt_segments_are_typed_errors() {
     let mut c = filled();
-    let bytes = c.to_bytes().to_vec();
+    let bytes = c.to_bytes().unwrap().to_vec();
     for n in 0..bytes.len() {
         assert!(Collection::from_bytes(&bytes[..n]).is_err(), "truncated to {n} bytes must not open");
     }

@@ -55,7 +55,7 @@ fn builds_are_deterministic_across_kernels() {
         col.insert(&ids, &data).unwrap();
         col.seal_with(IndexKind::IvfRabitq(IvfParams { partitions: Some(30), seed: 9, bits: 1, codes_only: false }))
             .unwrap();
-        segments.push((k.name(), col.to_bytes().to_vec()));
+        segments.push((k.name(), col.to_bytes().unwrap().to_vec()));
     }
     for (name, bytes) in &segments[1..] {
         assert!(bytes == &segments[0].1, "{name} built different bytes than {}", segments[0].0);
@@ -81,7 +81,7 @@ fn deletes_upserts_and_reseal_keep_working() {
     assert!(col.segment(0).unwrap().ivf().is_some());
     assert_eq!(ids(&col, r#"{"limit": 1}"#, q), [999_999]);
     assert_eq!(col.len(), 5000);
-    let bytes = col.to_bytes().to_vec();
+    let bytes = col.to_bytes().unwrap().to_vec();
     let again = Collection::from_bytes(&bytes).unwrap();
     again.verify().unwrap();
     assert_eq!(ids(&again, r#"{"limit": 5}"#, q), ids(&col, r#"{"limit": 5}"#, q));
@@ -114,7 +114,7 @@ fn extra_bits_keep_recall_with_fewer_exact_distances() {
             IndexKind::IvfRabitq(IvfParams { partitions: Some(140), seed: 3, bits, codes_only: false })
         );
         // The bytes open again with the same index.
-        let reopened = Collection::from_bytes(col.to_bytes()).unwrap();
+        let reopened = Collection::from_bytes(col.to_bytes().unwrap()).unwrap();
         reopened.verify().unwrap();
         let (mut exact_distances, mut hits) = (0u64, 0usize);
         for q in queries.chunks_exact(dim) {

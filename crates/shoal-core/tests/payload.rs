@@ -225,7 +225,7 @@ fn scenario(metric: Metric, index: IndexKind) {
     col.verify().unwrap();
     check(&col, &model, metric, &queries, dim, &format!("{what} resealed"));
 
-    let bytes = col.to_bytes().to_vec();
+    let bytes = col.to_bytes().unwrap().to_vec();
     let again = Collection::from_bytes(&bytes).unwrap();
     again.verify().unwrap();
     assert_eq!(again.schema(), Some(&schema()));
@@ -294,7 +294,7 @@ fn bad_payloads_change_nothing() {
     }
     let e = col.insert_with_payloads(&[5, 6], &[0.0; 6], &[json!({})]).unwrap_err();
     assert_eq!(e, Error::PayloadCount { points: 2, payloads: 1 });
-    assert_eq!(col.to_bytes(), reference.to_bytes());
+    assert_eq!(col.to_bytes().unwrap(), reference.to_bytes().unwrap());
 }
 
 #[test]
@@ -364,7 +364,7 @@ fn with_payload_round_trips() {
         all(&col);
         col.seal_with(index).unwrap();
         all(&col);
-        let again = Collection::from_bytes(col.to_bytes()).unwrap();
+        let again = Collection::from_bytes(col.to_bytes().unwrap()).unwrap();
         again.verify().unwrap();
         all(&again);
         for id in ids {

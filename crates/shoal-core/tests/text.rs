@@ -119,7 +119,7 @@ fn text_search_equals_the_standalone_index_before_and_after_sealing() {
             0 => col.seal(),
             _ => {
                 col.seal_with(IndexKind::IvfRabitq(IvfParams { partitions: Some(8), ..IvfParams::default() })).unwrap();
-                col = Collection::from_bytes(col.to_bytes()).unwrap();
+                col = Collection::from_bytes(col.to_bytes().unwrap()).unwrap();
             }
         }
     }
@@ -292,8 +292,8 @@ fn text_en_fields_match_by_english_stems_everywhere() {
                 plain.seal();
             }
             _ => {
-                col = Collection::from_bytes(col.to_bytes()).unwrap();
-                plain = Collection::from_bytes(plain.to_bytes()).unwrap();
+                col = Collection::from_bytes(col.to_bytes().unwrap()).unwrap();
+                plain = Collection::from_bytes(plain.to_bytes().unwrap()).unwrap();
             }
         }
     }

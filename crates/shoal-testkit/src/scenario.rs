@@ -455,7 +455,7 @@ pub fn run(s: &Scenario, kernels: Kernels) -> Output {
                 col.seal_with(IndexKind::from_json(json).expect("valid seal options")).expect("a writable collection")
             }
             Op::RoundTrip => {
-                let bytes = col.to_bytes().to_vec();
+                let bytes = col.to_bytes().expect("the scenario's segments verify").to_vec();
                 col = Collection::from_bytes(&bytes).expect("round trip");
                 col.set_kernels(kernels);
             }
@@ -477,7 +477,7 @@ pub fn run(s: &Scenario, kernels: Kernels) -> Output {
             }
         }
     }
-    out.segment = col.to_bytes().to_vec();
+    out.segment = col.to_bytes().expect("the scenario's segments verify").to_vec();
     out
 }
 

@@ -197,7 +197,7 @@ pub fn run(args: &BuildArgs) -> Result<(), HostError> {
             stripped = seg.without_vectors()?;
             stripped.as_slice()
         }
-        None => col.to_bytes(),
+        None => col.to_bytes()?,
     };
     bar.set_message("writing");
     write_atomic(&args.out, bytes)?;

@@ -232,8 +232,7 @@ fn write_first_segment(dir: &Path, meta: &Meta, src: &Path, wal_from: u64, link:
     if seg.dim() != config.dim {
         return Err(ApiError::internal(format!("{}: dimension differs from collection.json", src.display())));
     }
-    let mut col = Collection::with_schema(config, schema).map_err(ApiError::core)?;
-    col.set_index_kind(index);
+    drop((config, schema));
     let name = shoal_core::set::segment_name(1, seg.table_crc());
     let dst = dir.join(&name);
     drop(seg);
@@ -243,8 +242,9 @@ fn write_first_segment(dir: &Path, meta: &Meta, src: &Path, wal_from: u64, link:
     }
     fs::File::open(&dst).and_then(|f| f.sync_all()).map_err(|e| io_err(&dst, "fsync", e))?;
     let opened = Collection::open(segment_storage(&dst, true).map_err(ApiError::core)?).map_err(ApiError::core)?;
+    // The schema the segment carries (collection.json holds only the fields given at
+    // creation; later ones are in the segment, or in the logs that follow it).
     let mut cp = opened.checkpoint(Some(wal_from));
-    cp.manifest.fields = col.checkpoint(None).manifest.fields;
     cp.manifest.index = index.to_json();
     write_atomic(&dir.join(MANIFEST), &cp.manifest.to_json()).map_err(|e| ApiError::internal(e.to_string()))
 }
@@ -264,7 +264,13 @@ fn apply(col: &mut Collection, kind: Kind, body: &[u8]) -> Result<u64, String> {
         Kind::Schema => {
             let text = std::str::from_utf8(body).map_err(|e| e.to_string())?;
             let schema = Schema::from_json(text).map_err(|e| e.to_string())?;
-            col.extend_schema(schema).map_err(|e| e.to_string())?;
+            // A manifest written after this record may already hold a larger schema (its
+            // `fields` are the schema at the swap): a logged schema it contains is applied.
+            let contained =
+                col.schema().is_some_and(|now| schema.fields().all(|(n, t)| now.field(n).map(|f| f.1) == Some(t)));
+            if !contained {
+                col.extend_schema(schema).map_err(|e| e.to_string())?;
+            }
             Ok(0)
         }
     }
@@ -534,6 +540,10 @@ impl Store {
                 }
             }
             me.merging.store(false, Ordering::Release);
+            // A seal that finished while this thread was stopping found `merging` set.
+            if !me.dropped.load(Ordering::Acquire) {
+                me.maybe_merge();
+            }
         });
     }
 
@@ -546,7 +556,8 @@ impl Store {
         //    rows: writers apply under the log lock, so they are exactly what the closed logs hold.
         let (snap, next) = {
             let mut wal = self.lock_wal()?;
-            if wal.is_empty() {
+            // Nothing logged since the manifest: its `wal` is this (empty) log.
+            if wal.is_empty() && wal.generation() <= self.manifest_wal.load(Ordering::Acquire) {
                 return Ok(false);
             }
             // Relaxed logs are not synced per write: the closed log must be whole on disk
@@ -567,12 +578,15 @@ impl Store {
             return Ok(true);
         }
         // 3. Swap it in (deletes made meanwhile carried over) and write the manifest.
-        let (seg, tmp) = built.map_or((None, None), |(s, t)| (Some(s), Some(t)));
+        let (seg, tmp) = built.map_or((None, None), |(s, t)| {
+            let crc = s.table_crc();
+            (Some(s), Some((t, crc)))
+        });
         self.swap(Some(next), tmp, |col| {
             if let Some(snap) = snap {
                 col.attach_sealed(snap, seg);
             }
-            Ok(col.segment_count().checked_sub(1))
+            Ok(())
         })?;
         Ok(true)
     }
@@ -583,10 +597,8 @@ impl Store {
         let _one = self.merge_lock.lock().expect("merge lock poisoned");
         let snap = self.read().merge_snapshot(positions).map_err(ApiError::core)?;
         let (seg, tmp) = self.write_segment(|k| snap.build(k))?;
-        if self.dropped.load(Ordering::Acquire) {
-            return Ok(());
-        }
-        self.swap(None, Some(tmp), |col| col.attach_merged(snap, seg).map(Some).map_err(ApiError::core))
+        let crc = seg.table_crc();
+        self.swap(None, Some((tmp, crc)), |col| col.attach_merged(snap, seg).map(|_| ()).map_err(ApiError::core))
     }
 
     /// Builds a segment and writes it to a new temporary file in the folder; returns it opened
@@ -609,28 +621,38 @@ impl Store {
         Ok((Arc::new(seg), tmp))
     }
 
-    /// Changes the set under the collection's write lock (`change` returns the position of the
-    /// segment it added, whose file is `tmp`), then makes it durable: the new segment file
-    /// under its set name, the new live-rows files, the manifest (with `wal`, or the current
-    /// one), and only then removes the files no manifest names any more.
+    /// Changes the set under the collection's write lock, then makes it durable: the new
+    /// segment's file (`tmp`, the segment that `change` adds, which gets the collection's next
+    /// number) renamed to its set name first, then the new live-rows files, the manifest (with
+    /// `wal`, or the current one), and only then removes the files no manifest names any more.
+    /// The log is synced first, so the manifest never holds the effect of a write the log could
+    /// still lose (relaxed durability).
     fn swap(
         &self,
         wal: Option<u64>,
-        tmp: Option<PathBuf>,
-        change: impl FnOnce(&mut Collection) -> Result<Option<usize>, ApiError>,
+        tmp: Option<(PathBuf, u32)>,
+        change: impl FnOnce(&mut Collection) -> Result<(), ApiError>,
     ) -> Result<(), ApiError> {
         let _set = self.set_lock.lock().expect("set lock poisoned");
+        if self.dropped.load(Ordering::Acquire) {
+            return Ok(());
+        }
         let wal = wal.unwrap_or_else(|| self.manifest_wal.load(Ordering::Acquire));
-        let (cp, added) = {
-            let mut col = self.col.write().expect("collection lock poisoned");
-            let at = change(&mut col)?;
-            (col.checkpoint(Some(wal)), at.map(|i| col.segments()[i].name.clone()))
-        };
-        if let (Some(tmp), Some(name)) = (tmp, added) {
-            let path = self.dir.join(name);
-            fs::rename(&tmp, &path).map_err(|e| io_err(&tmp, "rename", e))?;
+        // Manifests are written only under `set_lock`, so the number read here is the one
+        // the change gives the new segment: its file gets its name before memory changes.
+        if let Some((tmp, crc)) = &tmp {
+            let number = self.read().next_segment_number();
+            let path = self.dir.join(shoal_core::set::segment_name(number, *crc));
+            fs::rename(tmp, &path).map_err(|e| io_err(tmp, "rename", e))?;
             fs::File::open(&self.dir).and_then(|d| d.sync_all()).map_err(|e| io_err(&self.dir, "fsync", e))?;
         }
+        let cp = {
+            let mut log = self.wal.lock().expect("log lock poisoned");
+            log.sync().map_err(|e| io_err(log.file_path(), "fsync", e))?;
+            let mut col = self.col.write().expect("collection lock poisoned");
+            change(&mut col)?;
+            col.checkpoint(Some(wal))
+        };
         for (name, bytes) in &cp.live_files {
             write_atomic(&self.dir.join(name), bytes).map_err(|e| ApiError::internal(e.to_string()))?;
         }
@@ -646,8 +668,10 @@ impl Store {
     /// folder.
     pub fn destroy(&self) -> Result<(), ApiError> {
         self.dropped.store(true, Ordering::Release);
-        // The seal's lock order: seal lock, then log lock.
+        // The lock order of seals and swaps: seal lock, set lock, then log lock. A merge
+        // reaching its swap after this finds `dropped` set under the set lock.
         let _one = self.seal_lock.lock().expect("seal lock poisoned");
+        let _set = self.set_lock.lock().expect("set lock poisoned");
         let _wal = self.wal.lock().expect("log lock poisoned");
         let trash = self.dir.with_file_name(format!(".{}.deleting", self.name));
         fs::rename(&self.dir, &trash).map_err(|e| io_err(&self.dir, "rename", e))?;
@@ -750,4 +774,60 @@ fn infer_schema(current: Option<&Schema>, payloads: &[Value]) -> Option<Schema> 
         }
     }
     (fields.len() > known).then(|| Schema::new(&fields)).and_then(Result::ok)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn opts() -> Arc<Options> {
+        Arc::new(Options { sync: true, seal_rows: 1_000_000, merge_policy: shoal_core::set::MergePolicy::default() })
+    }
+
+    /// A manifest written by a merge holds the schema at the swap, which can be larger than a
+    /// schema record of a log it does not cover yet: replaying that record changes nothing.
+    #[test]
+    fn replaying_a_schema_the_collection_already_holds_is_a_no_op() {
+        let config = CollectionConfig { dim: 2, metric: Metric::L2 };
+        let mut col =
+            Collection::with_schema(config, Schema::from_json(r#"{"a": "keyword", "b": "integer"}"#).unwrap()).unwrap();
+        apply(&mut col, Kind::Schema, br#"{"a": "keyword"}"#).unwrap();
+        apply(&mut col, Kind::Schema, br#"{"a": "keyword", "b": "integer"}"#).unwrap();
+        assert_eq!(col.schema().unwrap().len(), 2);
+        // A logged field with another type is still an error.
+        assert!(apply(&mut col, Kind::Schema, br#"{"a": "integer"}"#).is_err());
+    }
+
+    /// A folder of the single-segment layout (a dynamic collection: `collection.json` has no
+    /// fields, the segment and the log have them) moves to a set keeping the segment's schema.
+    #[test]
+    fn an_old_single_segment_folder_moves_to_a_set_with_its_schema_and_payloads() {
+        let dir = shoal_testkit::TempDir::new("store", "legacy");
+        let meta =
+            Meta { dim: 2, metric: "l2".into(), fields: json!({}), index: json!({}), on_disk: true, dynamic: true };
+        std::fs::write(dir.path("collection.json"), serde_json::to_vec(&meta).unwrap()).unwrap();
+        let schema = Schema::from_json(r#"{"w": "integer"}"#).unwrap();
+        let mut old = Collection::with_schema(CollectionConfig { dim: 2, metric: Metric::L2 }, schema).unwrap();
+        old.insert_with_payloads(&[1, 2], &[0.0, 0.0, 1.0, 1.0], &[json!({"w": 5}), json!({"w": 6})]).unwrap();
+        std::fs::write(dir.path("segment-0000000003.shoal"), old.to_bytes().unwrap()).unwrap();
+        let mut wal = WalWriter::create(&dir.0, 3, true).unwrap();
+        wal.append(Kind::Upsert, &batch::encode(2, &[3], &[2.0, 2.0], &[json!({"w": 9})])).unwrap();
+        drop(wal);
+        let store = Arc::new(Store::open(dir.0.clone(), "legacy", opts()).unwrap());
+        assert!(dir.path("manifest.json").exists() && !dir.path("segment-0000000003.shoal").exists());
+        let col = store.read();
+        assert_eq!(col.len(), 3);
+        assert_eq!((col.payload(1), col.payload(3)), (Some(json!({"w": 5})), Some(json!({"w": 9}))));
+        drop(col);
+        // Sealed and merged into one segment, the payloads stay.
+        store.seal().unwrap();
+        store.merge(&[0, 1]).unwrap();
+        let col = store.read();
+        assert_eq!(col.segment_count(), 1);
+        assert_eq!((col.payload(2), col.payload(3)), (Some(json!({"w": 6})), Some(json!({"w": 9}))));
+        drop(col);
+        drop(store);
+        let again = Store::open(dir.0.clone(), "legacy", opts()).unwrap();
+        assert_eq!(again.read().payload(1), Some(json!({"w": 5})));
+    }
 }

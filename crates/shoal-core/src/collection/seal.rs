@@ -166,15 +166,15 @@ pub struct Checkpoint {
 
 impl Collection {
     /// Seals the mutable segment's live rows into a new segment at the end of the set, then
-    /// merges segments as the merge policy says. With a new index pending
-    /// ([`seal_with`](Self::seal_with)), rebuilds the whole set as one segment instead.
+    /// merges segments as the merge policy says. A merge over a segment that fails its
+    /// checksums is not made (the rows stay where they are; [`verify`](Self::verify) and
+    /// [`compact`](Self::compact) report the damage): sealing never rewrites damaged bytes.
     pub fn seal(&mut self) {
         // A codes-only collection refuses every change: nothing to seal.
         if self.codes_only() {
             return;
         }
-        if self.reindex {
-            self.compact().expect("segments written by this collection verify");
+        if self.reindex && self.compact().is_ok() {
             return;
         }
         if let Some(snap) = self.take_unsealed()
@@ -183,21 +183,30 @@ impl Collection {
             self.push_part(seg, Bitset::default(), None);
         }
         while let Some(inputs) = self.next_merge() {
-            self.merge(&inputs).expect("segments written by this collection verify");
+            if self.merge(&inputs).is_err() {
+                break;
+            }
         }
     }
 
     /// Sets the index that seals and merges build; a different one than before rebuilds the
-    /// whole set as one segment now. A codes-only collection refuses a different index (it has
+    /// whole set as one segment now (see [`compact`](Self::compact): a damaged segment is an
+    /// error and nothing changes). A codes-only collection refuses a different index (it has
     /// no vectors to build one from).
     pub fn seal_with(&mut self, index: IndexKind) -> Result<(), Error> {
-        if index != self.index {
-            self.writable("rebuild with another index")?;
+        if index == self.index && !self.reindex {
+            self.seal();
+            return Ok(());
         }
-        self.reindex |= index != self.index;
-        self.index = index;
-        self.seal();
-        Ok(())
+        self.writable("rebuild with another index")?;
+        let before = (self.index, self.reindex);
+        (self.index, self.reindex) = (index, true);
+        self.compact().inspect_err(|_| (self.index, self.reindex) = before)
+    }
+
+    /// The number the next segment added to the set gets (in its file name).
+    pub fn next_segment_number(&self) -> u64 {
+        self.next_number
     }
 
     /// Sets the index that later seals and merges build, without rebuilding anything now
@@ -252,7 +261,17 @@ impl Collection {
             seg.verify()?;
         }
         snap.extra = self.take_unsealed();
-        let bytes = snap.build(&self.kernels)?;
+        let bytes = match snap.build(&self.kernels) {
+            Ok(b) => b,
+            Err(e) => {
+                // A document that does not decode (on bytes that passed their checksums):
+                // the unsealed rows go back where they were.
+                if let Some(extra) = snap.extra.take() {
+                    self.restore_unsealed(extra);
+                }
+                return Err(e);
+            }
+        };
         let seg = SealedSegment::open(Box::new(bytes)).expect("a freshly written segment opens");
         self.parts.clear();
         self.mutable = Mutable::default();
@@ -279,10 +298,10 @@ impl Collection {
     }
 
     /// The collection as one sealed segment file (compacting first: see
-    /// [`compact`](Self::compact)).
-    pub fn to_bytes(&mut self) -> &[u8] {
-        self.compact().expect("segments written by this collection verify");
-        self.parts[0].seg.bytes()
+    /// [`compact`](Self::compact); a damaged segment is an error).
+    pub fn to_bytes(&mut self) -> Result<&[u8], Error> {
+        self.compact()?;
+        Ok(self.parts[0].seg.bytes())
     }
 
     /// Full check of every sealed segment's bytes (see [`SealedSegment::verify`]).
@@ -328,6 +347,24 @@ impl Collection {
             metric: self.metric,
             index: self.index,
         })
+    }
+
+    /// Puts rows taken by [`take_unsealed`](Self::take_unsealed) back into the (empty) mutable
+    /// segment, with their id map and text index.
+    fn restore_unsealed(&mut self, snap: SealSnapshot) {
+        let mut m = Mutable { committed: snap.ids.len(), ..Mutable::default() };
+        for (row, &id) in snap.ids.iter().enumerate() {
+            m.index.insert(id, row as u32);
+        }
+        m.ids = snap.ids;
+        m.vectors = snap.vectors;
+        if let Some((_, docs)) = snap.docs {
+            m.payloads = docs;
+        }
+        if let Some(schema) = self.schema.as_ref().filter(|s| text::has_text(s)) {
+            m.text = (m.committed > 0).then(|| text::build(schema, m.payloads.iter()));
+        }
+        self.mutable = m;
     }
 
     /// The mutable segment's committed live rows, to seal (`None` when it has no rows; a

@@ -58,8 +58,11 @@ impl Collection {
         let d = shoal_text::Bm25::default();
         let bm25 = shoal_text::Bm25 { k1: req.bm25_k1.unwrap_or(d.k1), b: req.bm25_b.unwrap_or(d.b) };
         let indexes = self.text_indexes();
-        // The set's statistics: sums over every index (field 0: the joined text fields).
-        let doc_count: u64 = indexes.iter().map(|(_, _, i)| u64::from(i.meta().doc_count)).sum();
+        // The set's statistics: sums over every index (field 0: the joined text fields). A
+        // segment written before the schema had text fields has no index: its rows are
+        // documents without text (length 0), as they would be in a merged segment.
+        let doc_count: u64 = indexes.iter().map(|(_, _, i)| u64::from(i.meta().doc_count)).sum::<u64>()
+            + self.parts.iter().filter(|p| p.seg.text().is_none()).map(|p| p.seg.rows() as u64).sum::<u64>();
         let total_len: u64 = indexes.iter().map(|(_, _, i)| i.meta().total_len.first().copied().unwrap_or(0)).sum();
         let doc_freq = |term: &str| -> Result<u32, TextError> {
             let mut df = 0u64;
