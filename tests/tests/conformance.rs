@@ -244,3 +244,26 @@ fn scenario_payloads_cover_every_column_mode() {
     let refs = view.field(view.schema().field("refs").unwrap().0).column;
     assert!((0..refs.rows()).any(|r| refs.code(r) >= DIRECT_TAG && refs.code(r) & COUNT_OPEN == COUNT_OPEN));
 }
+
+/// An IVF build large enough for every chunked path of the parallel build (k-means++ over
+/// several 2,048-row chunks of its sample, assignment over several 4,096-row tasks, many
+/// partitions to encode): its bytes must equal the committed digest on every target — natively
+/// over all cores, under QEMU, and sequentially in wasm.
+#[test]
+fn a_large_ivf_build_gives_the_committed_bytes() {
+    use shoal_core::{Collection, CollectionConfig, IndexKind, Metric};
+    let (n, dim) = (12_000, 16);
+    let data = shoal_testkit::clustered_vectors(21, n, dim, 60);
+    let ids: Vec<u64> = (0..n as u64).collect();
+    let mut col = Collection::new(CollectionConfig { dim, metric: Metric::L2 }).unwrap();
+    col.insert(&ids, &data).unwrap();
+    col.seal_with(IndexKind::from_json(r#"{"index": "ivf-rabitq", "bits": 3}"#).unwrap()).unwrap();
+    let bytes = col.to_bytes().unwrap();
+    let got = format!("{} {:08x}", bytes.len(), shoal_format::crc32c(bytes));
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("golden/large-build.txt");
+    if std::env::var_os("SHOAL_WRITE_GOLDEN").is_some() {
+        std::fs::write(path, format!("{got}\n")).unwrap();
+        return;
+    }
+    assert_eq!(got, include_str!("../golden/large-build.txt").trim(), "the large IVF build's bytes changed");
+}
