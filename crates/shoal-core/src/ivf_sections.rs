@@ -1,7 +1,8 @@
-//! The IVF + RaBitQ sections of a segment (`docs/format.md`): writing them from an
-//! [`IvfBuild`], and opening them with the cheap structural checks that make every slice a
+//! The IVF + RaBitQ sections of a segment (`docs/format.md`): writing them in place from an
+//! [`IvfPlan`], and opening them with the cheap structural checks that make every slice a
 //! search takes in bounds.
 
+use alloc::vec;
 use alloc::vec::Vec;
 use core::ops::Range;
 
@@ -9,14 +10,17 @@ use bytemuck::Zeroable;
 use shoal_format::{
     IvfMeta, KIND_IVF_CENTROIDS, KIND_IVF_META, KIND_IVF_OFFSETS, KIND_IVF_ROT_CENTROIDS, KIND_RABITQ_BLOCK_OFFSETS,
     KIND_RABITQ_CODES, KIND_RABITQ_EX_CODES, KIND_RABITQ_EX_FACTORS, KIND_RABITQ_FACTORS, KIND_RABITQ_ROTATION,
-    SECTION_OPTIONAL, SegmentReader, SegmentWriter, cast_records,
+    KIND_VECTORS, Layout, SECTION_OPTIONAL, SegmentReader, cast_records,
 };
-use shoal_index::ivf::{IvfBuild, IvfData, IvfIndex, IvfQuery, block_bytes};
+use shoal_index::Metric;
+use shoal_index::ivf::{IvfCodes, IvfData, IvfIndex, IvfPlan, IvfQuery, block_bytes};
 use shoal_index::rabitq::{EPSILON0, ExFactors, Factors, MAX_BITS, ex_code_bytes};
 use shoal_index::rotation::{ROUNDS, Rotation, padded_dim};
+use shoal_kernels::Kernels;
 
 use crate::Error;
 use crate::sealed::{bad, range_of};
+use crate::write::Source;
 
 /// A loaded IVF index: its static part and where its sections lie in the segment.
 #[derive(Clone, Debug)]
@@ -36,12 +40,12 @@ pub(crate) struct IvfSections {
 }
 
 /// The IVF metadata record of a build.
-pub(crate) fn meta_of(build: &IvfBuild, seed: u64, defaults: IvfQuery) -> IvfMeta {
+fn meta_of(plan: &IvfPlan, seed: u64, defaults: IvfQuery) -> IvfMeta {
     let mut meta = IvfMeta::zeroed();
-    meta.nlist = build.nlist as u32;
-    meta.padded = build.padded as u32;
+    meta.nlist = plan.nlist as u32;
+    meta.padded = plan.padded as u32;
     meta.rounds = ROUNDS as u32;
-    meta.code_bits = build.bits;
+    meta.code_bits = plan.bits;
     meta.query_bits = 4;
     meta.default_nprobe = defaults.nprobe as u32;
     meta.default_rerank = defaults.rerank as u32;
@@ -50,23 +54,99 @@ pub(crate) fn meta_of(build: &IvfBuild, seed: u64, defaults: IvfQuery) -> IvfMet
     meta
 }
 
-/// Adds the IVF sections of `build` to `w` (all optional: a reader without IVF searches exactly).
-pub(crate) fn add_sections<'a>(w: &mut SegmentWriter<'a>, meta: &'a IvfMeta, build: &'a IvfBuild) {
-    w.add_section(KIND_IVF_META, SECTION_OPTIONAL, bytemuck::bytes_of(meta))
-        .add_section(KIND_IVF_CENTROIDS, SECTION_OPTIONAL, bytemuck::cast_slice(&build.centroids))
-        .add_section(KIND_IVF_ROT_CENTROIDS, SECTION_OPTIONAL, bytemuck::cast_slice(&build.rot_centroids))
-        .add_section(KIND_IVF_OFFSETS, SECTION_OPTIONAL, bytemuck::cast_slice(&build.offsets))
-        .add_section(KIND_RABITQ_ROTATION, SECTION_OPTIONAL, bytemuck::cast_slice(build.rotation.signs()))
-        .add_section(KIND_RABITQ_BLOCK_OFFSETS, SECTION_OPTIONAL, bytemuck::cast_slice(&build.block_offsets))
-        .add_section(KIND_RABITQ_CODES, SECTION_OPTIONAL, &build.codes)
-        .add_section(KIND_RABITQ_FACTORS, SECTION_OPTIONAL, bytemuck::cast_slice(&build.factors));
-    if build.bits > 1 {
-        w.add_section(KIND_RABITQ_EX_CODES, SECTION_OPTIONAL, &build.ex_codes).add_section(
-            KIND_RABITQ_EX_FACTORS,
-            SECTION_OPTIONAL,
-            bytemuck::cast_slice(&build.ex_factors),
-        );
+/// The IVF sections of a build, `(kind, flags, length)` in file order (all optional: a reader
+/// without IVF searches exactly).
+pub(crate) fn planned(plan: &IvfPlan, dim: usize) -> Vec<(u32, u32, u64)> {
+    let (n, nlist, padded) = (plan.rows(), plan.nlist, plan.padded);
+    let mut out = vec![
+        (KIND_IVF_META, core::mem::size_of::<IvfMeta>()),
+        (KIND_IVF_CENTROIDS, nlist * dim * 4),
+        (KIND_IVF_ROT_CENTROIDS, nlist * padded * 4),
+        (KIND_IVF_OFFSETS, (nlist + 1) * 4),
+        (KIND_RABITQ_ROTATION, plan.rotation.signs().len() * 8),
+        (KIND_RABITQ_BLOCK_OFFSETS, (nlist + 1) * 4),
+        (KIND_RABITQ_CODES, plan.code_bytes()),
+        (KIND_RABITQ_FACTORS, n * core::mem::size_of::<Factors>()),
+    ];
+    if plan.bits > 1 {
+        out.push((KIND_RABITQ_EX_CODES, n * plan.ex_bytes_per_row()));
+        out.push((KIND_RABITQ_EX_FACTORS, n * core::mem::size_of::<ExFactors>()));
     }
+    out.into_iter().map(|(kind, len)| (kind, SECTION_OPTIONAL, len as u64)).collect()
+}
+
+/// Writes the IVF sections of `plan` into `file` (laid out by `layout`, whose vectors section,
+/// unless `codes_only`, already holds the rows in the stored order): the codes encoded from
+/// `src`, then the default query settings calibrated on the written index.
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn write(
+    kernels: &Kernels,
+    metric: Metric,
+    src: &dyn Source,
+    dim: usize,
+    plan: &IvfPlan,
+    seed: u64,
+    codes_only: bool,
+    layout: &Layout,
+    file: &mut [u8],
+) {
+    let copy = |file: &mut [u8], kind: u32, bytes: &[u8]| file[layout.range(kind)].copy_from_slice(bytes);
+    copy(file, KIND_IVF_CENTROIDS, bytemuck::cast_slice(&plan.centroids));
+    copy(file, KIND_IVF_ROT_CENTROIDS, bytemuck::cast_slice(&plan.rot_centroids));
+    copy(file, KIND_IVF_OFFSETS, bytemuck::cast_slice(&plan.offsets));
+    copy(file, KIND_RABITQ_ROTATION, bytemuck::cast_slice(plan.rotation.signs()));
+    copy(file, KIND_RABITQ_BLOCK_OFFSETS, bytemuck::cast_slice(&plan.block_offsets));
+    // The code sections follow one another in this order: split the file between them.
+    let mut kinds = vec![KIND_RABITQ_CODES, KIND_RABITQ_FACTORS];
+    if plan.bits > 1 {
+        kinds.extend([KIND_RABITQ_EX_CODES, KIND_RABITQ_EX_FACTORS]);
+    }
+    {
+        let mut parts: Vec<&mut [u8]> = Vec::with_capacity(4);
+        let (mut rest, mut at) = (&mut file[..], 0);
+        for &kind in &kinds {
+            let r = layout.range(kind);
+            let (_, tail) = core::mem::take(&mut rest).split_at_mut(r.start - at);
+            let (part, tail) = tail.split_at_mut(r.len());
+            parts.push(part);
+            (rest, at) = (tail, r.end);
+        }
+        let mut parts = parts.into_iter();
+        let mut next = || parts.next().unwrap_or_default();
+        let (codes, factors, ex_codes, ex_factors) = (next(), next(), next(), next());
+        // (An absent part is an empty byte slice whose address need not suit the records.)
+        let ex_factors = if ex_factors.is_empty() { &mut [] } else { bytemuck::cast_slice_mut(ex_factors) };
+        let out = IvfCodes { codes, factors: bytemuck::cast_slice_mut(factors), ex_codes, ex_factors };
+        shoal_index::ivf::encode(kernels, src, plan, out);
+    }
+    // Default query settings, measured on the index as written. Codes only, the rows in the
+    // stored order exist nowhere else: gathered for the calibration.
+    let gathered: Vec<f32>;
+    let vectors: &[f32] = if codes_only {
+        gathered = plan.order.iter().flat_map(|&o| src.row(o as usize)).copied().collect();
+        &gathered
+    } else {
+        bytemuck::cast_slice(&file[layout.range(KIND_VECTORS)])
+    };
+    let section = |kind: u32| if kinds.contains(&kind) { &file[layout.range(kind)] } else { &[][..] };
+    let data = IvfData {
+        dim,
+        centroids: &plan.centroids,
+        rot_centroids: &plan.rot_centroids,
+        offsets: &plan.offsets,
+        block_offsets: &plan.block_offsets,
+        codes: section(KIND_RABITQ_CODES),
+        factors: bytemuck::cast_slice(section(KIND_RABITQ_FACTORS)),
+        vectors: None,
+        bits: plan.bits,
+        ex_codes: section(KIND_RABITQ_EX_CODES),
+        ex_factors: if plan.bits > 1 { bytemuck::cast_slice(section(KIND_RABITQ_EX_FACTORS)) } else { &[] },
+        prefetch: None,
+    };
+    let index = IvfIndex { nlist: plan.nlist, padded: plan.padded, rotation: plan.rotation.clone() };
+    let defaults = shoal_index::calibrate::calibrate(kernels, metric, &index, data, vectors, seed, codes_only);
+    let meta = meta_of(plan, seed, defaults);
+    file[layout.range(KIND_IVF_META)].copy_from_slice(bytemuck::bytes_of(&meta));
 }
 
 /// Checks that `offsets` has `n + 1` entries, starts at 0, never decreases and ends at `end`.
@@ -214,16 +294,4 @@ impl IvfSections {
         }
         Ok(())
     }
-}
-
-/// Reorders rows: `out[r] = rows[order[r]]` for `width` values per row.
-pub(crate) fn permute<T: Copy + Default + Send + Sync>(rows: &[T], width: usize, order: &[u32]) -> Vec<T> {
-    const ROWS_PER_TASK: usize = 4096;
-    let mut out = alloc::vec![T::default(); order.len() * width];
-    shoal_index::par::chunks_mut(&mut out, ROWS_PER_TASK * width.max(1), |i, out| {
-        for (dst, &o) in out.chunks_exact_mut(width.max(1)).zip(&order[i * ROWS_PER_TASK..]) {
-            dst.copy_from_slice(&rows[o as usize * width..(o as usize + 1) * width]);
-        }
-    });
-    out
 }

@@ -32,6 +32,7 @@ mod request;
 mod sealed;
 pub mod set;
 mod text;
+mod write;
 
 pub use collection::{
     Checkpoint, Collection, CollectionConfig, FILTER_EXACT_DIVISOR, FILTER_EXACT_PER_RESULT, IdEncoding, MergeSnapshot,

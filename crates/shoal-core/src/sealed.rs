@@ -1,20 +1,17 @@
 use alloc::boxed::Box;
-use alloc::vec::Vec;
 use core::ops::Range;
 
-use bytemuck::Zeroable;
 use shoal_format::{
-    AlignedBytes, FormatError, IdEntry, KIND_ID_INDEX, KIND_IDS, KIND_META, KIND_VECTORS, MAX_DIM, SECTION_OPTIONAL,
-    SegmentMeta, SegmentReader, SegmentWriter, VECTOR_TYPE_CODES_ONLY, VECTOR_TYPE_F32, cast_records,
+    AlignedBytes, FormatError, IdEntry, KIND_ID_INDEX, KIND_IDS, KIND_META, KIND_VECTORS, MAX_DIM, SegmentMeta,
+    SegmentReader, SegmentWriter, VECTOR_TYPE_CODES_ONLY, VECTOR_TYPE_F32, cast_records,
 };
 use shoal_index::Metric;
 use shoal_index::ivf::{IvfData, IvfIndex, IvfParams, IvfQuery};
-use shoal_kernels::Kernels;
-use shoal_payload::{PayloadBuilder, PayloadSectionBytes, PayloadView, Schema};
+use shoal_payload::{PayloadSectionBytes, PayloadView, Schema};
 
 use crate::Error;
-use crate::ivf_sections::{self, IvfSections};
-use crate::text::{self, TextRanges};
+use crate::ivf_sections::IvfSections;
+use crate::text::TextRanges;
 
 /// The index a sealed segment carries besides its vectors.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -411,101 +408,6 @@ impl SealedSegment {
         let i = index.binary_search_by_key(&id, |e| e.id).ok()?;
         // A corrupt (unverified) file may name a row out of range: treat it as absent.
         Some(index[i].row as usize).filter(|&r| r < self.rows)
-    }
-
-    /// Writes a segment of the given rows (external ids must be unique; vectors already
-    /// normalised for cosine). With an IVF index, rows are stored sorted by partition.
-    pub fn write(
-        kernels: &Kernels,
-        dim: usize,
-        metric: Metric,
-        ids: &[u64],
-        vectors: &[f32],
-        index: IndexKind,
-    ) -> AlignedBytes {
-        SealedSegment::write_with_payloads(kernels, dim, metric, ids, vectors, None, index)
-    }
-
-    /// [`write`](Self::write) with payload documents: the segment also carries the payload
-    /// sections (kinds 32–36, optional), with the documents in the stored row order. Every
-    /// document must have been validated against the schema (one that does not is stored as
-    /// `null`).
-    pub fn write_with_payloads(
-        kernels: &Kernels,
-        dim: usize,
-        metric: Metric,
-        ids: &[u64],
-        vectors: &[f32],
-        payloads: Option<PayloadInput<'_>>,
-        index: IndexKind,
-    ) -> AlignedBytes {
-        debug_assert_eq!(ids.len() * dim, vectors.len());
-        debug_assert!(payloads.is_none_or(|p| p.docs.len() == ids.len()));
-        // Codes only: ranked by the extra bits, so at least 2 of them.
-        let index = match index {
-            IndexKind::IvfRabitq(p) if p.codes_only => IndexKind::IvfRabitq(IvfParams { bits: p.bits.max(2), ..p }),
-            other => other,
-        };
-        let codes_only = matches!(index, IndexKind::IvfRabitq(p) if p.codes_only);
-        let mut meta = SegmentMeta::zeroed();
-        meta.dim = dim as u32;
-        meta.metric = metric.code();
-        meta.rows = ids.len() as u64;
-        meta.vector_type = if codes_only { VECTOR_TYPE_CODES_ONLY } else { VECTOR_TYPE_F32 };
-        let build = match index {
-            IndexKind::IvfRabitq(params) => Some((shoal_index::ivf::build(kernels, vectors, dim, params), params.seed)),
-            IndexKind::Flat => None,
-        };
-        // Payload rows follow the stored row order (the IVF build's permutation).
-        let payload_sections = payloads.map(|p| {
-            let mut pb = PayloadBuilder::new(p.schema.clone());
-            let mut push = |doc: &serde_json::Value| {
-                if pb.push(doc).is_err() {
-                    pb.push(&serde_json::Value::Null).expect("null is every schema's empty payload");
-                }
-            };
-            match &build {
-                Some((b, _)) => b.order.iter().for_each(|&o| push(&p.docs[o as usize])),
-                None => p.docs.iter().for_each(&mut push),
-            }
-            pb.finish()
-        });
-        // The text index over the same documents, in the same order.
-        let text_sections = payloads.filter(|p| text::has_text(p.schema)).map(|p| match &build {
-            Some((b, _)) => text::build(p.schema, b.order.iter().map(|&o| &p.docs[o as usize])),
-            None => text::build(p.schema, p.docs.iter()),
-        });
-        let (ids, vectors) = match &build {
-            Some((b, _)) => (ivf_sections::permute(ids, 1, &b.order), ivf_sections::permute(vectors, dim, &b.order)),
-            None => (ids.to_vec(), vectors.to_vec()),
-        };
-        // Default query settings measured on the data (in the stored row order).
-        let ivf_meta = build.as_ref().map(|(b, seed)| {
-            let defaults = shoal_index::calibrate::calibrate(kernels, metric, b, &vectors, dim, *seed, codes_only);
-            ivf_sections::meta_of(b, *seed, defaults)
-        });
-        let build = build.map(|(b, _)| b);
-        let mut index: Vec<IdEntry> =
-            ids.iter().enumerate().map(|(row, &id)| IdEntry { id, row: row as u32, reserved: 0 }).collect();
-        index.sort_unstable();
-        let mut w = SegmentWriter::new();
-        w.add_section(KIND_META, 0, bytemuck::bytes_of(&meta)).add_section(KIND_IDS, 0, bytemuck::cast_slice(&ids));
-        if !codes_only {
-            w.add_section(KIND_VECTORS, 0, bytemuck::cast_slice(&vectors));
-        }
-        w.add_section(KIND_ID_INDEX, 0, bytemuck::cast_slice(&index));
-        if let (Some(build), Some(ivf_meta)) = (&build, &ivf_meta) {
-            ivf_sections::add_sections(&mut w, ivf_meta, build);
-        }
-        if let Some(p) = &payload_sections {
-            for (kind, bytes) in p.by_kind() {
-                w.add_section(kind, SECTION_OPTIONAL, bytes);
-            }
-        }
-        if let Some(t) = &text_sections {
-            text::add_sections(&mut w, t);
-        }
-        write_aligned(&w)
     }
 }
 

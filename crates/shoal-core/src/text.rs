@@ -14,7 +14,7 @@ use alloc::vec::Vec;
 use core::ops::Range;
 
 use serde_json::Value;
-use shoal_format::{SECTION_OPTIONAL, SegmentReader, SegmentWriter};
+use shoal_format::SegmentReader;
 use shoal_payload::Schema;
 use shoal_text::{AnalyzerOptions, BuildOptions, IndexBuilder, Sections, TextIndex, kinds};
 
@@ -61,17 +61,43 @@ pub(crate) fn doc_text(schema: &Schema, doc: &Value, out: &mut String) {
 
 /// Builds the text sections of `docs` (document `i` is row `i`).
 pub(crate) fn build<'d>(schema: &Schema, docs: impl Iterator<Item = &'d Value>) -> Sections {
-    let analyzer = AnalyzerOptions { stem_english: schema.stems_english(), ..AnalyzerOptions::default() };
-    let mut b = IndexBuilder::new(BuildOptions { analyzer, ..BuildOptions::default() });
-    let mut text = String::new();
-    for (row, doc) in docs.enumerate() {
-        text.clear();
-        doc_text(schema, doc, &mut text);
+    let mut b = TextBuilder::new(schema);
+    docs.for_each(|d| b.push(d));
+    b.finish()
+}
+
+/// Builds the text index of documents given one at a time, rows from 0.
+pub(crate) struct TextBuilder<'s> {
+    schema: &'s Schema,
+    index: IndexBuilder,
+    text: String,
+    row: u32,
+}
+
+impl<'s> TextBuilder<'s> {
+    pub(crate) fn new(schema: &'s Schema) -> TextBuilder<'s> {
+        let analyzer = AnalyzerOptions { stem_english: schema.stems_english(), ..AnalyzerOptions::default() };
+        TextBuilder {
+            schema,
+            index: IndexBuilder::new(BuildOptions { analyzer, ..BuildOptions::default() }),
+            text: String::new(),
+            row: 0,
+        }
+    }
+
+    /// Adds the next row's document.
+    pub(crate) fn push(&mut self, doc: &Value) {
+        self.text.clear();
+        doc_text(self.schema, doc, &mut self.text);
         // Rows ascend from 0 and stay below u32::MAX (the collection's capacity), and a
         // field count of 1 is what the builder was made for: `add` cannot fail.
-        b.add(row as u32, &[text.as_str()]).expect("rows ascend and fit in u32");
+        self.index.add(self.row, &[self.text.as_str()]).expect("rows ascend and fit in u32");
+        self.row += 1;
     }
-    b.finish().expect("a collection's text index fits in the section limits")
+
+    pub(crate) fn finish(self) -> Sections {
+        self.index.finish().expect("a collection's text index fits in the section limits")
+    }
 }
 
 /// Opens an owned index (the mutable segment's).
@@ -83,11 +109,15 @@ pub(crate) fn open(s: &Sections) -> TextIndex<'_> {
 const KINDS: [u32; 5] =
     [kinds::TEXT_META, kinds::TEXT_DICT, kinds::TEXT_POSTINGS, kinds::TEXT_POSITIONS, kinds::TEXT_DOC_LENGTHS];
 
-/// Adds the text sections to a segment being written.
-pub(crate) fn add_sections<'a>(w: &mut SegmentWriter<'a>, s: &'a Sections) {
-    for (kind, bytes) in KINDS.iter().zip([&s.meta, &s.dict, &s.postings, &s.positions, &s.doc_lengths]) {
-        w.add_section(*kind, SECTION_OPTIONAL, bytes);
-    }
+/// `(kind, bytes)` of the text sections of a segment being written.
+pub(crate) fn sections(s: &Sections) -> [(u32, &[u8]); 5] {
+    [
+        (KINDS[0], &s.meta[..]),
+        (KINDS[1], &s.dict[..]),
+        (KINDS[2], &s.postings[..]),
+        (KINDS[3], &s.positions[..]),
+        (KINDS[4], &s.doc_lengths[..]),
+    ]
 }
 
 /// Where a sealed segment's five text sections lie.

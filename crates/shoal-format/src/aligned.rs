@@ -51,6 +51,12 @@ impl AlignedBytes {
     }
 }
 
+impl AsMut<[u8]> for AlignedBytes {
+    fn as_mut(&mut self) -> &mut [u8] {
+        self.as_mut_slice()
+    }
+}
+
 impl Default for AlignedBytes {
     /// Empty, and aligned like every other.
     fn default() -> Self {

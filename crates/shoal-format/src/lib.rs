@@ -29,7 +29,7 @@ pub use aligned::AlignedBytes;
 pub use error::FormatError;
 pub use reader::{SegmentReader, cast_records};
 pub use records::*;
-pub use writer::SegmentWriter;
+pub use writer::{Layout, SegmentWriter};
 
 /// CRC-32C (Castagnoli) of `bytes`: the checksum of every header, table and section.
 pub fn crc32c(bytes: &[u8]) -> u32 {

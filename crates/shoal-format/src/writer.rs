@@ -3,7 +3,78 @@ use bytemuck::Zeroable;
 
 use crate::{ALIGN, FORMAT_VERSION, Header, MAGIC, SectionEntry, align_up, crc32c};
 
-/// Assembles a segment from section payloads.
+/// Where every section of a segment goes, planned from the sections' lengths alone — before
+/// any of them is written.
+///
+/// A large segment is built in place: the host gives a zeroed buffer of
+/// [`file_len`](Self::file_len) bytes (natively a memory-mapped file), the builder fills each
+/// section's [`range`](Self::range), and [`finish`](Self::finish) checksums the sections and
+/// writes the header and table in front of them. The bytes are those [`SegmentWriter`] gives
+/// for the same payloads (it is built on this).
+#[derive(Clone, Debug)]
+pub struct Layout {
+    table: Vec<SectionEntry>,
+    file_len: u64,
+}
+
+impl Layout {
+    /// Plans sections `(kind, flags, length)` in this order. Panics if a kind repeats.
+    pub fn new(sections: &[(u32, u32, u64)]) -> Layout {
+        let table_len = (sections.len() * core::mem::size_of::<SectionEntry>()) as u64;
+        let mut offset = align_up(ALIGN as u64 + table_len);
+        let mut table = Vec::with_capacity(sections.len());
+        for (i, &(kind, flags, length)) in sections.iter().enumerate() {
+            assert!(sections[..i].iter().all(|s| s.0 != kind), "section kind {kind} added twice");
+            table.push(SectionEntry { kind, flags, offset, length, crc: 0, reserved: 0 });
+            offset = align_up(offset + length);
+        }
+        Layout { table, file_len: offset }
+    }
+
+    /// Total length of the file.
+    pub fn file_len(&self) -> u64 {
+        self.file_len
+    }
+
+    /// Byte range of section `kind` in the file. Panics if it was not planned.
+    pub fn range(&self, kind: u32) -> core::ops::Range<usize> {
+        let e = self.table.iter().find(|e| e.kind == kind).unwrap_or_else(|| panic!("section kind {kind} not planned"));
+        e.offset as usize..(e.offset + e.length) as usize
+    }
+
+    /// Header and table bytes (with the padding after them) for sections with these CRCs.
+    fn head(&self, crcs: impl Iterator<Item = u32>) -> Vec<u8> {
+        let mut table = self.table.clone();
+        for (e, crc) in table.iter_mut().zip(crcs) {
+            e.crc = crc;
+        }
+        let table_bytes: &[u8] = bytemuck::cast_slice(&table);
+        let mut header = Header::zeroed();
+        header.magic = MAGIC;
+        header.version = FORMAT_VERSION;
+        header.section_count = table.len() as u32;
+        header.table_crc = crc32c(table_bytes);
+        header.file_len = self.file_len;
+        header.header_crc = crc32c(&bytemuck::bytes_of(&header)[..32]);
+        let mut head = Vec::with_capacity(self.table.first().map_or(ALIGN, |e| e.offset as usize));
+        head.extend_from_slice(bytemuck::bytes_of(&header));
+        head.extend_from_slice(table_bytes);
+        head.resize(align_up(head.len() as u64) as usize, 0);
+        head
+    }
+
+    /// Checksums every section of `file` (the whole file, sections filled, padding zero) and
+    /// writes the header and table at its start. Panics if `file` is not
+    /// [`file_len`](Self::file_len) bytes long.
+    pub fn finish(&self, file: &mut [u8]) {
+        assert_eq!(file.len() as u64, self.file_len, "segment buffer of the wrong length");
+        let head =
+            self.head(self.table.iter().map(|e| crc32c(&file[e.offset as usize..(e.offset + e.length) as usize])));
+        file[..head.len()].copy_from_slice(&head);
+    }
+}
+
+/// Assembles a segment from section payloads already in memory.
 ///
 /// Sections are laid out in the order they are added. The output is deterministic: padding
 /// and reserved bytes are zero and nothing depends on time or addresses.
@@ -25,44 +96,24 @@ impl<'a> SegmentWriter<'a> {
         self
     }
 
+    fn layout(&self) -> Layout {
+        let planned: Vec<(u32, u32, u64)> = self.sections.iter().map(|&(k, f, p)| (k, f, p.len() as u64)).collect();
+        Layout::new(&planned)
+    }
+
     /// Header and section table (with the padding after it), computed without copying payloads.
     fn head(&self) -> (Vec<u8>, u64) {
-        let table_len = (self.sections.len() * core::mem::size_of::<SectionEntry>()) as u64;
-        let mut offset = align_up(ALIGN as u64 + table_len);
-        let mut table = Vec::with_capacity(self.sections.len());
-        for &(kind, flags, payload) in &self.sections {
-            table.push(SectionEntry {
-                kind,
-                flags,
-                offset,
-                length: payload.len() as u64,
-                crc: crc32c(payload),
-                reserved: 0,
-            });
-            offset = align_up(offset + payload.len() as u64);
-        }
-        let table_bytes: &[u8] = bytemuck::cast_slice(&table);
-        let mut header = Header::zeroed();
-        header.magic = MAGIC;
-        header.version = FORMAT_VERSION;
-        header.section_count = self.sections.len() as u32;
-        header.table_crc = crc32c(table_bytes);
-        header.file_len = offset;
-        header.header_crc = crc32c(&bytemuck::bytes_of(&header)[..32]);
-        let mut head = Vec::with_capacity(align_up(ALIGN as u64 + table_len) as usize);
-        head.extend_from_slice(bytemuck::bytes_of(&header));
-        head.extend_from_slice(table_bytes);
-        head.resize(align_up(head.len() as u64) as usize, 0);
-        (head, offset)
+        let layout = self.layout();
+        (layout.head(self.sections.iter().map(|s| crc32c(s.2))), layout.file_len)
     }
 
     /// Total length of the file [`finish`](Self::finish) would produce.
     pub fn file_len(&self) -> u64 {
-        self.head().1
+        self.layout().file_len
     }
 
     /// Streams the file to `sink` in order, chunk by chunk (header+table, then each section
-    /// and its padding). Used natively to write large segments without a second copy in RAM.
+    /// and its padding).
     pub fn write_with<E>(&self, mut sink: impl FnMut(&[u8]) -> Result<(), E>) -> Result<u64, E> {
         const ZEROS: [u8; ALIGN] = [0; ALIGN];
         let (head, file_len) = self.head();
@@ -85,5 +136,25 @@ impl<'a> SegmentWriter<'a> {
             Ok(())
         });
         out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_layout_filled_in_place_gives_the_writers_bytes() {
+        let a = [7u8; 100];
+        let b: [u8; 0] = [];
+        let c = [1u8, 2, 3];
+        let mut w = SegmentWriter::new();
+        w.add_section(1, 0, &a).add_section(2, 1, &b).add_section(9, 0, &c);
+        let layout = Layout::new(&[(1, 0, 100), (2, 1, 0), (9, 0, 3)]);
+        let mut file = alloc::vec![0u8; layout.file_len() as usize];
+        file[layout.range(1)].copy_from_slice(&a);
+        file[layout.range(9)].copy_from_slice(&c);
+        layout.finish(&mut file);
+        assert_eq!(file, w.finish());
     }
 }

@@ -12,7 +12,7 @@ use alloc::vec::Vec;
 
 use shoal_kernels::Kernels;
 
-use crate::ivf::{IvfBuild, IvfData, IvfIndex, IvfQuery, IvfScratch, IvfSearch, IvfStats, MIN_PROBES};
+use crate::ivf::{IvfData, IvfIndex, IvfQuery, IvfScratch, IvfSearch, IvfStats, MIN_PROBES};
 use crate::rabitq::EPSILON0;
 use crate::rng::Rng;
 use crate::{Candidate, Metric, TopK};
@@ -55,20 +55,22 @@ fn work_codes_only(stats: &IvfStats, padded: usize, bits: u32) -> u64 {
 
 /// Chooses the default `nprobe` and `rerank` of a built index. `vectors` are the rows in the
 /// build's order (sorted by partition), normalised for cosine; they give the sample's true
-/// neighbours. With `codes_only` the sample is searched as a codes-only index is (ranked by
-/// extended-bit estimates), and where no setting reaches [`TARGET_RECALL`] the cheapest one
-/// within 0.01 of the best recall seen is chosen.
+/// neighbours (one pass over them, however many rows). `data` is the index as written (its
+/// `vectors` are ignored: with `codes_only` the sample is searched as a codes-only index is,
+/// ranked by extended-bit estimates, and where no setting reaches [`TARGET_RECALL`] the
+/// cheapest one within 0.01 of the best recall seen is chosen).
 pub fn calibrate(
     kernels: &Kernels,
     metric: Metric,
-    build: &IvfBuild,
+    index: &IvfIndex,
+    data: IvfData<'_>,
     vectors: &[f32],
-    dim: usize,
     seed: u64,
     codes_only: bool,
 ) -> IvfQuery {
+    let dim = data.dim;
     let n = vectors.len() / dim.max(1);
-    let nlist = build.nlist;
+    let nlist = index.nlist;
     let fallback = crate::ivf::default_query(nlist);
     if n <= K + 1 || nlist <= 1 {
         return IvfQuery { nprobe: nlist.max(1), ..fallback };
@@ -106,40 +108,9 @@ pub fn calibrate(
             exclude.push(u64::MAX);
         }
     }
-    // Their exact neighbours (one task per query).
-    let truth: Vec<[u64; K]> = crate::par::map(m, |qi| {
-        let (q, skip) = (&queries[qi * dim..(qi + 1) * dim], exclude[qi]);
-        let mut keys = vec![0f32; n];
-        metric.keys(kernels, q, vectors, &mut keys);
-        let mut topk = TopK::new(K + 1);
-        for (i, &key) in keys.iter().enumerate() {
-            if i as u64 != skip {
-                topk.push(Candidate { key: if key.is_nan() { f32::INFINITY } else { key }, id: i as u64 });
-            }
-        }
-        let mut t = [u64::MAX; K];
-        let mut sorted = Vec::with_capacity(K + 1);
-        topk.drain_sorted(&mut sorted);
-        for (slot, c) in t.iter_mut().zip(&sorted) {
-            *slot = c.id;
-        }
-        t
-    });
-    let index = IvfIndex { nlist, padded: build.padded, rotation: build.rotation.clone() };
-    let data = IvfData {
-        dim,
-        centroids: &build.centroids,
-        rot_centroids: &build.rot_centroids,
-        offsets: &build.offsets,
-        block_offsets: &build.block_offsets,
-        codes: &build.codes,
-        factors: &build.factors,
-        vectors: (!codes_only).then_some(vectors),
-        bits: build.bits,
-        ex_codes: &build.ex_codes,
-        ex_factors: &build.ex_factors,
-        prefetch: None,
-    };
+    let truth = exact_neighbours(kernels, metric, &queries, &exclude, vectors, dim);
+    let data = IvfData { vectors: (!codes_only).then_some(vectors), ..data };
+    let (padded, bits) = (index.padded, data.bits);
     // Evaluates one setting: (recall, total work), one task per query (integer sums: the same
     // in any order).
     let evaluate = |params: IvfQuery| -> (f64, u64) {
@@ -149,11 +120,7 @@ pub fn calibrate(
             let mut topk = TopK::new(K + 1);
             let mut scratch = IvfScratch::default();
             let stats = index.search(&search, &data, None, 0, &mut scratch, &mut topk);
-            let work = if codes_only {
-                work_codes_only(&stats, build.padded, build.bits)
-            } else {
-                work(&stats, build.padded, dim)
-            };
+            let work = if codes_only { work_codes_only(&stats, padded, bits) } else { work(&stats, padded, dim) };
             let mut sorted = Vec::with_capacity(K + 1);
             topk.drain_sorted(&mut sorted);
             let hits = sorted.iter().filter(|c| c.id != skip).take(K).filter(|c| t.contains(&c.id)).count();
@@ -227,6 +194,66 @@ pub fn calibrate(
     let q = best.map_or(best_recall.1, |(_, q)| q);
     let nprobe = if q.probe_ratio > 0.0 { q.nprobe } else { (q.nprobe * 2).min(nlist) };
     IvfQuery { nprobe, rerank: (q.rerank * 2).min(RERANK_STEPS[RERANK_STEPS.len() - 1]), ..q }
+}
+
+/// Rows per task of [`exact_neighbours`] (4 MiB of 128-d vectors), and rows per block that
+/// every query is compared with while the block is in cache.
+const TRUTH_CHUNK: usize = 8192;
+const TRUTH_BLOCK: usize = 256;
+
+/// The `K` nearest rows of every query (row `exclude[q]` left out), in one pass over
+/// `vectors`: each task ranks its chunk of rows for every query, and the chunks' candidates
+/// merge by (key, row) — a total order, so the answer is the one a scan per query gives.
+fn exact_neighbours(
+    kernels: &Kernels,
+    metric: Metric,
+    queries: &[f32],
+    exclude: &[u64],
+    vectors: &[f32],
+    dim: usize,
+) -> Vec<[u64; K]> {
+    let (m, n) = (exclude.len(), vectors.len() / dim);
+    let per_chunk: Vec<Vec<Vec<Candidate>>> = crate::par::map(n.div_ceil(TRUTH_CHUNK), |c| {
+        let rows = c * TRUTH_CHUNK..((c + 1) * TRUTH_CHUNK).min(n);
+        let mut tops: Vec<TopK> = (0..m).map(|_| TopK::new(K + 1)).collect();
+        let mut keys = vec![0f32; TRUTH_BLOCK];
+        for b in rows.clone().step_by(TRUTH_BLOCK) {
+            let end = (b + TRUTH_BLOCK).min(rows.end);
+            let block = &vectors[b * dim..end * dim];
+            let keys = &mut keys[..end - b];
+            for (qi, top) in tops.iter_mut().enumerate() {
+                metric.keys(kernels, &queries[qi * dim..(qi + 1) * dim], block, keys);
+                for (i, &key) in keys.iter().enumerate() {
+                    let id = (b + i) as u64;
+                    if id != exclude[qi] {
+                        top.push(Candidate { key: if key.is_nan() { f32::INFINITY } else { key }, id });
+                    }
+                }
+            }
+        }
+        tops.into_iter()
+            .map(|mut t| {
+                let mut v = Vec::with_capacity(K + 1);
+                t.drain_sorted(&mut v);
+                v
+            })
+            .collect()
+    });
+    (0..m)
+        .map(|qi| {
+            let mut top = TopK::new(K + 1);
+            for chunk in &per_chunk {
+                chunk[qi].iter().for_each(|&c| top.push(c));
+            }
+            let mut sorted = Vec::with_capacity(K + 1);
+            top.drain_sorted(&mut sorted);
+            let mut t = [u64::MAX; K];
+            for (slot, c) in t.iter_mut().zip(&sorted) {
+                *slot = c.id;
+            }
+            t
+        })
+        .collect()
 }
 
 #[cfg(test)]

@@ -7,6 +7,7 @@ use alloc::vec::Vec;
 use shoal_kernels::Kernels;
 
 use crate::rng::Rng;
+use crate::{Flat, Rows};
 
 /// k-means settings.
 #[derive(Clone, Copy, Debug)]
@@ -31,10 +32,10 @@ impl KMeans {
         KMeans { k, iterations: 10, per_centroid: 64, seed_per_centroid: 16, seed }
     }
 
-    /// Trains on the rows of `data` (`dim` floats each); returns `k * dim` centroid floats.
-    /// `k` is capped at the number of rows.
-    pub fn train(&self, kernels: &Kernels, data: &[f32], dim: usize) -> Vec<f32> {
-        let n = data.len() / dim;
+    /// Trains on `data` (`dim` floats per row); returns `k * dim` centroid floats. `k` is
+    /// capped at the number of rows. Only the sample is read from `data` (once, in row order).
+    pub fn train<R: Rows + ?Sized>(&self, kernels: &Kernels, data: &R, dim: usize) -> Vec<f32> {
+        let n = data.len();
         let k = self.k.clamp(1, n.max(1));
         if n == 0 {
             return vec![0.0; dim];
@@ -55,8 +56,8 @@ impl KMeans {
         sample_rows.sort_unstable();
         seed_rows.sort_unstable();
         // The sample, contiguous: every pass below streams it in row order.
-        let sample: Vec<f32> = sample_rows.iter().flat_map(|&r| row(data, dim, r as usize)).copied().collect();
-        let seeds: Vec<f32> = seed_rows.iter().flat_map(|&r| row(data, dim, r as usize)).copied().collect();
+        let sample: Vec<f32> = sample_rows.iter().flat_map(|&r| data.row(r as usize)).copied().collect();
+        let seeds: Vec<f32> = seed_rows.iter().flat_map(|&r| data.row(r as usize)).copied().collect();
         drop((sample_rows, seed_rows));
         let sample_rows: Vec<u32> = (0..m as u32).collect();
         let data = &sample[..];
@@ -66,7 +67,7 @@ impl KMeans {
         let mut sums = vec![0f64; k * dim];
         let mut counts = vec![0usize; k];
         for _ in 0..self.iterations {
-            crate::kmeans::assign(kernels, data, dim, &sample_rows, &centroids, &mut assign);
+            crate::kmeans::assign(kernels, &Flat::new(data, dim), dim, &centroids, &mut assign);
             // Each centroid's sum adds its rows in row order; one task per range of centroids.
             let per_task = k.div_ceil(64).max(1);
             let task_counts = crate::par::chunks_mut_map(&mut sums, per_task * dim, |t, sums| {
@@ -162,32 +163,39 @@ fn row(data: &[f32], dim: usize, r: usize) -> &[f32] {
 const ROW_BLOCK: usize = 64;
 const CENTROID_TILE: usize = 256;
 
-/// `out[i]` = index of the centroid nearest to row `rows[i]` of `data`, exactly as
-/// [`nearest`] would give it (the same kernel per pair, the first minimum in index order), but
-/// tiled so the centroids are read from cache rather than memory.
-pub fn assign(kernels: &Kernels, data: &[f32], dim: usize, rows: &[u32], centroids: &[f32], out: &mut [u32]) {
-    debug_assert_eq!(rows.len(), out.len());
+/// `out[i]` = index of the centroid nearest to row `i` of `data`, exactly as [`nearest`] would
+/// give it (the same kernel per pair, the first minimum in index order), but tiled so the
+/// centroids are read from cache rather than memory.
+pub fn assign<R: Rows + ?Sized>(kernels: &Kernels, data: &R, dim: usize, centroids: &[f32], out: &mut [u32]) {
+    debug_assert_eq!(data.len(), out.len());
     // Each task assigns its own rows: the same answers with any number of threads.
     crate::par::chunks_mut(out, ASSIGN_CHUNK, |i, out| {
-        let rows = &rows[i * ASSIGN_CHUNK..][..out.len()];
-        assign_rows(kernels, data, dim, rows, centroids, out);
+        assign_rows(kernels, data, dim, i * ASSIGN_CHUNK, centroids, out);
     });
 }
 
 /// Rows per parallel task of [`assign`].
 const ASSIGN_CHUNK: usize = 4096;
 
-fn assign_rows(kernels: &Kernels, data: &[f32], dim: usize, rows: &[u32], centroids: &[f32], out: &mut [u32]) {
+fn assign_rows<R: Rows + ?Sized>(
+    kernels: &Kernels,
+    data: &R,
+    dim: usize,
+    first: usize,
+    centroids: &[f32],
+    out: &mut [u32],
+) {
     let k = centroids.len() / dim.max(1);
     let mut best = [(0f32, 0u32); ROW_BLOCK];
     let mut dists = [0f32; CENTROID_TILE];
-    for (block, out) in rows.chunks(ROW_BLOCK).zip(out.chunks_mut(ROW_BLOCK)) {
+    for (b0, out) in out.chunks_mut(ROW_BLOCK).enumerate() {
+        let block = first + b0 * ROW_BLOCK..first + b0 * ROW_BLOCK + out.len();
         for t0 in (0..k).step_by(CENTROID_TILE) {
             let t1 = (t0 + CENTROID_TILE).min(k);
             let tile = &centroids[t0 * dim..t1 * dim];
-            for (b, &r) in best.iter_mut().zip(block) {
+            for (b, r) in best.iter_mut().zip(block.clone()) {
                 let d = &mut dists[..t1 - t0];
-                kernels.l2_sq_batch(row(data, dim, r as usize), tile, d);
+                kernels.l2_sq_batch(data.row(r), tile, d);
                 let start = if t0 == 0 {
                     *b = (d[0], 0);
                     1
@@ -257,8 +265,8 @@ mod tests {
     fn deterministic_and_finds_separated_blobs() {
         let k = Kernels::best();
         let data = blobs(2000, 8, 10, 5);
-        let a = KMeans::new(10, 9).train(&k, &data, 8);
-        let b = KMeans::new(10, 9).train(&Kernels::scalar(), &data, 8);
+        let a = KMeans::new(10, 9).train(&k, &Flat::new(&data, 8), 8);
+        let b = KMeans::new(10, 9).train(&Kernels::scalar(), &Flat::new(&data, 8), 8);
         assert_eq!(
             a.iter().map(|x| x.to_bits()).collect::<Vec<_>>(),
             b.iter().map(|x| x.to_bits()).collect::<Vec<_>>()
@@ -277,12 +285,11 @@ mod tests {
         for (n, dim, c) in [(1000usize, 8usize, 300usize), (130, 33, 257), (5, 4, 1), (70, 16, 512)] {
             let data = blobs(n, dim, 10, n as u64);
             let centroids = blobs(c, dim, 7, c as u64);
-            let rows: Vec<u32> = (0..n as u32).rev().collect();
             let mut out = vec![0u32; n];
-            assign(&k, &data, dim, &rows, &centroids, &mut out);
+            assign(&k, &Flat::new(&data, dim), dim, &centroids, &mut out);
             let mut dists = vec![0f32; c];
-            for (&r, &o) in rows.iter().zip(&out) {
-                assert_eq!(o as usize, nearest(&k, row(&data, dim, r as usize), &centroids, &mut dists));
+            for (r, &o) in out.iter().enumerate() {
+                assert_eq!(o as usize, nearest(&k, row(&data, dim, r), &centroids, &mut dists));
             }
         }
     }
@@ -290,7 +297,7 @@ mod tests {
     #[test]
     fn small_inputs() {
         let k = Kernels::scalar();
-        assert_eq!(KMeans::new(5, 1).train(&k, &[1.0, 2.0], 2), [1.0, 2.0]);
-        assert_eq!(KMeans::new(5, 1).train(&k, &[], 2), [0.0, 0.0]);
+        assert_eq!(KMeans::new(5, 1).train(&k, &Flat::new(&[1.0, 2.0], 2), 2), [1.0, 2.0]);
+        assert_eq!(KMeans::new(5, 1).train(&k, &Flat::new(&[], 2), 2), [0.0, 0.0]);
     }
 }

@@ -19,8 +19,10 @@ pub mod par;
 pub mod rabitq;
 pub mod rng;
 pub mod rotation;
+mod rows;
 mod topk;
 
 pub use flat::{FlatScan, FlatScratch};
 pub use metric::{Metric, normalize};
+pub use rows::{Flat, Rows};
 pub use topk::{Candidate, TopK};

@@ -9,6 +9,7 @@
 //! [`Collection::attach_merged`]), which carries over the deletes made meanwhile. In-process
 //! hosts call [`Collection::seal`], which does all three at once.
 
+use alloc::borrow::Cow;
 use alloc::boxed::Box;
 use alloc::format;
 use alloc::string::{String, ToString};
@@ -17,16 +18,17 @@ use alloc::vec::Vec;
 
 use serde_json::Value;
 use shoal_format::AlignedBytes;
-use shoal_index::Metric;
+use shoal_index::{Flat, Metric, Rows};
 use shoal_kernels::Kernels;
-use shoal_payload::Schema;
+use shoal_payload::{PayloadView, Schema};
 
 use super::{Collection, Part};
 use crate::bitset::Bitset;
 use crate::mutable::Mutable;
 use crate::set::{self, LiveEntry, Manifest, MergePolicy, SegmentEntry};
 use crate::text;
-use crate::{Error, IndexKind, PayloadInput, SealedSegment, SegmentBytes};
+use crate::write::{self, FlatSource, Source};
+use crate::{Error, IndexKind, SealedSegment, SegmentBytes};
 
 /// The live rows of the mutable segment at one moment, to be sealed into a new segment.
 #[derive(Debug)]
@@ -56,16 +58,27 @@ impl SealSnapshot {
 
     /// Writes the new segment (a pure function of the snapshot: the same bytes on every host).
     pub fn build(&self, kernels: &Kernels) -> AlignedBytes {
-        let payloads = self.docs.as_ref().map(|(schema, docs)| PayloadInput { schema, docs });
-        SealedSegment::write_with_payloads(
-            kernels,
-            self.dim,
-            self.metric,
-            &self.ids,
-            &self.vectors,
-            payloads,
-            self.index,
-        )
+        self.build_into(kernels, |len| Ok(AlignedBytes::zeroed(len))).expect("rows in memory are always readable")
+    }
+
+    /// [`build`](Self::build) into the buffer `alloc` gives for the file's length (zeroed, 64-byte
+    /// aligned; natively a memory-mapped file), so the segment is written where it will stay.
+    pub fn build_into<B: AsMut<[u8]>>(
+        &self,
+        kernels: &Kernels,
+        alloc: impl FnOnce(usize) -> Result<B, Error>,
+    ) -> Result<B, Error> {
+        let src = self.source();
+        let schema = self.docs.as_ref().map(|(schema, _)| schema);
+        write::write(kernels, self.dim, self.metric, &src, schema, self.index, alloc)
+    }
+
+    fn source(&self) -> FlatSource<'_> {
+        FlatSource {
+            ids: &self.ids,
+            vectors: Flat::new(&self.vectors, self.dim.max(1)),
+            docs: self.docs.as_ref().map(|(_, docs)| &docs[..]),
+        }
     }
 }
 
@@ -99,39 +112,97 @@ impl MergeSnapshot {
     /// in set order. A damaged input is a typed error (its rows are never rewritten under fresh
     /// checksums).
     pub fn build(&self, kernels: &Kernels) -> Result<AlignedBytes, Error> {
-        if let (true, Some(extra)) = (self.inputs.is_empty(), &self.extra) {
-            return Ok(extra.build(kernels));
-        }
-        let live = self.live_rows();
-        let mut ids = Vec::with_capacity(live);
-        let mut vectors = Vec::with_capacity(live * self.dim);
-        let mut docs = Vec::with_capacity(if self.schema.is_some() { live } else { 0 });
+        self.build_into(kernels, |len| Ok(AlignedBytes::zeroed(len)))
+    }
+
+    /// [`build`](Self::build) into the buffer `alloc` gives for the file's length (zeroed,
+    /// 64-byte aligned; natively a memory-mapped file). The inputs' rows are read where they
+    /// are (natively, from their mapped files): besides the output, the merge holds its
+    /// k-means sample, 4 bytes per input row and 16 per output row, and the payload and text
+    /// sections it writes.
+    pub fn build_into<B: AsMut<[u8]>>(
+        &self,
+        kernels: &Kernels,
+        alloc: impl FnOnce(usize) -> Result<B, Error>,
+    ) -> Result<B, Error> {
+        let mut parts = Vec::with_capacity(self.inputs.len());
+        let mut starts = Vec::with_capacity(self.inputs.len() + 2);
+        let mut total = 0;
         for (seg, deleted) in &self.inputs {
             seg.verify()?;
-            let view = seg.payload();
-            for (row, &id) in seg.ids().iter().enumerate() {
-                if deleted.contains(row) {
-                    continue;
-                }
-                ids.push(id);
-                vectors.extend_from_slice(seg.vector(row).ok_or(Error::CodesOnly("merge"))?);
-                if self.schema.is_some() {
-                    docs.push(match &view {
-                        Some(v) => v.document(row as u32)?,
-                        None => Value::Null,
-                    });
-                }
-            }
+            let live: Vec<u32> = (0..seg.rows() as u32).filter(|&r| !deleted.contains(r as usize)).collect();
+            starts.push(total);
+            total += live.len();
+            let vectors = seg.vectors().ok_or(Error::CodesOnly("merge"))?;
+            parts.push(MergePart { ids: seg.ids(), vectors, live, view: seg.payload() });
         }
-        if let Some(extra) = &self.extra {
-            ids.extend_from_slice(&extra.ids);
-            vectors.extend_from_slice(&extra.vectors);
-            if let Some((_, d)) = &extra.docs {
-                docs.extend(d.iter().cloned());
+        starts.push(total);
+        let extra = self.extra.as_ref().map(SealSnapshot::source);
+        total += extra.as_ref().map_or(0, |e| e.len());
+        starts.push(total);
+        let src = MergeSource { parts, starts, extra, dim: self.dim };
+        write::write(kernels, self.dim, self.metric, &src, self.schema.as_ref(), self.index, alloc)
+    }
+}
+
+/// One input of a merge: its rows where they are, and which of them are live.
+struct MergePart<'a> {
+    ids: &'a [u64],
+    vectors: &'a [f32],
+    live: Vec<u32>,
+    view: Option<PayloadView<'a>>,
+}
+
+/// The rows of a merge, numbered across its inputs (live rows only, in set order), then the
+/// unsealed rows of a compaction.
+struct MergeSource<'a> {
+    parts: Vec<MergePart<'a>>,
+    /// The first merged row of every part, of the unsealed rows, and the total.
+    starts: Vec<usize>,
+    extra: Option<FlatSource<'a>>,
+    dim: usize,
+}
+
+impl MergeSource<'_> {
+    /// The part of merged row `i` (`parts.len()` for the unsealed rows) and its row there.
+    fn locate(&self, i: usize) -> (usize, usize) {
+        let p = self.starts.partition_point(|&s| s <= i) - 1;
+        (p, i - self.starts[p])
+    }
+}
+
+impl Rows for MergeSource<'_> {
+    fn len(&self) -> usize {
+        self.starts[self.starts.len() - 1]
+    }
+
+    fn row(&self, i: usize) -> &[f32] {
+        match self.locate(i) {
+            (p, j) if p < self.parts.len() => {
+                let r = self.parts[p].live[j] as usize;
+                &self.parts[p].vectors[r * self.dim..(r + 1) * self.dim]
             }
+            (_, j) => self.extra.as_ref().expect("rows past the inputs are unsealed").row(j),
         }
-        let payloads = self.schema.as_ref().map(|schema| PayloadInput { schema, docs: &docs });
-        Ok(SealedSegment::write_with_payloads(kernels, self.dim, self.metric, &ids, &vectors, payloads, self.index))
+    }
+}
+
+impl Source for MergeSource<'_> {
+    fn id(&self, i: usize) -> u64 {
+        match self.locate(i) {
+            (p, j) if p < self.parts.len() => self.parts[p].ids[self.parts[p].live[j] as usize],
+            (_, j) => self.extra.as_ref().expect("rows past the inputs are unsealed").id(j),
+        }
+    }
+
+    fn doc(&self, i: usize) -> Result<Cow<'_, Value>, Error> {
+        match self.locate(i) {
+            (p, j) if p < self.parts.len() => match &self.parts[p].view {
+                Some(v) => Ok(Cow::Owned(v.document(self.parts[p].live[j])?)),
+                None => Ok(Cow::Owned(Value::Null)),
+            },
+            (_, j) => self.extra.as_ref().expect("rows past the inputs are unsealed").doc(j),
+        }
     }
 }
 

@@ -7,15 +7,16 @@
 //! `offsets[p]..offsets[p + 1]` and its codes are FastScan blocks
 //! `block_offsets[p]..block_offsets[p + 1]`.
 
-use alloc::vec;
 use alloc::vec::Vec;
 
 use shoal_kernels::Kernels;
 
-use crate::kmeans::KMeans;
-use crate::rabitq::{self, EPSILON0, ExFactors, Factors, MAX_BITS, QueryTerms, decode_ex, ex_code_bytes};
-use crate::rotation::{Rotation, padded_dim};
+use crate::rabitq::{self, EPSILON0, ExFactors, Factors, QueryTerms, decode_ex, ex_code_bytes};
+use crate::rotation::Rotation;
 use crate::{Candidate, Metric, TopK};
+
+mod build;
+pub use build::{IvfCodes, IvfPlan, encode, plan};
 
 /// Build settings.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -24,7 +25,7 @@ pub struct IvfParams {
     pub partitions: Option<usize>,
     /// Seed of k-means and the rotation.
     pub seed: u64,
-    /// Bits per coordinate of the codes, 1..=[`MAX_BITS`]: the sign bit searched with FastScan,
+    /// Bits per coordinate of the codes, 1..=[`MAX_BITS`](crate::rabitq::MAX_BITS): the sign bit searched with FastScan,
     /// plus `bits - 1` extra bits that refine the estimates of the candidates before any exact
     /// distance is computed (extended RaBitQ).
     pub bits: u32,
@@ -53,160 +54,9 @@ pub fn default_nprobe(nlist: usize) -> usize {
 /// Default re-ranking depth: exact distances for up to this many candidates per result.
 pub const DEFAULT_RERANK: usize = 16;
 
-/// What a build produces: the row order and the index data, ready to be written as sections.
-#[derive(Clone, Debug)]
-pub struct IvfBuild {
-    /// Number of partitions.
-    pub nlist: usize,
-    /// Padded (rotated) dimension.
-    pub padded: usize,
-    /// New row `r` is old row `order[r]` (rows sorted by partition, stable).
-    pub order: Vec<u32>,
-    /// `nlist + 1` row offsets.
-    pub offsets: Vec<u32>,
-    /// Centroids, `nlist * dim`.
-    pub centroids: Vec<f32>,
-    /// Rotated centroids, `nlist * padded`.
-    pub rot_centroids: Vec<f32>,
-    /// The rotation.
-    pub rotation: Rotation,
-    /// `nlist + 1` FastScan block offsets.
-    pub block_offsets: Vec<u32>,
-    /// FastScan blocks of all partitions.
-    pub codes: Vec<u8>,
-    /// Factors in new row order.
-    pub factors: Vec<Factors>,
-    /// Bits per coordinate.
-    pub bits: u32,
-    /// Extra bits in new row order, [`ex_code_bytes`] per row (empty for 1-bit codes).
-    pub ex_codes: Vec<u8>,
-    /// Extra-bit factors in new row order (empty for 1-bit codes).
-    pub ex_factors: Vec<ExFactors>,
-}
-
 /// Bytes of one FastScan block for a padded dimension.
 pub fn block_bytes(padded: usize) -> usize {
     padded / 4 * 16
-}
-
-/// Builds the index over `data` (row-major, `dim` floats per row, already normalised for cosine).
-pub fn build(kernels: &Kernels, data: &[f32], dim: usize, params: IvfParams) -> IvfBuild {
-    let n = data.len() / dim;
-    let nlist = params.partitions.unwrap_or_else(|| default_partitions(n)).clamp(1, n.max(1));
-    let centroids = KMeans::new(nlist, params.seed).train(kernels, data, dim);
-    let nlist = centroids.len() / dim;
-    // Assign and sort rows by partition (counting sort: stable, row order within a partition).
-    let all: Vec<u32> = (0..n as u32).collect();
-    let mut assign = vec![0u32; n];
-    crate::kmeans::assign(kernels, data, dim, &all, &centroids, &mut assign);
-    drop(all);
-    let mut offsets = vec![0u32; nlist + 1];
-    for &a in &assign {
-        offsets[a as usize + 1] += 1;
-    }
-    for p in 0..nlist {
-        offsets[p + 1] += offsets[p];
-    }
-    let mut next = offsets.clone();
-    let mut order = vec![0u32; n];
-    for (row, &a) in assign.iter().enumerate() {
-        order[next[a as usize] as usize] = row as u32;
-        next[a as usize] += 1;
-    }
-    let padded = padded_dim(dim);
-    let rotation = Rotation::new(padded, params.seed ^ 0x0005_4a1b_17e0_7a7e);
-    let mut rot_centroids = vec![0f32; nlist * padded];
-    for (c, out) in centroids.chunks_exact(dim).zip(rot_centroids.chunks_exact_mut(padded)) {
-        rotation.apply(c, out);
-    }
-    let words = padded / 64;
-    let bb = block_bytes(padded);
-    let mut block_offsets = vec![0u32; nlist + 1];
-    for p in 0..nlist {
-        let size = (offsets[p + 1] - offsets[p]) as usize;
-        block_offsets[p + 1] = block_offsets[p] + size.div_ceil(32) as u32;
-    }
-    let mut codes = vec![0u8; block_offsets[nlist] as usize * bb];
-    let mut factors = vec![Factors::default(); n];
-    let bits = params.bits.clamp(1, MAX_BITS);
-    let exb = ex_code_bytes(padded, bits);
-    let mut ex_codes = vec![0u8; n * exb];
-    let mut ex_factors = vec![ExFactors::default(); if bits > 1 { n } else { 0 }];
-    // One task per partition, each writing only its own rows' codes and factors: the same
-    // bytes with any number of threads.
-    struct Part<'a> {
-        p: usize,
-        codes: &'a mut [u8],
-        factors: &'a mut [Factors],
-        ex_codes: &'a mut [u8],
-        ex_factors: &'a mut [ExFactors],
-    }
-    let mut parts = Vec::with_capacity(nlist);
-    {
-        let (mut c, mut f, mut e, mut x) = (&mut codes[..], &mut factors[..], &mut ex_codes[..], &mut ex_factors[..]);
-        for p in 0..nlist {
-            let size = (offsets[p + 1] - offsets[p]) as usize;
-            let blocks = (block_offsets[p + 1] - block_offsets[p]) as usize;
-            let (pc, rc) = core::mem::take(&mut c).split_at_mut(blocks * bb);
-            let (pf, rf) = core::mem::take(&mut f).split_at_mut(size);
-            let (pe, re) = core::mem::take(&mut e).split_at_mut(size * exb);
-            let (px, rx) = core::mem::take(&mut x).split_at_mut(if bits > 1 { size } else { 0 });
-            (c, f, e, x) = (rc, rf, re, rx);
-            parts.push(Part { p, codes: pc, factors: pf, ex_codes: pe, ex_factors: px });
-        }
-    }
-    let (order_ref, offsets_ref, rot_ref, rotation_ref) = (&order, &offsets, &rot_centroids, &rotation);
-    crate::par::for_each(parts, |part| {
-        let Part { p, codes, factors, ex_codes, ex_factors } = part;
-        let mut levels = vec![0u8; padded];
-        let mut rotated = vec![0f32; padded];
-        let mut block_codes = vec![0u64; 32 * words];
-        let first = offsets_ref[p] as usize;
-        let rows = first..offsets_ref[p + 1] as usize;
-        let rc = &rot_ref[p * padded..(p + 1) * padded];
-        for (b, chunk) in rows.clone().step_by(32).enumerate() {
-            let end = (chunk + 32).min(rows.end);
-            for (j, new_row) in (chunk..end).enumerate() {
-                let old = order_ref[new_row] as usize;
-                let local = new_row - first;
-                rotation_ref.apply(&data[old * dim..(old + 1) * dim], &mut rotated);
-                for (x, c) in rotated.iter_mut().zip(rc) {
-                    *x -= c;
-                }
-                factors[local] = rabitq::encode(kernels, &rotated, &mut block_codes[j * words..(j + 1) * words]);
-                if bits > 1 {
-                    let out = &mut ex_codes[local * exb..(local + 1) * exb];
-                    ex_factors[local] = rabitq::encode_ex(&rotated, factors[local].norm_sq, bits, &mut levels, out);
-                }
-            }
-            let refs: Vec<&[u64]> = block_codes.chunks_exact(words).take(end - chunk).collect();
-            let block = &mut codes[b * bb..(b + 1) * bb];
-            rabitq::pack_block(&refs, words, block);
-            if bits > 1 {
-                for (j, new_row) in (chunk..end).enumerate() {
-                    let local = new_row - first;
-                    let ex = &ex_codes[local * exb..(local + 1) * exb];
-                    decode_ex(block, j, ex, bits, &mut rotated);
-                    ex_factors[local].centroid_dot = kernels.dot(&rotated, rc);
-                }
-            }
-        }
-    });
-    IvfBuild {
-        nlist,
-        padded,
-        order,
-        offsets,
-        centroids,
-        rot_centroids,
-        rotation,
-        block_offsets,
-        codes,
-        factors,
-        bits,
-        ex_codes,
-        ex_factors,
-    }
 }
 
 /// A hint from the host that a row's full vector is about to be read: with vectors
@@ -832,7 +682,8 @@ mod tests {
     #[test]
     fn probe_keys_sort_as_key_then_partition() {
         let mut rng = Rng::new(3);
-        let mut specials = vec![0.0f32, -0.0, f32::INFINITY, f32::NEG_INFINITY, f32::MIN_POSITIVE, -f32::MIN_POSITIVE];
+        let mut specials =
+            alloc::vec![0.0f32, -0.0, f32::INFINITY, f32::NEG_INFINITY, f32::MIN_POSITIVE, -f32::MIN_POSITIVE];
         specials.extend([f32::MAX, f32::MIN, 1.0, 1.0, -1.0]);
         let mut pairs: Vec<(f32, u32)> = specials.iter().enumerate().map(|(p, &k)| (k, p as u32)).collect();
         for p in pairs.len()..2000 {

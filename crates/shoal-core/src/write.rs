@@ -1,0 +1,205 @@
+//! Writing a segment in place (`docs/format.md`, "Writing a segment"): the layout is planned
+//! from the rows alone, the host gives a zeroed buffer of the file's length (natively a
+//! memory-mapped file), and every section is written where it goes — vectors and codes
+//! straight from the source rows, which may themselves be memory-mapped segments. Besides
+//! the buffer, a build holds the k-means sample, a few bytes per row (the partition order)
+//! and the payload and text sections.
+
+use alloc::borrow::Cow;
+use alloc::vec;
+use alloc::vec::Vec;
+
+use bytemuck::Zeroable;
+use serde_json::Value;
+use shoal_format::{
+    ALIGN, AlignedBytes, IdEntry, KIND_ID_INDEX, KIND_IDS, KIND_META, KIND_VECTORS, Layout, SECTION_OPTIONAL,
+    SegmentMeta, VECTOR_TYPE_CODES_ONLY, VECTOR_TYPE_F32,
+};
+use shoal_index::ivf::IvfParams;
+use shoal_index::{Flat, Metric, Rows};
+use shoal_kernels::Kernels;
+use shoal_payload::{PayloadBuilder, Schema};
+
+use crate::sealed::{IndexKind, PayloadInput, SealedSegment};
+use crate::text::TextBuilder;
+use crate::{Error, ivf_sections};
+
+/// The rows a segment is written from, by row number: what [`Rows`] gives, plus ids and
+/// documents.
+pub(crate) trait Source: Rows {
+    /// External id of row `i`.
+    fn id(&self, i: usize) -> u64;
+    /// Payload document of row `i` (`null` for none); called only when writing payloads. A
+    /// document that cannot be read is an error, never a `null`.
+    fn doc(&self, i: usize) -> Result<Cow<'_, Value>, Error>;
+}
+
+/// Rows held in memory.
+pub(crate) struct FlatSource<'a> {
+    pub(crate) ids: &'a [u64],
+    pub(crate) vectors: Flat<'a>,
+    pub(crate) docs: Option<&'a [Value]>,
+}
+
+impl Rows for FlatSource<'_> {
+    fn len(&self) -> usize {
+        self.ids.len()
+    }
+
+    fn row(&self, i: usize) -> &[f32] {
+        self.vectors.row(i)
+    }
+}
+
+impl Source for FlatSource<'_> {
+    fn id(&self, i: usize) -> u64 {
+        self.ids[i]
+    }
+
+    fn doc(&self, i: usize) -> Result<Cow<'_, Value>, Error> {
+        Ok(self.docs.map_or(Cow::Owned(Value::Null), |d| Cow::Borrowed(&d[i])))
+    }
+}
+
+/// Rows per parallel task when copying ids and vectors into place.
+const COPY_CHUNK: usize = 16384;
+
+/// Writes a segment of `src`'s rows into the buffer `alloc` returns for the file's length
+/// (zeroed, its first byte 64-byte aligned). With an IVF index, rows are stored sorted by
+/// partition; with a schema, the payload and text sections are written from the documents.
+/// The bytes are a pure function of the rows and settings: the same on every host, whatever
+/// the buffer.
+pub(crate) fn write<B: AsMut<[u8]>>(
+    kernels: &Kernels,
+    dim: usize,
+    metric: Metric,
+    src: &dyn Source,
+    schema: Option<&Schema>,
+    index: IndexKind,
+    alloc: impl FnOnce(usize) -> Result<B, Error>,
+) -> Result<B, Error> {
+    let n = src.len();
+    // Codes only: ranked by the extra bits, so at least 2 of them.
+    let index = match index {
+        IndexKind::IvfRabitq(p) if p.codes_only => IndexKind::IvfRabitq(IvfParams { bits: p.bits.max(2), ..p }),
+        other => other,
+    };
+    let codes_only = matches!(index, IndexKind::IvfRabitq(p) if p.codes_only);
+    let mut meta = SegmentMeta::zeroed();
+    meta.dim = dim as u32;
+    meta.metric = metric.code();
+    meta.rows = n as u64;
+    meta.vector_type = if codes_only { VECTOR_TYPE_CODES_ONLY } else { VECTOR_TYPE_F32 };
+    let ivf = match index {
+        IndexKind::IvfRabitq(params) => Some((shoal_index::ivf::plan(kernels, src, dim, params), params.seed)),
+        IndexKind::Flat => None,
+    };
+    let order = ivf.as_ref().map(|(p, _)| &p.order[..]);
+    let stored = |i: usize| order.map_or(i, |o| o[i] as usize);
+    // Payload and text sections, from one pass over the documents in the stored row order.
+    let mut payload_sections = None;
+    let mut text_sections = None;
+    if let Some(schema) = schema {
+        let mut pb = PayloadBuilder::new(schema.clone());
+        let mut tb = crate::text::has_text(schema).then(|| TextBuilder::new(schema));
+        for i in 0..n {
+            let doc = src.doc(stored(i))?;
+            if pb.push(&doc).is_err() {
+                pb.push(&Value::Null).expect("null is every schema's empty payload");
+            }
+            if let Some(tb) = &mut tb {
+                tb.push(&doc);
+            }
+        }
+        payload_sections = Some(pb.finish());
+        text_sections = tb.map(TextBuilder::finish);
+    }
+    let extra: Vec<(u32, &[u8])> = payload_sections
+        .iter()
+        .flat_map(|p| p.by_kind())
+        .chain(text_sections.iter().flat_map(crate::text::sections))
+        .collect();
+
+    // The layout, then the file.
+    let mut planned = vec![(KIND_META, 0, core::mem::size_of::<SegmentMeta>() as u64), (KIND_IDS, 0, (n * 8) as u64)];
+    if !codes_only {
+        planned.push((KIND_VECTORS, 0, (n * dim * 4) as u64));
+    }
+    planned.push((KIND_ID_INDEX, 0, (n * core::mem::size_of::<IdEntry>()) as u64));
+    if let Some((plan, _)) = &ivf {
+        planned.extend(ivf_sections::planned(plan, dim));
+    }
+    planned.extend(extra.iter().map(|&(kind, bytes)| (kind, SECTION_OPTIONAL, bytes.len() as u64)));
+    let layout = Layout::new(&planned);
+    let mut buf = alloc(layout.file_len() as usize)?;
+    let file = buf.as_mut();
+    assert!(file.len() as u64 == layout.file_len() && (file.as_ptr() as usize).is_multiple_of(ALIGN));
+
+    file[layout.range(KIND_META)].copy_from_slice(bytemuck::bytes_of(&meta));
+    let (head, rest) = file.split_at_mut(layout.range(KIND_ID_INDEX).start);
+    let ids: &mut [u64] = bytemuck::cast_slice_mut(&mut head[layout.range(KIND_IDS)]);
+    shoal_index::par::chunks_mut(ids, COPY_CHUNK, |c, out| {
+        for (j, o) in out.iter_mut().enumerate() {
+            *o = src.id(stored(c * COPY_CHUNK + j));
+        }
+    });
+    if !codes_only {
+        let vectors: &mut [f32] = bytemuck::cast_slice_mut(&mut head[layout.range(KIND_VECTORS)]);
+        shoal_index::par::chunks_mut(vectors, COPY_CHUNK * dim, |c, out| {
+            for (j, o) in out.chunks_exact_mut(dim).enumerate() {
+                o.copy_from_slice(src.row(stored(c * COPY_CHUNK + j)));
+            }
+        });
+    }
+    let ids: &[u64] = bytemuck::cast_slice(&head[layout.range(KIND_IDS)]);
+    let id_index = &mut rest[..n * core::mem::size_of::<IdEntry>()];
+    let id_index: &mut [IdEntry] = bytemuck::cast_slice_mut(id_index);
+    for (row, (e, &id)) in id_index.iter_mut().zip(ids).enumerate() {
+        *e = IdEntry { id, row: row as u32, reserved: 0 };
+    }
+    id_index.sort_unstable();
+
+    if let Some((plan, seed)) = &ivf {
+        ivf_sections::write(kernels, metric, src, dim, plan, *seed, codes_only, &layout, file);
+    }
+    for &(kind, bytes) in &extra {
+        file[layout.range(kind)].copy_from_slice(bytes);
+    }
+    layout.finish(file);
+    Ok(buf)
+}
+
+impl SealedSegment {
+    /// Writes a segment of the given rows (external ids must be unique; vectors already
+    /// normalised for cosine). With an IVF index, rows are stored sorted by partition.
+    pub fn write(
+        kernels: &Kernels,
+        dim: usize,
+        metric: Metric,
+        ids: &[u64],
+        vectors: &[f32],
+        index: IndexKind,
+    ) -> AlignedBytes {
+        SealedSegment::write_with_payloads(kernels, dim, metric, ids, vectors, None, index)
+    }
+
+    /// [`write`](Self::write) with payload documents: the segment also carries the payload
+    /// sections (kinds 32–36, optional), with the documents in the stored row order. Every
+    /// document must have been validated against the schema (one that does not is stored as
+    /// `null`).
+    pub fn write_with_payloads(
+        kernels: &Kernels,
+        dim: usize,
+        metric: Metric,
+        ids: &[u64],
+        vectors: &[f32],
+        payloads: Option<PayloadInput<'_>>,
+        index: IndexKind,
+    ) -> AlignedBytes {
+        debug_assert_eq!(ids.len() * dim, vectors.len());
+        debug_assert!(payloads.is_none_or(|p| p.docs.len() == ids.len()));
+        let src = FlatSource { ids, vectors: Flat::new(vectors, dim.max(1)), docs: payloads.map(|p| p.docs) };
+        write(kernels, dim, metric, &src, payloads.map(|p| p.schema), index, |len| Ok(AlignedBytes::zeroed(len)))
+            .expect("rows in memory are always readable")
+    }
+}
