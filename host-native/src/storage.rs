@@ -4,10 +4,45 @@ use std::fs::{self, File, OpenOptions};
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
-use memmap2::Mmap;
+use memmap2::{Mmap, MmapMut};
 use shoal_core::{Collection, SegmentBytes};
 
 use crate::HostError;
+
+/// A new segment file written in place: created at its full length (zeros) and mapped
+/// writable, so the core's build writes every section straight into the page cache and the
+/// kernel writes it back as memory runs short: the file never needs a second copy in RAM.
+pub struct SegmentFile {
+    file: File,
+    map: MmapMut,
+}
+
+impl SegmentFile {
+    /// Creates `path` (which must not exist) with `len` zero bytes, mapped writable.
+    pub fn create(path: &Path, len: usize) -> std::io::Result<SegmentFile> {
+        let file = OpenOptions::new().read(true).write(true).create_new(true).open(path)?;
+        file.set_len(len as u64)?;
+        // SAFETY: `MmapMut::map_mut` is unsafe because another process could modify or
+        // truncate the file while it is mapped. The file was created just now under a name
+        // only this writer uses (`create_new` fails otherwise) and nothing else opens it until
+        // `finish` has synced it and the mapping is gone.
+        let map = unsafe { MmapMut::map_mut(&file) }?;
+        Ok(SegmentFile { file, map })
+    }
+
+    /// Writes the mapped pages back and syncs the file (its data and length) to disk.
+    pub fn finish(self) -> std::io::Result<()> {
+        self.map.flush()?;
+        drop(self.map);
+        self.file.sync_all()
+    }
+}
+
+impl AsMut<[u8]> for SegmentFile {
+    fn as_mut(&mut self) -> &mut [u8] {
+        &mut self.map
+    }
+}
 
 /// A sealed segment file mapped into memory, handed to the core as [`SegmentBytes`].
 ///

@@ -147,6 +147,20 @@ fn post_binary(s: &Server, name: &str, batch: Vec<u8>) -> (u16, Value) {
     call(s, "POST", &format!("/collections/{name}/points/binary"), Some(("application/octet-stream", batch)), &[])
 }
 
+/// Waits until no seal or merge of collection `name` runs (the `shoal_background_jobs` gauge).
+fn wait_for_background_work(s: &Server, name: &str) {
+    let gauge = format!("shoal_background_jobs{{collection=\"{name}\"}} ");
+    for _ in 0..1200 {
+        let text = agent().get(format!("{}/metrics", s.base)).call().unwrap().body_mut().read_to_string().unwrap();
+        let line = text.lines().find_map(|l| l.strip_prefix(&gauge)).expect("the gauge is exported");
+        if line.trim() == "0" {
+            return;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    panic!("background work still running after 60 s:\n{}", s.log());
+}
+
 fn count(s: &Server, name: &str) -> u64 {
     okj(s, "POST", &format!("/collections/{name}/points/count"), json!({}))["result"]["count"].as_u64().unwrap()
 }
@@ -459,7 +473,7 @@ fn kill_9_during_concurrent_upserts_loses_no_acknowledged_point() {
     // Writer w owns the ids k * writers + w; `next[w]` is its next k. A batch cut by a kill may
     // or may not have been logged; its ids are written again later with the same contents.
     let mut next = [0u64; 3];
-    for _ in 0..20 {
+    for round in 0..20 {
         let s = Server::start(&dir.0, &args);
         let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
         let handles: Vec<_> = (0..writers)
@@ -488,6 +502,18 @@ fn kill_9_during_concurrent_upserts_loses_no_acknowledged_point() {
             })
             .collect();
         std::thread::sleep(Duration::from_millis(150 + next_rand() % 400));
+        if round % 5 == 4 {
+            // Every fifth round lets the seals and merges finish before the kill, so a set is
+            // made however slow the machine is; the other rounds kill them midway.
+            stop.store(true, Ordering::Relaxed);
+            for (w, h) in handles.into_iter().enumerate() {
+                next[w] = h.join().unwrap();
+            }
+            call(&s, "POST", "/collections/k/seal", None, &[]);
+            wait_for_background_work(&s, "k");
+            s.kill9();
+            continue;
+        }
         s.kill9();
         stop.store(true, Ordering::Relaxed);
         for (w, h) in handles.into_iter().enumerate() {

@@ -69,10 +69,11 @@ impl Metrics {
             let _ = writeln!(out, "shoal_request_duration_seconds_sum{{route=\"{route}\"}} {}", h.sum);
             let _ = writeln!(out, "shoal_request_duration_seconds_count{{route=\"{route}\"}} {}", h.count);
         }
-        let gauges: [Gauge; 4] = [
+        let gauges: [Gauge; 5] = [
             ("shoal_points", "Live points per collection.", |g| g.points),
             ("shoal_unsealed_points", "Points logged since the collection's last seal began.", |g| g.unsealed),
             ("shoal_segments", "Sealed segment files per collection.", |g| g.segments),
+            ("shoal_background_jobs", "Background seals and merges running per collection.", |g| g.background),
             ("shoal_bytes_mapped", "Bytes of segment files memory-mapped per collection.", |g| {
                 if g.mapped { g.segment_bytes } else { 0 }
             }),

@@ -126,6 +126,11 @@ impl ApiError {
         ApiError { status: StatusCode::INTERNAL_SERVER_ERROR, code: "internal", message: message.into() }
     }
 
+    /// 503: the server cannot take the write now (retry later).
+    pub fn unavailable(message: impl Into<String>) -> ApiError {
+        ApiError { status: StatusCode::SERVICE_UNAVAILABLE, code: "unavailable", message: message.into() }
+    }
+
     /// 400 from the core's typed error (which names what is wrong and where).
     pub fn core(e: shoal_core::Error) -> ApiError {
         ApiError { status: StatusCode::BAD_REQUEST, code: e.code(), message: e.to_string() }

@@ -13,7 +13,8 @@
 use std::fs;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, RwLock};
+use std::sync::{Arc, Condvar, Mutex, RwLock};
+use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 use shoal_core::set::{Manifest, parse_live_name, parse_segment_name};
@@ -23,7 +24,7 @@ use shoal_format::AlignedBytes;
 use super::batch::{self, Batch};
 use super::wal::{self, Kind, ReplayEnd, WalWriter};
 use super::{ApiError, Options};
-use crate::storage::{MmapSegment, monotonic_micros, write_atomic};
+use crate::storage::{MmapSegment, SegmentFile, monotonic_micros, write_atomic};
 
 /// How a collection was configured at creation (`collection.json`).
 #[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
@@ -97,6 +98,9 @@ pub struct Store {
     /// One seal at a time.
     seal_lock: Mutex<()>,
     sealing: AtomicBool,
+    /// Signalled when a seal takes the unsealed points: writers held back by
+    /// [`wait_for_seal`](Self::wait_for_seal) look again.
+    seal_started: (Mutex<()>, Condvar),
     /// One merge at a time.
     merge_lock: Mutex<()>,
     merging: AtomicBool,
@@ -320,6 +324,7 @@ impl Store {
             wal: Mutex::new(wal),
             manifest_wal: AtomicU64::new(manifest_wal),
             unsealed: AtomicU64::new(unsealed),
+            seal_started: (Mutex::new(()), Condvar::new()),
             seal_lock: Mutex::new(()),
             sealing: AtomicBool::new(false),
             merge_lock: Mutex::new(()),
@@ -421,6 +426,7 @@ impl Store {
                 batch::MAX_POINTS
             )));
         }
+        self.wait_for_seal()?;
         let mut wal = self.lock_wal()?;
         let extended = {
             let col = self.read();
@@ -503,17 +509,54 @@ impl Store {
         self.col.write().expect("collection lock poisoned").extend_schema(schema).map_err(ApiError::core)
     }
 
+    /// Holds a write back while [`UNSEALED_SEALS`] seals' worth of points wait to be sealed,
+    /// so writes faster than seals cannot fill memory with unsealed points: the write rate
+    /// settles at what the seals sustain. A write held back for [`SEAL_WAIT`] (seals failing)
+    /// is refused with a 503.
+    fn wait_for_seal(self: &Arc<Self>) -> Result<(), ApiError> {
+        let limit = self.opts.seal_rows.saturating_mul(UNSEALED_SEALS);
+        let unsealed = self.unsealed.load(Ordering::Relaxed);
+        if unsealed < limit {
+            return Ok(());
+        }
+        self.maybe_seal(unsealed);
+        let deadline = Instant::now() + SEAL_WAIT;
+        let (lock, cv) = &self.seal_started;
+        let mut guard = lock.lock().expect("seal wait lock poisoned");
+        while self.unsealed.load(Ordering::Relaxed) >= limit {
+            let left = deadline.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                return Err(ApiError::unavailable(format!(
+                    "collection {}: {} points wait to be sealed and no seal has taken them for {} s; retry later",
+                    self.name,
+                    self.unsealed.load(Ordering::Relaxed),
+                    SEAL_WAIT.as_secs()
+                )));
+            }
+            // A short timeout too: a seal that starts between the check and the wait is seen.
+            guard = cv.wait_timeout(guard, left.min(Duration::from_millis(200))).expect("seal wait lock poisoned").0;
+        }
+        Ok(())
+    }
+
     fn maybe_seal(self: &Arc<Self>, unsealed: u64) {
         // A seal writes only the unsealed points (merges combine segments later), so a fixed
         // threshold keeps the exact-scanned unsealed part small.
         if unsealed >= self.opts.seal_rows && !self.sealing.swap(true, Ordering::AcqRel) {
             let me = Arc::clone(self);
             std::thread::spawn(move || {
-                if let Err(e) = me.seal() {
-                    eprintln!("shoal: collection {}: background seal failed: {}", me.name, e.message);
+                // Writes that came in while sealing may have filled another seal already.
+                loop {
+                    if let Err(e) = me.seal() {
+                        eprintln!("shoal: collection {}: background seal failed: {}", me.name, e.message);
+                        break;
+                    }
+                    me.maybe_merge();
+                    if me.unsealed.load(Ordering::Relaxed) < me.opts.seal_rows || me.dropped.load(Ordering::Acquire) {
+                        break;
+                    }
                 }
                 me.sealing.store(false, Ordering::Release);
-                me.maybe_merge();
             });
         }
     }
@@ -567,11 +610,13 @@ impl Store {
             *wal = WalWriter::create(&self.dir, g + 1, self.opts.sync)
                 .map_err(|e| io_err(&self.dir, "create log in", e))?;
             self.unsealed.store(0, Ordering::Relaxed);
+            let _wake = self.seal_started.0.lock().expect("seal wait lock poisoned");
+            self.seal_started.1.notify_all();
             (self.read().seal_snapshot(), g + 1)
         };
         // 2. Build and write the segment, without any lock.
         let built = match &snap {
-            Some(s) if !s.is_empty() => Some(self.write_segment(|k| Ok(s.build(k)))?),
+            Some(s) if !s.is_empty() => Some(self.write_segment(|k, alloc| s.build_into(k, alloc))?),
             _ => None,
         };
         if self.dropped.load(Ordering::Acquire) {
@@ -596,27 +641,41 @@ impl Store {
     pub fn merge(&self, positions: &[usize]) -> Result<(), ApiError> {
         let _one = self.merge_lock.lock().expect("merge lock poisoned");
         let snap = self.read().merge_snapshot(positions).map_err(ApiError::core)?;
-        let (seg, tmp) = self.write_segment(|k| snap.build(k))?;
+        let (seg, tmp) = self.write_segment(|k, alloc| snap.build_into(k, alloc))?;
         let crc = seg.table_crc();
         self.swap(None, Some((tmp, crc)), |col| col.attach_merged(snap, seg).map(|_| ()).map_err(ApiError::core))
     }
 
-    /// Builds a segment and writes it to a new temporary file in the folder; returns it opened
-    /// (mapped, or in RAM) and the file's path.
+    /// Builds a segment into a new temporary file in the folder (written in place through a
+    /// writable mapping: the segment is never held in memory as a whole), syncs it, and
+    /// returns it opened (mapped, or read into RAM) and the file's path.
     fn write_segment(
         &self,
-        build: impl FnOnce(&Kernels) -> Result<AlignedBytes, shoal_core::Error>,
+        build: impl FnOnce(
+            &Kernels,
+            &mut dyn FnMut(usize) -> Result<SegmentFile, shoal_core::Error>,
+        ) -> Result<SegmentFile, shoal_core::Error>,
     ) -> Result<(Arc<SealedSegment>, PathBuf), ApiError> {
         let kernels = self.read().kernels();
-        let bytes = build(&kernels).map_err(ApiError::core)?;
         let tmp = self.dir.join(format!("new-{}.tmp", self.temp.fetch_add(1, Ordering::Relaxed)));
-        write_synced(&tmp, bytes.as_slice())?;
-        let storage: Box<dyn shoal_core::SegmentBytes> = if self.meta.on_disk {
-            drop(bytes);
-            segment_storage(&tmp, true).map_err(ApiError::core)?
-        } else {
-            Box::new(bytes)
+        let mut failed = None;
+        let built = build(&kernels, &mut |len| {
+            SegmentFile::create(&tmp, len).map_err(|e| {
+                let message = format!("{}: create: {e}", tmp.display());
+                failed = Some(io_err(&tmp, "create", e));
+                shoal_core::Error::BadSet(message)
+            })
+        });
+        let file = match (built, failed) {
+            (Ok(file), _) => file,
+            (Err(_), Some(io)) => return Err(io),
+            (Err(e), None) => {
+                let _ = fs::remove_file(&tmp);
+                return Err(ApiError::core(e));
+            }
         };
+        file.finish().map_err(|e| io_err(&tmp, "write", e))?;
+        let storage = segment_storage(&tmp, self.meta.on_disk).map_err(ApiError::core)?;
         let seg = SealedSegment::open(storage).map_err(ApiError::core)?;
         Ok((Arc::new(seg), tmp))
     }
@@ -688,6 +747,7 @@ impl Store {
             segments: segments.len() as u64,
             segment_bytes: segments.iter().map(|s| s.bytes as u64).sum(),
             mapped: self.meta.on_disk,
+            background: self.sealing.load(Ordering::Relaxed) as u64 + self.merging.load(Ordering::Relaxed) as u64,
         }
     }
 }
@@ -705,7 +765,14 @@ pub struct Gauges {
     pub segment_bytes: u64,
     /// Whether it is memory-mapped.
     pub mapped: bool,
+    /// Background seals and merges running (0, 1 or 2).
+    pub background: u64,
 }
+
+/// Seals' worth of unsealed points (`--seal-rows` each) at which writes wait for a seal.
+const UNSEALED_SEALS: u64 = 2;
+/// How long a write waits for a seal before it is refused.
+const SEAL_WAIT: Duration = Duration::from_secs(120);
 
 /// Writes a new collection folder `dir` — `collection.json`, an empty log of generation 1 and,
 /// when given, a copy of `segment` as the set's only segment (with its manifest) — in a
@@ -726,12 +793,6 @@ pub fn create_folder(dir: &Path, name: &str, meta: &Meta, segment: Option<&Path>
 }
 
 /// Writes `bytes` to a new file at `path` and fsyncs it (no rename: a temporary file).
-fn write_synced(path: &Path, bytes: &[u8]) -> Result<(), ApiError> {
-    use std::io::Write;
-    let mut f = fs::File::create(path).map_err(|e| io_err(path, "create", e))?;
-    f.write_all(bytes).and_then(|()| f.sync_all()).map_err(|e| io_err(path, "write", e))
-}
-
 /// The schema as JSON (`{"name": "type", ...}`).
 pub fn schema_json(schema: &Schema) -> Value {
     Value::Object(schema.fields().map(|(n, t)| (n.to_string(), Value::String(t.name().into()))).collect())
