@@ -86,12 +86,14 @@ def ingest(args):
         lat = []  # (seconds since start, search latency in seconds)
         mem = []  # (seconds since start, cgroup usage bytes, segments)
         done = threading.Event()
+        searching = threading.Event()
+        searching.set()
         t0 = time.perf_counter()
 
         def searcher(c):
             s = requests.Session()
             i = c
-            while not done.is_set():
+            while searching.is_set():
                 t = time.perf_counter()
                 r = s.post(f"{url}/collections/{NAME}/search", json={"vector": queries[i % len(queries)], "limit": 10},
                            timeout=600)
@@ -122,6 +124,7 @@ def ingest(args):
                 print(f"  {hi:,} points in {acks[-1][0]:.0f} s; cgroup peak {(cg.peak() or 0) / 2**20:,.0f} MiB",
                       flush=True)
         ingest_s = acks[-1][0]
+        searching.clear()  # latency is measured during the ingest
         # The last points (fewer than a seal's worth) sealed too, then the merges settle.
         s.post(f"{url}/collections/{NAME}/seal", timeout=3600).raise_for_status()
         while metric(url, "shoal_background_jobs"):
@@ -129,6 +132,7 @@ def ingest(args):
                 raise SystemExit("the server died")
             time.sleep(2)
         settled_s = time.perf_counter() - t0
+        searching.clear()
         done.set()
         for t in threads:
             t.join(timeout=600)

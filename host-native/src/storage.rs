@@ -22,6 +22,9 @@ impl SegmentFile {
     pub fn create(path: &Path, len: usize) -> std::io::Result<SegmentFile> {
         let file = OpenOptions::new().read(true).write(true).create_new(true).open(path)?;
         file.set_len(len as u64)?;
+        // The blocks are reserved now: a full disk is an error here, not a SIGBUS when a
+        // mapped page is first written.
+        reserve(&file, len as u64)?;
         // SAFETY: `MmapMut::map_mut` is unsafe because another process could modify or
         // truncate the file while it is mapped. The file was created just now under a name
         // only this writer uses (`create_new` fails otherwise) and nothing else opens it until
@@ -36,6 +39,41 @@ impl SegmentFile {
         drop(self.map);
         self.file.sync_all()
     }
+}
+
+/// Allocates the disk blocks of `file`'s first `len` bytes (which read as zeros).
+#[cfg(target_os = "linux")]
+fn reserve(file: &File, len: u64) -> std::io::Result<()> {
+    use std::os::fd::AsRawFd;
+    let len = libc::off_t::try_from(len).map_err(|_| std::io::Error::from(std::io::ErrorKind::FileTooLarge))?;
+    // SAFETY: `posix_fallocate` reads no memory of ours; the descriptor is open for writing
+    // for the whole call (`file` is borrowed).
+    match unsafe { libc::posix_fallocate(file.as_raw_fd(), 0, len) } {
+        0 => Ok(()),
+        // A file system without it: write the zeros (the blocks exist afterwards all the same).
+        libc::EOPNOTSUPP | libc::EINVAL => write_zeros(file, len as u64),
+        e => Err(std::io::Error::from_raw_os_error(e)),
+    }
+}
+
+/// Allocates the disk blocks of `file`'s first `len` bytes (which read as zeros).
+#[cfg(not(target_os = "linux"))]
+fn reserve(file: &File, len: u64) -> std::io::Result<()> {
+    write_zeros(file, len)
+}
+
+/// Writes `len` zero bytes at the start of `file`.
+fn write_zeros(mut file: &File, len: u64) -> std::io::Result<()> {
+    use std::io::{Seek, SeekFrom};
+    let zeros = vec![0u8; 1 << 20];
+    file.seek(SeekFrom::Start(0))?;
+    let mut at = 0;
+    while at < len {
+        let n = (len - at).min(zeros.len() as u64) as usize;
+        file.write_all(&zeros[..n])?;
+        at += n as u64;
+    }
+    file.flush()
 }
 
 impl AsMut<[u8]> for SegmentFile {
@@ -64,9 +102,10 @@ impl MmapSegment {
     pub fn open(path: &Path) -> Result<MmapSegment, HostError> {
         let file = File::open(path).map_err(|e| HostError::io(path, "open", e))?;
         // SAFETY: `Mmap::map` is unsafe because another process could modify or truncate the
-        // file while it is mapped. Sealed segments are immutable by contract: Shoal never
-        // writes to a segment file in place (`write_atomic` writes a new file and renames it
-        // over the old one, so an existing mapping keeps the old inode). And the reader never
+        // file while it is mapped. Sealed segments are immutable by contract: Shoal writes a
+        // segment only before it is opened — a new file, through `write_atomic` (renamed over
+        // the old one, so an existing mapping keeps the old inode) or a `SegmentFile` whose
+        // writable mapping is gone before the file is mapped here. And the reader never
         // trusts the contents: every offset and length is bounds-checked on open, and corrupt
         // bytes give a typed error, never undefined behaviour.
         let map = unsafe { Mmap::map(&file) }.map_err(|e| HostError::io(path, "memory-map", e))?;

@@ -147,13 +147,42 @@ fn post_binary(s: &Server, name: &str, batch: Vec<u8>) -> (u16, Value) {
     call(s, "POST", &format!("/collections/{name}/points/binary"), Some(("application/octet-stream", batch)), &[])
 }
 
+/// The value of gauge `gauge` for collection `name` in `/metrics`.
+fn gauge(s: &Server, gauge: &str, name: &str) -> u64 {
+    let text = agent().get(format!("{}/metrics", s.base)).call().unwrap().body_mut().read_to_string().unwrap();
+    let prefix = format!("{gauge}{{collection=\"{name}\"}} ");
+    text.lines().find_map(|l| l.strip_prefix(&prefix)).expect("the gauge is exported").trim().parse().unwrap()
+}
+
+#[test]
+fn writes_faster_than_seals_wait_for_them() {
+    // 500-point batches as fast as one client sends them, seals every 1,000: without the wait
+    // the unsealed points (held in memory) grow with the write rate.
+    let dir = TempDir::new("serve", "backpressure");
+    let s = Server::start(&dir.0, &["--seal-rows", "1000", "--durability", "relaxed"]);
+    create(&s, "b", json!({"vectors": {"size": 64, "distance": "Euclid"}}));
+    let a = agent();
+    let mut most = 0;
+    for k in 0..60u64 {
+        let ids: Vec<u64> = (k * 500..(k + 1) * 500).collect();
+        let r = a
+            .post(format!("{}/collections/b/points/binary", s.base))
+            .header("content-type", "application/octet-stream")
+            .send(&binary_batch(&ids, 64, None)[..])
+            .unwrap();
+        assert_eq!(r.status(), 200);
+        most = most.max(gauge(&s, "shoal_unsealed_points", "b"));
+    }
+    // A write waits while 2 x 1,000 are unsealed; one batch may land on top.
+    assert!(most <= 2 * 1000 + 500, "{most} points unsealed");
+    wait_for_background_work(&s, "b");
+    assert_eq!(count(&s, "b"), 30_000);
+}
+
 /// Waits until no seal or merge of collection `name` runs (the `shoal_background_jobs` gauge).
 fn wait_for_background_work(s: &Server, name: &str) {
-    let gauge = format!("shoal_background_jobs{{collection=\"{name}\"}} ");
     for _ in 0..1200 {
-        let text = agent().get(format!("{}/metrics", s.base)).call().unwrap().body_mut().read_to_string().unwrap();
-        let line = text.lines().find_map(|l| l.strip_prefix(&gauge)).expect("the gauge is exported");
-        if line.trim() == "0" {
+        if gauge(s, "shoal_background_jobs", name) == 0 {
             return;
         }
         std::thread::sleep(Duration::from_millis(50));
@@ -509,7 +538,8 @@ fn kill_9_during_concurrent_upserts_loses_no_acknowledged_point() {
             for (w, h) in handles.into_iter().enumerate() {
                 next[w] = h.join().unwrap();
             }
-            call(&s, "POST", "/collections/k/seal", None, &[]);
+            let (status, body) = call(&s, "POST", "/collections/k/seal", None, &[]);
+            assert_eq!(status, 200, "{body}");
             wait_for_background_work(&s, "k");
             s.kill9();
             continue;

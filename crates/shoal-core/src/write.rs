@@ -2,8 +2,9 @@
 //! from the rows alone, the host gives a zeroed buffer of the file's length (natively a
 //! memory-mapped file), and every section is written where it goes — vectors and codes
 //! straight from the source rows, which may themselves be memory-mapped segments. Besides
-//! the buffer, a build holds the k-means sample, a few bytes per row (the partition order)
-//! and the payload and text sections.
+//! the buffer, a build holds the k-means sample, up to 12 bytes per row (the partition order,
+//! the assignment while it is sorted, the calibration's row sample) and the payload and text
+//! sections — and, codes only, the vectors in the stored order for the calibration.
 
 use alloc::borrow::Cow;
 use alloc::vec;

@@ -63,11 +63,14 @@ impl Layout {
         head
     }
 
-    /// Checksums every section of `file` (the whole file, sections filled, padding zero) and
-    /// writes the header and table at its start. Panics if `file` is not
-    /// [`file_len`](Self::file_len) bytes long.
+    /// Zeroes the padding after every section, checksums every section of `file` (the whole
+    /// file, sections filled) and writes the header and table at its start. Panics if `file`
+    /// is not [`file_len`](Self::file_len) bytes long.
     pub fn finish(&self, file: &mut [u8]) {
         assert_eq!(file.len() as u64, self.file_len, "segment buffer of the wrong length");
+        for e in &self.table {
+            file[(e.offset + e.length) as usize..align_up(e.offset + e.length) as usize].fill(0);
+        }
         let head =
             self.head(self.table.iter().map(|e| crc32c(&file[e.offset as usize..(e.offset + e.length) as usize])));
         file[..head.len()].copy_from_slice(&head);

@@ -170,8 +170,14 @@ fn segment_storage(path: &Path, on_disk: bool) -> Result<Box<dyn shoal_core::Seg
         seg.advise_random();
         Ok(Box::new(seg))
     } else {
-        let data = fs::read(path).map_err(|e| fail(e.to_string()))?;
-        Ok(Box::new(AlignedBytes::from_slice(&data)))
+        // Read straight into the aligned buffer the reader needs (one copy, not two).
+        use std::io::Read;
+        let mut file = fs::File::open(path).map_err(|e| fail(e.to_string()))?;
+        let len = file.metadata().map_err(|e| fail(e.to_string()))?.len();
+        let len = usize::try_from(len).map_err(|_| fail("larger than memory".into()))?;
+        let mut bytes = AlignedBytes::zeroed(len);
+        file.read_exact(bytes.as_mut_slice()).map_err(|e| fail(e.to_string()))?;
+        Ok(Box::new(bytes))
     }
 }
 
@@ -511,8 +517,8 @@ impl Store {
 
     /// Holds a write back while [`UNSEALED_SEALS`] seals' worth of points wait to be sealed,
     /// so writes faster than seals cannot fill memory with unsealed points: the write rate
-    /// settles at what the seals sustain. A write held back for [`SEAL_WAIT`] (seals failing)
-    /// is refused with a 503.
+    /// settles at what the seals sustain. A write held back for [`SEAL_WAIT`] (seals failing,
+    /// or slower than that) is refused with a 503; one of a deleted collection with a 404.
     fn wait_for_seal(self: &Arc<Self>) -> Result<(), ApiError> {
         let limit = self.opts.seal_rows.saturating_mul(UNSEALED_SEALS);
         let unsealed = self.unsealed.load(Ordering::Relaxed);
@@ -524,6 +530,9 @@ impl Store {
         let (lock, cv) = &self.seal_started;
         let mut guard = lock.lock().expect("seal wait lock poisoned");
         while self.unsealed.load(Ordering::Relaxed) >= limit {
+            if self.dropped.load(Ordering::Acquire) {
+                return Err(ApiError::not_found(&self.name));
+            }
             let left = deadline.saturating_duration_since(Instant::now());
             if left.is_zero() {
                 return Err(ApiError::unavailable(format!(
@@ -533,8 +542,12 @@ impl Store {
                     SEAL_WAIT.as_secs()
                 )));
             }
-            // A short timeout too: a seal that starts between the check and the wait is seen.
+            // A short timeout too: a seal that starts between the check and the wait is seen,
+            // and one that failed or stopped is started again.
             guard = cv.wait_timeout(guard, left.min(Duration::from_millis(200))).expect("seal wait lock poisoned").0;
+            drop(guard);
+            self.maybe_seal(self.unsealed.load(Ordering::Relaxed));
+            guard = lock.lock().expect("seal wait lock poisoned");
         }
         Ok(())
     }
@@ -557,6 +570,11 @@ impl Store {
                     }
                 }
                 me.sealing.store(false, Ordering::Release);
+                // A write that found `sealing` still set just before it was cleared started
+                // nothing; writers held back retry too (`wait_for_seal`).
+                if !me.dropped.load(Ordering::Acquire) {
+                    me.maybe_seal(me.unsealed.load(Ordering::Relaxed));
+                }
             });
         }
     }
@@ -597,7 +615,7 @@ impl Store {
         let _one = self.seal_lock.lock().expect("seal lock poisoned");
         // 1. Close the current log generation (new writes go to the next) and take the unsealed
         //    rows: writers apply under the log lock, so they are exactly what the closed logs hold.
-        let (snap, next) = {
+        let snap_next = {
             let mut wal = self.lock_wal()?;
             // Nothing logged since the manifest: its `wal` is this (empty) log.
             if wal.is_empty() && wal.generation() <= self.manifest_wal.load(Ordering::Acquire) {
@@ -609,31 +627,41 @@ impl Store {
             let g = wal.generation();
             *wal = WalWriter::create(&self.dir, g + 1, self.opts.sync)
                 .map_err(|e| io_err(&self.dir, "create log in", e))?;
-            self.unsealed.store(0, Ordering::Relaxed);
-            let _wake = self.seal_started.0.lock().expect("seal wait lock poisoned");
-            self.seal_started.1.notify_all();
-            (self.read().seal_snapshot(), g + 1)
-        };
-        // 2. Build and write the segment, without any lock.
-        let built = match &snap {
-            Some(s) if !s.is_empty() => Some(self.write_segment(|k, alloc| s.build_into(k, alloc))?),
-            _ => None,
-        };
-        if self.dropped.load(Ordering::Acquire) {
-            return Ok(true);
-        }
-        // 3. Swap it in (deletes made meanwhile carried over) and write the manifest.
-        let (seg, tmp) = built.map_or((None, None), |(s, t)| {
-            let crc = s.table_crc();
-            (Some(s), Some((t, crc)))
-        });
-        self.swap(Some(next), tmp, |col| {
-            if let Some(snap) = snap {
-                col.attach_sealed(snap, seg);
+            let taken = self.unsealed.swap(0, Ordering::Relaxed);
+            {
+                let _wake = self.seal_started.0.lock().expect("seal wait lock poisoned");
+                self.seal_started.1.notify_all();
             }
-            Ok(())
-        })?;
-        Ok(true)
+            (self.read().seal_snapshot(), g + 1, taken)
+        };
+        let (snap, next, taken) = snap_next;
+        let sealed = (|| {
+            // 2. Build and write the segment, without any lock.
+            let built = match &snap {
+                Some(s) if !s.is_empty() => Some(self.write_segment(|k, alloc| s.build_into(k, alloc))?),
+                _ => None,
+            };
+            if self.dropped.load(Ordering::Acquire) {
+                return Ok(());
+            }
+            // 3. Swap it in (deletes made meanwhile carried over) and write the manifest.
+            let (seg, tmp) = built.map_or((None, None), |(s, t)| {
+                let crc = s.table_crc();
+                (Some(s), Some((t, crc)))
+            });
+            self.swap(Some(next), tmp, |col| {
+                if let Some(snap) = snap {
+                    col.attach_sealed(snap, seg);
+                }
+                Ok(())
+            })
+        })();
+        if sealed.is_err() {
+            // The rows stay unsealed (the next seal takes them again): count them again, so
+            // writes keep waiting for a seal rather than filling memory.
+            self.unsealed.fetch_add(taken, Ordering::Relaxed);
+        }
+        sealed.map(|()| true)
     }
 
     /// Merges the segments at `positions` into one (in the background: searches and writes
@@ -641,7 +669,7 @@ impl Store {
     pub fn merge(&self, positions: &[usize]) -> Result<(), ApiError> {
         let _one = self.merge_lock.lock().expect("merge lock poisoned");
         let snap = self.read().merge_snapshot(positions).map_err(ApiError::core)?;
-        let (seg, tmp) = self.write_segment(|k, alloc| snap.build_into(k, alloc))?;
+        let (seg, tmp) = merge_pool().install(|| self.write_segment(|k, alloc| snap.build_into(k, alloc)))?;
         let crc = seg.table_crc();
         self.swap(None, Some((tmp, crc)), |col| col.attach_merged(snap, seg).map(|_| ()).map_err(ApiError::core))
     }
@@ -666,18 +694,22 @@ impl Store {
                 shoal_core::Error::BadSet(message)
             })
         });
-        let file = match (built, failed) {
-            (Ok(file), _) => file,
-            (Err(_), Some(io)) => return Err(io),
-            (Err(e), None) => {
-                let _ = fs::remove_file(&tmp);
-                return Err(ApiError::core(e));
-            }
+        let opened = match (built, failed) {
+            (Ok(file), _) => file
+                .finish()
+                .map_err(|e| io_err(&tmp, "write", e))
+                .and_then(|()| segment_storage(&tmp, self.meta.on_disk).map_err(ApiError::core))
+                .and_then(|storage| SealedSegment::open(storage).map_err(ApiError::core)),
+            (Err(_), Some(io)) => Err(io),
+            (Err(e), None) => Err(ApiError::core(e)),
         };
-        file.finish().map_err(|e| io_err(&tmp, "write", e))?;
-        let storage = segment_storage(&tmp, self.meta.on_disk).map_err(ApiError::core)?;
-        let seg = SealedSegment::open(storage).map_err(ApiError::core)?;
-        Ok((Arc::new(seg), tmp))
+        match opened {
+            Ok(seg) => Ok((Arc::new(seg), tmp)),
+            Err(e) => {
+                let _ = fs::remove_file(&tmp);
+                Err(e)
+            }
+        }
     }
 
     /// Changes the set under the collection's write lock, then makes it durable: the new
@@ -727,6 +759,10 @@ impl Store {
     /// folder.
     pub fn destroy(&self) -> Result<(), ApiError> {
         self.dropped.store(true, Ordering::Release);
+        {
+            let _wake = self.seal_started.0.lock().expect("seal wait lock poisoned");
+            self.seal_started.1.notify_all();
+        }
         // The lock order of seals and swaps: seal lock, set lock, then log lock. A merge
         // reaching its swap after this finds `dropped` set under the set lock.
         let _one = self.seal_lock.lock().expect("seal lock poisoned");
@@ -769,6 +805,23 @@ pub struct Gauges {
     pub background: u64,
 }
 
+/// The threads merges build on, as many as the seals' (`--threads`, or every core), in a pool
+/// of their own: the system shares the cores between a running seal and merge, where on one
+/// shared pool a seal's tasks — which writes wait for — queued behind a large merge's for
+/// minutes.
+fn merge_pool() -> &'static rayon::ThreadPool {
+    static POOL: std::sync::OnceLock<rayon::ThreadPool> = std::sync::OnceLock::new();
+    POOL.get_or_init(|| {
+        let cores = crate::commands::threads()
+            .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, std::num::NonZeroUsize::get));
+        rayon::ThreadPoolBuilder::new()
+            .num_threads(cores.max(1))
+            .thread_name(|i| format!("shoal-merge-{i}"))
+            .build()
+            .expect("the merge threads start")
+    })
+}
+
 /// Seals' worth of unsealed points (`--seal-rows` each) at which writes wait for a seal.
 const UNSEALED_SEALS: u64 = 2;
 /// How long a write waits for a seal before it is refused.
@@ -792,7 +845,6 @@ pub fn create_folder(dir: &Path, name: &str, meta: &Meta, segment: Option<&Path>
     fs::File::open(parent).and_then(|d| d.sync_all()).map_err(|e| io_err(parent, "fsync", e))
 }
 
-/// Writes `bytes` to a new file at `path` and fsyncs it (no rename: a temporary file).
 /// The schema as JSON (`{"name": "type", ...}`).
 pub fn schema_json(schema: &Schema) -> Value {
     Value::Object(schema.fields().map(|(n, t)| (n.to_string(), Value::String(t.name().into()))).collect())

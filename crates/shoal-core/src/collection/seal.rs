@@ -118,8 +118,9 @@ impl MergeSnapshot {
     /// [`build`](Self::build) into the buffer `alloc` gives for the file's length (zeroed,
     /// 64-byte aligned; natively a memory-mapped file). The inputs' rows are read where they
     /// are (natively, from their mapped files): besides the output, the merge holds its
-    /// k-means sample, 4 bytes per input row and 16 per output row, and the payload and text
-    /// sections it writes.
+    /// k-means sample, 4 bytes per input row (its live rows), up to 12 per output row (the
+    /// partition order, the assignment while it is sorted, the calibration's row sample), and
+    /// the payload and text sections it writes.
     pub fn build_into<B: AsMut<[u8]>>(
         &self,
         kernels: &Kernels,
