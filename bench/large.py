@@ -103,10 +103,13 @@ def ingest(args):
 
         def sampler():
             usage = cg.dir / ("memory.usage_in_bytes" if cg.v == 1 else "memory.current")
+            anon = "rss" if cg.v == 1 else "anon"  # the process's own memory, page cache apart
             while not done.is_set():
                 try:
-                    mem.append((time.perf_counter() - t0, int(usage.read_text()), metric(url, "shoal_segments")))
-                except (OSError, ValueError, requests.RequestException):
+                    stat = dict(line.split() for line in (cg.dir / "memory.stat").read_text().splitlines())
+                    mem.append((time.perf_counter() - t0, int(usage.read_text()), metric(url, "shoal_segments"),
+                                int(stat[anon])))
+                except (OSError, ValueError, KeyError, requests.RequestException):
                     pass
                 done.wait(5)
 
@@ -151,15 +154,18 @@ def ingest(args):
         if inside:
             windows.append((w, (inside[-1] - (before[-1] if before else 0)) / min(10, ingest_s - w)))
     first_minute = n_at(acks, 60) / 60 if ingest_s >= 60 else n / ingest_s
+    rolling = [(t, (p - n_at_interp(acks, t - 60)) / 60) for t, p in acks if t >= 60]
     lats = [x for _, x in lat]
     res = {
         "n": n, "limit_mib": args.limit_mib, "batch": args.batch, "count": count, "segments": segments,
         "ingest_s": round(ingest_s, 1), "settled_s": round(settled_s, 1), "rate": n / ingest_s,
         "first_minute_rate": first_minute, "min_window_rate": min(r for _, r in windows[:-1] or windows),
+        "min_minute_rate": min((r for _, r in rolling), default=None),
+        "peak_anon_mib": max((m[3] for m in mem), default=0) / 2**20,
         "peak_mib": (peak or 0) / 2**20, "oom_kills": ooms,
         "search_during_ingest": {"queries": len(lats), "p50_ms": 1e3 * percentile(lats, 50),
                                  "p99_ms": 1e3 * percentile(lats, 99)},
-        "timeline": {"acks": acks[::10], "rate_windows": windows, "memory": mem,
+        "timeline": {"acks": acks[::10], "rate_windows": windows, "rolling_minute": rolling[::10], "memory": mem,
                      "latency": [(round(t, 1), round(x * 1e3, 2)) for t, x in lat[::5]]},
     }
     save_results({"ingest": res})
@@ -171,6 +177,16 @@ def ingest(args):
 def n_at(acks, secs):
     before = [p for t, p in acks if t <= secs]
     return before[-1] if before else 0
+
+
+def n_at_interp(acks, secs):
+    """Points acknowledged by `secs`, interpolated between acknowledgements."""
+    prev = (0.0, 0)
+    for t, p in acks:
+        if t >= secs:
+            return prev[1] + (p - prev[1]) * (secs - prev[0]) / (t - prev[0]) if t > prev[0] else p
+        prev = (t, p)
+    return prev[1]
 
 
 def measure(url, collection, queries, gt, clients, warm=True):
@@ -251,7 +267,11 @@ def plot(args):
     tl = res["timeline"]
     fig, ax = plt.subplots(2, 1, figsize=(8, 6), sharex=True)
     w = [t / 60 for t, _ in tl["rate_windows"]]
-    ax[0].step(w, [r / 1e3 for _, r in tl["rate_windows"]], where="post", label="points/s (10 s windows)")
+    ax[0].step(w, [r / 1e3 for _, r in tl["rate_windows"]], where="post", lw=0.8, alpha=0.6,
+               label="points/s, 10 s windows")
+    if tl.get("rolling_minute"):
+        ax[0].plot([t / 60 for t, _ in tl["rolling_minute"]], [r / 1e3 for _, r in tl["rolling_minute"]],
+                   color="tab:orange", lw=2, label="points/s, last 60 s")
     ax[0].axhline(res["first_minute_rate"] / 2e3, color="grey", ls="--", lw=1, label="half the first minute's rate")
     ax[0].set_ylabel("ingest, thousand points/s")
     ax[0].set_ylim(bottom=0)
@@ -259,13 +279,15 @@ def plot(args):
     ax[0].set_title(f"{res['n'] / 1e6:.0f}M x 128-d into shoal serve in a {res['limit_mib'] / 1024:.0f} GiB cgroup "
                     f"(fsync per batch; seals and merges in the background)", fontsize=9)
     m = tl["memory"]
-    ax[1].plot([t / 60 for t, _, _ in m], [b / 2**20 for _, b, _ in m], label="cgroup memory (incl. page cache), MiB")
+    ax[1].plot([t / 60 for t, *_ in m], [x[1] / 2**20 for x in m], label="cgroup memory incl. page cache")
+    if m and len(m[0]) > 3:
+        ax[1].plot([t / 60 for t, *_ in m], [x[3] / 2**20 for x in m], label="process memory (anonymous)")
     ax[1].axhline(res["limit_mib"], color="red", ls="--", lw=1, label="limit")
     ax[1].set_ylabel("MiB")
     ax[1].set_xlabel("minutes")
     ax[1].set_ylim(bottom=0)
     ax2 = ax[1].twinx()
-    ax2.plot([t / 60 for t, _, _ in m], [s or 0 for _, _, s in m], color="tab:green", lw=1, label="segments")
+    ax2.plot([t / 60 for t, *_ in m], [x[2] or 0 for x in m], color="tab:green", lw=1, label="segments")
     ax2.set_ylabel("segments")
     ax2.set_ylim(bottom=0)
     h1, l1 = ax[1].get_legend_handles_labels()

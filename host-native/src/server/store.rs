@@ -806,9 +806,10 @@ pub struct Gauges {
 }
 
 /// The threads merges build on, as many as the seals' (`--threads`, or every core), in a pool
-/// of their own: the system shares the cores between a running seal and merge, where on one
-/// shared pool a seal's tasks — which writes wait for — queued behind a large merge's for
-/// minutes.
+/// of their own and at a lower scheduling priority (the merge throttle): seals — which writes
+/// wait for — and searches take the cores first, merges use what they leave. On one shared
+/// pool a seal's tasks queued behind a large merge's for minutes; at equal priority a merge
+/// halved the ingest rate.
 fn merge_pool() -> &'static rayon::ThreadPool {
     static POOL: std::sync::OnceLock<rayon::ThreadPool> = std::sync::OnceLock::new();
     POOL.get_or_init(|| {
@@ -817,9 +818,21 @@ fn merge_pool() -> &'static rayon::ThreadPool {
         rayon::ThreadPoolBuilder::new()
             .num_threads(cores.max(1))
             .thread_name(|i| format!("shoal-merge-{i}"))
+            .start_handler(|_| lower_priority())
             .build()
             .expect("the merge threads start")
     })
+}
+
+/// Lowers the calling thread's scheduling priority (nice 10). Advice only: without it merges
+/// share the cores equally.
+fn lower_priority() {
+    #[cfg(target_os = "linux")]
+    // SAFETY: `setpriority` reads no memory of ours; on Linux `PRIO_PROCESS` with the
+    // thread's own id changes that one thread.
+    unsafe {
+        let _ = libc::setpriority(libc::PRIO_PROCESS, libc::gettid() as libc::id_t, 10);
+    }
 }
 
 /// Seals' worth of unsealed points (`--seal-rows` each) at which writes wait for a seal.
