@@ -19,8 +19,8 @@ use shoal_index::rotation::{ROUNDS, Rotation, padded_dim};
 use shoal_kernels::Kernels;
 
 use crate::Error;
-use crate::sealed::{bad, range_of};
-use crate::write::Source;
+use crate::sections::{bad, range_of};
+use crate::source::Source;
 
 /// A loaded IVF index: its static part and where its sections lie in the segment.
 #[derive(Clone, Debug)]

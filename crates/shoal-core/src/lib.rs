@@ -30,7 +30,9 @@ mod mutable;
 mod pool;
 mod request;
 mod sealed;
+mod sections;
 pub mod set;
+mod source;
 mod text;
 mod write;
 

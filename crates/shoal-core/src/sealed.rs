@@ -2,8 +2,8 @@ use alloc::boxed::Box;
 use core::ops::Range;
 
 use shoal_format::{
-    AlignedBytes, FormatError, IdEntry, KIND_ID_INDEX, KIND_IDS, KIND_META, KIND_VECTORS, MAX_DIM, SegmentMeta,
-    SegmentReader, SegmentWriter, VECTOR_TYPE_CODES_ONLY, VECTOR_TYPE_F32, cast_records,
+    AlignedBytes, IdEntry, KIND_ID_INDEX, KIND_IDS, KIND_META, KIND_VECTORS, MAX_DIM, SegmentMeta, SegmentReader,
+    SegmentWriter, VECTOR_TYPE_CODES_ONLY, VECTOR_TYPE_F32, cast_records,
 };
 use shoal_index::Metric;
 use shoal_index::ivf::{IvfData, IvfIndex, IvfParams, IvfQuery};
@@ -11,6 +11,7 @@ use shoal_payload::{PayloadSectionBytes, PayloadView, Schema};
 
 use crate::Error;
 use crate::ivf_sections::IvfSections;
+use crate::sections::{bad, range_of};
 use crate::text::TextRanges;
 
 /// The index a sealed segment carries besides its vectors.
@@ -164,16 +165,6 @@ impl core::fmt::Debug for SealedSegment {
             .field("bytes", &self.bytes().len())
             .finish()
     }
-}
-
-pub(crate) fn bad(section: &'static str, reason: &'static str) -> Error {
-    Error::Format(FormatError::BadSection { section, reason })
-}
-
-/// The byte range of `part` inside `base` (a sub-slice of it).
-pub(crate) fn range_of(base: &[u8], part: &[u8]) -> Range<usize> {
-    let start = part.as_ptr() as usize - base.as_ptr() as usize;
-    start..start + part.len()
 }
 
 /// Required section kinds of format v1 (the IVF kinds are optional).

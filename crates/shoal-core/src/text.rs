@@ -20,7 +20,7 @@ use shoal_text::{AnalyzerOptions, BuildOptions, IndexBuilder, Sections, TextInde
 
 use crate::Error;
 use crate::mutable::IdMap;
-use crate::sealed::{bad, range_of};
+use crate::sections::{bad, range_of};
 use hashbrown::hash_map::Entry;
 use shoal_index::order::{f32_key, f32_of};
 

@@ -6,7 +6,6 @@
 //! the assignment while it is sorted, the calibration's row sample) and the payload and text
 //! sections — and, codes only, the vectors in the stored order for the calibration.
 
-use alloc::borrow::Cow;
 use alloc::vec;
 use alloc::vec::Vec;
 
@@ -17,50 +16,14 @@ use shoal_format::{
     SegmentMeta, VECTOR_TYPE_CODES_ONLY, VECTOR_TYPE_F32,
 };
 use shoal_index::ivf::IvfParams;
-use shoal_index::{Flat, Metric, Rows};
+use shoal_index::{Flat, Metric};
 use shoal_kernels::Kernels;
 use shoal_payload::{PayloadBuilder, Schema};
 
 use crate::sealed::{IndexKind, PayloadInput, SealedSegment};
+use crate::source::Source;
 use crate::text::TextBuilder;
 use crate::{Error, ivf_sections};
-
-/// The rows a segment is written from, by row number: what [`Rows`] gives, plus ids and
-/// documents.
-pub(crate) trait Source: Rows {
-    /// External id of row `i`.
-    fn id(&self, i: usize) -> u64;
-    /// Payload document of row `i` (`null` for none); called only when writing payloads. A
-    /// document that cannot be read is an error, never a `null`.
-    fn doc(&self, i: usize) -> Result<Cow<'_, Value>, Error>;
-}
-
-/// Rows held in memory.
-pub(crate) struct FlatSource<'a> {
-    pub(crate) ids: &'a [u64],
-    pub(crate) vectors: Flat<'a>,
-    pub(crate) docs: Option<&'a [Value]>,
-}
-
-impl Rows for FlatSource<'_> {
-    fn len(&self) -> usize {
-        self.ids.len()
-    }
-
-    fn row(&self, i: usize) -> &[f32] {
-        self.vectors.row(i)
-    }
-}
-
-impl Source for FlatSource<'_> {
-    fn id(&self, i: usize) -> u64 {
-        self.ids[i]
-    }
-
-    fn doc(&self, i: usize) -> Result<Cow<'_, Value>, Error> {
-        Ok(self.docs.map_or(Cow::Owned(Value::Null), |d| Cow::Borrowed(&d[i])))
-    }
-}
 
 /// Rows per parallel task when copying ids and vectors into place.
 const COPY_CHUNK: usize = 16384;
@@ -199,7 +162,8 @@ impl SealedSegment {
     ) -> AlignedBytes {
         debug_assert_eq!(ids.len() * dim, vectors.len());
         debug_assert!(payloads.is_none_or(|p| p.docs.len() == ids.len()));
-        let src = FlatSource { ids, vectors: Flat::new(vectors, dim.max(1)), docs: payloads.map(|p| p.docs) };
+        let src =
+            crate::source::FlatSource { ids, vectors: Flat::new(vectors, dim.max(1)), docs: payloads.map(|p| p.docs) };
         write(kernels, dim, metric, &src, payloads.map(|p| p.schema), index, |len| Ok(AlignedBytes::zeroed(len)))
             .expect("rows in memory are always readable")
     }

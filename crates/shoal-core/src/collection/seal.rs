@@ -26,8 +26,9 @@ use super::{Collection, Part};
 use crate::bitset::Bitset;
 use crate::mutable::Mutable;
 use crate::set::{self, LiveEntry, Manifest, MergePolicy, SegmentEntry};
+use crate::source::{FlatSource, Source};
 use crate::text;
-use crate::write::{self, FlatSource, Source};
+use crate::write;
 use crate::{Error, IndexKind, SealedSegment, SegmentBytes};
 
 /// The live rows of the mutable segment at one moment, to be sealed into a new segment.

@@ -1,0 +1,45 @@
+//! [`Source`]: the rows a segment is written from (`write`), in memory or in mapped segments.
+
+use alloc::borrow::Cow;
+
+use serde_json::Value;
+use shoal_index::{Flat, Rows};
+
+use crate::Error;
+
+/// The rows a segment is written from, by row number: what [`Rows`] gives, plus ids and
+/// documents.
+pub(crate) trait Source: Rows {
+    /// External id of row `i`.
+    fn id(&self, i: usize) -> u64;
+    /// Payload document of row `i` (`null` for none); called only when writing payloads. A
+    /// document that cannot be read is an error, never a `null`.
+    fn doc(&self, i: usize) -> Result<Cow<'_, Value>, Error>;
+}
+
+/// Rows held in memory.
+pub(crate) struct FlatSource<'a> {
+    pub(crate) ids: &'a [u64],
+    pub(crate) vectors: Flat<'a>,
+    pub(crate) docs: Option<&'a [Value]>,
+}
+
+impl Rows for FlatSource<'_> {
+    fn len(&self) -> usize {
+        self.ids.len()
+    }
+
+    fn row(&self, i: usize) -> &[f32] {
+        self.vectors.row(i)
+    }
+}
+
+impl Source for FlatSource<'_> {
+    fn id(&self, i: usize) -> u64 {
+        self.ids[i]
+    }
+
+    fn doc(&self, i: usize) -> Result<Cow<'_, Value>, Error> {
+        Ok(self.docs.map_or(Cow::Owned(Value::Null), |d| Cow::Borrowed(&d[i])))
+    }
+}
