@@ -4,7 +4,7 @@
 #   pkg/scalar  compiled without it     (kernels: scalar), for engines without SIMD128
 # Each one: `wasm-pack build --target web --profile wasm-release --mode no-install` (cargo build
 # for wasm32-unknown-unknown, then the pinned wasm-bindgen-cli; no package.json, no .gitignore —
-# the npm package is bindings-js/ itself), then wasm-opt -O3 from the npm package binaryen
+# the npm package is bindings-js/ itself), then wasm-opt -Oz from the npm package binaryen
 # (wasm-pack's own wasm-opt step is off: it would download binaryen, and Debian's binaryen
 # breaks the output). What is left here is what wasm-pack cannot do: the two RUSTFLAGS
 # variants, wasm-opt, and the size report.
@@ -89,15 +89,15 @@ build() {
   RUSTFLAGS="$rustflags" CARGO_TARGET_DIR="$target_dir" CARGO_PROFILE_WASM_RELEASE_STRIP=false \
     wasm-pack --log-level warn build "$here" --target web --out-dir "$pkg/$variant" --profile "$profile" \
     --mode no-install --no-pack --no-gitignore --no-opt "${feature_args[@]}"
-  echo "build.sh: [$variant] wasm-opt -O3"
+  echo "build.sh: [$variant] wasm-opt -Oz"
   if [ "$variant" = simd ] && [ "$pkg" = pkg ]; then
     # The same optimisation keeping the function names (-g), for the per-function size report
     # of sizes.sh (twiggy); the package's module is optimised without -g below (-g changes a
     # few of wasm-opt's choices, so stripping this one would not give the same bytes).
     mkdir -p "$root/target/js-sizes"
-    "$wasm_opt" -O3 -g "${base_features[@]}" "$@" "$out/shoal_js_bg.wasm" -o "$root/target/js-sizes/simd.named.wasm"
+    "$wasm_opt" -Oz -g "${base_features[@]}" "$@" "$out/shoal_js_bg.wasm" -o "$root/target/js-sizes/simd.named.wasm"
   fi
-  "$wasm_opt" -O3 --strip-debug --strip-producers "${base_features[@]}" "$@" "$out/shoal_js_bg.wasm" -o "$out/shoal_js_bg.wasm.opt"
+  "$wasm_opt" -Oz --strip-debug --strip-producers "${base_features[@]}" "$@" "$out/shoal_js_bg.wasm" -o "$out/shoal_js_bg.wasm.opt"
   mv "$out/shoal_js_bg.wasm.opt" "$out/shoal_js_bg.wasm"
   if [ -f "$root/target/js-sizes/simd.named.wasm" ] && [ "$variant" = simd ] && [ "$pkg" = pkg ]; then
     touch "$root/target/js-sizes/simd.named.wasm" # the report's module goes with this build

@@ -405,13 +405,7 @@ impl SealedSegment {
 /// The file `w` describes, in a 64-byte-aligned buffer.
 fn write_aligned(w: &SegmentWriter<'_>) -> AlignedBytes {
     let mut out = AlignedBytes::zeroed(w.file_len() as usize);
-    let buf = out.as_mut_slice();
-    let mut at = 0;
-    let _ = w.write_with::<core::convert::Infallible>(|chunk| {
-        buf[at..at + chunk.len()].copy_from_slice(chunk);
-        at += chunk.len();
-        Ok(())
-    });
+    w.write_into(out.as_mut_slice());
     out
 }
 

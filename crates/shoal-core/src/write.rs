@@ -15,10 +15,11 @@ use shoal_format::{
     ALIGN, AlignedBytes, IdEntry, KIND_ID_INDEX, KIND_IDS, KIND_META, KIND_VECTORS, Layout, SECTION_OPTIONAL,
     SegmentMeta, VECTOR_TYPE_CODES_ONLY, VECTOR_TYPE_F32,
 };
-use shoal_index::ivf::IvfParams;
+use shoal_index::ivf::{IvfParams, IvfPlan};
 use shoal_index::{Flat, Metric};
 use shoal_kernels::Kernels;
-use shoal_payload::{PayloadBuilder, Schema};
+use shoal_payload::{PayloadBuilder, PayloadSections, Schema};
+use shoal_text::Sections as TextSections;
 
 use crate::sealed::{IndexKind, PayloadInput, SealedSegment};
 use crate::source::Source;
@@ -42,6 +43,52 @@ pub(crate) fn write<B: AsMut<[u8]>>(
     index: IndexKind,
     alloc: impl FnOnce(usize) -> Result<B, Error>,
 ) -> Result<B, Error> {
+    // The work is in two functions of no type parameter: one copy of it in the package
+    // whatever the buffer and the call site.
+    let prepared = prepare(kernels, dim, metric, src, schema, index)?;
+    let mut buf = alloc(prepared.layout.file_len() as usize)?;
+    fill(kernels, dim, metric, src, &prepared, buf.as_mut());
+    Ok(buf)
+}
+
+/// What is known before the file exists: its layout, the partition plan, and the payload and
+/// text sections.
+struct Prepared {
+    meta: SegmentMeta,
+    codes_only: bool,
+    ivf: Option<(IvfPlan, u64)>,
+    payload: Option<PayloadSections>,
+    text: Option<TextSections>,
+    layout: Layout,
+}
+
+impl Prepared {
+    /// The stored row `i` is source row `stored(i)`.
+    fn stored(&self, i: usize) -> usize {
+        self.ivf.as_ref().map_or(i, |(p, _)| p.order[i] as usize)
+    }
+
+    /// `(kind, bytes)` of the payload and text sections.
+    fn extra(&self) -> Vec<(u32, &[u8])> {
+        let mut out = Vec::with_capacity(10);
+        if let Some(p) = &self.payload {
+            out.extend_from_slice(&p.by_kind());
+        }
+        if let Some(t) = &self.text {
+            out.extend_from_slice(&crate::text::sections(t));
+        }
+        out
+    }
+}
+
+fn prepare(
+    kernels: &Kernels,
+    dim: usize,
+    metric: Metric,
+    src: &dyn Source,
+    schema: Option<&Schema>,
+    index: IndexKind,
+) -> Result<Prepared, Error> {
     let n = src.len();
     // Codes only: ranked by the extra bits, so at least 2 of them.
     let index = match index {
@@ -58,16 +105,13 @@ pub(crate) fn write<B: AsMut<[u8]>>(
         IndexKind::IvfRabitq(params) => Some((shoal_index::ivf::plan(kernels, src, dim, params), params.seed)),
         IndexKind::Flat => None,
     };
-    let order = ivf.as_ref().map(|(p, _)| &p.order[..]);
-    let stored = |i: usize| order.map_or(i, |o| o[i] as usize);
+    let mut prepared = Prepared { meta, codes_only, ivf, payload: None, text: None, layout: Layout::new(&[]) };
     // Payload and text sections, from one pass over the documents in the stored row order.
-    let mut payload_sections = None;
-    let mut text_sections = None;
     if let Some(schema) = schema {
         let mut pb = PayloadBuilder::new(schema.clone());
         let mut tb = crate::text::has_text(schema).then(|| TextBuilder::new(schema));
         for i in 0..n {
-            let doc = src.doc(stored(i))?;
+            let doc = src.doc(prepared.stored(i))?;
             if pb.push(&doc).is_err() {
                 pb.push(&Value::Null).expect("null is every schema's empty payload");
             }
@@ -75,31 +119,29 @@ pub(crate) fn write<B: AsMut<[u8]>>(
                 tb.push(&doc);
             }
         }
-        payload_sections = Some(pb.finish());
-        text_sections = tb.map(TextBuilder::finish);
+        prepared.payload = Some(pb.finish());
+        prepared.text = tb.map(TextBuilder::finish);
     }
-    let extra: Vec<(u32, &[u8])> = payload_sections
-        .iter()
-        .flat_map(|p| p.by_kind())
-        .chain(text_sections.iter().flat_map(crate::text::sections))
-        .collect();
-
-    // The layout, then the file.
     let mut planned = vec![(KIND_META, 0, core::mem::size_of::<SegmentMeta>() as u64), (KIND_IDS, 0, (n * 8) as u64)];
     if !codes_only {
         planned.push((KIND_VECTORS, 0, (n * dim * 4) as u64));
     }
     planned.push((KIND_ID_INDEX, 0, (n * core::mem::size_of::<IdEntry>()) as u64));
-    if let Some((plan, _)) = &ivf {
+    if let Some((plan, _)) = &prepared.ivf {
         planned.extend(ivf_sections::planned(plan, dim));
     }
-    planned.extend(extra.iter().map(|&(kind, bytes)| (kind, SECTION_OPTIONAL, bytes.len() as u64)));
-    let layout = Layout::new(&planned);
-    let mut buf = alloc(layout.file_len() as usize)?;
-    let file = buf.as_mut();
+    planned.extend(prepared.extra().iter().map(|&(kind, bytes)| (kind, SECTION_OPTIONAL, bytes.len() as u64)));
+    prepared.layout = Layout::new(&planned);
+    Ok(prepared)
+}
+
+/// Writes every section of `prepared` into `file` (zeroed, its length the layout's).
+fn fill(kernels: &Kernels, dim: usize, metric: Metric, src: &dyn Source, prepared: &Prepared, file: &mut [u8]) {
+    let (n, layout, codes_only) = (src.len(), &prepared.layout, prepared.codes_only);
+    let stored = |i: usize| prepared.stored(i);
     assert!(file.len() as u64 == layout.file_len() && (file.as_ptr() as usize).is_multiple_of(ALIGN));
 
-    file[layout.range(KIND_META)].copy_from_slice(bytemuck::bytes_of(&meta));
+    file[layout.range(KIND_META)].copy_from_slice(bytemuck::bytes_of(&prepared.meta));
     let (head, rest) = file.split_at_mut(layout.range(KIND_ID_INDEX).start);
     let ids: &mut [u64] = bytemuck::cast_slice_mut(&mut head[layout.range(KIND_IDS)]);
     shoal_index::par::chunks_mut(ids, COPY_CHUNK, |c, out| {
@@ -123,14 +165,13 @@ pub(crate) fn write<B: AsMut<[u8]>>(
     }
     id_index.sort_unstable();
 
-    if let Some((plan, seed)) = &ivf {
-        ivf_sections::write(kernels, metric, src, dim, plan, *seed, codes_only, &layout, file);
+    if let Some((plan, seed)) = &prepared.ivf {
+        ivf_sections::write(kernels, metric, src, dim, plan, *seed, codes_only, layout, file);
     }
-    for &(kind, bytes) in &extra {
+    for (kind, bytes) in prepared.extra() {
         file[layout.range(kind)].copy_from_slice(bytes);
     }
     layout.finish(file);
-    Ok(buf)
 }
 
 impl SealedSegment {

@@ -24,7 +24,7 @@ impl Layout {
         let mut offset = align_up(ALIGN as u64 + table_len);
         let mut table = Vec::with_capacity(sections.len());
         for (i, &(kind, flags, length)) in sections.iter().enumerate() {
-            assert!(sections[..i].iter().all(|s| s.0 != kind), "section kind {kind} added twice");
+            assert!(sections[..i].iter().all(|s| s.0 != kind), "a section kind added twice");
             table.push(SectionEntry { kind, flags, offset, length, crc: 0, reserved: 0 });
             offset = align_up(offset + length);
         }
@@ -38,14 +38,14 @@ impl Layout {
 
     /// Byte range of section `kind` in the file. Panics if it was not planned.
     pub fn range(&self, kind: u32) -> core::ops::Range<usize> {
-        let e = self.table.iter().find(|e| e.kind == kind).unwrap_or_else(|| panic!("section kind {kind} not planned"));
+        let e = self.table.iter().find(|e| e.kind == kind).expect("a planned section kind");
         e.offset as usize..(e.offset + e.length) as usize
     }
 
     /// Header and table bytes (with the padding after them) for sections with these CRCs.
-    fn head(&self, crcs: impl Iterator<Item = u32>) -> Vec<u8> {
+    fn head(&self, crcs: &[u32]) -> Vec<u8> {
         let mut table = self.table.clone();
-        for (e, crc) in table.iter_mut().zip(crcs) {
+        for (e, &crc) in table.iter_mut().zip(crcs) {
             e.crc = crc;
         }
         let table_bytes: &[u8] = bytemuck::cast_slice(&table);
@@ -67,12 +67,13 @@ impl Layout {
     /// file, sections filled) and writes the header and table at its start. Panics if `file`
     /// is not [`file_len`](Self::file_len) bytes long.
     pub fn finish(&self, file: &mut [u8]) {
-        assert_eq!(file.len() as u64, self.file_len, "segment buffer of the wrong length");
+        assert!(file.len() as u64 == self.file_len, "segment buffer of the wrong length");
         for e in &self.table {
             file[(e.offset + e.length) as usize..align_up(e.offset + e.length) as usize].fill(0);
         }
-        let head =
-            self.head(self.table.iter().map(|e| crc32c(&file[e.offset as usize..(e.offset + e.length) as usize])));
+        let crcs: Vec<u32> =
+            self.table.iter().map(|e| crc32c(&file[e.offset as usize..(e.offset + e.length) as usize])).collect();
+        let head = self.head(&crcs);
         file[..head.len()].copy_from_slice(&head);
     }
 }
@@ -104,40 +105,26 @@ impl<'a> SegmentWriter<'a> {
         Layout::new(&planned)
     }
 
-    /// Header and section table (with the padding after it), computed without copying payloads.
-    fn head(&self) -> (Vec<u8>, u64) {
-        let layout = self.layout();
-        (layout.head(self.sections.iter().map(|s| crc32c(s.2))), layout.file_len)
-    }
-
-    /// Total length of the file [`finish`](Self::finish) would produce.
+    /// Total length of the file.
     pub fn file_len(&self) -> u64 {
         self.layout().file_len
     }
 
-    /// Streams the file to `sink` in order, chunk by chunk (header+table, then each section
-    /// and its padding).
-    pub fn write_with<E>(&self, mut sink: impl FnMut(&[u8]) -> Result<(), E>) -> Result<u64, E> {
-        const ZEROS: [u8; ALIGN] = [0; ALIGN];
-        let (head, file_len) = self.head();
-        sink(&head)?;
-        for &(_, _, payload) in &self.sections {
-            sink(payload)?;
-            let pad = (align_up(payload.len() as u64) - payload.len() as u64) as usize;
-            if pad > 0 {
-                sink(&ZEROS[..pad])?;
-            }
+    /// Writes the file into `out` ([`file_len`](Self::file_len) bytes; every byte written).
+    /// Panics if `out` has another length.
+    pub fn write_into(&self, out: &mut [u8]) {
+        let layout = self.layout();
+        assert!(out.len() as u64 == layout.file_len, "segment buffer of the wrong length");
+        for &(kind, _, payload) in &self.sections {
+            out[layout.range(kind)].copy_from_slice(payload);
         }
-        Ok(file_len)
+        layout.finish(out);
     }
 
     /// The whole file as bytes.
     pub fn finish(&self) -> Vec<u8> {
-        let mut out = Vec::with_capacity(self.file_len() as usize);
-        let _ = self.write_with::<core::convert::Infallible>(|chunk| {
-            out.extend_from_slice(chunk);
-            Ok(())
-        });
+        let mut out = alloc::vec![0u8; self.file_len() as usize];
+        self.write_into(&mut out);
         out
     }
 }

@@ -7,7 +7,6 @@
 //! with the lowest [`work`] wins. Everything is counted, not timed, so the choice is the same on
 //! every target and in every run.
 
-use alloc::vec;
 use alloc::vec::Vec;
 
 use shoal_kernels::Kernels;
@@ -15,7 +14,7 @@ use shoal_kernels::Kernels;
 use crate::ivf::{IvfData, IvfIndex, IvfQuery, IvfScratch, IvfSearch, IvfStats, MIN_PROBES};
 use crate::rabitq::EPSILON0;
 use crate::rng::Rng;
-use crate::{Candidate, Metric, TopK};
+use crate::{Candidate, FlatScan, FlatScratch, Metric, TopK};
 
 /// Recall@10 the defaults aim for on the sample (a margin above the 0.95 users are promised,
 /// since held-out queries are usually a little harder than indexed rows).
@@ -196,10 +195,9 @@ pub fn calibrate(
     IvfQuery { nprobe, rerank: (q.rerank * 2).min(RERANK_STEPS[RERANK_STEPS.len() - 1]), ..q }
 }
 
-/// Rows per task of [`exact_neighbours`] (4 MiB of 128-d vectors), and rows per block that
-/// every query is compared with while the block is in cache.
+/// Rows per task of [`exact_neighbours`] (4 MiB of 128-d vectors: every query scans it from
+/// cache).
 const TRUTH_CHUNK: usize = 8192;
-const TRUTH_BLOCK: usize = 256;
 
 /// The `K` nearest rows of every query (row `exclude[q]` left out), in one pass over
 /// `vectors`: each task ranks its chunk of rows for every query, and the chunks' candidates
@@ -213,39 +211,37 @@ fn exact_neighbours(
     dim: usize,
 ) -> Vec<[u64; K]> {
     let (m, n) = (exclude.len(), vectors.len() / dim);
-    let per_chunk: Vec<Vec<Vec<Candidate>>> = crate::par::map(n.div_ceil(TRUTH_CHUNK), |c| {
+    // Per chunk, every query's best `K + 1`, query after query: the exact scan of searches.
+    let per_chunk: Vec<Vec<Candidate>> = crate::par::map(n.div_ceil(TRUTH_CHUNK), |c| {
         let rows = c * TRUTH_CHUNK..((c + 1) * TRUTH_CHUNK).min(n);
+        let mut scratch = FlatScratch::default();
         let mut tops: Vec<TopK> = (0..m).map(|_| TopK::new(K + 1)).collect();
-        let mut keys = vec![0f32; TRUTH_BLOCK];
-        for b in rows.clone().step_by(TRUTH_BLOCK) {
-            let end = (b + TRUTH_BLOCK).min(rows.end);
-            let block = &vectors[b * dim..end * dim];
-            let keys = &mut keys[..end - b];
-            for (qi, top) in tops.iter_mut().enumerate() {
-                metric.keys(kernels, &queries[qi * dim..(qi + 1) * dim], block, keys);
-                for (i, &key) in keys.iter().enumerate() {
-                    let id = (b + i) as u64;
-                    if id != exclude[qi] {
-                        top.push(Candidate { key: if key.is_nan() { f32::INFINITY } else { key }, id });
-                    }
-                }
-            }
+        for (qi, top) in tops.iter_mut().enumerate() {
+            let scan = FlatScan { kernels: *kernels, metric, query: &queries[qi * dim..(qi + 1) * dim] };
+            let skip = |r: usize| (rows.start + r) as u64 == exclude[qi];
+            scan.scan(&vectors[rows.start * dim..rows.end * dim], rows.start as u64, Some(&skip), &mut scratch, top);
         }
-        tops.into_iter()
-            .map(|mut t| {
-                let mut v = Vec::with_capacity(K + 1);
-                t.drain_sorted(&mut v);
-                v
-            })
-            .collect()
+        // `K + 1` slots per query, padded with a row that does not exist.
+        let mut out = Vec::with_capacity(m * (K + 1));
+        let mut sorted = Vec::with_capacity(K + 1);
+        for mut top in tops {
+            top.drain_sorted(&mut sorted);
+            sorted.resize(K + 1, NONE);
+            out.extend_from_slice(&sorted);
+        }
+        out
     });
+    let mut sorted = Vec::with_capacity(K + 1);
     (0..m)
         .map(|qi| {
             let mut top = TopK::new(K + 1);
             for chunk in &per_chunk {
-                chunk[qi].iter().for_each(|&c| top.push(c));
+                for &c in &chunk[qi * (K + 1)..(qi + 1) * (K + 1)] {
+                    if c.id != NONE.id {
+                        top.push(c);
+                    }
+                }
             }
-            let mut sorted = Vec::with_capacity(K + 1);
             top.drain_sorted(&mut sorted);
             let mut t = [u64::MAX; K];
             for (slot, c) in t.iter_mut().zip(&sorted) {
@@ -255,6 +251,9 @@ fn exact_neighbours(
         })
         .collect()
 }
+
+/// The padding of a chunk's short list in [`exact_neighbours`].
+const NONE: Candidate = Candidate { key: f32::INFINITY, id: u64::MAX };
 
 #[cfg(test)]
 mod tests {

@@ -34,7 +34,7 @@ impl KMeans {
 
     /// Trains on `data` (`dim` floats per row); returns `k * dim` centroid floats. `k` is
     /// capped at the number of rows. Only the sample is read from `data` (once, in row order).
-    pub fn train<R: Rows + ?Sized>(&self, kernels: &Kernels, data: &R, dim: usize) -> Vec<f32> {
+    pub fn train(&self, kernels: &Kernels, data: &dyn Rows, dim: usize) -> Vec<f32> {
         let n = data.len();
         let k = self.k.clamp(1, n.max(1));
         if n == 0 {
@@ -166,7 +166,7 @@ const CENTROID_TILE: usize = 256;
 /// `out[i]` = index of the centroid nearest to row `i` of `data`, exactly as [`nearest`] would
 /// give it (the same kernel per pair, the first minimum in index order), but tiled so the
 /// centroids are read from cache rather than memory.
-pub fn assign<R: Rows + ?Sized>(kernels: &Kernels, data: &R, dim: usize, centroids: &[f32], out: &mut [u32]) {
+pub fn assign(kernels: &Kernels, data: &dyn Rows, dim: usize, centroids: &[f32], out: &mut [u32]) {
     debug_assert_eq!(data.len(), out.len());
     // Each task assigns its own rows: the same answers with any number of threads.
     crate::par::chunks_mut(out, ASSIGN_CHUNK, |i, out| {
@@ -177,14 +177,7 @@ pub fn assign<R: Rows + ?Sized>(kernels: &Kernels, data: &R, dim: usize, centroi
 /// Rows per parallel task of [`assign`].
 const ASSIGN_CHUNK: usize = 4096;
 
-fn assign_rows<R: Rows + ?Sized>(
-    kernels: &Kernels,
-    data: &R,
-    dim: usize,
-    first: usize,
-    centroids: &[f32],
-    out: &mut [u32],
-) {
+fn assign_rows(kernels: &Kernels, data: &dyn Rows, dim: usize, first: usize, centroids: &[f32], out: &mut [u32]) {
     let k = centroids.len() / dim.max(1);
     let mut best = [(0f32, 0u32); ROW_BLOCK];
     let mut dists = [0f32; CENTROID_TILE];

@@ -75,7 +75,7 @@ pub struct IvfCodes<'a> {
 
 /// Trains the centroids on `data` (`dim` floats per row, already normalised for cosine) and
 /// sorts its rows by partition. Reads the k-means sample once and every row once.
-pub fn plan<R: Rows + ?Sized>(kernels: &Kernels, data: &R, dim: usize, params: IvfParams) -> IvfPlan {
+pub fn plan(kernels: &Kernels, data: &dyn Rows, dim: usize, params: IvfParams) -> IvfPlan {
     let n = data.len();
     let nlist = params.partitions.unwrap_or_else(|| default_partitions(n)).clamp(1, n.max(1));
     let centroids = KMeans::new(nlist, params.seed).train(kernels, data, dim);
@@ -125,15 +125,18 @@ pub fn plan<R: Rows + ?Sized>(kernels: &Kernels, data: &R, dim: usize, params: I
 /// each writing only its own rows' codes and factors (the same bytes with any number of
 /// threads). Rows are read in the plan's order, one partition at a time. Panics if a slice of
 /// `out` has the wrong length.
-pub fn encode<R: Rows + ?Sized>(kernels: &Kernels, data: &R, plan: &IvfPlan, out: IvfCodes<'_>) {
+pub fn encode(kernels: &Kernels, data: &dyn Rows, plan: &IvfPlan, out: IvfCodes<'_>) {
     let (n, nlist, padded, bits) = (plan.rows(), plan.nlist, plan.padded, plan.bits);
     let words = padded / 64;
     let bb = block_bytes(padded);
     let exb = plan.ex_bytes_per_row();
-    assert_eq!(out.codes.len(), plan.code_bytes(), "codes");
-    assert_eq!(out.factors.len(), n, "factors");
-    assert_eq!(out.ex_codes.len(), n * exb, "extra bits");
-    assert_eq!(out.ex_factors.len(), plan.ex_factor_rows(), "extra-bit factors");
+    assert!(
+        out.codes.len() == plan.code_bytes()
+            && out.factors.len() == n
+            && out.ex_codes.len() == n * exb
+            && out.ex_factors.len() == plan.ex_factor_rows(),
+        "code slices sized by the plan"
+    );
     struct Part<'a> {
         p: usize,
         codes: &'a mut [u8],
