@@ -209,15 +209,18 @@ fn folder_bytes(data: &Path, name: &str) -> Vec<(String, u64)> {
 
 /// Checks a collection folder against its manifest: every segment and live-rows file it names
 /// exists, no other one does, no temporary file is left, and one log; returns the segments.
-fn set_files_match_manifest(data: &Path, name: &str) -> usize {
+fn set_files_match_manifest(s: &Server, data: &Path, name: &str) -> usize {
+    wait_for_background_work(s, name);
     let files = folder_bytes(data, name);
     assert_eq!(files.iter().filter(|f| f.0.starts_with("wal-")).count(), 1, "{files:?}");
-    set_files_named_by_manifest(data, name).len()
+    set_files_named_by_manifest(s, data, name).len()
 }
 
-/// The segment and live-rows files of a collection folder are exactly those its manifest names,
-/// and no temporary file is left; returns the rows of each segment.
-fn set_files_named_by_manifest(data: &Path, name: &str) -> Vec<u64> {
+/// Once no seal or merge runs (a running one has its temporary file), the segment and live-rows
+/// files of a collection folder are exactly those its manifest names, and no temporary file is
+/// left; returns the rows of each segment.
+fn set_files_named_by_manifest(s: &Server, data: &Path, name: &str) -> Vec<u64> {
+    wait_for_background_work(s, name);
     let dir = data.join("collections").join(name);
     let m = shoal_core::set::Manifest::from_json(&std::fs::read(dir.join("manifest.json")).unwrap()).unwrap();
     let mut named: Vec<String> = m.segments.iter().map(|s| s.file.clone()).collect();
@@ -299,7 +302,7 @@ fn json_and_binary_upserts_search_alike_and_survive_restart() {
     let s = Server::start(&dir.0, &[]);
     assert_eq!(run(&s, "a"), before);
     assert_eq!(okj(&s, "POST", "/collections/a/seal", json!({}))["result"]["sealed"], true);
-    assert!(set_files_match_manifest(&dir.0, "a") >= 1);
+    assert!(set_files_match_manifest(&s, &dir.0, "a") >= 1);
     let exact = |q: &Value| {
         let mut q = q.clone();
         q["params"] = json!({"exact": true});
@@ -478,7 +481,7 @@ fn background_seals_keep_serving_and_lose_nothing() {
     let s = Server::start(&dir.0, &["--seal-rows", "500"]);
     assert_eq!(count(&s, "g"), want);
     assert_eq!(okj(&s, "POST", "/collections/g/points/count", odd)["result"]["count"].as_u64(), Some(n_odd));
-    assert!(set_files_match_manifest(&dir.0, "g") >= 1);
+    assert!(set_files_match_manifest(&s, &dir.0, "g") >= 1);
 }
 
 #[test]
@@ -553,7 +556,7 @@ fn kill_9_during_concurrent_upserts_loses_no_acknowledged_point() {
     // Restarted without merges (so nothing runs in the background): recovery left exactly the
     // files the manifest names, whatever the kills interrupted.
     let s = Server::start(&dir.0, &["--seal-rows", "3000", "--merge-factor", "100000"]);
-    let rows = set_files_named_by_manifest(&dir.0, "k");
+    let rows = set_files_named_by_manifest(&s, &dir.0, "k");
     eprintln!("segments after 20 kills: {rows:?}");
     assert!(rows.iter().any(|&r| r > 6000), "no merge ran: {rows:?}");
     let acked = acked.lock().unwrap().clone();
@@ -665,7 +668,7 @@ fn a_damaged_segment_fails_its_merge_and_the_collection_keeps_serving() {
         std::thread::sleep(Duration::from_millis(50));
     }
     assert!(s.log().contains("checksum mismatch"), "{}", s.log());
-    assert_eq!(set_files_named_by_manifest(&dir.0, "d").len(), 2, "the two segments stay, nothing merged");
+    assert_eq!(set_files_named_by_manifest(&s, &dir.0, "d").len(), 2, "the two segments stay, nothing merged");
     assert_eq!(std::fs::read(&first).unwrap(), bytes, "the damaged file is left as it is");
     assert_eq!(count(&s, "d"), 600);
     assert_eq!(okj(&s, "POST", "/collections/d/search", q)["points"], before["points"]);

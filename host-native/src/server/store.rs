@@ -588,6 +588,7 @@ impl Store {
         }
         let me = Arc::clone(self);
         std::thread::spawn(move || {
+            let mut failed = false;
             loop {
                 // Not `while let`: the read guard would live through the merge's swap.
                 let next = me.read().next_merge();
@@ -597,12 +598,15 @@ impl Store {
                 }
                 if let Err(e) = me.merge(&positions) {
                     eprintln!("shoal: collection {}: background merge failed: {}", me.name, e.message);
+                    failed = true;
                     break;
                 }
             }
             me.merging.store(false, Ordering::Release);
-            // A seal that finished while this thread was stopping found `merging` set.
-            if !me.dropped.load(Ordering::Acquire) {
+            // A seal that finished while this thread was stopping found `merging` set. (Not
+            // after a failure: the same merge would fail again at once, forever; the next
+            // seal retries it.)
+            if !failed && !me.dropped.load(Ordering::Acquire) {
                 me.maybe_merge();
             }
         });
