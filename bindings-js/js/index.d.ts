@@ -119,7 +119,7 @@ export interface SearchParams {
   rerank?: number;
 }
 
-/** The search request of DESIGN.md. Unknown fields are rejected (`invalid_request`). */
+/** The search request (shoal-core's `SearchRequest`, the same JSON on every host). Unknown fields are rejected (`invalid_request`). */
 export interface SearchRequest {
   vector?: Float32Array | readonly number[];
   text?: string;

@@ -544,7 +544,7 @@ export class Collection {
   }
 
   /**
-   * Runs a search request (the JSON shape of DESIGN.md; `vector` may be a Float32Array).
+   * Runs a search request (the JSON shape of `SearchRequest` in index.d.ts; `vector` may be a Float32Array).
    * @param {Record<string, any>} req
    */
   search(req) {

@@ -313,7 +313,7 @@ impl WasmCollection {
         self.inner.metric().name().to_string()
     }
 
-    /// Runs a search request given as JSON (the shape of `DESIGN.md`). `vector`, when given,
+    /// Runs a search request given as JSON (the shape of `SearchRequest` in shoal-core; typed in `index.d.ts`). `vector`, when given,
     /// is the query vector (it replaces any `vector` field of the JSON).
     pub fn search(&self, json: &str, vector: Option<Vec<f32>>) -> Result<SearchOutput, JsValue> {
         let res = self.inner.search(&request(json, vector)?).map_err(|e| js_error(&e))?;

@@ -6,7 +6,7 @@
 // bundled as a data module (an ArrayBuffer) and opened once per isolate.
 //
 //   GET  /          -> { kernels, points, dim, metric, index }
-//   POST /search    -> the search request of DESIGN.md as JSON ({ "vector": [...], "limit": 10 })
+//   POST /search    -> the search request (SearchRequest, crates/shoal-core/src/request.rs) as JSON ({ "vector": [...], "limit": 10 })
 //                      -> { points: [{ id, score }], partial, stats }
 import { Collection, ShoalError, init } from "shoal";
 import wasmModule from "shoal/wasm/simd.wasm";

@@ -15,7 +15,7 @@ pub const MAX_BM25_K1: f32 = 1000.0;
 /// Largest `offset` a request may ask for.
 pub const MAX_OFFSET: usize = 100_000;
 
-/// The search request of `DESIGN.md`, one JSON shape for every host.
+/// The search request, one JSON shape for every host.
 ///
 /// ```
 /// let req = shoal_core::SearchRequest::from_json(r#"{"vector": [1, 2], "limit": 5}"#).unwrap();

@@ -59,7 +59,6 @@ impl KMeans {
         let sample: Vec<f32> = sample_rows.iter().flat_map(|&r| data.row(r as usize)).copied().collect();
         let seeds: Vec<f32> = seed_rows.iter().flat_map(|&r| data.row(r as usize)).copied().collect();
         drop((sample_rows, seed_rows));
-        let sample_rows: Vec<u32> = (0..m as u32).collect();
         let data = &sample[..];
         let mut centroids = plus_plus(kernels, &seeds, dim, k, &mut rng);
         drop(seeds);
@@ -74,10 +73,10 @@ impl KMeans {
                 sums.fill(0.0);
                 let first = t * per_task;
                 let mut counts = vec![0usize; sums.len() / dim];
-                for (&a, &r) in assign.iter().zip(&sample_rows) {
+                for (r, &a) in assign.iter().enumerate() {
                     let Some(c) = (a as usize).checked_sub(first).filter(|&c| c < counts.len()) else { continue };
                     counts[c] += 1;
-                    for (s, &x) in sums[c * dim..(c + 1) * dim].iter_mut().zip(row(data, dim, r as usize)) {
+                    for (s, &x) in sums[c * dim..(c + 1) * dim].iter_mut().zip(row(data, dim, r)) {
                         *s += x as f64;
                     }
                 }

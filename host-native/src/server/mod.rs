@@ -3,7 +3,7 @@
 //! Collections live in `DATA/collections/NAME/` ([`store`]); every write is logged and synced
 //! ([`wal`]) before it is acknowledged; sealed segments are memory-mapped. Routes:
 //!
-//! - Shoal's own: `POST /collections/{name}/search` (the search request of `DESIGN.md`, the
+//! - Shoal's own: `POST /collections/{name}/search` (the search request, `shoal_core::SearchRequest`, the
 //!   same JSON as `collection.search` in JavaScript), `POST /collections/{name}/points/binary`
 //!   (binary batches, [`batch`]), `POST /collections/{name}/seal`, `GET /healthz`,
 //!   `GET /metrics` (Prometheus text).

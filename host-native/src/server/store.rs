@@ -552,6 +552,12 @@ impl Store {
         Ok(())
     }
 
+    /// Wakes the writers [`wait_for_seal`](Self::wait_for_seal) holds back, to look again.
+    fn wake_writers(&self) {
+        let _wake = self.seal_started.0.lock().expect("seal wait lock poisoned");
+        self.seal_started.1.notify_all();
+    }
+
     fn maybe_seal(self: &Arc<Self>, unsealed: u64) {
         // A seal writes only the unsealed points (merges combine segments later), so a fixed
         // threshold keeps the exact-scanned unsealed part small.
@@ -632,10 +638,7 @@ impl Store {
             *wal = WalWriter::create(&self.dir, g + 1, self.opts.sync)
                 .map_err(|e| io_err(&self.dir, "create log in", e))?;
             let taken = self.unsealed.swap(0, Ordering::Relaxed);
-            {
-                let _wake = self.seal_started.0.lock().expect("seal wait lock poisoned");
-                self.seal_started.1.notify_all();
-            }
+            self.wake_writers();
             (self.read().seal_snapshot(), g + 1, taken)
         };
         let (snap, next, taken) = snap_next;
@@ -763,10 +766,7 @@ impl Store {
     /// folder.
     pub fn destroy(&self) -> Result<(), ApiError> {
         self.dropped.store(true, Ordering::Release);
-        {
-            let _wake = self.seal_started.0.lock().expect("seal wait lock poisoned");
-            self.seal_started.1.notify_all();
-        }
+        self.wake_writers();
         // The lock order of seals and swaps: seal lock, set lock, then log lock. A merge
         // reaching its swap after this finds `dropped` set under the set lock.
         let _one = self.seal_lock.lock().expect("seal lock poisoned");
