@@ -8,7 +8,8 @@
 //! down for profiling; `SHOAL_ANN_CODES_ONLY=1` builds codes-only indexes, ranked by the
 //! extended-bit estimates without the full vectors; `SHOAL_ANN_SEGMENTS=8` builds the same
 //! points as 8 segments of a set, sealed one after another without merges, to measure what
-//! searching several segments costs against one).
+//! searching several segments costs against one; `SHOAL_ANN_THREADS=2` gives the build and a
+//! query's segments two threads — by default everything runs on one).
 
 use std::path::Path;
 use std::time::Instant;
@@ -35,6 +36,9 @@ fn load_gt(path: &Path, queries: usize, k: usize) -> Vec<u32> {
 }
 
 fn main() {
+    let threads: usize = std::env::var("SHOAL_ANN_THREADS").ok().and_then(|t| t.parse().ok()).unwrap_or(1);
+    rayon::ThreadPoolBuilder::new().num_threads(threads).build_global().expect("the first use of rayon's pool");
+    println!("{threads} thread(s): builds, and a query's segments (one query at a time)");
     let names = std::env::var("SHOAL_ANN_DATASETS").unwrap_or_else(|_| "glove-100k".into());
     for name in names.split(',') {
         let dir = cache().join("datasets").join(name);
@@ -189,7 +193,7 @@ fn main() {
                 })
                 .collect();
             let results = serde_json::json!({
-                "engine": "shoal", "dataset": name, "threads": 1, "bits": bits, "segments": segments,
+                "engine": "shoal", "dataset": name, "threads": threads, "bits": bits, "segments": segments,
                 "codes_only": codes_only, "build_seconds": build_s, "index_bytes": index_bytes, "vector_bytes": vector_bytes,
                 "nlist": index.nlist, "points": points, "summary": summary,
             });
@@ -200,6 +204,9 @@ fn main() {
             };
             if segments > 1 {
                 file.push_str(&format!("-s{segments}"));
+            }
+            if threads > 1 {
+                file.push_str(&format!("-t{threads}"));
             }
             let file = format!("{file}.json");
             write_result(&file, &results);

@@ -87,6 +87,13 @@ impl TopK {
         self.heap.is_empty()
     }
 
+    /// Offers every candidate held to `into` and empties this selection (no allocation).
+    pub fn drain_into(&mut self, into: &mut TopK) {
+        for c in self.heap.drain() {
+            into.push(c);
+        }
+    }
+
     /// Moves the candidates, best first, into `out` (cleared first) and empties the selection.
     pub fn drain_sorted(&mut self, out: &mut Vec<Candidate>) {
         out.clear();

@@ -115,6 +115,8 @@ pub struct Collection {
 struct QueryScratch {
     query: Vec<f32>,
     topk: TopK,
+    /// One sealed segment's own top-k, merged into `topk` after its search.
+    part: TopK,
     best: Vec<Candidate>,
     flat: FlatScratch,
     ivf: IvfScratch,
@@ -643,7 +645,7 @@ impl Collection {
 }
 
 /// Checks that `payloads` is empty or holds one payload valid under `schema` per point.
-fn check_payloads_against(schema: &Schema, points: usize, payloads: &[Value]) -> Result<(), Error> {
+pub(crate) fn check_payloads_against(schema: &Schema, points: usize, payloads: &[Value]) -> Result<(), Error> {
     if payloads.is_empty() {
         return Ok(());
     }
@@ -659,7 +661,7 @@ fn check_payloads_against(schema: &Schema, points: usize, payloads: &[Value]) ->
 /// Index of the first NaN or infinity. The common all-finite case is a branch-free pass
 /// (exponent bits all ones means non-finite) that compilers vectorise, so validating a large
 /// batch runs at memory speed.
-fn first_non_finite(v: &[f32]) -> Option<usize> {
+pub(crate) fn first_non_finite(v: &[f32]) -> Option<usize> {
     const EXP: u32 = 0x7f80_0000;
     for (i, chunk) in v.chunks(1024).enumerate() {
         let bad = chunk.iter().fold(0u32, |bad, x| bad | u32::from((x.to_bits() & EXP) == EXP));

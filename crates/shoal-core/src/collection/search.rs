@@ -162,9 +162,13 @@ impl Collection {
     }
 
     /// Fills `s.topk` with the best `offset + limit` candidates for the prepared `s.query`:
-    /// every sealed segment in set order, then the mutable segment. With `bounds` (lazy
-    /// re-ranking of a codes-only collection, one segment), the refined candidates go there
-    /// instead of `s.topk`.
+    /// every sealed segment, then the mutable segment. Each sealed segment is searched into a
+    /// top-k of its own — its IVF re-ranking stops on its own k-th key, never on another
+    /// segment's — and the per-segment top-ks are merged by the canonical order (key, then
+    /// internal id), so the answer does not depend on the order segments are searched in: natively they
+    /// are searched in parallel (feature `parallel`), elsewhere one after another, with the same
+    /// result. With `bounds` (lazy re-ranking of a codes-only collection, one segment), the
+    /// refined candidates go there instead of `s.topk`.
     pub(super) fn search_prepared(
         &self,
         req: &SearchRequest,
@@ -172,24 +176,67 @@ impl Collection {
         s: &mut QueryScratch,
         mut bounds: Option<&mut Bounds>,
     ) -> Result<SearchStats, Error> {
-        let QueryScratch { query, topk, flat, ivf, .. } = s;
-        topk.reset(req.offset + req.limit);
+        let QueryScratch { query, topk, part: part_topk, flat, ivf, .. } = s;
+        let k = req.offset + req.limit;
+        topk.reset(k);
         let mut stats = SearchStats { exact: true, ..SearchStats::default() };
         let scan = FlatScan { kernels: self.kernels, metric: self.metric, query };
-        let mut bufs = Buffers { flat, ivf, topk };
-        for part in &self.parts {
-            self.search_part(part, req, filter, &scan, &mut bufs, bounds.as_deref_mut(), &mut stats)?;
+        if bounds.is_some() || !self.search_parts_parallel(req, filter, &scan, topk, &mut stats)? {
+            for part in &self.parts {
+                part_topk.reset(k);
+                let mut bufs = Buffers { flat, ivf, topk: part_topk };
+                self.search_part(part, req, filter, &scan, &mut bufs, bounds.as_deref_mut(), &mut stats)?;
+                part_topk.drain_into(topk);
+            }
         }
         let m = &self.mutable;
         if m.rows() > 0 {
             // The mutable segment is always scanned exactly; its filter runs on the JSON.
             let skip = |r: usize| !m.passes(r, filter);
             let skip: Option<&dyn Fn(usize) -> bool> = (m.deleted.count() > 0 || filter.is_some()).then_some(&skip);
-            scan.scan(&m.vectors[..m.rows() * self.dim], self.sealed_rows() as u64, skip, bufs.flat, bufs.topk);
+            scan.scan(&m.vectors[..m.rows() * self.dim], self.sealed_rows() as u64, skip, flat, topk);
             stats.scanned += m.rows() as u64;
             stats.segments += 1;
         }
         Ok(stats)
+    }
+
+    /// Searches the sealed segments in parallel, each into its own top-k (with buffers from
+    /// the scratch pool), and merges them into `topk`. Returns `false`, having done nothing,
+    /// when there is no gain to be had (one segment, or a build without the `parallel` feature).
+    fn search_parts_parallel(
+        &self,
+        req: &SearchRequest,
+        filter: Option<&Filter>,
+        scan: &FlatScan<'_>,
+        topk: &mut TopK,
+        stats: &mut SearchStats,
+    ) -> Result<bool, Error> {
+        if !cfg!(feature = "parallel") || self.parts.len() < 2 {
+            return Ok(false);
+        }
+        let k = req.offset + req.limit;
+        let results = shoal_index::par::map(self.parts.len(), |i| {
+            self.scratch.with(|s| {
+                let mut part_stats = SearchStats { exact: true, ..SearchStats::default() };
+                s.part.reset(k);
+                let mut bufs = Buffers { flat: &mut s.flat, ivf: &mut s.ivf, topk: &mut s.part };
+                self.search_part(&self.parts[i], req, filter, scan, &mut bufs, None, &mut part_stats)?;
+                let mut best = Vec::with_capacity(k);
+                s.part.drain_sorted(&mut best);
+                Ok::<_, Error>((best, part_stats))
+            })
+        });
+        // In segment order, so that the first error is the same one a serial search returns.
+        for r in results {
+            let (best, st) = r?;
+            best.into_iter().for_each(|c| topk.push(c));
+            stats.scanned += st.scanned;
+            stats.estimated += st.estimated;
+            stats.segments += st.segments;
+            stats.exact &= st.exact;
+        }
+        Ok(true)
     }
 
     /// Searches one sealed segment into the shared top-k.
