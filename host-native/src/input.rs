@@ -72,11 +72,12 @@ impl VectorFile {
             return Err(HostError::Usage("--dim must be at least 1".into()));
         }
         let file = File::open(path).map_err(|e| HostError::io(path, "open", e))?;
-        // SAFETY: the mapping is read-only and `shoal build` treats the input as immutable for
-        // the duration of the build (documented: do not modify an input while it is being
-        // read). Nothing here trusts the contents: the layout is checked before any row is
-        // read, rows are copied out with bounds-checked slicing, and every value is checked
-        // for finiteness by `Collection::commit`.
+        // SAFETY: the mapping is read-only, and `shoal build` requires the input to stay
+        // unchanged for the duration of the build (documented: do not modify an input while
+        // it is being read); another process truncating or rewriting it is the caveat of every
+        // file mapping. Nothing here trusts the contents: the layout is checked before any row
+        // is read, rows are reached through bounds-checked slices, and every value is checked
+        // for finiteness before the build uses it (`NewSegment::build_into`).
         let map = unsafe { Mmap::map(&file) }.map_err(|e| HostError::io(path, "memory-map", e))?;
         let bytes: &[u8] = &map;
         let bad = |message: String| HostError::input(path, message);
@@ -185,6 +186,17 @@ impl VectorFile {
     /// The input path.
     pub fn path(&self) -> &Path {
         &self.path
+    }
+
+    /// Every row in place, row-major, when the file holds them contiguously as this machine's
+    /// `f32`s (`.npy` and raw `f32` on a little-endian machine, their data 4-byte aligned);
+    /// `None` otherwise (`.fvecs`): then [`read_rows`](Self::read_rows) copies them.
+    pub fn as_f32(&self) -> Option<&[f32]> {
+        if !cfg!(target_endian = "little") || self.format == InputFormat::Fvecs {
+            return None;
+        }
+        let bytes = &self.map[self.data_offset..self.data_offset + self.rows * self.dim * F32];
+        bytemuck::try_cast_slice(bytes).ok()
     }
 
     /// Copies rows `first..first + out.len() / dim` into `out` (row-major).

@@ -194,6 +194,58 @@ fn write_and_rename(tmp: &Path, path: &Path, bytes: &[u8]) -> Result<(), HostErr
     sync_parent_dir(path)
 }
 
+/// Why [`write_in_place`] failed: the build itself, or the file.
+#[derive(Debug)]
+pub enum BuildError {
+    /// The build refused its input.
+    Core(shoal_core::Error),
+    /// The file could not be created, written or renamed.
+    Host(HostError),
+}
+
+/// Builds a file in place, atomically: `build` gets an allocator that creates `path.tmp` (a
+/// stale one from an interrupted run is replaced) at the length asked for, mapped writable;
+/// the finished file is synced, renamed to `path` and the rename made durable. Returns the
+/// file's length. On failure the temporary file is removed and `path` is untouched.
+pub fn write_in_place(
+    path: &Path,
+    build: impl FnOnce(
+        &mut dyn FnMut(usize) -> Result<SegmentFile, shoal_core::Error>,
+    ) -> Result<SegmentFile, shoal_core::Error>,
+) -> Result<usize, BuildError> {
+    let tmp = tmp_path(path);
+    let mut failed = None;
+    let mut len = 0;
+    let result = (|| {
+        match fs::remove_file(&tmp) {
+            Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
+                return Err(BuildError::Host(HostError::io(&tmp, "remove the stale", e)));
+            }
+            _ => {}
+        }
+        let built = build(&mut |n| {
+            len = n;
+            SegmentFile::create(&tmp, n).map_err(|e| {
+                let message = format!("{}: create: {e}", tmp.display());
+                failed = Some(HostError::io(&tmp, "create", e));
+                shoal_core::Error::BadSet(message)
+            })
+        });
+        let file = match (built, failed.take()) {
+            (Ok(file), _) => file,
+            (Err(_), Some(io)) => return Err(BuildError::Host(io)),
+            (Err(e), None) => return Err(BuildError::Core(e)),
+        };
+        file.finish().map_err(|e| BuildError::Host(HostError::io(&tmp, "write", e)))?;
+        fs::rename(&tmp, path).map_err(|e| BuildError::Host(HostError::io(path, "rename the temporary file to", e)))?;
+        sync_parent_dir(path).map_err(BuildError::Host)
+    })();
+    if result.is_err() {
+        let _ = fs::remove_file(&tmp);
+    }
+    result.map(|()| len)
+}
+
 /// Writes `bytes` at the start of `file`: large files in 16 MiB pieces from the build threads
 /// (the kernel's copy into the page cache is most of a large write's time, and it splits).
 pub fn write_all_parallel(file: &File, bytes: &[u8]) -> std::io::Result<()> {

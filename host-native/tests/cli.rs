@@ -156,8 +156,6 @@ fn every_input_format_gives_the_same_segment() {
             let dim = DIM.to_string();
             let mut args = vec!["build", "--input", input.to_str().unwrap(), "--metric", metric];
             args.extend(["--ids-from", "5", "--out", out.to_str().unwrap(), "--quiet"]);
-            // Small batches: the rows cross several reserve/commit batches.
-            args.extend(["--batch-rows", "64"]);
             if name.ends_with(".f32") || name.ends_with(".vectors") {
                 args.extend(["--dim", &dim]);
             }
@@ -549,19 +547,7 @@ fn payloads_and_filters_from_the_command_line() {
     let out = dir.path("p.shoal");
     let (input_s, payloads_s, out_s) = (input.to_str().unwrap(), payload_file.to_str().unwrap(), out.to_str().unwrap());
     let build = |payloads: &str, out: &str| {
-        shoal(&[
-            "build",
-            "--input",
-            input_s,
-            "--fields",
-            fields,
-            "--payloads",
-            payloads,
-            "--out",
-            out,
-            "--batch-rows",
-            "64",
-        ])
+        shoal(&["build", "--input", input_s, "--fields", fields, "--payloads", payloads, "--out", out])
     };
     ok(build(payloads_s, out_s));
 

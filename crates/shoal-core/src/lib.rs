@@ -23,6 +23,7 @@
 extern crate alloc;
 
 mod bitset;
+mod build;
 mod collection;
 mod error;
 mod ivf_sections;
@@ -36,6 +37,7 @@ mod source;
 mod text;
 mod write;
 
+pub use build::NewSegment;
 pub use collection::{
     Checkpoint, Collection, CollectionConfig, FILTER_EXACT_DIVISOR, FILTER_EXACT_PER_RESULT, IdEncoding, MergeSnapshot,
     SealSnapshot, SegmentInfo,

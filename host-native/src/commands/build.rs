@@ -5,11 +5,13 @@ use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
-use shoal_core::{Collection, CollectionConfig, Error, IdEncoding, IndexKind, IvfParams, Metric, Schema};
+use shoal_core::{
+    AlignedBytes, CollectionConfig, Error, IndexKind, IvfParams, Kernels, Metric, NewSegment, Schema, SealedSegment,
+};
 
 use crate::HostError;
 use crate::input::{InputFormat, VectorFile};
-use crate::storage::write_atomic;
+use crate::storage::{BuildError, write_atomic, write_in_place};
 
 /// Arguments of `shoal build`.
 #[derive(Debug, clap::Args)]
@@ -62,9 +64,6 @@ pub struct BuildArgs {
     /// and calibrated for exact re-ranking.
     #[arg(long, value_name = "FILE", requires = "codes_only")]
     pub vectors_out: Option<PathBuf>,
-    /// Rows inserted per batch.
-    #[arg(long, value_name = "ROWS", default_value_t = 65_536, hide = true)]
-    pub batch_rows: usize,
     /// No progress bar and no summary line.
     #[arg(long, short)]
     pub quiet: bool,
@@ -100,64 +99,101 @@ impl From<MetricArg> for Metric {
     }
 }
 
-/// Runs `shoal build`.
+/// Runs `shoal build`: the rows are read where they lie in the memory-mapped input (copied
+/// only for cosine, which stores them normalised, or from `.fvecs`, whose rows are not
+/// contiguous) and the segment is written in place into `OUT.tmp` through a writable mapping,
+/// synced, and renamed to `OUT`: no copy of the vectors or of the segment is held in memory.
 pub fn run(args: &BuildArgs) -> Result<(), HostError> {
     let started = Instant::now();
-    if args.batch_rows == 0 {
-        return Err(HostError::Usage("--batch-rows must be at least 1".into()));
-    }
+    let index = index_kind(args)?;
+    let schema = match &args.fields {
+        Some(fields) => Some(Schema::from_json(fields).map_err(|e| HostError::Usage(format!("--fields: {e}")))?),
+        None => None,
+    };
     let input = VectorFile::open(&args.input, args.format, args.dim)?;
     let (rows, dim) = (input.rows(), input.dim());
     if args.ids_from.checked_add(rows as u64 - 1).is_none() {
         return Err(HostError::Usage(format!("--ids-from {} + {rows} rows overflows u64 ids", args.ids_from)));
     }
     let metric = Metric::from(args.metric);
-    let config = CollectionConfig { dim, metric };
-    let mut col = match &args.fields {
-        Some(fields) => {
-            let schema = Schema::from_json(fields).map_err(|e| HostError::Usage(format!("--fields: {e}")))?;
-            Collection::with_schema(config, schema)
+    let bar = progress_bar(args.quiet);
+    let payloads = match &args.payloads {
+        Some(path) => {
+            bar.set_message("reading payloads");
+            let mut lines = PayloadLines::open(path)?;
+            let mut docs = Vec::new();
+            lines.read(0, rows, &mut docs)?;
+            lines.expect_end(rows)?;
+            Some(docs)
         }
-        None => Collection::new(config),
-    }
-    .map_err(|e| HostError::input(&args.input, format!("{e}")))?;
-    let mut payloads = match &args.payloads {
-        Some(path) => Some(PayloadLines::open(path)?),
         None => None,
     };
-    let mut batch_payloads = Vec::new();
+    let copied;
+    let vectors = match input.as_f32() {
+        Some(v) => v,
+        None => {
+            bar.set_message("reading vectors");
+            let mut v = vec![0f32; rows * dim];
+            input.read_rows(0, &mut v)?;
+            copied = v;
+            &copied[..]
+        }
+    };
+    let segment = NewSegment {
+        config: CollectionConfig { dim, metric },
+        schema: schema.as_ref(),
+        index,
+        first_id: args.ids_from,
+        vectors,
+        payloads: payloads.as_deref(),
+    };
+    let kernels = Kernels::best();
+    let in_rows = |e: Error| match e {
+        Error::NonFinite { point, element } => {
+            HostError::input(&args.input, format!("row {point}: element {element} is not finite (NaN or infinity)"))
+        }
+        Error::InvalidPayload { point, error } => HostError::input(
+            args.payloads.as_deref().unwrap_or(Path::new("payloads")),
+            format!("line {}: {error}", point + 1),
+        ),
+        // The dimension read from the input, or its row count, is out of range.
+        e @ (Error::InvalidConfig(_) | Error::CapacityExceeded) => HostError::input(&args.input, format!("{e}")),
+        e => HostError::Core(e),
+    };
+    bar.set_message("building");
+    let len = match &args.vectors_out {
+        // Codes only with a vectors file: built with the vectors (the index is calibrated for
+        // exact re-ranking), which then go to their own file and out of the segment.
+        Some(path) => {
+            let built = segment.build_into(&kernels, |len| Ok(AlignedBytes::zeroed(len))).map_err(in_rows)?;
+            let seg = SealedSegment::open(Box::new(built))?;
+            bar.set_message("writing vectors");
+            write_atomic(path, bytemuck::cast_slice(seg.vectors().expect("built with its vectors")))?;
+            let stripped = seg.without_vectors()?;
+            bar.set_message("writing");
+            write_atomic(&args.out, stripped.as_slice())?;
+            stripped.as_slice().len()
+        }
+        None => write_in_place(&args.out, |alloc| segment.build_into(&kernels, alloc)).map_err(|e| match e {
+            BuildError::Core(e) => in_rows(e),
+            BuildError::Host(e) => e,
+        })?,
+    };
+    bar.finish_and_clear();
+    if !args.quiet {
+        eprintln!(
+            "built {}: {rows} vectors x {dim} ({}), {len} bytes in {:.2} s",
+            args.out.display(),
+            metric.name(),
+            started.elapsed().as_secs_f64()
+        );
+    }
+    Ok(())
+}
 
-    let bar = progress_bar(rows as u64, args.quiet);
-    let mut first = 0;
-    while first < rows {
-        let n = args.batch_rows.min(rows - first);
-        col.reserve(n)?;
-        for (i, id) in col.pending_ids().iter_mut().enumerate() {
-            *id = args.ids_from + (first + i) as u64;
-        }
-        input.read_rows(first, col.pending_vectors())?;
-        if let Some(p) = &mut payloads {
-            p.read(first, n, &mut batch_payloads)?;
-        }
-        col.commit_with_payloads(IdEncoding::U64, &batch_payloads).map_err(|e| match e {
-            Error::NonFinite { point, element } => HostError::input(
-                &args.input,
-                format!("row {}: element {element} is not finite (NaN or infinity)", first + point),
-            ),
-            Error::InvalidPayload { point, error } => HostError::input(
-                args.payloads.as_deref().unwrap_or(Path::new("payloads")),
-                format!("line {}: {error}", first + point + 1),
-            ),
-            e => HostError::Core(e),
-        })?;
-        first += n;
-        bar.set_position(first as u64);
-    }
-    if let Some(p) = &mut payloads {
-        p.expect_end(rows)?;
-    }
-    bar.set_message("sealing");
-    let index = match args.index {
+/// The index `args` ask for, its flags checked before any input is read.
+fn index_kind(args: &BuildArgs) -> Result<IndexKind, HostError> {
+    Ok(match args.index {
         IndexArg::Flat
             if args.partitions.is_some() || args.seed.is_some() || args.bits.is_some() || args.codes_only =>
         {
@@ -181,37 +217,11 @@ pub fn run(args: &BuildArgs) -> Result<(), HostError> {
                 partitions: args.partitions.map(|p| p as usize),
                 seed: args.seed.unwrap_or(d.seed),
                 bits: args.bits.unwrap_or(d.bits),
-                // With a vectors file, built with the vectors and stripped of them below.
+                // With a vectors file, built with the vectors and stripped of them afterwards.
                 codes_only: args.codes_only && args.vectors_out.is_none(),
             })
         }
-    };
-    col.seal_with(index)?;
-    col.compact()?;
-    let stripped;
-    let bytes = match &args.vectors_out {
-        Some(path) => {
-            let seg = col.segment(0).expect("compacted into one segment");
-            bar.set_message("writing vectors");
-            write_atomic(path, bytemuck::cast_slice(seg.vectors().expect("built with its vectors")))?;
-            stripped = seg.without_vectors()?;
-            stripped.as_slice()
-        }
-        None => col.to_bytes()?,
-    };
-    bar.set_message("writing");
-    write_atomic(&args.out, bytes)?;
-    bar.finish_and_clear();
-    if !args.quiet {
-        eprintln!(
-            "built {}: {rows} vectors x {dim} ({}), {} bytes in {:.2} s",
-            args.out.display(),
-            metric.name(),
-            bytes.len(),
-            started.elapsed().as_secs_f64()
-        );
-    }
-    Ok(())
+    })
 }
 
 /// The payload file of `--payloads`: one JSON value per line, read a batch at a time.
@@ -261,18 +271,16 @@ impl PayloadLines {
     }
 }
 
-/// A progress bar on standard error, hidden when it is not a terminal or with `--quiet`.
-fn progress_bar(rows: u64, quiet: bool) -> ProgressBar {
+/// A spinner on standard error naming the phase, hidden when it is not a terminal or with
+/// `--quiet`.
+fn progress_bar(quiet: bool) -> ProgressBar {
     let target = if quiet || !std::io::stderr().is_terminal() {
         ProgressDrawTarget::hidden()
     } else {
         ProgressDrawTarget::stderr()
     };
-    let bar = ProgressBar::with_draw_target(Some(rows), target);
-    let style = ProgressStyle::with_template("{msg:9} [{bar:40}] {human_pos}/{human_len} rows, {elapsed} (eta {eta})")
-        .expect("a valid template")
-        .progress_chars("=> ");
-    bar.set_style(style);
-    bar.set_message("inserting");
+    let bar = ProgressBar::with_draw_target(None, target);
+    bar.set_style(ProgressStyle::with_template("{spinner} {msg} {elapsed}").expect("a valid template"));
+    bar.enable_steady_tick(std::time::Duration::from_millis(200));
     bar
 }

@@ -1,0 +1,128 @@
+//! [`NewSegment`]: a segment written straight from rows a host already holds — a memory-mapped
+//! vector file — without a collection in between: the rows are read where they are, not copied
+//! into a mutable segment first (`shoal build`).
+
+use alloc::borrow::Cow;
+use alloc::vec::Vec;
+
+use serde_json::Value;
+use shoal_index::{Flat, Rows, normalize};
+use shoal_kernels::Kernels;
+use shoal_payload::Schema;
+
+use crate::collection::{check_payloads_against, first_non_finite};
+use crate::source::Source;
+use crate::{CollectionConfig, Error, IndexKind, write};
+
+/// Rows `0..n` to be written as one segment, with ids `first_id..first_id + n`.
+///
+/// The segment is byte for byte the one a [`Collection`](crate::Collection) given the same
+/// points in the same order writes when sealed with the same index.
+#[derive(Clone, Copy, Debug)]
+pub struct NewSegment<'a> {
+    /// Dimension and metric.
+    pub config: CollectionConfig,
+    /// Payload fields (`None`: the points carry no payload).
+    pub schema: Option<&'a Schema>,
+    /// The index to build.
+    pub index: IndexKind,
+    /// External id of row 0; row `r` gets `first_id + r`.
+    pub first_id: u64,
+    /// The vectors, row-major, `config.dim` floats each: read in place (for cosine a
+    /// normalised copy is made, as a collection stores them).
+    pub vectors: &'a [f32],
+    /// One payload (a JSON object or `null`) per row, or `None` for none; needs `schema`.
+    pub payloads: Option<&'a [Value]>,
+}
+
+impl NewSegment<'_> {
+    /// Number of rows (0 when `config.dim` is 0).
+    pub fn rows(&self) -> usize {
+        self.vectors.len().checked_div(self.config.dim).unwrap_or(0)
+    }
+
+    /// Checks the rows as a collection checks an insert, then writes the segment into the
+    /// buffer `alloc` gives for the file's length (zeroed, its first byte 64-byte aligned;
+    /// natively a memory-mapped file). Errors name the row: a non-finite element
+    /// ([`Error::NonFinite`]), an invalid payload ([`Error::InvalidPayload`]).
+    pub fn build_into<B: AsMut<[u8]>>(
+        &self,
+        kernels: &Kernels,
+        alloc: impl FnOnce(usize) -> Result<B, Error>,
+    ) -> Result<B, Error> {
+        let CollectionConfig { dim, metric } = self.config;
+        if dim == 0 || dim > shoal_format::MAX_DIM as usize {
+            return Err(Error::InvalidConfig("dim must be in 1..=65536"));
+        }
+        let n = self.rows();
+        if n * dim != self.vectors.len() {
+            return Err(Error::LengthMismatch { ids: n, floats: self.vectors.len(), dim });
+        }
+        // A collection holds fewer than 2^32 - 1 points.
+        if n >= u32::MAX as usize {
+            return Err(Error::CapacityExceeded);
+        }
+        if n > 0 && self.first_id.checked_add(n as u64 - 1).is_none() {
+            return Err(Error::InvalidConfig("first_id + rows overflows the u64 ids"));
+        }
+        if let Some(at) = first_non_finite(self.vectors) {
+            return Err(Error::NonFinite { point: at / dim, element: at % dim });
+        }
+        let docs = match (self.schema, self.payloads) {
+            (_, None) => None,
+            (None, Some(_)) => return Err(Error::InvalidConfig("payloads need a schema")),
+            (Some(schema), Some(payloads)) => {
+                if payloads.len() != n {
+                    return Err(Error::PayloadCount { points: n, payloads: payloads.len() });
+                }
+                check_payloads_against(schema, n, payloads)?;
+                // One canonical form whatever wrote the numbers, as a collection stores them.
+                let canonical: Vec<Value> = payloads
+                    .iter()
+                    .map(|p| {
+                        let mut p = p.clone();
+                        shoal_payload::canonicalize(schema, &mut p);
+                        p
+                    })
+                    .collect();
+                Some(canonical)
+            }
+        };
+        let vectors: Cow<'_, [f32]> = if metric.normalizes() {
+            let mut owned = self.vectors.to_vec();
+            owned.chunks_exact_mut(dim).for_each(|v| normalize(kernels, v));
+            Cow::Owned(owned)
+        } else {
+            Cow::Borrowed(self.vectors)
+        };
+        let src = NumberedSource { first_id: self.first_id, vectors: Flat::new(&vectors, dim), docs: docs.as_deref() };
+        write::write(kernels, dim, metric, &src, self.schema, self.index, alloc)
+    }
+}
+
+/// Rows whose ids count up from `first_id`.
+struct NumberedSource<'a> {
+    first_id: u64,
+    vectors: Flat<'a>,
+    docs: Option<&'a [Value]>,
+}
+
+impl Rows for NumberedSource<'_> {
+    fn len(&self) -> usize {
+        self.vectors.len()
+    }
+
+    fn row(&self, i: usize) -> &[f32] {
+        self.vectors.row(i)
+    }
+}
+
+impl Source for NumberedSource<'_> {
+    fn id(&self, i: usize) -> u64 {
+        self.first_id + i as u64
+    }
+
+    fn doc(&self, i: usize) -> Result<Cow<'_, Value>, Error> {
+        Ok(self.docs.map_or(Cow::Owned(Value::Null), |d| Cow::Borrowed(&d[i])))
+    }
+}
