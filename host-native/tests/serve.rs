@@ -673,3 +673,23 @@ fn a_damaged_segment_fails_its_merge_and_the_collection_keeps_serving() {
     assert_eq!(count(&s, "d"), 600);
     assert_eq!(okj(&s, "POST", "/collections/d/search", q)["points"], before["points"]);
 }
+
+/// `--max-segment-rows` bounds what background merges make (and so their memory): seals of
+/// 500 points merge two at a time up to 1,000 rows and no further, and nothing is lost.
+#[test]
+fn merges_stop_at_the_largest_segment_allowed() {
+    let dir = TempDir::new("serve", "maxseg");
+    let dim = 8;
+    let s = Server::start(&dir.0, &["--seal-rows", "500", "--merge-factor", "2", "--max-segment-rows", "1000"]);
+    create(&s, "m", json!({"vectors": {"size": dim, "distance": "Euclid"}}));
+    for from in (0..4000u64).step_by(500) {
+        let ids: Vec<u64> = (from..from + 500).collect();
+        assert_eq!(post_binary(&s, "m", binary_batch(&ids, dim, None)).0, 200);
+        okj(&s, "POST", "/collections/m/seal", json!({}));
+    }
+    let rows = set_files_named_by_manifest(&s, &dir.0, "m");
+    assert_eq!(rows.iter().sum::<u64>(), 4000, "{rows:?}");
+    assert!(rows.iter().all(|&r| r <= 1000), "a segment over the limit: {rows:?}");
+    assert!(rows.contains(&1000), "pairs of seals merged: {rows:?}");
+    assert_eq!(count(&s, "m"), 4000);
+}

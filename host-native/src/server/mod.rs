@@ -63,6 +63,12 @@ pub struct ServeArgs {
     /// Segments of one size tier that merge into one (the size-tiered merge policy).
     #[arg(long, default_value_t = 8)]
     pub merge_factor: usize,
+    /// No merge makes a segment of more live points than this. A merge's memory grows with
+    /// its output, not with the collection (about 12 bytes per point, the k-means sample of
+    /// 128·√points vectors, and the payload and text sections it writes), so this bounds the
+    /// memory background work takes whatever the collection's size.
+    #[arg(long, default_value_t = 16_000_000)]
+    pub max_segment_rows: u64,
     /// Largest request body, in MiB.
     #[arg(long, default_value_t = 64)]
     pub max_body_mib: usize,
@@ -172,6 +178,7 @@ impl AppState {
         let merge_policy = shoal_core::set::MergePolicy {
             merge_factor: args.merge_factor.max(2),
             min_merge_rows: seal_rows,
+            max_merge_rows: args.max_segment_rows.max(seal_rows),
             ..shoal_core::set::MergePolicy::default()
         };
         let opts = Arc::new(Options { sync: args.durability == Durability::Batch, seal_rows, merge_policy });
