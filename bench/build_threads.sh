@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # `shoal build` (IVF-RaBitQ, defaults) of synthetic-1m-128 on 1 and on 2 threads, alternating,
-# RUNS times each: the median wall time of each, their ratio, peak RSS, and whether the two
-# builds wrote the same bytes. Needs `python3 bench/datasets.py --only synthetic-1m-128` and a
+# RUNS times each: the median wall time of each, their ratio, peak RSS (all resident pages,
+# the mapped input and output included) and peak anonymous memory (the process's own, sampled
+# every 20 ms from /proc), and whether the two builds wrote the same bytes. Needs `python3 bench/datasets.py --only synthetic-1m-128` and a
 # release build (`make bench-build` does both).
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -13,10 +14,20 @@ declare -A times
 for r in $(seq "$runs"); do
   for t in 1 2; do
     /usr/bin/time -f "%e %M" -o "$out/time" "$root/target/release/shoal" --threads "$t" build --input "$data" \
-      --metric l2 --index ivf-rabitq --quiet --out "$out/t$t.shoal"
+      --metric l2 --index ivf-rabitq --quiet --out "$out/t$t.shoal" &
+    anon=0
+    while kill -0 $! 2> /dev/null; do
+      pid=$(pgrep -P $! -x shoal || true)
+      if [ -n "$pid" ]; then
+        a=$(awk '/^RssAnon/ {print $2}' "/proc/$pid/status" 2> /dev/null || echo 0)
+        [ "${a:-0}" -gt "$anon" ] && anon=$a
+      fi
+      sleep 0.02
+    done
+    wait $!
     read -r secs rss < "$out/time"
     times[$t]="${times[$t]:-} $secs"
-    echo "run $r, $t thread(s): $secs s, peak RSS $((rss / 1024)) MiB"
+    echo "run $r, $t thread(s): $secs s, peak RSS $((rss / 1024)) MiB, peak anonymous $((anon / 1024)) MiB"
   done
 done
 median() { tr ' ' '\n' <<< "$1" | grep -v '^$' | sort -g | awk '{a[NR] = $1} END {print (NR % 2) ? a[(NR + 1) / 2] : (a[NR / 2] + a[NR / 2 + 1]) / 2}'; }

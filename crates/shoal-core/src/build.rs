@@ -50,6 +50,32 @@ impl NewSegment<'_> {
         kernels: &Kernels,
         alloc: impl FnOnce(usize) -> Result<B, Error>,
     ) -> Result<B, Error> {
+        self.build_inner(kernels, None, alloc)
+    }
+
+    /// [`build_into`](Self::build_into), its IVF partitions given by `centroids` (`dim` floats
+    /// each, e.g. another segment's) instead of trained on the rows. Not what seals do: it is
+    /// here to measure what reusing a neighbour's centroids would save and cost
+    /// (`benches/seal_phases.rs` in the native host).
+    #[doc(hidden)]
+    pub fn build_reusing_into<B: AsMut<[u8]>>(
+        &self,
+        kernels: &Kernels,
+        centroids: &[f32],
+        alloc: impl FnOnce(usize) -> Result<B, Error>,
+    ) -> Result<B, Error> {
+        if centroids.is_empty() || !centroids.len().is_multiple_of(self.config.dim.max(1)) {
+            return Err(Error::InvalidConfig("centroids must be whole vectors of the dimension"));
+        }
+        self.build_inner(kernels, Some(centroids), alloc)
+    }
+
+    fn build_inner<B: AsMut<[u8]>>(
+        &self,
+        kernels: &Kernels,
+        centroids: Option<&[f32]>,
+        alloc: impl FnOnce(usize) -> Result<B, Error>,
+    ) -> Result<B, Error> {
         let CollectionConfig { dim, metric } = self.config;
         if dim == 0 || dim > shoal_format::MAX_DIM as usize {
             return Err(Error::InvalidConfig("dim must be in 1..=65536"));
@@ -96,7 +122,8 @@ impl NewSegment<'_> {
             Cow::Borrowed(self.vectors)
         };
         let src = NumberedSource { first_id: self.first_id, vectors: Flat::new(&vectors, dim), docs: docs.as_deref() };
-        write::write(kernels, dim, metric, &src, self.schema, self.index, alloc)
+        let index = write::IndexSpec { kind: self.index, centroids };
+        write::write(kernels, dim, metric, &src, self.schema, index, alloc)
     }
 }
 

@@ -40,7 +40,7 @@ pub(crate) fn write<B: AsMut<[u8]>>(
     metric: Metric,
     src: &dyn Source,
     schema: Option<&Schema>,
-    index: IndexKind,
+    index: IndexSpec<'_>,
     alloc: impl FnOnce(usize) -> Result<B, Error>,
 ) -> Result<B, Error> {
     // The work is in two functions of no type parameter: one copy of it in the package
@@ -49,6 +49,20 @@ pub(crate) fn write<B: AsMut<[u8]>>(
     let mut buf = alloc(prepared.layout.file_len() as usize)?;
     fill(kernels, dim, metric, src, &prepared, buf.as_mut());
     Ok(buf)
+}
+
+/// The index a segment is written with: its kind and, for IVF, centroids to use instead of
+/// training them (`None`: trained on the rows, as every seal and merge does).
+#[derive(Clone, Copy)]
+pub(crate) struct IndexSpec<'a> {
+    pub(crate) kind: IndexKind,
+    pub(crate) centroids: Option<&'a [f32]>,
+}
+
+impl From<IndexKind> for IndexSpec<'_> {
+    fn from(kind: IndexKind) -> Self {
+        IndexSpec { kind, centroids: None }
+    }
 }
 
 /// What is known before the file exists: its layout, the partition plan, and the payload and
@@ -87,7 +101,7 @@ fn prepare(
     metric: Metric,
     src: &dyn Source,
     schema: Option<&Schema>,
-    index: IndexKind,
+    IndexSpec { kind: index, centroids }: IndexSpec<'_>,
 ) -> Result<Prepared, Error> {
     let n = src.len();
     // Codes only: ranked by the extra bits, so at least 2 of them.
@@ -102,7 +116,13 @@ fn prepare(
     meta.rows = n as u64;
     meta.vector_type = if codes_only { VECTOR_TYPE_CODES_ONLY } else { VECTOR_TYPE_F32 };
     let ivf = match index {
-        IndexKind::IvfRabitq(params) => Some((shoal_index::ivf::plan(kernels, src, dim, params), params.seed)),
+        IndexKind::IvfRabitq(params) => {
+            let plan = match centroids {
+                Some(c) => shoal_index::ivf::plan_with_centroids(kernels, src, dim, params, c.to_vec()),
+                None => shoal_index::ivf::plan(kernels, src, dim, params),
+            };
+            Some((plan, params.seed))
+        }
         IndexKind::Flat => None,
     };
     let mut prepared = Prepared { meta, codes_only, ivf, payload: None, text: None, layout: Layout::new(&[]) };
@@ -205,7 +225,7 @@ impl SealedSegment {
         debug_assert!(payloads.is_none_or(|p| p.docs.len() == ids.len()));
         let src =
             crate::source::FlatSource { ids, vectors: Flat::new(vectors, dim.max(1)), docs: payloads.map(|p| p.docs) };
-        write(kernels, dim, metric, &src, payloads.map(|p| p.schema), index, |len| Ok(AlignedBytes::zeroed(len)))
+        write(kernels, dim, metric, &src, payloads.map(|p| p.schema), index.into(), |len| Ok(AlignedBytes::zeroed(len)))
             .expect("rows in memory are always readable")
     }
 }

@@ -115,3 +115,35 @@ fn bad_rows_are_typed_errors_naming_the_row() {
         Error::InvalidConfig(_)
     ));
 }
+
+/// Given centroids (another segment's) instead of trained ones: the segment partitions its rows
+/// by them and is searched as any other; centroids that are not whole vectors are refused.
+#[test]
+fn reused_centroids_partition_the_rows() {
+    let (n, dim) = (2000, 16);
+    let vectors = clustered_vectors(11, n, dim, 8);
+    let config = CollectionConfig { dim, metric: Metric::L2 };
+    let index = IndexKind::IvfRabitq(IvfParams { partitions: Some(20), ..IvfParams::default() });
+    let seg = |v: &'static [f32]| NewSegment { config, schema: None, index, first_id: 0, vectors: v, payloads: None };
+    let (a, b): (&'static [f32], &'static [f32]) =
+        (Vec::leak(vectors[..1000 * dim].to_vec()), Vec::leak(vectors[1000 * dim..].to_vec()));
+    let first = Collection::from_bytes(build(&seg(a)).unwrap().as_slice()).unwrap();
+    let centroids = first.segment(0).unwrap().ivf().unwrap().1.centroids.to_vec();
+    let kernels = shoal_core::Kernels::best();
+    let zeroed = |len| Ok(AlignedBytes::zeroed(len));
+    let reused = seg(b).build_reusing_into(&kernels, &centroids, zeroed).unwrap();
+    let col = Collection::from_bytes(reused.as_slice()).unwrap();
+    let (_, data, _) = col.segment(0).unwrap().ivf().unwrap();
+    assert_eq!(data.centroids, &centroids[..], "the given centroids, stored as they are");
+    let exact = Collection::from_bytes(build(&seg(b)).unwrap().as_slice()).unwrap();
+    let q = b[5 * dim..6 * dim].to_vec();
+    let mut req = shoal_core::SearchRequest::nearest(q, 5);
+    let got = col.search(&req).unwrap().points;
+    req.params.exact = true;
+    assert_eq!(got[0].id, 5, "a stored point finds itself");
+    assert_eq!(got, exact.search(&req).unwrap().points);
+    assert!(matches!(
+        seg(b).build_reusing_into(&kernels, &centroids[..dim + 1], zeroed).unwrap_err(),
+        Error::InvalidConfig(_)
+    ));
+}

@@ -71,7 +71,7 @@ impl SealSnapshot {
     ) -> Result<B, Error> {
         let src = self.source();
         let schema = self.docs.as_ref().map(|(schema, _)| schema);
-        write::write(kernels, self.dim, self.metric, &src, schema, self.index, alloc)
+        write::write(kernels, self.dim, self.metric, &src, schema, self.index.into(), alloc)
     }
 
     fn source(&self) -> FlatSource<'_> {
@@ -143,7 +143,7 @@ impl MergeSnapshot {
         total += extra.as_ref().map_or(0, |e| e.len());
         starts.push(total);
         let src = MergeSource { parts, starts, extra, dim: self.dim };
-        write::write(kernels, self.dim, self.metric, &src, self.schema.as_ref(), self.index, alloc)
+        write::write(kernels, self.dim, self.metric, &src, self.schema.as_ref(), self.index.into(), alloc)
     }
 }
 

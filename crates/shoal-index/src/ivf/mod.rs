@@ -16,7 +16,7 @@ use crate::rotation::Rotation;
 use crate::{Candidate, Metric, TopK};
 
 mod build;
-pub use build::{IvfCodes, IvfPlan, encode, plan};
+pub use build::{IvfCodes, IvfPlan, encode, plan, plan_with_centroids};
 
 /// Build settings.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
