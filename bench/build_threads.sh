@@ -11,20 +11,31 @@ runs="${RUNS:-3}"
 out="$(mktemp -d)"
 trap 'rm -rf "$out"' EXIT
 declare -A times
+# A FIFO held open for reading and writing: `read -t` on it waits out its timeout.
+mkfifo "$out/pause"
+exec {pause}<> "$out/pause"
 for r in $(seq "$runs"); do
   for t in 1 2; do
     /usr/bin/time -f "%e %M" -o "$out/time" "$root/target/release/shoal" --threads "$t" build --input "$data" \
       --metric l2 --index ivf-rabitq --quiet --out "$out/t$t.shoal" &
+    timer=$!
+    # The sampler forks nothing (bash builtins only, `read -t` as its sleep): a process per
+    # sample would take CPU from the two-thread build.
     anon=0
-    while kill -0 $! 2> /dev/null; do
-      pid=$(pgrep -P $! -x shoal || true)
-      if [ -n "$pid" ]; then
-        a=$(awk '/^RssAnon/ {print $2}' "/proc/$pid/status" 2> /dev/null || echo 0)
-        [ "${a:-0}" -gt "$anon" ] && anon=$a
-      fi
-      sleep 0.02
+    pid=""
+    while [ -z "$pid" ] && kill -0 "$timer" 2> /dev/null; do
+      pid=$(pgrep -P "$timer" -x shoal || true)
     done
-    wait $!
+    while [ -n "$pid" ] && [ -r "/proc/$pid/status" ]; do
+      while read -r key value _; do
+        if [ "$key" = "RssAnon:" ]; then
+          [ "$value" -gt "$anon" ] && anon=$value
+          break
+        fi
+      done < "/proc/$pid/status" 2> /dev/null || break
+      read -r -t 0.02 -u "$pause" || true
+    done
+    wait "$timer"
     read -r secs rss < "$out/time"
     times[$t]="${times[$t]:-} $secs"
     echo "run $r, $t thread(s): $secs s, peak RSS $((rss / 1024)) MiB, peak anonymous $((anon / 1024)) MiB"
