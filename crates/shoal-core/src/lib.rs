@@ -26,7 +26,6 @@ mod bitset;
 mod build;
 mod collection;
 mod error;
-mod ivf_sections;
 mod mutable;
 mod pool;
 mod request;

@@ -10,9 +10,10 @@ use shoal_index::ivf::{IvfData, IvfIndex, IvfParams, IvfQuery};
 use shoal_payload::{PayloadSectionBytes, PayloadView, Schema};
 
 use crate::Error;
-use crate::ivf_sections::IvfSections;
-use crate::sections::{bad, range_of};
+use crate::sections::bad;
 use crate::text::TextRanges;
+use shoal_format::range_of;
+use shoal_index::ivf::IvfSections;
 
 /// The index a sealed segment carries besides its vectors.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]

@@ -20,8 +20,9 @@ use shoal_text::{AnalyzerOptions, BuildOptions, IndexBuilder, Sections, TextInde
 
 use crate::Error;
 use crate::mutable::IdMap;
-use crate::sections::{bad, range_of};
+use crate::sections::bad;
 use hashbrown::hash_map::Entry;
+use shoal_format::range_of;
 use shoal_index::order::{f32_key, f32_of};
 
 /// Constant `k` of reciprocal rank fusion: a result at rank `r` (from 1) of a ranking adds

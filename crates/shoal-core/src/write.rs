@@ -21,10 +21,11 @@ use shoal_kernels::Kernels;
 use shoal_payload::{PayloadBuilder, PayloadSections, Schema};
 use shoal_text::Sections as TextSections;
 
+use crate::Error;
 use crate::sealed::{IndexKind, PayloadInput, SealedSegment};
 use crate::source::Source;
 use crate::text::TextBuilder;
-use crate::{Error, ivf_sections};
+use shoal_index::ivf::sections as ivf_sections;
 
 /// Rows per parallel task when copying ids and vectors into place.
 const COPY_CHUNK: usize = 16384;

@@ -27,7 +27,7 @@ mod writer;
 
 pub use aligned::AlignedBytes;
 pub use error::FormatError;
-pub use reader::{SegmentReader, cast_records};
+pub use reader::{SegmentReader, cast_records, range_of};
 pub use records::*;
 pub use writer::{Layout, SegmentWriter};
 

@@ -4,6 +4,14 @@ use crate::{
     ALIGN, FORMAT_VERSION, FormatError, Header, MAGIC, MAX_SECTIONS, SECTION_OPTIONAL, SectionEntry, crc32c, kind_name,
 };
 
+/// The byte range `part` (a sub-slice of `base`, e.g. a section a reader returned) occupies
+/// in `base`: what a segment keeps to find a section again without holding a borrow.
+pub fn range_of(base: &[u8], part: &[u8]) -> core::ops::Range<usize> {
+    let start = part.as_ptr() as usize - base.as_ptr() as usize;
+    debug_assert!(start + part.len() <= base.len(), "part lies in base");
+    start..start + part.len()
+}
+
 /// A validated view of a segment container over borrowed bytes.
 ///
 /// [`open`](Self::open) performs only the cheap structural checks of `docs/format.md`;

@@ -16,7 +16,9 @@ use crate::rotation::Rotation;
 use crate::{Candidate, Metric, TopK};
 
 mod build;
+pub mod sections;
 pub use build::{IvfCodes, IvfPlan, encode, plan, plan_with_centroids};
+pub use sections::IvfSections;
 
 /// Build settings.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

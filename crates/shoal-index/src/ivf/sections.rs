@@ -8,27 +8,33 @@ use core::ops::Range;
 
 use bytemuck::Zeroable;
 use shoal_format::{
-    IvfMeta, KIND_IVF_CENTROIDS, KIND_IVF_META, KIND_IVF_OFFSETS, KIND_IVF_ROT_CENTROIDS, KIND_RABITQ_BLOCK_OFFSETS,
-    KIND_RABITQ_CODES, KIND_RABITQ_EX_CODES, KIND_RABITQ_EX_FACTORS, KIND_RABITQ_FACTORS, KIND_RABITQ_ROTATION,
-    KIND_VECTORS, Layout, SECTION_OPTIONAL, SegmentReader, cast_records,
+    FormatError, IvfMeta, KIND_IVF_CENTROIDS, KIND_IVF_META, KIND_IVF_OFFSETS, KIND_IVF_ROT_CENTROIDS,
+    KIND_RABITQ_BLOCK_OFFSETS, KIND_RABITQ_CODES, KIND_RABITQ_EX_CODES, KIND_RABITQ_EX_FACTORS, KIND_RABITQ_FACTORS,
+    KIND_RABITQ_ROTATION, KIND_VECTORS, Layout, SECTION_OPTIONAL, SegmentReader, cast_records, range_of,
 };
-use shoal_index::Metric;
-use shoal_index::ivf::{IvfCodes, IvfData, IvfIndex, IvfPlan, IvfQuery, block_bytes};
-use shoal_index::rabitq::{EPSILON0, ExFactors, Factors, MAX_BITS, ex_code_bytes};
-use shoal_index::rotation::{ROUNDS, Rotation, padded_dim};
 use shoal_kernels::Kernels;
 
-use crate::Error;
-use crate::sections::{bad, range_of};
-use crate::source::Source;
+use super::{IvfCodes, IvfData, IvfIndex, IvfPlan, IvfQuery, block_bytes};
+use crate::Metric;
+use crate::Rows;
+use crate::rabitq::{EPSILON0, ExFactors, Factors, MAX_BITS, ex_code_bytes};
+use crate::rotation::{ROUNDS, Rotation, padded_dim};
+
+fn bad(section: &'static str, reason: &'static str) -> FormatError {
+    FormatError::BadSection { section, reason }
+}
 
 /// A loaded IVF index: its static part and where its sections lie in the segment.
 #[derive(Clone, Debug)]
-pub(crate) struct IvfSections {
-    pub(crate) index: IvfIndex,
-    pub(crate) seed: u64,
-    pub(crate) bits: u32,
-    pub(crate) defaults: IvfQuery,
+pub struct IvfSections {
+    /// The index's static part (partition count, rotation).
+    pub index: IvfIndex,
+    /// The seed it was built with.
+    pub seed: u64,
+    /// Bits per coordinate of its codes.
+    pub bits: u32,
+    /// The default query settings calibrated at build time.
+    pub defaults: IvfQuery,
     centroids: Range<usize>,
     rot_centroids: Range<usize>,
     offsets: Range<usize>,
@@ -56,7 +62,7 @@ fn meta_of(plan: &IvfPlan, seed: u64, defaults: IvfQuery) -> IvfMeta {
 
 /// The IVF sections of a build, `(kind, flags, length)` in file order (all optional: a reader
 /// without IVF searches exactly).
-pub(crate) fn planned(plan: &IvfPlan, dim: usize) -> Vec<(u32, u32, u64)> {
+pub fn planned(plan: &IvfPlan, dim: usize) -> Vec<(u32, u32, u64)> {
     let (n, nlist, padded) = (plan.rows(), plan.nlist, plan.padded);
     let mut out = vec![
         (KIND_IVF_META, core::mem::size_of::<IvfMeta>()),
@@ -79,10 +85,10 @@ pub(crate) fn planned(plan: &IvfPlan, dim: usize) -> Vec<(u32, u32, u64)> {
 /// unless `codes_only`, already holds the rows in the stored order): the codes encoded from
 /// `src`, then the default query settings calibrated on the written index.
 #[allow(clippy::too_many_arguments)]
-pub(crate) fn write(
+pub fn write(
     kernels: &Kernels,
     metric: Metric,
-    src: &dyn Source,
+    src: &dyn Rows,
     dim: usize,
     plan: &IvfPlan,
     seed: u64,
@@ -117,7 +123,7 @@ pub(crate) fn write(
         // (An absent part is an empty byte slice whose address need not suit the records.)
         let ex_factors = if ex_factors.is_empty() { &mut [] } else { bytemuck::cast_slice_mut(ex_factors) };
         let out = IvfCodes { codes, factors: bytemuck::cast_slice_mut(factors), ex_codes, ex_factors };
-        shoal_index::ivf::encode(kernels, src, plan, out);
+        super::encode(kernels, src, plan, out);
     }
     // Default query settings, measured on the index as written. Codes only, the rows in the
     // stored order exist nowhere else: gathered for the calibration.
@@ -144,13 +150,13 @@ pub(crate) fn write(
         prefetch: None,
     };
     let index = IvfIndex { nlist: plan.nlist, padded: plan.padded, rotation: plan.rotation.clone() };
-    let defaults = shoal_index::calibrate::calibrate(kernels, metric, &index, data, vectors, seed, codes_only);
+    let defaults = crate::calibrate::calibrate(kernels, metric, &index, data, vectors, seed, codes_only);
     let meta = meta_of(plan, seed, defaults);
     file[layout.range(KIND_IVF_META)].copy_from_slice(bytemuck::bytes_of(&meta));
 }
 
 /// Checks that `offsets` has `n + 1` entries, starts at 0, never decreases and ends at `end`.
-fn check_offsets(section: &'static str, offsets: &[u32], n: usize, end: usize) -> Result<(), Error> {
+fn check_offsets(section: &'static str, offsets: &[u32], n: usize, end: usize) -> Result<(), FormatError> {
     if offsets.len() != n + 1 || offsets[0] != 0 || offsets[n] as usize != end {
         return Err(bad(section, "wrong length or bounds"));
     }
@@ -162,7 +168,7 @@ fn check_offsets(section: &'static str, offsets: &[u32], n: usize, end: usize) -
 
 impl IvfSections {
     /// Opens the IVF sections if the segment has them (`IVF_META` present).
-    pub(crate) fn open(reader: &SegmentReader<'_>, dim: usize, rows: usize) -> Result<Option<IvfSections>, Error> {
+    pub fn open(reader: &SegmentReader<'_>, dim: usize, rows: usize) -> Result<Option<IvfSections>, FormatError> {
         let Some(meta) = reader.section(KIND_IVF_META) else { return Ok(None) };
         let meta: &IvfMeta = match cast_records::<IvfMeta>("IVF_META", meta)? {
             [m] => m,
@@ -261,7 +267,7 @@ impl IvfSections {
     }
 
     /// The index data over the segment's bytes.
-    pub(crate) fn data<'a>(&self, bytes: &'a [u8], dim: usize, vectors: Option<&'a [f32]>) -> IvfData<'a> {
+    pub fn data<'a>(&self, bytes: &'a [u8], dim: usize, vectors: Option<&'a [f32]>) -> IvfData<'a> {
         IvfData {
             dim,
             centroids: bytemuck::cast_slice(&bytes[self.centroids.clone()]),
@@ -279,7 +285,7 @@ impl IvfSections {
     }
 
     /// Full check: every float of the index is finite.
-    pub(crate) fn verify(&self, bytes: &[u8]) -> Result<(), Error> {
+    pub fn verify(&self, bytes: &[u8]) -> Result<(), FormatError> {
         let floats: [(&'static str, &Range<usize>); 4] = [
             ("IVF_CENTROIDS", &self.centroids),
             ("IVF_ROT_CENTROIDS", &self.rot_centroids),
