@@ -227,6 +227,21 @@ def run_queries(url, collection, q, clients):
     return got, lat, time.perf_counter() - t0
 
 
+def peak_anon_while_running(proc, every=0.1):
+    """The largest RssAnon (bytes) of `proc`, sampled from /proc until it exits."""
+    peak = 0
+    status = Path(f"/proc/{proc.pid}/status")
+    while proc.poll() is None:
+        try:
+            for line in status.read_text().splitlines():
+                if line.startswith("RssAnon:"):
+                    peak = max(peak, int(line.split()[1]) * 1024)
+        except OSError:
+            break
+        time.sleep(every)
+    return peak
+
+
 def search(args):
     queries = np.load(DATASET / "queries.npy")
     gt = np.load(DATASET / "gt.npy")
@@ -237,11 +252,16 @@ def search(args):
     merged = "merged"
     if not (data / "collections" / merged).exists():
         t = time.perf_counter()
-        subprocess.run([str(shoal_binary()), "--threads", "2", "build", "--input", str(DATASET / "base.npy"),
-                        "--metric", "l2", "--index", "ivf-rabitq", "--bits", "4", "--out", str(seg), "--quiet"],
-                       check=True)
+        proc = subprocess.Popen([str(shoal_binary()), "--threads", "2", "build", "--input", str(DATASET / "base.npy"),
+                                 "--metric", "l2", "--index", "ivf-rabitq", "--bits", "4", "--out", str(seg),
+                                 "--quiet"])
+        anon = peak_anon_while_running(proc)
+        if proc.wait() != 0:
+            sys.exit("shoal build failed")
         out["build_10m_s"] = round(time.perf_counter() - t, 1)
-        print(f"shoal build (2 threads): {out['build_10m_s']} s", flush=True)
+        out["build_10m_anon_peak_mib"] = round(anon / 2**20)
+        print(f"shoal build (2 threads): {out['build_10m_s']} s, peak anonymous memory "
+              f"{out['build_10m_anon_peak_mib']} MiB", flush=True)
         subprocess.run([str(shoal_binary()), "import", "--data", str(data), "--name", merged, str(seg)], check=True)
         seg.unlink()
     server = Server(shoal_binary(), data)
