@@ -25,7 +25,9 @@ for r in $(seq "$runs"); do
     pid=""
     while [ -z "$pid" ] && kill -0 "$timer" 2> /dev/null; do
       pid=$(pgrep -P "$timer" -x shoal || true)
+      [ -n "$pid" ] || read -r -t 0.01 -u "$pause" || true
     done
+    [ -n "$pid" ] || echo "warning: the build's process was not found: no memory sample" >&2
     while [ -n "$pid" ] && [ -r "/proc/$pid/status" ]; do
       while read -r key value _; do
         if [ "$key" = "RssAnon:" ]; then

@@ -72,12 +72,13 @@ impl VectorFile {
             return Err(HostError::Usage("--dim must be at least 1".into()));
         }
         let file = File::open(path).map_err(|e| HostError::io(path, "open", e))?;
-        // SAFETY: the mapping is read-only, and `shoal build` requires the input to stay
-        // unchanged for the duration of the build (documented: do not modify an input while
-        // it is being read); another process truncating or rewriting it is the caveat of every
-        // file mapping. Nothing here trusts the contents: the layout is checked before any row
-        // is read, rows are reached through bounds-checked slices, and every value is checked
-        // for finiteness before the build uses it (`NewSegment::build_into`).
+        // SAFETY: the mapping is read-only. `Mmap::map` is unsafe because another process
+        // could change or truncate the file while it is mapped; `shoal build` requires its
+        // input to stay unchanged for the whole build (documented), which is the caveat of
+        // every file mapping: a file rewritten meanwhile could give values the finiteness
+        // check (made once, before the build) did not see, and a truncated one a SIGBUS.
+        // Nothing here trusts the contents otherwise: the layout is checked before any row
+        // is read, and rows are reached through bounds-checked slices.
         let map = unsafe { Mmap::map(&file) }.map_err(|e| HostError::io(path, "memory-map", e))?;
         let bytes: &[u8] = &map;
         let bad = |message: String| HostError::input(path, message);

@@ -206,44 +206,56 @@ pub enum BuildError {
 /// Builds a file in place, atomically: `build` gets an allocator that creates `path.tmp` (a
 /// stale one from an interrupted run is replaced) at the length asked for, mapped writable;
 /// the finished file is synced, renamed to `path` and the rename made durable. Returns the
-/// file's length. On failure the temporary file is removed and `path` is untouched.
+/// file's length. On failure — an error or a panic — the temporary file this call created is
+/// removed and `path` is untouched.
 pub fn write_in_place(
     path: &Path,
     build: impl FnOnce(
         &mut dyn FnMut(usize) -> Result<SegmentFile, shoal_core::Error>,
     ) -> Result<SegmentFile, shoal_core::Error>,
 ) -> Result<usize, BuildError> {
+    /// Removes the temporary file when dropped armed (created, not yet renamed).
+    struct Cleanup<'a> {
+        tmp: &'a Path,
+        armed: bool,
+    }
+    impl Drop for Cleanup<'_> {
+        fn drop(&mut self) {
+            if self.armed {
+                let _ = fs::remove_file(self.tmp);
+            }
+        }
+    }
     let tmp = tmp_path(path);
+    match fs::remove_file(&tmp) {
+        Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
+            return Err(BuildError::Host(HostError::io(&tmp, "remove the stale", e)));
+        }
+        _ => {}
+    }
+    let mut cleanup = Cleanup { tmp: &tmp, armed: false };
     let mut failed = None;
     let mut len = 0;
-    let result = (|| {
-        match fs::remove_file(&tmp) {
-            Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
-                return Err(BuildError::Host(HostError::io(&tmp, "remove the stale", e)));
-            }
-            _ => {}
-        }
-        let built = build(&mut |n| {
-            len = n;
-            SegmentFile::create(&tmp, n).map_err(|e| {
-                let message = format!("{}: create: {e}", tmp.display());
-                failed = Some(HostError::io(&tmp, "create", e));
-                shoal_core::Error::BadSet(message)
-            })
-        });
-        let file = match (built, failed.take()) {
-            (Ok(file), _) => file,
-            (Err(_), Some(io)) => return Err(BuildError::Host(io)),
-            (Err(e), None) => return Err(BuildError::Core(e)),
-        };
-        file.finish().map_err(|e| BuildError::Host(HostError::io(&tmp, "write", e)))?;
-        fs::rename(&tmp, path).map_err(|e| BuildError::Host(HostError::io(path, "rename the temporary file to", e)))?;
-        sync_parent_dir(path).map_err(BuildError::Host)
-    })();
-    if result.is_err() {
-        let _ = fs::remove_file(&tmp);
-    }
-    result.map(|()| len)
+    let built = build(&mut |n| {
+        len = n;
+        let file = SegmentFile::create(&tmp, n).map_err(|e| {
+            let message = format!("{}: create: {e}", tmp.display());
+            failed = Some(HostError::io(&tmp, "create", e));
+            shoal_core::Error::BadSet(message)
+        })?;
+        cleanup.armed = true;
+        Ok(file)
+    });
+    let file = match (built, failed) {
+        (Ok(file), _) => file,
+        (Err(_), Some(io)) => return Err(BuildError::Host(io)),
+        (Err(e), None) => return Err(BuildError::Core(e)),
+    };
+    file.finish().map_err(|e| BuildError::Host(HostError::io(&tmp, "write", e)))?;
+    fs::rename(&tmp, path).map_err(|e| BuildError::Host(HostError::io(path, "rename the temporary file to", e)))?;
+    cleanup.armed = false;
+    sync_parent_dir(path).map_err(BuildError::Host)?;
+    Ok(len)
 }
 
 /// Writes `bytes` at the start of `file`: large files in 16 MiB pieces from the build threads

@@ -3,7 +3,6 @@
 //! into a mutable segment first (`shoal build`).
 
 use alloc::borrow::Cow;
-use alloc::vec::Vec;
 
 use serde_json::Value;
 use shoal_index::{Flat, Rows, normalize};
@@ -64,8 +63,12 @@ impl NewSegment<'_> {
         centroids: &[f32],
         alloc: impl FnOnce(usize) -> Result<B, Error>,
     ) -> Result<B, Error> {
-        if centroids.is_empty() || !centroids.len().is_multiple_of(self.config.dim.max(1)) {
-            return Err(Error::InvalidConfig("centroids must be whole vectors of the dimension"));
+        let dim = self.config.dim.max(1);
+        if centroids.is_empty() || !centroids.len().is_multiple_of(dim) || centroids.len() / dim > self.rows() {
+            return Err(Error::InvalidConfig("centroids must be 1..=rows whole vectors of the dimension"));
+        }
+        if first_non_finite(centroids).is_some() {
+            return Err(Error::InvalidConfig("centroids must be finite"));
         }
         self.build_inner(kernels, Some(centroids), alloc)
     }
@@ -91,9 +94,7 @@ impl NewSegment<'_> {
         if n > 0 && self.first_id.checked_add(n as u64 - 1).is_none() {
             return Err(Error::InvalidConfig("first_id + rows overflows the u64 ids"));
         }
-        if let Some(at) = first_non_finite(self.vectors) {
-            return Err(Error::NonFinite { point: at / dim, element: at % dim });
-        }
+        // Payloads first, then the vectors: the order a collection checks an insert in.
         let docs = match (self.schema, self.payloads) {
             (_, None) => None,
             (None, Some(_)) => return Err(Error::InvalidConfig("payloads need a schema")),
@@ -102,18 +103,12 @@ impl NewSegment<'_> {
                     return Err(Error::PayloadCount { points: n, payloads: payloads.len() });
                 }
                 check_payloads_against(schema, n, payloads)?;
-                // One canonical form whatever wrote the numbers, as a collection stores them.
-                let canonical: Vec<Value> = payloads
-                    .iter()
-                    .map(|p| {
-                        let mut p = p.clone();
-                        shoal_payload::canonicalize(schema, &mut p);
-                        p
-                    })
-                    .collect();
-                Some(canonical)
+                Some((schema, payloads))
             }
         };
+        if let Some(at) = first_non_finite(self.vectors) {
+            return Err(Error::NonFinite { point: at / dim, element: at % dim });
+        }
         let vectors: Cow<'_, [f32]> = if metric.normalizes() {
             let mut owned = self.vectors.to_vec();
             owned.chunks_exact_mut(dim).for_each(|v| normalize(kernels, v));
@@ -121,17 +116,17 @@ impl NewSegment<'_> {
         } else {
             Cow::Borrowed(self.vectors)
         };
-        let src = NumberedSource { first_id: self.first_id, vectors: Flat::new(&vectors, dim), docs: docs.as_deref() };
+        let src = NumberedSource { first_id: self.first_id, vectors: Flat::new(&vectors, dim), docs };
         let index = write::IndexSpec { kind: self.index, centroids };
         write::write(kernels, dim, metric, &src, self.schema, index, alloc)
     }
 }
 
-/// Rows whose ids count up from `first_id`.
+/// Rows whose ids count up from `first_id`, with their documents (checked against the schema).
 struct NumberedSource<'a> {
     first_id: u64,
     vectors: Flat<'a>,
-    docs: Option<&'a [Value]>,
+    docs: Option<(&'a Schema, &'a [Value])>,
 }
 
 impl Rows for NumberedSource<'_> {
@@ -149,7 +144,16 @@ impl Source for NumberedSource<'_> {
         self.first_id + i as u64
     }
 
+    /// The document in its canonical form (whatever wrote the numbers, as a collection stores
+    /// it), one at a time: the host's documents are not copied as a whole.
     fn doc(&self, i: usize) -> Result<Cow<'_, Value>, Error> {
-        Ok(self.docs.map_or(Cow::Owned(Value::Null), |d| Cow::Borrowed(&d[i])))
+        Ok(Cow::Owned(match self.docs {
+            Some((schema, docs)) => {
+                let mut doc = docs[i].clone();
+                shoal_payload::canonicalize(schema, &mut doc);
+                doc
+            }
+            None => Value::Null,
+        }))
     }
 }

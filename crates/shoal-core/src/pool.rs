@@ -1,6 +1,7 @@
 //! A small pool of per-query scratch buffers: a query takes a free slot, uses its buffers and
 //! gives it back; when every slot is busy it uses a temporary one rather than wait. After the
-//! first queries have sized the buffers, searching allocates nothing.
+//! first queries have sized the buffers, searching allocates nothing (but for the per-segment
+//! results of a set searched in parallel).
 
 use alloc::boxed::Box;
 use core::cell::UnsafeCell;

@@ -108,6 +108,15 @@ fn bad_rows_are_typed_errors_naming_the_row() {
     };
     assert!(matches!(with(&bad_docs), Error::InvalidPayload { point: 31, .. }));
     assert_eq!(with(&docs[..49]), Error::PayloadCount { points: 50, payloads: 49 });
+    // A bad payload and a bad vector: the error a collection's insert gives (payloads first).
+    let mut nan = vectors.clone();
+    nan[17 * dim] = f32::INFINITY;
+    let nan: &'static [f32] = Vec::leak(nan);
+    let both = build(&NewSegment { schema: Some(&schema), payloads: Some(&bad_docs), ..seg(nan) }).unwrap_err();
+    let mut col = Collection::with_schema(config, schema.clone()).unwrap();
+    let ids: Vec<u64> = (0..50).collect();
+    assert_eq!(both, col.insert_with_payloads(&ids, nan, &bad_docs).unwrap_err());
+    assert!(matches!(both, Error::InvalidPayload { point: 31, .. }));
     assert!(matches!(build(&NewSegment { payloads: Some(&docs), ..seg(v) }).unwrap_err(), Error::InvalidConfig(_)));
     assert!(matches!(build(&NewSegment { first_id: u64::MAX - 10, ..seg(v) }).unwrap_err(), Error::InvalidConfig(_)));
     assert!(matches!(

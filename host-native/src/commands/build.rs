@@ -16,7 +16,8 @@ use crate::storage::{BuildError, write_atomic, write_in_place};
 /// Arguments of `shoal build`.
 #[derive(Debug, clap::Args)]
 pub struct BuildArgs {
-    /// Vector file to read.
+    /// Vector file to read. It is read in place (memory-mapped): do not change it while the
+    /// build runs.
     #[arg(long, value_name = "FILE")]
     pub input: PathBuf,
     /// Input format; inferred from the extension (.npy, .fvecs, .f32/.bin/.raw) if absent.

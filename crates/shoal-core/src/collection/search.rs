@@ -76,7 +76,8 @@ impl Collection {
 
     /// Runs a search request, writing the results into `out` (cleared first). Query buffers come
     /// from the collection's scratch pool: once they and `out` have grown to size, a search
-    /// without a filter allocates nothing.
+    /// without a filter allocates nothing (natively, a set of several segments searched in
+    /// parallel allocates each segment's short list of results).
     ///
     /// This is the vector search alone: a request with `text` goes through [`search`](Self::search).
     pub fn search_into(&self, req: &SearchRequest, out: &mut Vec<ScoredPoint>) -> Result<SearchStats, Error> {

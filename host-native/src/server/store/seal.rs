@@ -146,7 +146,9 @@ impl Store {
         let sealed = (|| {
             // 2. Build and write the segment, without any lock.
             let built = match &snap {
-                Some(s) if !s.is_empty() => Some(self.write_segment(|k, alloc| s.build_into(k, alloc))?),
+                Some(s) if !s.is_empty() => {
+                    Some(seal_pool().install(|| self.write_segment(|k, alloc| s.build_into(k, alloc)))?)
+                }
                 _ => None,
             };
             if self.dropped.load(Ordering::Acquire) {
@@ -264,23 +266,33 @@ impl Store {
     }
 }
 
-/// The threads merges build on, as many as the seals' (`--threads`, or every core), in a pool
-/// of their own and at a lower scheduling priority (the merge throttle): seals — which writes
-/// wait for — and searches take the cores first, merges use what they leave. On one shared
-/// pool a seal's tasks queued behind a large merge's for minutes; at equal priority a merge
-/// halved the ingest rate.
+/// The threads seals build on (`--threads`, or every core), in a pool of their own at normal
+/// priority: a query's segments are searched in parallel on rayon's global pool, and on a
+/// shared pool a query's tasks would queue behind a seal's (k-means runs for seconds).
+fn seal_pool() -> &'static rayon::ThreadPool {
+    static POOL: std::sync::OnceLock<rayon::ThreadPool> = std::sync::OnceLock::new();
+    POOL.get_or_init(|| background_pool("shoal-seal", false))
+}
+
+/// The threads merges build on, as many as the seals', in a pool of their own and at a lower
+/// scheduling priority (the merge throttle): seals — which writes wait for — and searches take
+/// the cores first, merges use what they leave. On one shared pool a seal's tasks queued
+/// behind a large merge's for minutes; at equal priority a merge halved the ingest rate.
 fn merge_pool() -> &'static rayon::ThreadPool {
     static POOL: std::sync::OnceLock<rayon::ThreadPool> = std::sync::OnceLock::new();
-    POOL.get_or_init(|| {
-        let cores = crate::commands::threads()
-            .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, std::num::NonZeroUsize::get));
-        rayon::ThreadPoolBuilder::new()
-            .num_threads(cores.max(1))
-            .thread_name(|i| format!("shoal-merge-{i}"))
-            .start_handler(|_| lower_priority())
-            .build()
-            .expect("the merge threads start")
-    })
+    POOL.get_or_init(|| background_pool("shoal-merge", true))
+}
+
+/// A pool of `--threads` threads (or one per core) named `name-i`, at nice 10 if `lower`.
+fn background_pool(name: &'static str, lower: bool) -> rayon::ThreadPool {
+    let cores = crate::commands::threads()
+        .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, std::num::NonZeroUsize::get));
+    let mut builder =
+        rayon::ThreadPoolBuilder::new().num_threads(cores.max(1)).thread_name(move |i| format!("{name}-{i}"));
+    if lower {
+        builder = builder.start_handler(|_| lower_priority());
+    }
+    builder.build().expect("the background threads start")
 }
 
 /// Lowers the calling thread's scheduling priority (nice 10). Advice only: without it merges
