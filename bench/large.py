@@ -3,6 +3,7 @@
 
     python3 bench/large.py ingest   [--n 10000000] [--limit-mib 2048] [--batch 10000]
     python3 bench/large.py search   # the ingested set, then the same points as one segment
+                                    # (--only set: the set alone, after a new ingest)
     python3 bench/large.py plot     # docs/img/ingest-10m.png from the results
 
 `ingest`: a fresh server runs inside a memory cgroup (v1 `memory.limit_in_bytes` or v2
@@ -246,11 +247,12 @@ def search(args):
     queries = np.load(DATASET / "queries.npy")
     gt = np.load(DATASET / "gt.npy")
     data = WORK / "data"
-    out = {}
+    # `--only set` keeps the one-segment results (and build time) of an earlier run.
+    out = load_results().get("search", {}) if args.only == "set" else {}
     # The same points as one segment: `shoal build` (the 10M build time), then `shoal import`.
     seg = WORK / "one.shoal"
     merged = "merged"
-    if not (data / "collections" / merged).exists():
+    if args.only != "set" and not (data / "collections" / merged).exists():
         t = time.perf_counter()
         proc = subprocess.Popen([str(shoal_binary()), "--threads", "2", "build", "--input", str(DATASET / "base.npy"),
                                  "--metric", "l2", "--index", "ivf-rabitq", "--bits", "4", "--out", str(seg),
@@ -266,7 +268,8 @@ def search(args):
         seg.unlink()
     server = Server(shoal_binary(), data)
     try:
-        for name, label in ((NAME, "set"), (merged, "one_segment")):
+        layouts = ((NAME, "set"),) if args.only == "set" else ((NAME, "set"), (merged, "one_segment"))
+        for name, label in layouts:
             out[label] = {"segments": metric(server.url, "shoal_segments", name)}
             for clients in (1, 2):
                 r = measure(server.url, name, queries, gt, clients)
@@ -307,7 +310,12 @@ def plot(args):
     ax[1].set_xlabel("minutes")
     ax[1].set_ylim(bottom=0)
     ax2 = ax[1].twinx()
-    ax2.plot([t / 60 for t, *_ in m], [x[2] or 0 for x in m], color="tab:green", lw=1, label="segments")
+    seg_t, seg_n = [t / 60 for t, *_ in m], [x[2] or 0 for x in m]
+    if res.get("settled_s") and res.get("segments"):
+        # The last merge ends the run: its result is the count at the settle time.
+        seg_t.append(res["settled_s"] / 60)
+        seg_n.append(res["segments"])
+    ax2.step(seg_t, seg_n, where="post", color="tab:green", lw=1, label="segments")
     ax2.set_ylabel("segments")
     ax2.set_ylim(bottom=0)
     h1, l1 = ax[1].get_legend_handles_labels()
@@ -326,6 +334,8 @@ def main():
     ap.add_argument("--n", type=int, default=10_000_000)
     ap.add_argument("--limit-mib", type=int, default=2048)
     ap.add_argument("--batch", type=int, default=10_000)
+    ap.add_argument("--only", choices=["set", "both"], default="both",
+                    help="search: measure only the ingested set, keeping an earlier run's one-segment results")
     args = ap.parse_args()
     {"ingest": ingest, "search": search, "plot": plot}[args.step](args)
 
