@@ -7,7 +7,10 @@ Starts the server on a fresh data folder with an API key, then: create collectio
 Euclid), exists/get/list, payload indexes, upsert (points and Batch), query_points with
 filters (results checked against a brute-force answer computed here), retrieve, count, scroll
 (paged), delete by ids and by filter, errors (wrong dimension, UUID ids, missing collection,
-wrong key) and delete_collection. Exits non-zero on the first mismatch.
+wrong key) and delete_collection. Then every "not supported" row of docs/qdrant-compat.md,
+sent as raw HTTP (its case in qdrant_unsupported.json): a 400 naming it, nothing changed; and
+an unknown field in each typed body: a 400 naming the field. Exits non-zero on the first
+mismatch.
 """
 
 import json
@@ -17,6 +20,8 @@ import shutil
 from pathlib import Path
 import sys
 import tempfile
+import urllib.error
+import urllib.request
 import warnings
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench"))
@@ -51,6 +56,7 @@ def main():
     server = Server(binary, data, ["--api-key", "sesame"])
     try:
         run(server.url)
+        unsupported(server.url)
     finally:
         server.stop()
         shutil.rmtree(data, ignore_errors=True)
@@ -157,6 +163,98 @@ def run(url):
     assert client.delete_collection("geo")
     assert not client.collection_exists("geo")
     client.close()
+
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def http(url, method, path, body=None):
+    """`(status, parsed JSON body)` of a raw request with the test's API key."""
+    data = None if body is None else json.dumps(body).encode()
+    req = urllib.request.Request(url + path, data=data, method=method,
+                                 headers={"api-key": "sesame", "content-type": "application/json"})
+    try:
+        with urllib.request.urlopen(req, timeout=30) as r:
+            return r.status, json.loads(r.read() or b"null")
+    except urllib.error.HTTPError as e:
+        return e.code, json.loads(e.read() or b"null")
+
+
+def not_supported_rows():
+    """`(endpoint, option)` of every "not supported" row of docs/qdrant-compat.md."""
+    rows = []
+    for line in (ROOT / "docs" / "qdrant-compat.md").read_text().splitlines():
+        cells = [c.strip() for c in line.strip().strip("|").split("|")]
+        if len(cells) == 4 and cells[2] == "not supported":
+            rows.append((cells[0].replace("`", ""), cells[1].replace("`", "")))
+    return rows
+
+
+def unsupported(url):
+    cases = json.loads((Path(__file__).parent / "qdrant_unsupported.json").read_text())
+    documented = not_supported_rows()
+    tested = [(c["endpoint"], c["option"]) for c in cases]
+    assert sorted(documented) == sorted(tested), (
+        "docs/qdrant-compat.md's 'not supported' rows and qdrant_unsupported.json differ: "
+        f"undocumented {sorted(set(tested) - set(documented))}, untested {sorted(set(documented) - set(tested))}")
+    status, _ = http(url, "PUT", "/collections/u", {"vectors": {"size": 3, "distance": "Cosine"}})
+    assert status == 200
+    status, _ = http(url, "PUT", "/collections/u/points", {"points": [{"id": 1, "vector": [0.1, 0.2, 0.3],
+                                                                       "payload": {"price": 3}}]})
+    assert status == 200
+
+    def state():
+        return (http(url, "GET", "/collections")[1]["result"], http(url, "POST", "/collections/u/points/scroll",
+                                                                     {"with_vector": True})[1]["result"])
+
+    before = state()
+    for c in cases:
+        method, path = c["endpoint"].split(" ", 1)
+        # A new collection's name for creations (so a wrongly accepted one would show).
+        path = path.replace("{name}", "v" if c["endpoint"] == "PUT /collections/{name}" else "u")
+        path = path.replace("{field}", "price").replace("{snapshot}", "s")
+        status, body = http(url, method, path, c["body"])
+        where = f"{c['endpoint']} / {c['option']}"
+        assert status == 400, (where, status, body)
+        msg = body["status"]["error"]
+        assert c["needle"] in msg, (where, c["needle"], msg)
+        assert state() == before, f"{where} changed something"
+    # A field Qdrant does not define: named in the 400, for every typed body.
+    for method, path, body in [
+        ("PUT", "/collections/w", {"vectors": {"size": 3, "distance": "Cosine"}, "colour": 1}),
+        ("PUT", "/collections/w", {"vectors": {"size": 3, "distance": "Cosine", "colour": 1}}),
+        ("PUT", "/collections/u/index", {"field_name": "price", "field_schema": "integer", "colour": 1}),
+        ("PUT", "/collections/u/points", {"points": [{"id": 2, "vector": [0.1, 0.2, 0.3], "colour": 1}]}),
+        ("PUT", "/collections/u/points", {"batch": {"ids": [2], "vectors": [[0.1, 0.2, 0.3]], "colour": 1}}),
+        ("POST", "/collections/u/points", {"ids": [1], "colour": 1}),
+        ("POST", "/collections/u/points/query", {"query": [0.1, 0.2, 0.3], "colour": 1}),
+        ("POST", "/collections/u/points/query", {"query": [0.1, 0.2, 0.3], "params": {"colour": 1}}),
+        ("POST", "/collections/u/points/search", {"vector": [0.1, 0.2, 0.3], "limit": 1, "colour": 1}),
+        ("POST", "/collections/u/points/scroll", {"colour": 1}),
+        ("POST", "/collections/u/points/count", {"colour": 1}),
+        ("POST", "/collections/u/points/delete", {"points": [1], "colour": 1}),
+    ]:
+        status, res = http(url, method, path, body)
+        assert status == 400 and "colour" in res["status"]["error"], (method, path, status, res)
+        assert state() == before, f"{method} {path} changed something"
+    # `with_vector` by name: the unnamed vector only.
+    status, res = http(url, "POST", "/collections/u/points", {"ids": [1], "with_vector": [""]})
+    # (Cosine vectors are stored normalised, as Qdrant stores them.)
+    norm = math.sqrt(0.1 ** 2 + 0.2 ** 2 + 0.3 ** 2)
+    got = res["result"][0]["vector"] if status == 200 else None
+    assert got and all(abs(a - b / norm) < 1e-6 for a, b in zip(got, [0.1, 0.2, 0.3])), res
+    status, res = http(url, "POST", "/collections/u/points", {"ids": [1], "with_vector": ["image"]})
+    assert status == 400 and "image" in res["status"]["error"], res
+    # Tuning-only settings are accepted.
+    status, res = http(url, "PUT", "/collections/t", {"vectors": {"size": 3, "distance": "Dot", "on_disk": False,
+                                                                  "hnsw_config": {"m": 32}},
+                                                      "hnsw_config": {"m": 16}, "optimizers_config": {},
+                                                      "shard_number": 1, "replication_factor": 1})
+    assert status == 200, res
+    status, res = http(url, "POST", "/collections/u/points/query",
+                       {"query": {"nearest": [0.1, 0.2, 0.3]}, "using": "", "params": {"hnsw_ef": 128}})
+    assert status == 200 and [p["id"] for p in res["result"]["points"]] == [1], res
+    print(f"qdrant REST: {len(cases)} unsupported rows refused with a 400 naming them; unknown fields named")
 
 
 if __name__ == "__main__":

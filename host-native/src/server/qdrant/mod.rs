@@ -1,11 +1,15 @@
 //! Qdrant's REST API for the calls Shoal shares with it: the same paths and JSON shapes, so
 //! `qdrant-client` works unmodified against `shoal serve`.
 //!
+//! Request bodies are typed (`bodies.rs`): a field Qdrant does not define, or one Shoal does
+//! not support, is a 400 naming it; `docs/qdrant-compat.md` lists every endpoint and option.
 //! Differences, each an explicit 400 rather than a silent change: point ids are unsigned
 //! integers (no UUIDs); one unnamed vector per point; payload values are keywords, integers,
 //! floats, bools or text (no nested objects, geo or datetime). Collections created through
 //! this API take new payload fields as they come (typed by their first value, as Qdrant's
 //! payload indexes are); `PUT .../index` declares a field's type up front (needed for `text`).
+
+mod bodies;
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -20,6 +24,7 @@ use axum::routing::{get, post, put};
 use serde_json::{Map, Value, json};
 use shoal_core::{FieldType, Metric, SearchParams, SearchRequest};
 
+use self::bodies::{refuse, refuse_shard_key, with_vector};
 use super::batch::Batch;
 use super::store::{Meta, Store};
 use super::{ApiError, AppState, blocking, json_response, ok, parse_json};
@@ -37,28 +42,81 @@ fn update_result() -> Value {
     json!({"operation_id": OPERATION.fetch_add(1, Ordering::Relaxed), "status": "completed"})
 }
 
-/// A JSON route on collection `name`: the body parsed as a JSON object, then `f` on a blocking
-/// thread (it may read or write the collection), its value answered in Qdrant's envelope.
-async fn on_json<F>(app: Arc<AppState>, name: String, body: Body, f: F) -> Response
+/// A JSON route on collection `name`: the body parsed as `T` (Qdrant's request type), then `f`
+/// on a blocking thread (it may read or write the collection), its value answered in Qdrant's
+/// envelope.
+async fn on_json<T, F>(app: Arc<AppState>, name: String, body: Body, f: F) -> Response
 where
-    F: FnOnce(Arc<Store>, Map<String, Value>) -> Result<Value, ApiError> + Send + 'static,
+    T: serde::de::DeserializeOwned + Send + 'static,
+    F: FnOnce(Arc<Store>, T) -> Result<Value, ApiError> + Send + 'static,
 {
     respond(async {
         let started = Instant::now();
         let store = app.get(&name)?;
-        let body: Map<String, Value> = parse_json(&body?)?;
+        let body: T = parse_json(&body?)?;
         let result = blocking(move || f(store, body)).await?;
         Ok(ok(result, started))
     })
     .await
 }
 
+/// Qdrant endpoints Shoal does not answer (yet), each a 400 naming it rather than a 404 that
+/// reads like a typo (`docs/qdrant-compat.md`).
+const UNSUPPORTED: &[(&str, &[&str])] = &[
+    ("/aliases", &["GET"]),
+    ("/collections/aliases", &["POST"]),
+    ("/collections/{name}/aliases", &["GET"]),
+    ("/collections/{name}/index/{field}", &["DELETE"]),
+    ("/collections/{name}/points/vectors", &["PUT"]),
+    ("/collections/{name}/points/vectors/delete", &["POST"]),
+    ("/collections/{name}/points/payload", &["POST", "PUT"]),
+    ("/collections/{name}/points/payload/delete", &["POST"]),
+    ("/collections/{name}/points/payload/clear", &["POST"]),
+    ("/collections/{name}/points/batch", &["POST"]),
+    ("/collections/{name}/points/search/batch", &["POST"]),
+    ("/collections/{name}/points/search/groups", &["POST"]),
+    ("/collections/{name}/points/search/matrix/pairs", &["POST"]),
+    ("/collections/{name}/points/search/matrix/offsets", &["POST"]),
+    ("/collections/{name}/points/query/batch", &["POST"]),
+    ("/collections/{name}/points/query/groups", &["POST"]),
+    ("/collections/{name}/points/recommend", &["POST"]),
+    ("/collections/{name}/points/recommend/batch", &["POST"]),
+    ("/collections/{name}/points/recommend/groups", &["POST"]),
+    ("/collections/{name}/points/discover", &["POST"]),
+    ("/collections/{name}/points/discover/batch", &["POST"]),
+    ("/collections/{name}/points/facet", &["POST"]),
+    ("/collections/{name}/snapshots", &["GET", "POST"]),
+    ("/collections/{name}/snapshots/upload", &["POST"]),
+    ("/collections/{name}/snapshots/recover", &["PUT"]),
+    ("/collections/{name}/snapshots/{snapshot}", &["GET", "DELETE"]),
+    ("/snapshots", &["GET", "POST"]),
+    ("/snapshots/{snapshot}", &["GET", "DELETE"]),
+    ("/collections/{name}/cluster", &["GET", "POST"]),
+    ("/collections/{name}/shards", &["PUT"]),
+    ("/collections/{name}/shards/delete", &["POST"]),
+    ("/cluster", &["GET"]),
+    ("/telemetry", &["GET"]),
+    ("/locks", &["GET", "POST"]),
+    ("/issues", &["GET", "DELETE"]),
+];
+
+/// The answer to an endpoint of [`UNSUPPORTED`].
+async fn unsupported(method: axum::http::Method, path: axum::extract::MatchedPath) -> Response {
+    ApiError::bad_request(format!(
+        "{method} {}: not supported by Shoal (see docs/qdrant-compat.md for what is)",
+        path.as_str()
+    ))
+    .into_response()
+}
+
 /// The routes.
 pub fn routes() -> Router<Arc<AppState>> {
-    Router::new()
+    let mut router = Router::new()
         .route("/", get(root))
+        .route("/livez", get(live))
+        .route("/readyz", get(live))
         .route("/collections", get(list))
-        .route("/collections/{name}", put(create).get(info).delete(delete_collection))
+        .route("/collections/{name}", put(create).get(info).delete(delete_collection).patch(unsupported))
         .route("/collections/{name}/exists", get(exists))
         .route("/collections/{name}/index", put(create_index))
         .route("/collections/{name}/points", put(upsert).post(retrieve))
@@ -67,7 +125,23 @@ pub fn routes() -> Router<Arc<AppState>> {
         .route("/collections/{name}/points/search", post(search))
         .route("/collections/{name}/points/count", post(count))
         .route("/collections/{name}/points/scroll", post(scroll))
-        .route("/collections/{name}/points/delete", post(delete_points))
+        .route("/collections/{name}/points/delete", post(delete_points));
+    for &(path, methods) in UNSUPPORTED {
+        let mut route = axum::routing::MethodRouter::new();
+        for m in methods {
+            let filter =
+                axum::routing::MethodFilter::try_from(axum::http::Method::from_bytes(m.as_bytes()).expect("a method"))
+                    .expect("a routable method");
+            route = route.on(filter, unsupported);
+        }
+        router = router.route(path, route);
+    }
+    router
+}
+
+/// `GET /livez` and `/readyz` (Kubernetes probes, as Qdrant answers them).
+async fn live() -> Response {
+    json_response(json!({"title": "shoal", "status": "ok"}).to_string())
 }
 
 /// Runs a handler body, turning an error into its response.
@@ -93,65 +167,77 @@ async fn exists(State(app): Shared, Path(name): Path<String>) -> Response {
 
 /// `PUT /collections/{name}`: Qdrant's `{"vectors": {"size", "distance", "on_disk"}}`, or
 /// Shoal's `{"dim", "metric", "fields", "index", "on_disk"}` (`index`: seal options, default
-/// IVF-RaBitQ with 4-bit codes when mapped, 1-bit in RAM); Qdrant's other settings (HNSW,
-/// optimizers, sharding) do not apply and are ignored.
+/// IVF-RaBitQ with 4-bit codes when mapped, 1-bit in RAM). Qdrant's tuning settings (HNSW,
+/// optimizers, sharding factors) are accepted and have no effect; the rest is refused
+/// (`bodies::CreateCollection`).
 async fn create(State(app): Shared, Path(name): Path<String>, body: Body) -> Response {
     respond(async {
         let started = Instant::now();
-        let body: Map<String, Value> = parse_json(&body?)?;
-        let meta = create_meta(&body)?;
+        let body: bodies::CreateCollection = parse_json(&body?)?;
+        let meta = create_meta(body)?;
         blocking(move || app.create(&name, meta)).await?;
         Ok(ok(json!(true), started))
     })
     .await
 }
 
-fn create_meta(body: &Map<String, Value>) -> Result<Meta, ApiError> {
+fn create_meta(body: bodies::CreateCollection) -> Result<Meta, ApiError> {
+    refuse("sharding_method", &body.sharding_method, "a collection is one shard")?;
+    refuse("sparse_vectors", &body.sparse_vectors, "sparse vectors are not supported yet")?;
+    refuse("strict_mode_config", &body.strict_mode_config, "no strict mode")?;
+    refuse("metadata", &body.metadata, "collection metadata is not stored")?;
+    refuse("init_from", &body.init_from, "create the collection, then copy the points")?;
     // Qdrant's `vectors` object or Shoal's top-level `dim` and `metric`, each with its `on_disk`.
-    let (dim, metric, on_disk) = match body.get("vectors") {
+    let (dim, metric, on_disk) = match body.vectors {
         Some(v) => {
-            let v = v.as_object().ok_or_else(|| ApiError::bad_request("vectors: expected an object"))?;
-            let size = match v.get("size") {
-                Some(s) => s.as_u64().ok_or_else(|| ApiError::bad_request("vectors.size: expected an integer"))?,
-                None => {
-                    return Err(ApiError::bad_request(
-                        "vectors: named vectors are not supported; give {\"size\": N, \"distance\": \"Cosine\"}",
-                    ));
-                }
+            if body.dim.is_some() || body.metric.is_some() || body.on_disk.is_some() {
+                return Err(ApiError::bad_request("give `vectors` or `dim` / `metric` / `on_disk`, not both"));
+            }
+            let v = match v {
+                // Named vectors: only the unnamed one, `""`.
+                Value::Object(mut o) if !o.contains_key("size") => match (o.len(), o.remove("")) {
+                    (1, Some(v)) => v,
+                    _ => {
+                        return Err(ApiError::bad_request(
+                            "vectors: named vectors are not supported; give {\"size\": N, \"distance\": \"Cosine\"}",
+                        ));
+                    }
+                },
+                v => v,
             };
-            let metric = match v.get("distance").and_then(Value::as_str) {
-                Some("Cosine") => "cosine",
-                Some("Dot") => "dot",
-                Some("Euclid") => "l2",
+            let v: bodies::VectorParams =
+                serde_json::from_value(v).map_err(|e| ApiError::bad_request(format!("vectors: {e}")))?;
+            refuse("vectors.datatype", &v.datatype.filter(|d| d != "float32"), "vectors are float32")?;
+            refuse("vectors.multivector_config", &v.multivector_config, "one vector per point")?;
+            let metric = match v.distance.as_str() {
+                "Cosine" => "cosine",
+                "Dot" => "dot",
+                "Euclid" => "l2",
                 other => {
                     return Err(ApiError::bad_request(format!(
                         "vectors.distance {other:?}: Shoal supports Cosine, Dot and Euclid"
                     )));
                 }
             };
-            (size, metric, v.get("on_disk"))
+            (v.size, metric.to_string(), v.on_disk)
         }
         None => {
-            let dim = body.get("dim").and_then(Value::as_u64).ok_or_else(|| {
+            let dim = body.dim.ok_or_else(|| {
                 ApiError::bad_request("give `vectors` ({\"size\", \"distance\"}) or `dim` and `metric`")
             })?;
-            (dim, body.get("metric").and_then(Value::as_str).unwrap_or("cosine"), body.get("on_disk"))
+            (dim, body.metric.unwrap_or_else(|| "cosine".into()), body.on_disk)
         }
     };
-    let on_disk = on_disk.and_then(Value::as_bool).unwrap_or(true);
-    let fields = body.get("fields").cloned();
+    let on_disk = on_disk.unwrap_or(true);
     // The default index: IVF-RaBitQ with 4-bit codes when the full vectors are mapped (the extra
     // bits settle most candidates without reading their vector from disk: ~4x fewer reads on
     // the RAM experiment's data), 1-bit codes when they are in RAM.
-    let index = body
-        .get("index")
-        .cloned()
-        .unwrap_or_else(|| json!({"index": "ivf-rabitq", "bits": if on_disk { 4 } else { 1 }}));
+    let index = body.index.unwrap_or_else(|| json!({"index": "ivf-rabitq", "bits": if on_disk { 4 } else { 1 }}));
     Ok(Meta {
         dim: dim as usize,
-        metric: metric.to_string(),
-        dynamic: fields.is_none(),
-        fields: fields.unwrap_or_else(|| json!({})),
+        metric,
+        dynamic: body.fields.is_none(),
+        fields: body.fields.unwrap_or_else(|| json!({})),
         index,
         on_disk,
     })
@@ -225,14 +311,21 @@ async fn delete_collection(State(app): Shared, Path(name): Path<String>) -> Resp
 /// `PUT /collections/{name}/index`: `{"field_name": "color", "field_schema": "keyword"}` (or
 /// `{"type": "keyword", ...}`) declares a payload field.
 async fn create_index(State(app): Shared, Path(name): Path<String>, body: Body) -> Response {
-    on_json(app, name, body, |store, body| {
-        let field = body
-            .get("field_name")
-            .and_then(Value::as_str)
-            .ok_or_else(|| ApiError::bad_request("missing field_name"))?;
-        let ty = match body.get("field_schema") {
-            Some(Value::String(s)) => s.clone(),
-            Some(Value::Object(o)) => o.get("type").and_then(Value::as_str).unwrap_or("").to_string(),
+    on_json(app, name, body, |store, body: bodies::CreateFieldIndex| {
+        let ty = match body.field_schema {
+            Some(Value::String(s)) => s,
+            Some(Value::Object(mut o)) => {
+                let ty = match o.remove("type") {
+                    Some(Value::String(t)) => t,
+                    _ => return Err(ApiError::bad_request("field_schema.type: expected a type name")),
+                };
+                if let Some(option) = o.keys().next() {
+                    return Err(ApiError::bad_request(format!(
+                        "field_schema.{option}: not supported by Shoal (index options do not apply; give the type alone)"
+                    )));
+                }
+                ty
+            }
             _ => return Err(ApiError::bad_request("missing field_schema")),
         };
         let ty = FieldType::from_name(&ty).ok_or_else(|| {
@@ -240,7 +333,7 @@ async fn create_index(State(app): Shared, Path(name): Path<String>, body: Body) 
                 "field_schema {ty:?}: Shoal fields are keyword, integer, float, bool, text or text_en"
             ))
         })?;
-        store.add_fields(&[(field.to_string(), ty)])?;
+        store.add_fields(&[(body.field_name, ty)])?;
         Ok(update_result())
     })
     .await
@@ -280,7 +373,10 @@ fn vector_of(v: &Value, at: &str, out: &mut Vec<f32>) -> Result<usize, ApiError>
 /// `PUT /collections/{name}/points`: `{"points": [{"id", "vector", "payload"}]}` or
 /// `{"batch": {"ids", "vectors", "payloads"}}`.
 async fn upsert(State(app): Shared, Path(name): Path<String>, body: Body) -> Response {
-    on_json(app, name, body, |store, body| {
+    on_json(app, name, body, |store, body: bodies::Upsert| {
+        refuse_shard_key(&body.shard_key)?;
+        refuse("update_filter", &body.update_filter, "conditional updates are not supported")?;
+        refuse("update_mode", &body.update_mode, "every upsert inserts or replaces")?;
         let dim = store.meta.dim;
         let (mut ids, mut vectors, mut payloads) = (Vec::new(), Vec::new(), Vec::new());
         let check_dim = |n: usize, at: &str| {
@@ -291,36 +387,34 @@ async fn upsert(State(app): Shared, Path(name): Path<String>, body: Body) -> Res
             e.message = format!("{at}: {}", e.message);
             Err(e)
         };
-        if let Some(points) = body.get("points") {
-            let points = points.as_array().ok_or_else(|| ApiError::bad_request("points: expected a list"))?;
-            for (i, p) in points.iter().enumerate() {
-                let at = format!("points[{i}]");
-                ids.push(point_id(p.get("id").unwrap_or(&Value::Null), &format!("{at}.id"))?);
-                let v = p.get("vector").ok_or_else(|| ApiError::bad_request(format!("{at}: missing vector")))?;
-                check_dim(vector_of(v, &format!("{at}.vector"), &mut vectors)?, &at)?;
-                payloads.push(p.get("payload").cloned().unwrap_or(Value::Null));
-            }
-        } else if let Some(b) = body.get("batch") {
-            let list = |k: &str| b.get(k).and_then(Value::as_array);
-            let given = list("ids").ok_or_else(|| ApiError::bad_request("batch.ids: expected a list"))?;
-            for (i, id) in given.iter().enumerate() {
-                ids.push(point_id(id, &format!("batch.ids[{i}]"))?);
-            }
-            let vs = list("vectors").ok_or_else(|| ApiError::bad_request("batch.vectors: expected a list"))?;
-            if vs.len() != ids.len() {
-                return Err(ApiError::bad_request("batch: as many vectors as ids"));
-            }
-            for (i, v) in vs.iter().enumerate() {
-                check_dim(vector_of(v, &format!("batch.vectors[{i}]"), &mut vectors)?, &format!("batch.vectors[{i}]"))?;
-            }
-            if let Some(ps) = list("payloads") {
-                if ps.len() != ids.len() {
-                    return Err(ApiError::bad_request("batch: as many payloads as ids"));
+        match (body.points, body.batch) {
+            (Some(points), None) => {
+                for (i, p) in points.into_iter().enumerate() {
+                    let at = format!("points[{i}]");
+                    ids.push(point_id(&p.id, &format!("{at}.id"))?);
+                    check_dim(vector_of(&p.vector, &format!("{at}.vector"), &mut vectors)?, &at)?;
+                    payloads.push(p.payload.unwrap_or(Value::Null));
                 }
-                payloads = ps.clone();
             }
-        } else {
-            return Err(ApiError::bad_request("give `points` or `batch`"));
+            (None, Some(b)) => {
+                for (i, id) in b.ids.iter().enumerate() {
+                    ids.push(point_id(id, &format!("batch.ids[{i}]"))?);
+                }
+                if b.vectors.len() != ids.len() {
+                    return Err(ApiError::bad_request("batch: as many vectors as ids"));
+                }
+                for (i, v) in b.vectors.iter().enumerate() {
+                    let at = format!("batch.vectors[{i}]");
+                    check_dim(vector_of(v, &at, &mut vectors)?, &at)?;
+                }
+                if let Some(ps) = b.payloads {
+                    if ps.len() != ids.len() {
+                        return Err(ApiError::bad_request("batch: as many payloads as ids"));
+                    }
+                    payloads = ps;
+                }
+            }
+            _ => return Err(ApiError::bad_request("give `points` or `batch`")),
         }
         if ids.is_empty() {
             return Ok(update_result());
@@ -400,18 +494,17 @@ fn record(col: &shoal_core::Collection, id: u64, sel: &PayloadSel, with_vector: 
     json!({"id": id, "payload": payload, "vector": vector})
 }
 
-fn ids_of(v: Option<&Value>, at: &str) -> Result<Vec<u64>, ApiError> {
-    let list =
-        v.and_then(Value::as_array).ok_or_else(|| ApiError::bad_request(format!("{at}: expected a list of ids")))?;
+fn ids_of(list: &[Value], at: &str) -> Result<Vec<u64>, ApiError> {
     list.iter().enumerate().map(|(i, x)| point_id(x, &format!("{at}[{i}]"))).collect()
 }
 
 /// `POST /collections/{name}/points`: `{"ids", "with_payload", "with_vector"}`.
 async fn retrieve(State(app): Shared, Path(name): Path<String>, body: Body) -> Response {
-    on_json(app, name, body, |store, body| {
-        let ids = ids_of(body.get("ids"), "ids")?;
-        let sel = PayloadSel::parse(body.get("with_payload"), true)?;
-        let with_vector = body.get("with_vector").and_then(Value::as_bool).unwrap_or(false);
+    on_json(app, name, body, |store, body: bodies::PointRequest| {
+        refuse_shard_key(&body.shard_key)?;
+        let ids = ids_of(&body.ids, "ids")?;
+        let sel = PayloadSel::parse(body.with_payload.as_ref(), true)?;
+        let with_vector = with_vector(&body.with_vector)?;
         let col = store.read();
         Ok(ids.iter().filter(|&&id| col.contains(id)).map(|&id| record(&col, id, &sel, with_vector)).collect())
     })
@@ -440,32 +533,33 @@ async fn retrieve_one(State(app): Shared, Path((name, id)): Path<(String, String
     .await
 }
 
+/// What a search call asks besides its vector (the fields `query` and `search` share).
+struct SearchOpts {
+    filter: Option<Value>,
+    params: Option<bodies::SearchParams>,
+    limit: Option<u64>,
+    offset: Option<u64>,
+    with_payload: Option<Value>,
+    with_vector: Option<Value>,
+    score_threshold: Option<f64>,
+}
+
 /// Runs a vector search for the Qdrant routes: `{"id", "version", "score", "payload", "vector"}`
 /// per result. Euclid scores are distances (Shoal's `l2` is squared).
-fn run_search(store: &Store, vector: Vec<f32>, body: &Map<String, Value>) -> Result<Vec<Value>, ApiError> {
-    let limit = body
-        .get("limit")
-        .map_or(Ok(10), |v| v.as_u64().ok_or_else(|| ApiError::bad_request("limit: expected an integer")))?;
-    let offset = body.get("offset").map_or(Ok(0), |v| {
-        if v.is_null() { Ok(0) } else { v.as_u64().ok_or_else(|| ApiError::bad_request("offset: expected an integer")) }
-    })?;
-    let sel = PayloadSel::parse(body.get("with_payload"), false)?;
-    let with_vector = body.get("with_vector").and_then(Value::as_bool).unwrap_or(false);
-    let params = body.get("params").and_then(Value::as_object);
-    let param = |k: &str| params.and_then(|p| p.get(k)).and_then(Value::as_u64).map(|x| x as u32);
+fn run_search(store: &Store, vector: Vec<f32>, opts: SearchOpts) -> Result<Vec<Value>, ApiError> {
+    let sel = PayloadSel::parse(opts.with_payload.as_ref(), false)?;
+    let with_vector = with_vector(&opts.with_vector)?;
+    let params = opts.params.unwrap_or_default();
+    params.check()?;
     let req = SearchRequest {
         vector: Some(vector),
-        limit: limit as usize,
-        offset: offset as usize,
-        filter: body.get("filter").cloned().filter(|f| !f.is_null()),
-        params: SearchParams {
-            exact: params.and_then(|p| p.get("exact")).and_then(Value::as_bool).unwrap_or(false),
-            nprobe: param("nprobe"),
-            rerank: param("rerank"),
-        },
+        limit: opts.limit.unwrap_or(10) as usize,
+        offset: opts.offset.unwrap_or(0) as usize,
+        filter: opts.filter.filter(|f| !f.is_null()),
+        params: SearchParams { exact: params.exact.unwrap_or(false), nprobe: params.nprobe, rerank: params.rerank },
         ..SearchRequest::default()
     };
-    let threshold = body.get("score_threshold").and_then(Value::as_f64);
+    let threshold = opts.score_threshold;
     let col = store.read();
     let res = col.search(&req).map_err(ApiError::core)?;
     let euclid = col.metric() == Metric::L2;
@@ -483,40 +577,78 @@ fn run_search(store: &Store, vector: Vec<f32>, body: &Map<String, Value>) -> Res
         .collect())
 }
 
-/// `POST /collections/{name}/points/query`: `{"query": [...] | {"nearest": [...]}, "filter",
-/// "limit", "offset", "with_payload", "with_vector", "params", "score_threshold"}`.
+/// `POST /collections/{name}/points/query`: `{"query": [...] | {"nearest": [...]}, "using": "",
+/// "filter", "limit", "offset", "with_payload", "with_vector", "params", "score_threshold"}`.
 async fn query(State(app): Shared, Path(name): Path<String>, body: Body) -> Response {
-    on_json(app, name, body, |store, body| {
-        let q = match body.get("query") {
-            Some(Value::Object(o)) if o.contains_key("nearest") => &o["nearest"],
+    on_json(app, name, body, |store, body: bodies::QueryRequest| {
+        refuse_shard_key(&body.shard_key)?;
+        refuse("prefetch", &body.prefetch, "prefetch and fusion are not supported yet")?;
+        refuse("lookup_from", &body.lookup_from, "vectors come from the query itself")?;
+        if let Some(name) = body.using.as_deref().filter(|n| !n.is_empty()) {
+            return Err(ApiError::bad_request(format!(
+                "using: no vector named {name:?} (named vectors are not supported: the one vector is \"\")"
+            )));
+        }
+        let q = match &body.query {
+            Some(Value::Object(o)) if o.len() == 1 && o.contains_key("nearest") => &o["nearest"],
+            Some(Value::Object(o)) => {
+                let kind = o.keys().next().map_or("{}", String::as_str);
+                return Err(ApiError::bad_request(format!(
+                    "query.{kind}: not supported by Shoal (a query is a vector or {{\"nearest\": vector}})"
+                )));
+            }
             Some(q @ Value::Array(_)) => q,
-            Some(_) => return Err(ApiError::bad_request("query: Shoal supports a vector or {\"nearest\": vector}")),
-            None => return Err(ApiError::bad_request("query: missing (give the query vector)")),
+            Some(Value::Number(_) | Value::String(_)) => {
+                return Err(ApiError::bad_request(
+                    "query: a point id is not supported by Shoal (give the query vector)",
+                ));
+            }
+            _ => return Err(ApiError::bad_request("query: missing (give the query vector)")),
         };
         let mut vector = Vec::new();
         vector_of(q, "query", &mut vector)?;
-        Ok(json!({"points": run_search(&store, vector, &body)?}))
+        let opts = SearchOpts {
+            filter: body.filter,
+            params: body.params,
+            limit: body.limit,
+            offset: body.offset,
+            with_payload: body.with_payload,
+            with_vector: body.with_vector,
+            score_threshold: body.score_threshold,
+        };
+        Ok(json!({"points": run_search(&store, vector, opts)?}))
     })
     .await
 }
 
 /// `POST /collections/{name}/points/search` (Qdrant's older search call).
 async fn search(State(app): Shared, Path(name): Path<String>, body: Body) -> Response {
-    on_json(app, name, body, |store, body| {
+    on_json(app, name, body, |store, body: bodies::SearchRequest| {
+        refuse_shard_key(&body.shard_key)?;
         let mut vector = Vec::new();
-        vector_of(body.get("vector").unwrap_or(&Value::Null), "vector", &mut vector)?;
-        Ok(Value::Array(run_search(&store, vector, &body)?))
+        vector_of(&body.vector, "vector", &mut vector)?;
+        let opts = SearchOpts {
+            filter: body.filter,
+            params: body.params,
+            limit: body.limit,
+            offset: body.offset,
+            with_payload: body.with_payload,
+            with_vector: body.with_vector,
+            score_threshold: body.score_threshold,
+        };
+        Ok(Value::Array(run_search(&store, vector, opts)?))
     })
     .await
 }
 
 /// `POST /collections/{name}/points/count`: `{"filter", "exact"}`.
 async fn count(State(app): Shared, Path(name): Path<String>, body: Body) -> Response {
-    on_json(app, name, body, |store, body| {
+    on_json(app, name, body, |store, body: bodies::CountRequest| {
+        refuse_shard_key(&body.shard_key)?;
         let col = store.read();
-        let n = match body.get("filter").filter(|f| !f.is_null()) {
+        let n = match body.filter.filter(|f| !f.is_null()) {
             None => col.len(),
-            Some(f) => col.matching_ids(Some(f)).map_err(ApiError::core)?.len(),
+            Some(f) => col.matching_ids(Some(&f)).map_err(ApiError::core)?.len(),
         };
         Ok(json!({"count": n}))
     })
@@ -526,19 +658,18 @@ async fn count(State(app): Shared, Path(name): Path<String>, body: Body) -> Resp
 /// `POST /collections/{name}/points/scroll`: `{"filter", "limit", "offset", "with_payload",
 /// "with_vector"}`, ids ascending; `next_page_offset` is the id to continue from.
 async fn scroll(State(app): Shared, Path(name): Path<String>, body: Body) -> Response {
-    on_json(app, name, body, |store, body| {
-        if body.get("order_by").is_some_and(|v| !v.is_null()) {
-            return Err(ApiError::bad_request("scroll: order_by is not supported (points come in id order)"));
-        }
-        let limit = body.get("limit").and_then(Value::as_u64).unwrap_or(10).clamp(1, 10_000) as usize;
-        let from = match body.get("offset") {
+    on_json(app, name, body, |store, body: bodies::ScrollRequest| {
+        refuse_shard_key(&body.shard_key)?;
+        refuse("order_by", &body.order_by, "points come in id order")?;
+        let limit = body.limit.unwrap_or(10).clamp(1, 10_000) as usize;
+        let from = match &body.offset {
             None | Some(Value::Null) => 0,
             Some(v) => point_id(v, "offset")?,
         };
-        let sel = PayloadSel::parse(body.get("with_payload"), true)?;
-        let with_vector = body.get("with_vector").and_then(Value::as_bool).unwrap_or(false);
+        let sel = PayloadSel::parse(body.with_payload.as_ref(), true)?;
+        let with_vector = with_vector(&body.with_vector)?;
         let col = store.read();
-        let ids = col.matching_ids(body.get("filter")).map_err(ApiError::core)?;
+        let ids = col.matching_ids(body.filter.as_ref()).map_err(ApiError::core)?;
         let start = ids.partition_point(|&id| id < from);
         let page = &ids[start..ids.len().min(start + limit)];
         let next = ids.get(start + limit).copied();
@@ -550,15 +681,17 @@ async fn scroll(State(app): Shared, Path(name): Path<String>, body: Body) -> Res
 
 /// `POST /collections/{name}/points/delete`: `{"points": [ids]}` or `{"filter": {...}}`.
 async fn delete_points(State(app): Shared, Path(name): Path<String>, body: Body) -> Response {
-    on_json(app, name, body, |store, body| {
-        let ids = match (body.get("points"), body.get("filter")) {
-            (Some(p), None) => Some(ids_of(Some(p), "points")?),
+    on_json(app, name, body, |store, body: bodies::Delete| {
+        refuse_shard_key(&body.shard_key)?;
+        let ids = match (&body.points, &body.filter) {
+            (Some(p), None) => Some(ids_of(p, "points")?),
             // `null` or `{}` would match every point: Qdrant refuses that, so does Shoal.
             (None, Some(Value::Object(f))) if !f.is_empty() => None,
             (None, Some(_)) => return Err(ApiError::bad_request("filter: expected a non-empty filter object")),
-            _ => return Err(ApiError::bad_request("give `points` (ids) or `filter`")),
+            // (A `null` filter reads as none.)
+            _ => return Err(ApiError::bad_request("give `points` (ids) or a non-empty filter object")),
         };
-        store.delete(ids.as_deref(), body.get("filter"))?;
+        store.delete(ids.as_deref(), body.filter.as_ref())?;
         Ok(update_result())
     })
     .await
