@@ -137,6 +137,28 @@ def run(url):
             break
     assert seen == [i for i in ids if payload[i]["color"] == "red"]
 
+    # Payload changes: set keys, overwrite, delete keys, clear — vectors kept, filters see them.
+    client.set_payload("shop", payload={"color": "violet", "tag": "new"}, points=[10, 11], wait=True)
+    got = {r.id: r for r in client.retrieve("shop", ids=[10, 11], with_payload=True, with_vectors=True)}
+    assert got[10].payload == {**payload[10], "color": "violet", "tag": "new"}, got[10].payload
+    assert all(abs(a - b / math.sqrt(sum(x * x for x in vectors[10]))) < 1e-5
+               for a, b in zip(got[10].vector, vectors[10])), "the vector is kept"
+    violet = m.Filter(must=[m.FieldCondition(key="color", match=m.MatchValue(value="violet"))])
+    assert client.count("shop", count_filter=violet).count == 2
+    client.overwrite_payload("shop", payload={"color": "blue", "size": 1}, points=[11], wait=True)
+    assert client.retrieve("shop", ids=[11])[0].payload == {"color": "blue", "size": 1}
+    client.delete_payload("shop", keys=["tag", "price"], points=[10], wait=True)
+    want10 = {k: v for k, v in {**payload[10], "color": "violet", "tag": "new"}.items() if k not in ("tag", "price")}
+    assert client.retrieve("shop", ids=[10])[0].payload == want10
+    client.set_payload("shop", payload={"sale": True}, points=m.FilterSelector(filter=violet), wait=True)
+    assert client.retrieve("shop", ids=[10])[0].payload["sale"] is True
+    client.clear_payload("shop", points_selector=m.PointIdsList(points=[10, 11]), wait=True)
+    assert [r.payload for r in client.retrieve("shop", ids=[10, 11])] == [{}, {}]
+    expect_error(lambda: client.set_payload("shop", payload={"a": 1}, points=[99999]), 404, "99999")
+    for i in (10, 11):  # as before, for what follows
+        client.overwrite_payload("shop", payload=payload[i], points=[i], wait=True)
+    assert client.count("shop").count == 400
+
     # Deletes: by ids, then by filter.
     client.delete("shop", points_selector=m.PointIdsList(points=[3, 6, 9]))
     assert client.count("shop").count == 397

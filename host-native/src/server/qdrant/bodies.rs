@@ -287,6 +287,37 @@ pub struct Delete {
     pub shard_key: Option<Value>,
 }
 
+/// `POST` (set: merged into) and `PUT` (overwrite) `/collections/{name}/points/payload`:
+/// Qdrant's `SetPayload`.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SetPayload {
+    /// The payload: its keys are set (POST) or it replaces the old one (PUT).
+    pub payload: serde_json::Map<String, Value>,
+    /// The points, by id.
+    pub points: Option<Vec<Value>>,
+    /// Or the filter whose points to change.
+    pub filter: Option<Value>,
+    /// Not supported (a nested path).
+    pub key: Option<Value>,
+    /// Not supported.
+    pub shard_key: Option<Value>,
+}
+
+/// `POST /collections/{name}/points/payload/delete`: Qdrant's `DeletePayload`.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct DeletePayload {
+    /// The keys to remove.
+    pub keys: Vec<String>,
+    /// The points, by id.
+    pub points: Option<Vec<Value>>,
+    /// Or the filter whose points to change.
+    pub filter: Option<Value>,
+    /// Not supported.
+    pub shard_key: Option<Value>,
+}
+
 /// `PUT /collections/{name}/index`: Qdrant's `CreateFieldIndex`.
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]

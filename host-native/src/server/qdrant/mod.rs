@@ -69,9 +69,6 @@ const UNSUPPORTED: &[(&str, &[&str])] = &[
     ("/collections/{name}/index/{field}", &["DELETE"]),
     ("/collections/{name}/points/vectors", &["PUT"]),
     ("/collections/{name}/points/vectors/delete", &["POST"]),
-    ("/collections/{name}/points/payload", &["POST", "PUT"]),
-    ("/collections/{name}/points/payload/delete", &["POST"]),
-    ("/collections/{name}/points/payload/clear", &["POST"]),
     ("/collections/{name}/points/batch", &["POST"]),
     ("/collections/{name}/points/search/batch", &["POST"]),
     ("/collections/{name}/points/search/groups", &["POST"]),
@@ -125,7 +122,10 @@ pub fn routes() -> Router<Arc<AppState>> {
         .route("/collections/{name}/points/search", post(search))
         .route("/collections/{name}/points/count", post(count))
         .route("/collections/{name}/points/scroll", post(scroll))
-        .route("/collections/{name}/points/delete", post(delete_points));
+        .route("/collections/{name}/points/delete", post(delete_points))
+        .route("/collections/{name}/points/payload", post(set_payload).put(overwrite_payload))
+        .route("/collections/{name}/points/payload/delete", post(delete_payload))
+        .route("/collections/{name}/points/payload/clear", post(clear_payload));
     for &(path, methods) in UNSUPPORTED {
         let mut route = axum::routing::MethodRouter::new();
         for m in methods {
@@ -692,6 +692,75 @@ async fn delete_points(State(app): Shared, Path(name): Path<String>, body: Body)
             _ => return Err(ApiError::bad_request("give `points` (ids) or a non-empty filter object")),
         };
         store.delete(ids.as_deref(), body.filter.as_ref())?;
+        Ok(update_result())
+    })
+    .await
+}
+
+/// The points a payload change applies to: ids (each must exist) or a non-empty filter.
+fn selector(points: &Option<Vec<Value>>, filter: &Option<Value>) -> Result<Option<Vec<u64>>, ApiError> {
+    match (points, filter) {
+        (Some(p), None) => Ok(Some(ids_of(p, "points")?)),
+        (None, Some(Value::Object(f))) if !f.is_empty() => Ok(None),
+        _ => Err(ApiError::bad_request("give `points` (ids) or a non-empty filter object")),
+    }
+}
+
+/// `POST /collections/{name}/points/payload`: sets the given keys of the points' payloads
+/// (the other keys stay).
+async fn set_payload(State(app): Shared, Path(name): Path<String>, body: Body) -> Response {
+    on_json(app, name, body, |store, body: bodies::SetPayload| {
+        refuse_shard_key(&body.shard_key)?;
+        refuse("key", &body.key, "payloads are flat: set top-level keys")?;
+        let ids = selector(&body.points, &body.filter)?;
+        store.edit_payloads(ids.as_deref(), body.filter.as_ref(), |old| {
+            let mut doc = match old {
+                Value::Object(m) => m,
+                _ => Map::new(),
+            };
+            doc.extend(body.payload.clone());
+            Value::Object(doc)
+        })?;
+        Ok(update_result())
+    })
+    .await
+}
+
+/// `PUT /collections/{name}/points/payload`: replaces the points' payloads.
+async fn overwrite_payload(State(app): Shared, Path(name): Path<String>, body: Body) -> Response {
+    on_json(app, name, body, |store, body: bodies::SetPayload| {
+        refuse_shard_key(&body.shard_key)?;
+        refuse("key", &body.key, "payloads are flat: give the whole payload")?;
+        let ids = selector(&body.points, &body.filter)?;
+        store.edit_payloads(ids.as_deref(), body.filter.as_ref(), |_| Value::Object(body.payload.clone()))?;
+        Ok(update_result())
+    })
+    .await
+}
+
+/// `POST /collections/{name}/points/payload/delete`: removes keys from the points' payloads.
+async fn delete_payload(State(app): Shared, Path(name): Path<String>, body: Body) -> Response {
+    on_json(app, name, body, |store, body: bodies::DeletePayload| {
+        refuse_shard_key(&body.shard_key)?;
+        let ids = selector(&body.points, &body.filter)?;
+        store.edit_payloads(ids.as_deref(), body.filter.as_ref(), |old| match old {
+            Value::Object(mut m) => {
+                m.retain(|k, _| !body.keys.contains(k));
+                Value::Object(m)
+            }
+            other => other,
+        })?;
+        Ok(update_result())
+    })
+    .await
+}
+
+/// `POST /collections/{name}/points/payload/clear`: removes the points' payloads.
+async fn clear_payload(State(app): Shared, Path(name): Path<String>, body: Body) -> Response {
+    on_json(app, name, body, |store, body: bodies::Delete| {
+        refuse_shard_key(&body.shard_key)?;
+        let ids = selector(&body.points, &body.filter)?;
+        store.edit_payloads(ids.as_deref(), body.filter.as_ref(), |_| Value::Null)?;
         Ok(update_result())
     })
     .await

@@ -434,7 +434,17 @@ impl Store {
             )));
         }
         self.wait_for_seal()?;
-        let mut wal = self.lock_wal()?;
+        let wal = self.lock_wal()?;
+        self.upsert_locked(wal, b, raw)
+    }
+
+    /// [`upsert`](Self::upsert) with the log's lock held (nothing else writes meanwhile).
+    fn upsert_locked(
+        self: &Arc<Self>,
+        mut wal: std::sync::MutexGuard<'_, WalWriter>,
+        b: &Batch<'_>,
+        raw: Option<&[u8]>,
+    ) -> Result<(), ApiError> {
         let extended = {
             let col = self.read();
             if b.dim != col.dim() {
@@ -469,6 +479,62 @@ impl Store {
         let unsealed = self.unsealed.fetch_add(b.ids.len() as u64, Ordering::Relaxed) + b.ids.len() as u64;
         self.maybe_seal(unsealed);
         Ok(())
+    }
+
+    /// Rewrites the payloads of points — those of `ids` (each must exist), or every point
+    /// passing `filter` — to `edit(old payload)`, keeping their vectors: an upsert of the same
+    /// points, logged and applied under the log's lock, so no other write comes between the
+    /// read and the write. Returns how many points changed.
+    pub fn edit_payloads(
+        self: &Arc<Self>,
+        ids: Option<&[u64]>,
+        filter: Option<&Value>,
+        edit: impl Fn(Value) -> Value,
+    ) -> Result<usize, ApiError> {
+        self.wait_for_seal()?;
+        let wal = self.lock_wal()?;
+        self.writable("payload change")?;
+        let batch = {
+            let col = self.read();
+            let ids = match (ids, filter) {
+                (Some(ids), _) => {
+                    if let Some(&missing) = ids.iter().find(|&&id| !col.contains(id)) {
+                        return Err(ApiError {
+                            status: axum::http::StatusCode::NOT_FOUND,
+                            code: "not_found",
+                            message: format!("Not found: No point with id {missing} found"),
+                        });
+                    }
+                    ids.to_vec()
+                }
+                (None, f) => col.matching_ids(f).map_err(ApiError::core)?,
+            };
+            if ids.len() > batch::MAX_POINTS {
+                // Logged as one batch, which replay takes at most this many points of.
+                return Err(ApiError::bad_request(format!(
+                    "{} points to change in one request; the limit is {}",
+                    ids.len(),
+                    batch::MAX_POINTS
+                )));
+            }
+            let mut vectors = Vec::with_capacity(ids.len() * col.dim());
+            let mut payloads = Vec::with_capacity(ids.len());
+            for &id in &ids {
+                vectors.extend_from_slice(col.vector(id).expect("a live point of a full collection has its vector"));
+                let new = edit(col.payload(id).unwrap_or(Value::Null));
+                payloads.push(if new.as_object().is_some_and(serde_json::Map::is_empty) { Value::Null } else { new });
+            }
+            if payloads.iter().all(Value::is_null) {
+                payloads.clear();
+            }
+            Batch { dim: col.dim(), ids: ids.into(), vectors: vectors.into(), payloads }
+        };
+        if batch.ids.is_empty() {
+            return Ok(0);
+        }
+        let n = batch.ids.len();
+        self.upsert_locked(wal, &batch, None)?;
+        Ok(n)
     }
 
     /// Deletes points by id, or every point passing `filter`; returns how many existed.
