@@ -118,6 +118,20 @@ def run(url):
     assert [p.id for p in res.points] == want
     assert res.points[0].payload == payload[want[0]] and len(res.points[0].vector) == dim, res.points[0]
 
+    # Batches: each answer as the single call's, in order; an error names its search.
+    batch = client.query_batch_points("shop", requests=[
+        m.QueryRequest(query=q, filter=flt, limit=5, with_payload=True),
+        m.QueryRequest(query=q, filter=anyf, limit=7)])
+    assert [[p.id for p in r.points] for r in batch] == [
+        [p.id for p in client.query_points("shop", query=q, query_filter=flt, limit=5).points], want]
+    status, res = http(url, "POST", "/collections/shop/points/search/batch",
+                       {"searches": [{"vector": q, "limit": 3}, {"vector": q, "limit": 2, "filter": flt.model_dump(
+                           exclude_none=True)}]})
+    assert status == 200 and [len(r) for r in res["result"]] == [3, 2], res
+    status, res = http(url, "POST", "/collections/shop/points/query/batch",
+                       {"searches": [{"query": q}, {"query": q, "using": "image"}]})
+    assert status == 400 and "searches[1]" in res["status"]["error"], res
+
     res = client.query_points("shop", query=q, limit=2, with_payload=False)
     assert all(p.payload is None and p.vector is None for p in res.points), res
 

@@ -118,6 +118,12 @@ impl ApiError {
         ApiError { status: StatusCode::BAD_REQUEST, code: "bad_request", message: message.into() }
     }
 
+    /// The same error, its message prefixed with where in the request it arose.
+    pub fn at(mut self, place: &str) -> ApiError {
+        self.message = format!("{place}: {}", self.message);
+        self
+    }
+
     /// 404: no such collection.
     pub fn not_found(name: &str) -> ApiError {
         ApiError {

@@ -188,6 +188,22 @@ pub struct SearchRequest {
     pub shard_key: Option<Value>,
 }
 
+/// `POST /collections/{name}/points/query/batch`: Qdrant's `QueryRequestBatch`.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct QueryBatch {
+    /// The queries, answered in order.
+    pub searches: Vec<QueryRequest>,
+}
+
+/// `POST /collections/{name}/points/search/batch`: Qdrant's `SearchRequestBatch`.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SearchBatch {
+    /// The searches, answered in order.
+    pub searches: Vec<SearchRequest>,
+}
+
 /// `POST /collections/{name}/points/scroll`: Qdrant's `ScrollRequest`.
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]

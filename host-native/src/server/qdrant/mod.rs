@@ -70,11 +70,9 @@ const UNSUPPORTED: &[(&str, &[&str])] = &[
     ("/collections/{name}/points/vectors", &["PUT"]),
     ("/collections/{name}/points/vectors/delete", &["POST"]),
     ("/collections/{name}/points/batch", &["POST"]),
-    ("/collections/{name}/points/search/batch", &["POST"]),
     ("/collections/{name}/points/search/groups", &["POST"]),
     ("/collections/{name}/points/search/matrix/pairs", &["POST"]),
     ("/collections/{name}/points/search/matrix/offsets", &["POST"]),
-    ("/collections/{name}/points/query/batch", &["POST"]),
     ("/collections/{name}/points/query/groups", &["POST"]),
     ("/collections/{name}/points/recommend", &["POST"]),
     ("/collections/{name}/points/recommend/batch", &["POST"]),
@@ -119,6 +117,8 @@ pub fn routes() -> Router<Arc<AppState>> {
         .route("/collections/{name}/points", put(upsert).post(retrieve))
         .route("/collections/{name}/points/{id}", get(retrieve_one))
         .route("/collections/{name}/points/query", post(query))
+        .route("/collections/{name}/points/query/batch", post(query_batch))
+        .route("/collections/{name}/points/search/batch", post(search_batch))
         .route("/collections/{name}/points/search", post(search))
         .route("/collections/{name}/points/count", post(count))
         .route("/collections/{name}/points/scroll", post(scroll))
@@ -580,65 +580,93 @@ fn run_search(store: &Store, vector: Vec<f32>, opts: SearchOpts) -> Result<Vec<V
 /// `POST /collections/{name}/points/query`: `{"query": [...] | {"nearest": [...]}, "using": "",
 /// "filter", "limit", "offset", "with_payload", "with_vector", "params", "score_threshold"}`.
 async fn query(State(app): Shared, Path(name): Path<String>, body: Body) -> Response {
-    on_json(app, name, body, |store, body: bodies::QueryRequest| {
-        refuse_shard_key(&body.shard_key)?;
-        refuse("prefetch", &body.prefetch, "prefetch and fusion are not supported yet")?;
-        refuse("lookup_from", &body.lookup_from, "vectors come from the query itself")?;
-        if let Some(name) = body.using.as_deref().filter(|n| !n.is_empty()) {
-            return Err(ApiError::bad_request(format!(
-                "using: no vector named {name:?} (named vectors are not supported: the one vector is \"\")"
-            )));
+    on_json(app, name, body, |store, body: bodies::QueryRequest| Ok(json!({"points": run_query(&store, body)?}))).await
+}
+
+/// `POST /collections/{name}/points/query/batch`: `{"searches": [QueryRequest, ...]}`, a
+/// `{"points"}` per search, in order.
+async fn query_batch(State(app): Shared, Path(name): Path<String>, body: Body) -> Response {
+    on_json(app, name, body, |store, body: bodies::QueryBatch| {
+        let mut out = Vec::with_capacity(body.searches.len());
+        for (i, q) in body.searches.into_iter().enumerate() {
+            out.push(json!({"points": run_query(&store, q).map_err(|e| e.at(&format!("searches[{i}]")))?}));
         }
-        let q = match &body.query {
-            Some(Value::Object(o)) if o.len() == 1 && o.contains_key("nearest") => &o["nearest"],
-            Some(Value::Object(o)) => {
-                let kind = o.keys().next().map_or("{}", String::as_str);
-                return Err(ApiError::bad_request(format!(
-                    "query.{kind}: not supported by Shoal (a query is a vector or {{\"nearest\": vector}})"
-                )));
-            }
-            Some(q @ Value::Array(_)) => q,
-            Some(Value::Number(_) | Value::String(_)) => {
-                return Err(ApiError::bad_request(
-                    "query: a point id is not supported by Shoal (give the query vector)",
-                ));
-            }
-            _ => return Err(ApiError::bad_request("query: missing (give the query vector)")),
-        };
-        let mut vector = Vec::new();
-        vector_of(q, "query", &mut vector)?;
-        let opts = SearchOpts {
-            filter: body.filter,
-            params: body.params,
-            limit: body.limit,
-            offset: body.offset,
-            with_payload: body.with_payload,
-            with_vector: body.with_vector,
-            score_threshold: body.score_threshold,
-        };
-        Ok(json!({"points": run_search(&store, vector, opts)?}))
+        Ok(Value::Array(out))
     })
     .await
 }
 
+/// The results of one `QueryRequest`.
+fn run_query(store: &Store, body: bodies::QueryRequest) -> Result<Vec<Value>, ApiError> {
+    refuse_shard_key(&body.shard_key)?;
+    refuse("prefetch", &body.prefetch, "prefetch and fusion are not supported yet")?;
+    refuse("lookup_from", &body.lookup_from, "vectors come from the query itself")?;
+    if let Some(name) = body.using.as_deref().filter(|n| !n.is_empty()) {
+        return Err(ApiError::bad_request(format!(
+            "using: no vector named {name:?} (named vectors are not supported: the one vector is \"\")"
+        )));
+    }
+    let q = match &body.query {
+        Some(Value::Object(o)) if o.len() == 1 && o.contains_key("nearest") => &o["nearest"],
+        Some(Value::Object(o)) => {
+            let kind = o.keys().next().map_or("{}", String::as_str);
+            return Err(ApiError::bad_request(format!(
+                "query.{kind}: not supported by Shoal (a query is a vector or {{\"nearest\": vector}})"
+            )));
+        }
+        Some(q @ Value::Array(_)) => q,
+        Some(Value::Number(_) | Value::String(_)) => {
+            return Err(ApiError::bad_request("query: a point id is not supported by Shoal (give the query vector)"));
+        }
+        _ => return Err(ApiError::bad_request("query: missing (give the query vector)")),
+    };
+    let mut vector = Vec::new();
+    vector_of(q, "query", &mut vector)?;
+    let opts = SearchOpts {
+        filter: body.filter,
+        params: body.params,
+        limit: body.limit,
+        offset: body.offset,
+        with_payload: body.with_payload,
+        with_vector: body.with_vector,
+        score_threshold: body.score_threshold,
+    };
+    run_search(store, vector, opts)
+}
+
 /// `POST /collections/{name}/points/search` (Qdrant's older search call).
 async fn search(State(app): Shared, Path(name): Path<String>, body: Body) -> Response {
-    on_json(app, name, body, |store, body: bodies::SearchRequest| {
-        refuse_shard_key(&body.shard_key)?;
-        let mut vector = Vec::new();
-        vector_of(&body.vector, "vector", &mut vector)?;
-        let opts = SearchOpts {
-            filter: body.filter,
-            params: body.params,
-            limit: body.limit,
-            offset: body.offset,
-            with_payload: body.with_payload,
-            with_vector: body.with_vector,
-            score_threshold: body.score_threshold,
-        };
-        Ok(Value::Array(run_search(&store, vector, opts)?))
+    on_json(app, name, body, |store, body: bodies::SearchRequest| Ok(Value::Array(run_old_search(&store, body)?))).await
+}
+
+/// `POST /collections/{name}/points/search/batch`: `{"searches": [SearchRequest, ...]}`, a
+/// list of results per search, in order.
+async fn search_batch(State(app): Shared, Path(name): Path<String>, body: Body) -> Response {
+    on_json(app, name, body, |store, body: bodies::SearchBatch| {
+        let mut out = Vec::with_capacity(body.searches.len());
+        for (i, q) in body.searches.into_iter().enumerate() {
+            out.push(Value::Array(run_old_search(&store, q).map_err(|e| e.at(&format!("searches[{i}]")))?));
+        }
+        Ok(Value::Array(out))
     })
     .await
+}
+
+/// The results of one (older) `SearchRequest`.
+fn run_old_search(store: &Store, body: bodies::SearchRequest) -> Result<Vec<Value>, ApiError> {
+    refuse_shard_key(&body.shard_key)?;
+    let mut vector = Vec::new();
+    vector_of(&body.vector, "vector", &mut vector)?;
+    let opts = SearchOpts {
+        filter: body.filter,
+        params: body.params,
+        limit: body.limit,
+        offset: body.offset,
+        with_payload: body.with_payload,
+        with_vector: body.with_vector,
+        score_threshold: body.score_threshold,
+    };
+    run_search(store, vector, opts)
 }
 
 /// `POST /collections/{name}/points/count`: `{"filter", "exact"}`.
