@@ -263,6 +263,10 @@ pub fn valid_name(name: &str) -> bool {
 }
 
 fn check_name(name: &str) -> Result<(), ApiError> {
+    if name == "aliases" {
+        // `/collections/aliases` is Qdrant's alias route, not a collection's.
+        return Err(ApiError::bad_request("collection name \"aliases\": reserved (Qdrant's /collections/aliases)"));
+    }
     if valid_name(name) {
         Ok(())
     } else {
@@ -458,6 +462,13 @@ pub fn router(app: Arc<AppState>, max_body: usize) -> Router {
         .merge(qdrant::routes())
         .fallback(|| async {
             ApiError { status: StatusCode::NOT_FOUND, code: "no_route", message: "no such route".into() }
+        })
+        .method_not_allowed_fallback(|method: axum::http::Method, uri: axum::http::Uri| async move {
+            ApiError {
+                status: StatusCode::METHOD_NOT_ALLOWED,
+                code: "method_not_allowed",
+                message: format!("{method} {}: this route takes other methods", uri.path()),
+            }
         })
         .layer(axum::middleware::from_fn_with_state(Arc::clone(&app), guard))
         .layer(DefaultBodyLimit::max(max_body))

@@ -96,6 +96,9 @@ pub struct VectorParams {
     pub distance: String,
     /// Full vectors memory-mapped from the segment files (default) or read into RAM.
     pub on_disk: Option<bool>,
+    /// Qdrant's newer placement: `cold` and `cached` map the vectors (as `on_disk: true`),
+    /// `pinned` reads them into RAM.
+    pub memory: Option<String>,
     /// Tuning only.
     #[allow(dead_code)] // accepted: no effect (docs/qdrant-compat.md)
     pub hnsw_config: Option<Value>,

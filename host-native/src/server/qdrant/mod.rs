@@ -79,7 +79,18 @@ const UNSUPPORTED: &[(&str, &[&str])] = &[
     ("/collections/{name}/points/recommend/groups", &["POST"]),
     ("/collections/{name}/points/discover", &["POST"]),
     ("/collections/{name}/points/discover/batch", &["POST"]),
-    ("/collections/{name}/points/facet", &["POST"]),
+    ("/collections/{name}/facet", &["POST"]),
+    ("/collections/{name}/optimizations", &["GET"]),
+    ("/collections/{name}/vectors/{vector}", &["PUT", "DELETE"]),
+    ("/collections/{name}/shards/{shard}/snapshot", &["GET"]),
+    ("/collections/{name}/shards/{shard}/snapshots", &["GET", "POST"]),
+    ("/collections/{name}/shards/{shard}/snapshots/upload", &["POST"]),
+    ("/collections/{name}/shards/{shard}/snapshots/recover", &["PUT"]),
+    ("/collections/{name}/shards/{shard}/snapshots/{snapshot}", &["GET", "DELETE"]),
+    ("/cluster/telemetry", &["GET"]),
+    ("/cluster/recover", &["POST"]),
+    ("/cluster/peer/{peer}", &["DELETE"]),
+    ("/quotas", &["GET", "PUT"]),
     ("/collections/{name}/snapshots", &["GET", "POST"]),
     ("/collections/{name}/snapshots/upload", &["POST"]),
     ("/collections/{name}/snapshots/recover", &["PUT"]),
@@ -87,7 +98,7 @@ const UNSUPPORTED: &[(&str, &[&str])] = &[
     ("/snapshots", &["GET", "POST"]),
     ("/snapshots/{snapshot}", &["GET", "DELETE"]),
     ("/collections/{name}/cluster", &["GET", "POST"]),
-    ("/collections/{name}/shards", &["PUT"]),
+    ("/collections/{name}/shards", &["GET", "PUT"]),
     ("/collections/{name}/shards/delete", &["POST"]),
     ("/cluster", &["GET"]),
     ("/telemetry", &["GET"]),
@@ -219,7 +230,17 @@ fn create_meta(body: bodies::CreateCollection) -> Result<Meta, ApiError> {
                     )));
                 }
             };
-            (v.size, metric.to_string(), v.on_disk)
+            let on_disk = match v.memory.as_deref() {
+                None => v.on_disk,
+                Some("cold" | "cached") => Some(true),
+                Some("pinned") => Some(false),
+                Some(other) => {
+                    return Err(ApiError::bad_request(format!(
+                        "vectors.memory {other:?}: expected cold, cached or pinned"
+                    )));
+                }
+            };
+            (v.size, metric.to_string(), on_disk)
         }
         None => {
             let dim = body.dim.ok_or_else(|| {
@@ -319,7 +340,7 @@ async fn create_index(State(app): Shared, Path(name): Path<String>, body: Body) 
                     Some(Value::String(t)) => t,
                     _ => return Err(ApiError::bad_request("field_schema.type: expected a type name")),
                 };
-                if let Some(option) = o.keys().next() {
+                if let Some(option) = o.iter().find(|(_, v)| !v.is_null()).map(|(k, _)| k) {
                     return Err(ApiError::bad_request(format!(
                         "field_schema.{option}: not supported by Shoal (index options do not apply; give the type alone)"
                     )));

@@ -123,6 +123,9 @@ impl std::fmt::Debug for Store {
 /// The manifest's file name in a collection folder.
 const MANIFEST: &str = "manifest.json";
 
+/// The most a payload change may rewrite at once (ids and vectors of its points).
+const MAX_PAYLOAD_EDIT_BYTES: usize = 256 << 20;
+
 /// A segment file of the single-segment layout of earlier versions (`segment-G.shoal`).
 fn legacy_segment_generation(name: &str) -> Option<u64> {
     name.strip_prefix("segment-")?.strip_suffix(".shoal")?.parse().ok()
@@ -509,12 +512,16 @@ impl Store {
                 }
                 (None, f) => col.matching_ids(f).map_err(ApiError::core)?,
             };
-            if ids.len() > batch::MAX_POINTS {
-                // Logged as one batch, which replay takes at most this many points of.
+            // Logged as one batch of the points with their vectors: as many as replay takes,
+            // and a bounded copy of vectors built under the log's lock.
+            let bytes = ids.len().saturating_mul(8 + 4 * col.dim());
+            if ids.len() > batch::MAX_POINTS || bytes > MAX_PAYLOAD_EDIT_BYTES {
                 return Err(ApiError::bad_request(format!(
-                    "{} points to change in one request; the limit is {}",
+                    "{} points to change in one request: a payload change rewrites each point with its \
+                     vector, at most {} points or {} MiB of them here; narrow the filter or change fewer ids",
                     ids.len(),
-                    batch::MAX_POINTS
+                    batch::MAX_POINTS,
+                    MAX_PAYLOAD_EDIT_BYTES >> 20
                 )));
             }
             let mut vectors = Vec::with_capacity(ids.len() * col.dim());
