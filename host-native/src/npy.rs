@@ -32,6 +32,12 @@ const MAGIC: &[u8; 6] = b"\x93NUMPY";
 ///
 /// The error is a sentence for the user (the caller adds the file name).
 pub fn parse_header(file: &[u8]) -> Result<NpyHeader, String> {
+    parse_header_of(file, &["<f4"]).map(|(h, _)| h)
+}
+
+/// [`parse_header`] for a 2-D array of one of `dtypes` (numpy's `descr` strings, e.g. `"<i4"`);
+/// returns the header and the array's dtype.
+pub fn parse_header_of(file: &[u8], dtypes: &[&'static str]) -> Result<(NpyHeader, &'static str), String> {
     if file.len() < 8 || &file[..6] != MAGIC {
         return Err("not an .npy file (missing the \\x93NUMPY magic)".into());
     }
@@ -68,7 +74,7 @@ pub fn parse_header(file: &[u8]) -> Result<NpyHeader, String> {
         std::str::from_utf8(text).expect("ASCII is UTF-8")
     };
     let dict = Parser { s: text.as_bytes(), at: 0 }.dict()?;
-    check(&dict, data_offset)
+    check(&dict, data_offset, dtypes)
 }
 
 /// A value of the header dict.
@@ -80,24 +86,30 @@ enum Value {
     Tuple(Vec<u64>),
 }
 
-fn check(dict: &[(String, Value)], data_offset: usize) -> Result<NpyHeader, String> {
+fn check(
+    dict: &[(String, Value)],
+    data_offset: usize,
+    dtypes: &[&'static str],
+) -> Result<(NpyHeader, &'static str), String> {
     let get = |key: &str| dict.iter().find(|(k, _)| k == key).map(|(_, v)| v);
     if let Some((k, _)) = dict.iter().find(|(k, _)| !matches!(k.as_str(), "descr" | "fortran_order" | "shape")) {
         return Err(format!("unexpected key '{k}' in the .npy header"));
     }
-    match get("descr") {
-        Some(Value::Str(d)) if d == "<f4" => {}
-        Some(Value::Str(d)) => {
-            return Err(format!(
-                "unsupported dtype '{d}': only little-endian float32 ('<f4') is supported \
-                 (convert with numpy: a.astype('<f4'))"
-            ));
+    let wanted = || {
+        if dtypes == ["<f4"] {
+            "only little-endian float32 ('<f4') is supported (convert with numpy: a.astype('<f4'))".to_string()
+        } else {
+            format!("expected one of {}", dtypes.iter().map(|d| format!("'{d}'")).collect::<Vec<_>>().join(", "))
         }
-        Some(_) => {
-            return Err("unsupported dtype: only little-endian float32 ('<f4') is supported".into());
-        }
+    };
+    let dtype = match get("descr") {
+        Some(Value::Str(d)) => match dtypes.iter().find(|&&t| t == d) {
+            Some(&t) => t,
+            None => return Err(format!("unsupported dtype '{d}': {}", wanted())),
+        },
+        Some(_) => return Err(format!("unsupported dtype: {}", wanted())),
         None => return Err("the .npy header has no 'descr'".into()),
-    }
+    };
     match get("fortran_order") {
         Some(Value::Bool(false)) => {}
         Some(Value::Bool(true)) => {
@@ -120,7 +132,7 @@ fn check(dict: &[(String, Value)], data_offset: usize) -> Result<NpyHeader, Stri
     let (Ok(rows), Ok(dim)) = (usize::try_from(rows), usize::try_from(dim)) else {
         return Err("the array shape does not fit in memory".into());
     };
-    Ok(NpyHeader { rows, dim, data_offset })
+    Ok((NpyHeader { rows, dim, data_offset }, dtype))
 }
 
 /// Recursive-descent parser for the Python literals numpy writes in headers.

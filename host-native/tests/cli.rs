@@ -716,3 +716,70 @@ fn codes_only_builds_with_and_without_a_vectors_file() {
     assert_eq!(o.status.code(), Some(2), "clap: --vectors-out requires --codes-only");
     assert!(!Path::new(bad).exists());
 }
+
+/// An .npy int64 or int32 matrix of ids (the exact neighbours file of `--truth`).
+fn npy_ids(rows: usize, cols: usize, ids: &[u64], wide: bool) -> Vec<u8> {
+    let descr = if wide { "<i8" } else { "<i4" };
+    let mut out =
+        npy_with_dict(1, &format!("{{'descr': '{descr}', 'fortran_order': False, 'shape': ({rows}, {cols}), }}"), &[]);
+    for &id in ids {
+        if wide {
+            out.extend_from_slice(&(id as i64).to_le_bytes());
+        } else {
+            out.extend_from_slice(&(id as i32).to_le_bytes());
+        }
+    }
+    out
+}
+
+/// `shoal search --queries FILE --truth FILE`: a summary line with QPS and latency, and recall
+/// against the given neighbours — 1.0 for the core's own exact answers, lower when they are
+/// wrong; bad truth files are typed errors.
+#[test]
+fn batch_queries_report_qps_and_recall() {
+    let dir = TempDir::new("cli", "batch");
+    let (seg, data) = build_npy(&dir, "l2");
+    let col = in_process(ROWS, DIM, "l2", 0, &data);
+    let nq = 20;
+    let queries = vectors(nq, DIM, 77);
+    let qfile = dir.path("q.npy");
+    write(&qfile, &npy(1, nq, DIM, &queries));
+    let mut truth = Vec::new();
+    for q in queries.chunks_exact(DIM) {
+        let mut r = SearchRequest::nearest(q.to_vec(), 12);
+        r.params.exact = true;
+        truth.extend(col.search(&r).unwrap().points.iter().map(|p| p.id));
+    }
+    let (seg, qs) = (seg.to_str().unwrap(), qfile.to_str().unwrap());
+    for wide in [false, true] {
+        let t = dir.path(&format!("gt-{wide}.npy"));
+        write(&t, &npy_ids(nq, 12, &truth, wide));
+        let line = ok(shoal(&["search", "--segment", seg, "--queries", qs, "--truth", t.to_str().unwrap(), "--exact"]));
+        assert!(line.starts_with("20 queries, top 10: ") && line.contains(" QPS ") && line.contains("p99"), "{line}");
+        assert!(line.trim_end().ends_with("recall@10 1.0000"), "{line}");
+    }
+    // Wrong neighbours: recall drops (each row's answers shifted to the next query's).
+    let mut shifted = truth[12..].to_vec();
+    shifted.extend_from_slice(&truth[..12]);
+    let t = dir.path("gt-wrong.npy");
+    write(&t, &npy_ids(nq, 12, &shifted, true));
+    let line = ok(shoal(&["search", "--segment", seg, "--queries", qs, "--truth", t.to_str().unwrap(), "--exact"]));
+    assert!(!line.trim_end().ends_with("recall@10 1.0000"), "{line}");
+    // Bad truth files and flags.
+    let short = dir.path("gt-short.npy");
+    write(&short, &npy_ids(nq - 1, 12, &truth[..(nq - 1) * 12], true));
+    fails(shoal(&["search", "--segment", seg, "--queries", qs, "--truth", short.to_str().unwrap()]), "a row per query");
+    let narrow = dir.path("gt-narrow.npy");
+    write(&narrow, &npy_ids(nq, 5, &truth[..nq * 5], true));
+    fails(shoal(&["search", "--segment", seg, "--queries", qs, "--truth", narrow.to_str().unwrap()]), "at least 10");
+    let floats = dir.path("gt-f4.npy");
+    write(&floats, &npy(1, nq, DIM, &queries));
+    fails(shoal(&["search", "--segment", seg, "--queries", qs, "--truth", floats.to_str().unwrap()]), "'<f4'");
+    fails(shoal(&["search", "--segment", seg, "--queries", qs, "--json"]), "summary");
+    let wrong_dim = dir.path("q5.npy");
+    write(&wrong_dim, &npy(1, 3, 5, &vectors(3, 5, 1)));
+    fails(
+        shoal(&["search", "--segment", seg, "--queries", wrong_dim.to_str().unwrap()]),
+        "5-d queries for a 17-d segment",
+    );
+}

@@ -7,8 +7,9 @@ use std::time::Instant;
 use shoal_core::{Collection, MAX_LIMIT, SearchRequest, SearchResponse};
 
 use super::{ms, print};
-use crate::HostError;
+use crate::input::VectorFile;
 use crate::storage::open_collection;
+use crate::{HostError, npy};
 
 /// Arguments of `shoal search`.
 #[derive(Debug, clap::Args)]
@@ -44,6 +45,10 @@ pub struct SearchArgs {
     /// Print each result's payload.
     #[arg(long)]
     pub with_payload: bool,
+    /// With --queries: the exact neighbours' ids, an .npy int32 or int64 matrix with a row per
+    /// query and at least K columns (e.g. `gt.npy` of `bench/datasets.py`).
+    #[arg(long, value_name = "FILE", requires = "queries")]
+    pub truth: Option<PathBuf>,
 }
 
 /// The query of `shoal search`: one of these.
@@ -62,6 +67,11 @@ pub struct QueryArgs {
     /// Like --query-id, with the id of WORD's line in --labels (comma-separated for several).
     #[arg(long, value_name = "WORD", requires = "labels", value_delimiter = ',')]
     pub words: Option<Vec<String>>,
+    /// A batch of query vectors (.npy, .fvecs, or raw f32 of the segment's dimension): prints
+    /// the queries per second (one query at a time, median of 3 timed passes after a warm-up)
+    /// and latency percentiles instead of results; with --truth, recall@K too.
+    #[arg(long, value_name = "FILE")]
+    pub queries: Option<PathBuf>,
 }
 
 /// One search to run.
@@ -75,9 +85,15 @@ struct Query {
 
 /// Runs `shoal search`.
 pub fn run(args: &SearchArgs) -> Result<(), HostError> {
+    if args.query.queries.is_some() && (args.json || args.with_payload || args.labels.is_some()) {
+        return Err(HostError::Usage("--queries prints a summary: not with --json, --with-payload or --labels".into()));
+    }
     let t = Instant::now();
     let col = open_collection(&args.segment)?;
     let open_time = t.elapsed();
+    if let Some(path) = &args.query.queries {
+        return batch(args, &col, path);
+    }
     let labels_text = match &args.labels {
         Some(path) => Some(std::fs::read_to_string(path).map_err(|e| HostError::io(path, "read labels", e))?),
         None => None,
@@ -191,8 +207,108 @@ fn base_queries(args: &SearchArgs, col: &Collection, labels: Option<&[&str]>) ->
             })
             .collect()
     } else {
-        unreachable!("clap requires one of --vector, --query-id, --request, --words")
+        unreachable!("clap requires one of --vector, --query-id, --request, --words, --queries")
     }
+}
+
+/// `--queries FILE [--truth FILE]`: every query of the file, timed, and recall against the
+/// exact neighbours when given.
+fn batch(args: &SearchArgs, col: &Collection, path: &Path) -> Result<(), HostError> {
+    // Raw f32 has no dimension of its own: the segment's.
+    let raw = crate::input::InputFormat::from_path(path) == Some(crate::input::InputFormat::F32);
+    let file = VectorFile::open(path, None, raw.then_some(col.dim()))?;
+    if file.dim() != col.dim() {
+        return Err(HostError::input(path, format!("{}-d queries for a {}-d segment", file.dim(), col.dim())));
+    }
+    let k = args.limit.unwrap_or(10);
+    let truth = match &args.truth {
+        Some(t) => Some(read_truth(t, file.rows(), k)?),
+        None => None,
+    };
+    let mut vectors = vec![0f32; file.rows() * file.dim()];
+    file.read_rows(0, &mut vectors)?;
+    let filter: Option<serde_json::Value> = match &args.filter {
+        Some(f) => {
+            Some(serde_json::from_str(f).map_err(|e| HostError::Usage(format!("--filter is not valid JSON: {e}")))?)
+        }
+        None => None,
+    };
+    let mut requests = Vec::with_capacity(file.rows());
+    for v in vectors.chunks_exact(file.dim()) {
+        let mut request = SearchRequest::nearest(v.to_vec(), k);
+        request.filter = filter.clone();
+        request.params.exact = args.exact;
+        request.params.nprobe = args.nprobe;
+        request.params.rerank = args.rerank;
+        request.check()?;
+        requests.push(request);
+    }
+    // A warm-up pass (its results give the recall), then three timed passes.
+    let mut out = Vec::new();
+    let mut hits = 0usize;
+    for (i, r) in requests.iter().enumerate() {
+        col.search_into(r, &mut out)?;
+        if let Some((ids, width)) = &truth {
+            let want = &ids[i * width..i * width + k];
+            hits += out.iter().filter(|p| want.contains(&p.id)).count();
+        }
+    }
+    let mut passes = Vec::new();
+    let mut latencies = Vec::with_capacity(requests.len());
+    for pass in 0..3 {
+        let t = Instant::now();
+        for r in &requests {
+            let q = Instant::now();
+            col.search_into(r, &mut out)?;
+            if pass == 2 {
+                latencies.push(q.elapsed().as_secs_f64());
+            }
+        }
+        passes.push(t.elapsed().as_secs_f64());
+    }
+    passes.sort_by(f64::total_cmp);
+    latencies.sort_by(f64::total_cmp);
+    let pct = |p: f64| 1e3 * latencies[((latencies.len() - 1) as f64 * p).round() as usize];
+    let mut line = format!(
+        "{} queries, top {k}: {:.0} QPS (one at a time, median of 3 passes), p50 {:.3} ms, p99 {:.3} ms",
+        requests.len(),
+        requests.len() as f64 / passes[1],
+        pct(0.50),
+        pct(0.99)
+    );
+    if truth.is_some() {
+        let _ = write!(line, "; recall@{k} {:.4}", hits as f64 / (k * requests.len()) as f64);
+    }
+    print(&format!("{line}\n"))
+}
+
+/// The exact neighbours of `--truth`: `(ids row-major, ids per row)`, checked to have a row per
+/// query and at least `k` columns.
+fn read_truth(path: &Path, queries: usize, k: usize) -> Result<(Vec<u64>, usize), HostError> {
+    let bytes = std::fs::read(path).map_err(|e| HostError::io(path, "read", e))?;
+    let (h, dtype) = npy::parse_header_of(&bytes, &["<i4", "<i8"]).map_err(|e| HostError::input(path, e))?;
+    if h.rows != queries || h.dim < k {
+        return Err(HostError::input(
+            path,
+            format!("shape ({}, {}): expected a row per query ({queries}) and at least {k} columns", h.rows, h.dim),
+        ));
+    }
+    let width = if dtype == "<i4" { 4 } else { 8 };
+    let data = bytes
+        .get(h.data_offset..h.data_offset + h.rows * h.dim * width)
+        .ok_or_else(|| HostError::input(path, "truncated: shorter than its shape"))?;
+    let ids = data
+        .chunks_exact(width)
+        .map(|c| {
+            if width == 4 {
+                i32::from_le_bytes(c.try_into().unwrap()) as i64
+            } else {
+                i64::from_le_bytes(c.try_into().unwrap())
+            }
+        })
+        .map(|id| u64::try_from(id).map_err(|_| HostError::input(path, format!("a negative id ({id})"))))
+        .collect::<Result<Vec<u64>, HostError>>()?;
+    Ok((ids, h.dim))
 }
 
 /// Parses "0.1,0.2,..." (brackets and spaces allowed).
