@@ -118,10 +118,7 @@ fn prepare(
     meta.vector_type = if codes_only { VECTOR_TYPE_CODES_ONLY } else { VECTOR_TYPE_F32 };
     let ivf = match index {
         IndexKind::IvfRabitq(params) => {
-            let plan = match centroids {
-                Some(c) => shoal_index::ivf::plan_with_centroids(kernels, src, dim, params, c.to_vec()),
-                None => shoal_index::ivf::plan(kernels, src, dim, params),
-            };
+            let plan = shoal_index::ivf::plan(kernels, src, dim, params, centroids.map(<[f32]>::to_vec));
             Some((plan, params.seed))
         }
         IndexKind::Flat => None,

@@ -6,6 +6,7 @@ use crate::{
 
 /// The byte range `part` (a sub-slice of `base`, e.g. a section a reader returned) occupies
 /// in `base`: what a segment keeps to find a section again without holding a borrow.
+#[inline]
 pub fn range_of(base: &[u8], part: &[u8]) -> core::ops::Range<usize> {
     let start = part.as_ptr() as usize - base.as_ptr() as usize;
     debug_assert!(start + part.len() <= base.len(), "part lies in base");

@@ -73,27 +73,18 @@ pub struct IvfCodes<'a> {
     pub ex_factors: &'a mut [ExFactors],
 }
 
-/// Trains the centroids on `data` (`dim` floats per row, already normalised for cosine) and
-/// sorts its rows by partition. Reads the k-means sample once and every row once.
-pub fn plan(kernels: &Kernels, data: &dyn Rows, dim: usize, params: IvfParams) -> IvfPlan {
+/// Trains the centroids on `data` (`dim` floats per row, already normalised for cosine) — or
+/// takes the given ones (`dim` floats each, at least one: how a segment reusing another's
+/// centroids would be planned; `params.partitions` is then ignored, the rotation still comes
+/// from `params.seed`) — and sorts its rows by partition. Reads the k-means sample once and
+/// every row once.
+pub fn plan(kernels: &Kernels, data: &dyn Rows, dim: usize, params: IvfParams, centroids: Option<Vec<f32>>) -> IvfPlan {
     let n = data.len();
-    let nlist = params.partitions.unwrap_or_else(|| default_partitions(n)).clamp(1, n.max(1));
-    let centroids = KMeans::new(nlist, params.seed).train(kernels, data, dim);
-    plan_with_centroids(kernels, data, dim, params, centroids)
-}
-
-/// [`plan`] with the given centroids (`dim` floats each, at least one) instead of training
-/// them: how a segment reusing another's centroids would be planned (`params.partitions` is
-/// ignored; the rotation still comes from `params.seed`).
-pub fn plan_with_centroids(
-    kernels: &Kernels,
-    data: &dyn Rows,
-    dim: usize,
-    params: IvfParams,
-    centroids: Vec<f32>,
-) -> IvfPlan {
-    assert!(!centroids.is_empty() && centroids.len().is_multiple_of(dim), "whole centroids");
-    let n = data.len();
+    let centroids = centroids.unwrap_or_else(|| {
+        let nlist = params.partitions.unwrap_or_else(|| default_partitions(n)).clamp(1, n.max(1));
+        KMeans::new(nlist, params.seed).train(kernels, data, dim)
+    });
+    debug_assert!(!centroids.is_empty() && centroids.len().is_multiple_of(dim), "whole centroids");
     let nlist = centroids.len() / dim;
     // Assign and sort rows by partition (counting sort: stable, row order within a partition).
     let mut assign = vec![0u32; n];

@@ -17,7 +17,7 @@ use crate::{Candidate, Metric, TopK};
 
 mod build;
 pub mod sections;
-pub use build::{IvfCodes, IvfPlan, encode, plan, plan_with_centroids};
+pub use build::{IvfCodes, IvfPlan, encode, plan};
 pub use sections::IvfSections;
 
 /// Build settings.

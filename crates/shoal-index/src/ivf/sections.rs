@@ -96,12 +96,16 @@ pub fn write(
     layout: &Layout,
     file: &mut [u8],
 ) {
-    let copy = |file: &mut [u8], kind: u32, bytes: &[u8]| file[layout.range(kind)].copy_from_slice(bytes);
-    copy(file, KIND_IVF_CENTROIDS, bytemuck::cast_slice(&plan.centroids));
-    copy(file, KIND_IVF_ROT_CENTROIDS, bytemuck::cast_slice(&plan.rot_centroids));
-    copy(file, KIND_IVF_OFFSETS, bytemuck::cast_slice(&plan.offsets));
-    copy(file, KIND_RABITQ_ROTATION, bytemuck::cast_slice(plan.rotation.signs()));
-    copy(file, KIND_RABITQ_BLOCK_OFFSETS, bytemuck::cast_slice(&plan.block_offsets));
+    let small: [(u32, &[u8]); 5] = [
+        (KIND_IVF_CENTROIDS, bytemuck::cast_slice(&plan.centroids)),
+        (KIND_IVF_ROT_CENTROIDS, bytemuck::cast_slice(&plan.rot_centroids)),
+        (KIND_IVF_OFFSETS, bytemuck::cast_slice(&plan.offsets)),
+        (KIND_RABITQ_ROTATION, bytemuck::cast_slice(plan.rotation.signs())),
+        (KIND_RABITQ_BLOCK_OFFSETS, bytemuck::cast_slice(&plan.block_offsets)),
+    ];
+    for (kind, bytes) in small {
+        file[layout.range(kind)].copy_from_slice(bytes);
+    }
     // The code sections follow one another in this order: split the file between them.
     let mut kinds = vec![KIND_RABITQ_CODES, KIND_RABITQ_FACTORS];
     if plan.bits > 1 {
