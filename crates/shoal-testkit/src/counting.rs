@@ -1,4 +1,7 @@
 //! A global allocator that counts allocations, for the zero-allocation tests (native and wasm).
+//! Each thread counts its own: what a test measures is what its thread allocated, not what the
+//! test harness's other threads did meanwhile (libtest's main thread allocates while the first
+//! test runs, which made a count over every thread fail now and then).
 //!
 //! ```text
 //! #[global_allocator]
@@ -7,13 +10,21 @@
 //! ```
 
 use std::alloc::{GlobalAlloc, Layout, System};
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::cell::Cell;
 
-static ALLOCATIONS: AtomicUsize = AtomicUsize::new(0);
+std::thread_local! {
+    /// This thread's allocations and reallocations (const-initialised, no destructor: usable
+    /// from the allocator at any point of a thread's life).
+    static ALLOCATIONS: Cell<usize> = const { Cell::new(0) };
+}
 
-/// Allocations and reallocations counted so far (by every thread).
+/// Allocations and reallocations counted so far by the calling thread.
 pub fn allocations() -> usize {
-    ALLOCATIONS.load(Ordering::Relaxed)
+    ALLOCATIONS.with(Cell::get)
+}
+
+fn count() {
+    let _ = ALLOCATIONS.try_with(|c| c.set(c.get() + 1));
 }
 
 /// Forwards to the system allocator and counts `alloc` and `realloc` calls.
@@ -22,7 +33,7 @@ pub struct Counting;
 // SAFETY: forwards every call to the system allocator unchanged; only counts.
 unsafe impl GlobalAlloc for Counting {
     unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        ALLOCATIONS.fetch_add(1, Ordering::Relaxed);
+        count();
         // SAFETY: the caller upholds `GlobalAlloc::alloc`'s contract, passed on as is.
         unsafe { System.alloc(layout) }
     }
@@ -31,7 +42,7 @@ unsafe impl GlobalAlloc for Counting {
         unsafe { System.dealloc(ptr, layout) }
     }
     unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
-        ALLOCATIONS.fetch_add(1, Ordering::Relaxed);
+        count();
         // SAFETY: as in `alloc` and `dealloc`.
         unsafe { System.realloc(ptr, layout, new_size) }
     }
