@@ -783,3 +783,17 @@ fn batch_queries_report_qps_and_recall() {
         "5-d queries for a 17-d segment",
     );
 }
+
+/// `shoal search` checks its arguments before it reads any file: a bad --filter, --vector or
+/// --request is reported even when the segment does not exist.
+#[test]
+fn search_checks_arguments_before_reading_files() {
+    let dir = TempDir::new("cli", "args-first");
+    let missing = dir.path("missing.shoal");
+    let seg = missing.to_str().unwrap();
+    fails(shoal(&["search", "--segment", seg, "--vector", "1,2", "--filter", "{bad"]), "--filter is not valid JSON");
+    fails(shoal(&["search", "--segment", seg, "--vector", "1,x"]), "element 1 ('x')");
+    fails(shoal(&["search", "--segment", seg, "--request", r#"{"vector": [1], "limt": 3}"#]), "limt");
+    // With good arguments the missing file is what is reported.
+    fails(shoal(&["search", "--segment", seg, "--vector", "1,2"]), "missing.shoal");
+}

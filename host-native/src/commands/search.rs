@@ -88,18 +88,32 @@ pub fn run(args: &SearchArgs) -> Result<(), HostError> {
     if args.query.queries.is_some() && (args.json || args.with_payload || args.labels.is_some()) {
         return Err(HostError::Usage("--queries prints a summary: not with --json, --with-payload or --labels".into()));
     }
+    // The arguments are checked before any file is read.
+    let filter = match &args.filter {
+        Some(text) => Some(
+            serde_json::from_str::<serde_json::Value>(text)
+                .map_err(|e| HostError::Usage(format!("--filter is not valid JSON: {e}")))?,
+        ),
+        None => None,
+    };
+    if let Some(text) = &args.query.vector {
+        parse_vector(text)?;
+    }
+    if let Some(json) = &args.query.request {
+        SearchRequest::from_json(json)?;
+    }
     let t = Instant::now();
     let col = open_collection(&args.segment)?;
     let open_time = t.elapsed();
     if let Some(path) = &args.query.queries {
-        return batch(args, &col, path);
+        return batch(args, &col, path, filter);
     }
     let labels_text = match &args.labels {
         Some(path) => Some(std::fs::read_to_string(path).map_err(|e| HostError::io(path, "read labels", e))?),
         None => None,
     };
     let labels: Option<Vec<&str>> = labels_text.as_deref().map(|t| t.lines().collect());
-    let queries = queries(args, &col, labels.as_deref())?;
+    let queries = queries(args, &col, labels.as_deref(), filter)?;
     let mut out = String::new();
     for (i, q) in queries.iter().enumerate() {
         let t = Instant::now();
@@ -135,15 +149,13 @@ pub fn run(args: &SearchArgs) -> Result<(), HostError> {
 
 /// The searches the arguments ask for, with the index settings of `--exact`, `--nprobe` and
 /// `--rerank` applied.
-fn queries(args: &SearchArgs, col: &Collection, labels: Option<&[&str]>) -> Result<Vec<Query>, HostError> {
+fn queries(
+    args: &SearchArgs,
+    col: &Collection,
+    labels: Option<&[&str]>,
+    filter: Option<serde_json::Value>,
+) -> Result<Vec<Query>, HostError> {
     let mut out = base_queries(args, col, labels)?;
-    let filter = match &args.filter {
-        Some(text) => Some(
-            serde_json::from_str::<serde_json::Value>(text)
-                .map_err(|e| HostError::Usage(format!("--filter is not valid JSON: {e}")))?,
-        ),
-        None => None,
-    };
     for q in &mut out {
         if let Some(f) = &filter {
             if q.request.filter.is_some() {
@@ -213,7 +225,7 @@ fn base_queries(args: &SearchArgs, col: &Collection, labels: Option<&[&str]>) ->
 
 /// `--queries FILE [--truth FILE]`: every query of the file, timed, and recall against the
 /// exact neighbours when given.
-fn batch(args: &SearchArgs, col: &Collection, path: &Path) -> Result<(), HostError> {
+fn batch(args: &SearchArgs, col: &Collection, path: &Path, filter: Option<serde_json::Value>) -> Result<(), HostError> {
     // Raw f32 has no dimension of its own: the segment's.
     let raw = crate::input::InputFormat::from_path(path) == Some(crate::input::InputFormat::F32);
     let file = VectorFile::open(path, None, raw.then_some(col.dim()))?;
@@ -227,12 +239,6 @@ fn batch(args: &SearchArgs, col: &Collection, path: &Path) -> Result<(), HostErr
     };
     let mut vectors = vec![0f32; file.rows() * file.dim()];
     file.read_rows(0, &mut vectors)?;
-    let filter: Option<serde_json::Value> = match &args.filter {
-        Some(f) => {
-            Some(serde_json::from_str(f).map_err(|e| HostError::Usage(format!("--filter is not valid JSON: {e}")))?)
-        }
-        None => None,
-    };
     let mut requests = Vec::with_capacity(file.rows());
     for v in vectors.chunks_exact(file.dim()) {
         let mut request = SearchRequest::nearest(v.to_vec(), k);
