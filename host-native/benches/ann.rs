@@ -11,29 +11,12 @@
 //! searching several segments costs against one; `SHOAL_ANN_THREADS=2` gives the build and a
 //! query's segments two threads — by default everything runs on one).
 
-use std::path::Path;
 use std::time::Instant;
 
 use shoal_core::{Collection, CollectionConfig, IndexKind, IvfParams, Metric, SearchRequest};
 
 mod common;
-use common::{cache, load_vectors, pass_seconds, write_result};
-
-/// The int32 ground-truth matrix (`queries x k`) of a `.npy` file.
-fn load_gt(path: &Path, queries: usize, k: usize) -> Vec<u32> {
-    let bytes = std::fs::read(path).expect("read gt.npy");
-    assert_eq!(&bytes[..6], b"\x93NUMPY", "gt.npy is an npy file");
-    let header_len = if bytes[6] == 1 {
-        u16::from_le_bytes([bytes[8], bytes[9]]) as usize + 10
-    } else {
-        u32::from_le_bytes([bytes[8], bytes[9], bytes[10], bytes[11]]) as usize + 12
-    };
-    let header = String::from_utf8_lossy(&bytes[..header_len]);
-    assert!(header.contains("'<i4'") && header.contains("False"), "gt.npy must be C-order int32: {header}");
-    let data = &bytes[header_len..];
-    assert_eq!(data.len(), queries * k * 4, "gt.npy shape");
-    data.chunks_exact(4).map(|c| i32::from_le_bytes(c.try_into().unwrap()) as u32).collect()
-}
+use common::{cache, load_gt, load_vectors, pass_seconds, write_result};
 
 fn main() {
     let threads: usize = std::env::var("SHOAL_ANN_THREADS").ok().and_then(|t| t.parse().ok()).unwrap_or(1);

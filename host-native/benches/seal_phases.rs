@@ -25,17 +25,7 @@ use shoal_index::kmeans::KMeans;
 use shoal_index::{Flat, Rows};
 
 mod common;
-use common::{cache, load_vectors, median, pass_seconds};
-
-/// The exact top 100 (row numbers) of every query, from `gt.npy` (int32, `queries x 100`).
-fn load_gt(queries: usize) -> Vec<u32> {
-    let bytes = std::fs::read(cache().join("datasets/synthetic-1m-128/gt.npy")).expect("gt.npy");
-    let header = u16::from_le_bytes([bytes[8], bytes[9]]) as usize + 10;
-    assert_eq!(bytes[6], 1, "npy version 1");
-    let data = &bytes[header..];
-    assert_eq!(data.len(), queries * 100 * 4, "gt.npy: int32, queries x 100");
-    data.chunks_exact(4).map(|c| i32::from_le_bytes(c.try_into().unwrap()) as u32).collect()
-}
+use common::{cache, load_gt, load_vectors, median, pass_seconds};
 
 fn main() {
     rayon::ThreadPoolBuilder::new().num_threads(1).build_global().expect("the first use of rayon's pool");
@@ -109,7 +99,7 @@ fn main() {
                 .unwrap();
         let centroids = big.segment(0).unwrap().ivf().unwrap().1.centroids.to_vec();
         let big_ids = |id: u64| order[id as usize];
-        let gt = load_gt(nq);
+        let gt = load_gt(&cache().join("datasets/synthetic-1m-128/gt.npy"), nq, 100);
         let big_results: Vec<Vec<(f32, usize)>> = queries
             .chunks_exact(dim)
             .map(|q| {

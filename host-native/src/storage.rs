@@ -194,7 +194,7 @@ fn write_and_rename(tmp: &Path, path: &Path, bytes: &[u8]) -> Result<(), HostErr
     sync_parent_dir(path)
 }
 
-/// Why [`write_in_place`] failed: the build itself, or the file.
+/// Why [`build_file`] or [`write_in_place`] failed: the build itself, or the file.
 #[derive(Debug)]
 pub enum BuildError {
     /// The build refused its input.
@@ -203,18 +203,19 @@ pub enum BuildError {
     Host(HostError),
 }
 
-/// Builds a file in place, atomically: `build` gets an allocator that creates `path.tmp` (a
-/// stale one from an interrupted run is replaced) at the length asked for, mapped writable;
-/// the finished file is synced, renamed to `path` and the rename made durable. Returns the
-/// file's length. On failure — an error or a panic — the temporary file this call created is
-/// removed and `path` is untouched.
-pub fn write_in_place(
-    path: &Path,
-    build: impl FnOnce(
-        &mut dyn FnMut(usize) -> Result<SegmentFile, shoal_core::Error>,
-    ) -> Result<SegmentFile, shoal_core::Error>,
+/// What a build writes its file through: given the file's length, a new file of that length
+/// (zeros), mapped writable.
+pub type FileAlloc<'a> = dyn FnMut(usize) -> Result<SegmentFile, shoal_core::Error> + 'a;
+
+/// Builds the new file `tmp` in place: `build` gets an allocator that creates it (it must not
+/// exist) at the length asked for, mapped writable; the finished file is written back and
+/// synced. Returns its length; the caller then owns the file. On failure — an error or a
+/// panic — the file is removed if this call created it.
+pub fn build_file(
+    tmp: &Path,
+    build: impl FnOnce(&mut FileAlloc<'_>) -> Result<SegmentFile, shoal_core::Error>,
 ) -> Result<usize, BuildError> {
-    /// Removes the temporary file when dropped armed (created, not yet renamed).
+    /// Removes the file when dropped armed (created, not yet handed over).
     struct Cleanup<'a> {
         tmp: &'a Path,
         armed: bool,
@@ -226,21 +227,14 @@ pub fn write_in_place(
             }
         }
     }
-    let tmp = tmp_path(path);
-    match fs::remove_file(&tmp) {
-        Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
-            return Err(BuildError::Host(HostError::io(&tmp, "remove the stale", e)));
-        }
-        _ => {}
-    }
-    let mut cleanup = Cleanup { tmp: &tmp, armed: false };
+    let mut cleanup = Cleanup { tmp, armed: false };
     let mut failed = None;
     let mut len = 0;
     let built = build(&mut |n| {
         len = n;
-        let file = SegmentFile::create(&tmp, n).map_err(|e| {
+        let file = SegmentFile::create(tmp, n).map_err(|e| {
             let message = format!("{}: create: {e}", tmp.display());
-            failed = Some(HostError::io(&tmp, "create", e));
+            failed = Some(HostError::io(tmp, "create", e));
             shoal_core::Error::BadSet(message)
         })?;
         cleanup.armed = true;
@@ -251,9 +245,31 @@ pub fn write_in_place(
         (Err(_), Some(io)) => return Err(BuildError::Host(io)),
         (Err(e), None) => return Err(BuildError::Core(e)),
     };
-    file.finish().map_err(|e| BuildError::Host(HostError::io(&tmp, "write", e)))?;
-    fs::rename(&tmp, path).map_err(|e| BuildError::Host(HostError::io(path, "rename the temporary file to", e)))?;
+    file.finish().map_err(|e| BuildError::Host(HostError::io(tmp, "write", e)))?;
     cleanup.armed = false;
+    Ok(len)
+}
+
+/// Builds a file in place, atomically: [`build_file`] into `path.tmp` (a stale one from an
+/// interrupted run is replaced), then renamed to `path` and the rename made durable. Returns
+/// the file's length. On failure the temporary file this call created is removed and `path`
+/// is untouched.
+pub fn write_in_place(
+    path: &Path,
+    build: impl FnOnce(&mut FileAlloc<'_>) -> Result<SegmentFile, shoal_core::Error>,
+) -> Result<usize, BuildError> {
+    let tmp = tmp_path(path);
+    match fs::remove_file(&tmp) {
+        Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
+            return Err(BuildError::Host(HostError::io(&tmp, "remove the stale", e)));
+        }
+        _ => {}
+    }
+    let len = build_file(&tmp, build)?;
+    if let Err(e) = fs::rename(&tmp, path) {
+        let _ = fs::remove_file(&tmp);
+        return Err(BuildError::Host(HostError::io(path, "rename the temporary file to", e)));
+    }
     sync_parent_dir(path).map_err(BuildError::Host)?;
     Ok(len)
 }

@@ -1,5 +1,5 @@
 #![allow(dead_code)] // each bench uses a subset
-//! Helpers shared by the dataset benchmarks (`ann`, `filtered`): where `bench/datasets.py`
+//! Helpers shared by the dataset benchmarks (`ann`, `filtered`, `seal_phases`): where `bench/datasets.py`
 //! puts its files, and reading them.
 
 use std::path::{Path, PathBuf};
@@ -58,4 +58,20 @@ pub fn pass_seconds(col: &Collection, reqs: &[SearchRequest], out: &mut Vec<Scor
             t.elapsed().as_secs_f64()
         })
         .collect()
+}
+
+/// The int32 ground-truth matrix (`queries x k`) of a `.npy` file.
+pub fn load_gt(path: &Path, queries: usize, k: usize) -> Vec<u32> {
+    let bytes = std::fs::read(path).expect("read gt.npy");
+    assert_eq!(&bytes[..6], b"\x93NUMPY", "gt.npy is an npy file");
+    let header_len = if bytes[6] == 1 {
+        u16::from_le_bytes([bytes[8], bytes[9]]) as usize + 10
+    } else {
+        u32::from_le_bytes([bytes[8], bytes[9], bytes[10], bytes[11]]) as usize + 12
+    };
+    let header = String::from_utf8_lossy(&bytes[..header_len]);
+    assert!(header.contains("'<i4'") && header.contains("False"), "gt.npy must be C-order int32: {header}");
+    let data = &bytes[header_len..];
+    assert_eq!(data.len(), queries * k * 4, "gt.npy shape");
+    data.chunks_exact(4).map(|c| i32::from_le_bytes(c.try_into().unwrap()) as u32).collect()
 }

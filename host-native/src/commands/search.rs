@@ -157,20 +157,31 @@ fn queries(
 ) -> Result<Vec<Query>, HostError> {
     let mut out = base_queries(args, col, labels)?;
     for q in &mut out {
-        if let Some(f) = &filter {
-            if q.request.filter.is_some() {
-                return Err(HostError::Usage("--filter and a filter inside --request: give one".into()));
-            }
-            q.request.filter = Some(f.clone());
-        }
-        q.request.with_payload |= args.with_payload;
-        let p = &mut q.request.params;
-        p.exact |= args.exact;
-        p.nprobe = args.nprobe.or(p.nprobe);
-        p.rerank = args.rerank.or(p.rerank);
-        q.request.check()?;
+        apply_flags(args, &mut q.request, filter.as_ref())?;
     }
     Ok(out)
+}
+
+/// Applies `--filter`, `--with-payload`, `--exact`, `--nprobe` and `--rerank` to `request`,
+/// then checks it.
+fn apply_flags(
+    args: &SearchArgs,
+    request: &mut SearchRequest,
+    filter: Option<&serde_json::Value>,
+) -> Result<(), HostError> {
+    if let Some(f) = filter {
+        if request.filter.is_some() {
+            return Err(HostError::Usage("--filter and a filter inside --request: give one".into()));
+        }
+        request.filter = Some(f.clone());
+    }
+    request.with_payload |= args.with_payload;
+    let p = &mut request.params;
+    p.exact |= args.exact;
+    p.nprobe = args.nprobe.or(p.nprobe);
+    p.rerank = args.rerank.or(p.rerank);
+    request.check()?;
+    Ok(())
 }
 
 /// The searches the query arguments ask for.
@@ -242,11 +253,7 @@ fn batch(args: &SearchArgs, col: &Collection, path: &Path, filter: Option<serde_
     let mut requests = Vec::with_capacity(file.rows());
     for v in vectors.chunks_exact(file.dim()) {
         let mut request = SearchRequest::nearest(v.to_vec(), k);
-        request.filter = filter.clone();
-        request.params.exact = args.exact;
-        request.params.nprobe = args.nprobe;
-        request.params.rerank = args.rerank;
-        request.check()?;
+        apply_flags(args, &mut request, filter.as_ref())?;
         requests.push(request);
     }
     // A warm-up pass (its results give the recall), then three timed passes.

@@ -452,7 +452,10 @@ fn has_key(headers: &HeaderMap, key: &str) -> bool {
 /// The router of `shoal serve` over `app`.
 pub fn router(app: Arc<AppState>, max_body: usize) -> Router {
     Router::new()
+        // Liveness and readiness probes, under Qdrant's names too.
         .route("/healthz", get(healthz))
+        .route("/livez", get(healthz))
+        .route("/readyz", get(healthz))
         .route("/metrics", get(metrics_route))
         .route("/collections/{name}/search", post(search))
         .route("/collections/{name}/points/binary", post(upsert_binary))

@@ -119,8 +119,6 @@ async fn unsupported(method: axum::http::Method, path: axum::extract::MatchedPat
 pub fn routes() -> Router<Arc<AppState>> {
     let mut router = Router::new()
         .route("/", get(root))
-        .route("/livez", get(live))
-        .route("/readyz", get(live))
         .route("/collections", get(list))
         .route("/collections/{name}", put(create).get(info).delete(delete_collection).patch(unsupported))
         .route("/collections/{name}/exists", get(exists))
@@ -148,11 +146,6 @@ pub fn routes() -> Router<Arc<AppState>> {
         router = router.route(path, route);
     }
     router
-}
-
-/// `GET /livez` and `/readyz` (Kubernetes probes, as Qdrant answers them).
-async fn live() -> Response {
-    json_response(json!({"title": "shoal", "status": "ok"}).to_string())
 }
 
 /// Runs a handler body, turning an error into its response.
@@ -608,13 +601,15 @@ async fn query(State(app): Shared, Path(name): Path<String>, body: Body) -> Resp
 /// `{"points"}` per search, in order.
 async fn query_batch(State(app): Shared, Path(name): Path<String>, body: Body) -> Response {
     on_json(app, name, body, |store, body: bodies::QueryBatch| {
-        let mut out = Vec::with_capacity(body.searches.len());
-        for (i, q) in body.searches.into_iter().enumerate() {
-            out.push(json!({"points": run_query(&store, q).map_err(|e| e.at(&format!("searches[{i}]")))?}));
-        }
-        Ok(Value::Array(out))
+        answer_each(body.searches, |q| Ok(json!({"points": run_query(&store, q)?})))
     })
     .await
+}
+
+/// The answers of a batch's `searches`, in order; an error names the search it came from.
+fn answer_each<T>(searches: Vec<T>, answer: impl Fn(T) -> Result<Value, ApiError>) -> Result<Value, ApiError> {
+    let answers = searches.into_iter().enumerate().map(|(i, q)| answer(q).map_err(|e| e.at(&format!("searches[{i}]"))));
+    answers.collect::<Result<Vec<_>, _>>().map(Value::Array)
 }
 
 /// The results of one `QueryRequest`.
@@ -664,11 +659,7 @@ async fn search(State(app): Shared, Path(name): Path<String>, body: Body) -> Res
 /// list of results per search, in order.
 async fn search_batch(State(app): Shared, Path(name): Path<String>, body: Body) -> Response {
     on_json(app, name, body, |store, body: bodies::SearchBatch| {
-        let mut out = Vec::with_capacity(body.searches.len());
-        for (i, q) in body.searches.into_iter().enumerate() {
-            out.push(Value::Array(run_old_search(&store, q).map_err(|e| e.at(&format!("searches[{i}]")))?));
-        }
-        Ok(Value::Array(out))
+        answer_each(body.searches, |q| Ok(Value::Array(run_old_search(&store, q)?)))
     })
     .await
 }
@@ -732,25 +723,22 @@ async fn scroll(State(app): Shared, Path(name): Path<String>, body: Body) -> Res
 async fn delete_points(State(app): Shared, Path(name): Path<String>, body: Body) -> Response {
     on_json(app, name, body, |store, body: bodies::Delete| {
         refuse_shard_key(&body.shard_key)?;
-        let ids = match (&body.points, &body.filter) {
-            (Some(p), None) => Some(ids_of(p, "points")?),
-            // `null` or `{}` would match every point: Qdrant refuses that, so does Shoal.
-            (None, Some(Value::Object(f))) if !f.is_empty() => None,
-            (None, Some(_)) => return Err(ApiError::bad_request("filter: expected a non-empty filter object")),
-            // (A `null` filter reads as none.)
-            _ => return Err(ApiError::bad_request("give `points` (ids) or a non-empty filter object")),
-        };
+        let ids = selector(&body.points, &body.filter)?;
         store.delete(ids.as_deref(), body.filter.as_ref())?;
         Ok(update_result())
     })
     .await
 }
 
-/// The points a payload change applies to: ids (each must exist) or a non-empty filter.
+/// The points a delete or a payload change applies to: ids (`Some`), or every point passing
+/// the filter (`None`), which must be a non-empty object.
 fn selector(points: &Option<Vec<Value>>, filter: &Option<Value>) -> Result<Option<Vec<u64>>, ApiError> {
     match (points, filter) {
         (Some(p), None) => Ok(Some(ids_of(p, "points")?)),
+        // `{}` would match every point: Qdrant refuses that, so does Shoal.
         (None, Some(Value::Object(f))) if !f.is_empty() => Ok(None),
+        (None, Some(_)) => Err(ApiError::bad_request("filter: expected a non-empty filter object")),
+        // (A `null` filter reads as none.)
         _ => Err(ApiError::bad_request("give `points` (ids) or a non-empty filter object")),
     }
 }

@@ -13,7 +13,7 @@ use shoal_core::{Collection, Kernels, SealedSegment};
 use super::{MANIFEST, Store, io_err, segment_storage};
 use crate::server::ApiError;
 use crate::server::wal::WalWriter;
-use crate::storage::{SegmentFile, write_atomic};
+use crate::storage::{BuildError, FileAlloc, SegmentFile, build_file, write_atomic};
 
 impl Store {
     /// Holds a write back while [`UNSEALED_SEALS`] seals' worth of points wait to be sealed,
@@ -189,30 +189,15 @@ impl Store {
     /// returns it opened (mapped, or read into RAM) and the file's path.
     fn write_segment(
         &self,
-        build: impl FnOnce(
-            &Kernels,
-            &mut dyn FnMut(usize) -> Result<SegmentFile, shoal_core::Error>,
-        ) -> Result<SegmentFile, shoal_core::Error>,
+        build: impl FnOnce(&Kernels, &mut FileAlloc<'_>) -> Result<SegmentFile, shoal_core::Error>,
     ) -> Result<(Arc<SealedSegment>, PathBuf), ApiError> {
         let kernels = self.read().kernels();
         let tmp = self.dir.join(format!("new-{}.tmp", self.temp.fetch_add(1, Ordering::Relaxed)));
-        let mut failed = None;
-        let built = build(&kernels, &mut |len| {
-            SegmentFile::create(&tmp, len).map_err(|e| {
-                let message = format!("{}: create: {e}", tmp.display());
-                failed = Some(io_err(&tmp, "create", e));
-                shoal_core::Error::BadSet(message)
-            })
-        });
-        let opened = match (built, failed) {
-            (Ok(file), _) => file
-                .finish()
-                .map_err(|e| io_err(&tmp, "write", e))
-                .and_then(|()| segment_storage(&tmp, self.meta.on_disk).map_err(ApiError::core))
-                .and_then(|storage| SealedSegment::open(storage).map_err(ApiError::core)),
-            (Err(_), Some(io)) => Err(io),
-            (Err(e), None) => Err(ApiError::core(e)),
-        };
+        build_file(&tmp, |alloc| build(&kernels, alloc)).map_err(|e| match e {
+            BuildError::Core(e) => ApiError::core(e),
+            BuildError::Host(e) => ApiError::internal(e.to_string()),
+        })?;
+        let opened = segment_storage(&tmp, self.meta.on_disk).and_then(SealedSegment::open).map_err(ApiError::core);
         match opened {
             Ok(seg) => Ok((Arc::new(seg), tmp)),
             Err(e) => {
