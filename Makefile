@@ -1,9 +1,10 @@
 # Shoal: the two commands of the README, plus benchmarks.
-#   make demo   - builds everything, prepares GloVe 50-d, answers queries natively, in Node and
-#                 over HTTP (shoal serve), then serves the browser example beside it
+#   make demo   - builds everything, prepares the GCIDE dictionary (text, 256-d vectors, fields),
+#                 serves it with shoal serve and asks it, then serves the page that searches it
+#                 in WebAssembly beside the server
 #   make test   - every test: Rust (native, aarch64 under QEMU, wasm under wasmtime and, through
 #                 wasm-pack, in Node and headless Chromium), JS (vitest in Node), and the npm
-#                 package at the edge (Deno, headless Chromium, workerd, npm pack)
+#                 package at the edge (Deno, headless Chromium, workerd, npm pack), the demo page
 #   make bench  - kernel, search and insert benchmarks (numbers go to docs/benchmarks.md)
 # Each target installs what it needs (idempotent), so a fresh machine needs only these.
 
@@ -18,7 +19,7 @@ CACHE := $(HOME)/.cache/shoal
 GLOVE := $(CACHE)/glove50
 DEMO_PORT ?= 6333
 
-.PHONY: demo test bench setup setup-rust setup-js setup-deb setup-edge build-js lint test-rust test-js test-edge \
+.PHONY: demo test bench setup setup-rust setup-js setup-deb setup-edge setup-demo build-js lint test-rust test-js test-edge test-demo \
         test-aarch64 test-wasm check-targets \
         bench-kernels bench-search bench-node bench-ann bench-filtered bench-text bench-ingest bench-codes-only bench-build \
         test-qdrant fuzz
@@ -44,15 +45,24 @@ setup-rust:
 		$(CARGO) install twiggy --version $(TWIGGY_VERSION); \
 	fi
 
-# Debian packages of the tests: QEMU user mode and the aarch64 cross linker (test-aarch64),
-# Chromium and its WebDriver (test-wasm, test-edge).
-DEB_TEST_PKGS := qemu-user gcc-aarch64-linux-gnu libc6-dev-arm64-cross chromium chromium-driver
-setup-deb:
-	@missing=""; for p in $(DEB_TEST_PKGS); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
+# Installs the Debian packages of $(1) that are missing.
+define apt_install
+	@missing=""; for p in $(1); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
 	if [ -n "$$missing" ]; then \
 		echo "installing$$missing (Debian)"; \
 		apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends $$missing; \
 	fi
+endef
+
+# Debian packages of the tests: QEMU user mode and the aarch64 cross linker (test-aarch64),
+# Chromium and its WebDriver (test-wasm, test-edge).
+DEB_TEST_PKGS := qemu-user gcc-aarch64-linux-gnu libc6-dev-arm64-cross chromium chromium-driver
+setup-deb:
+	$(call apt_install,$(DEB_TEST_PKGS))
+
+# The demo's dictionary: GCIDE from Debian (dict-gcide), read by bench/prepare_gcide.py.
+setup-demo:
+	$(call apt_install,dict-gcide)
 
 setup-js:
 	@if [ ! -d node_modules ] || [ package-lock.json -nt node_modules/.package-lock.json ]; then npm ci --no-audit --no-fund; fi
@@ -76,7 +86,7 @@ setup-edge: setup-js setup-deb
 
 ## ---- test ----------------------------------------------------------------------------
 
-test: setup lint test-rust test-qdrant check-targets test-aarch64 test-wasm test-edge test-js
+test: setup lint test-rust test-qdrant check-targets test-aarch64 test-wasm test-edge test-demo test-js
 
 lint:
 	$(CARGO) fmt --all -- --check
@@ -136,25 +146,30 @@ test-edge: build-js setup-edge
 	bash bindings-js/scripts/sizes.sh
 	node bindings-js/test/edge/run.mjs
 
+# The demo page (examples/gcide) in headless Chromium beside `shoal serve` holding the same
+# segment: typed, filtered, vector and "similar to" queries answered identically by both.
+test-demo: build-js setup-edge setup-demo
+	$(CARGO) build -p shoal-host
+	scripts/gcide-demo-data.sh target/debug/shoal
+	node examples/gcide/test.mjs
+
 ## ---- demo ----------------------------------------------------------------------------
+
+# The GCIDE dictionary (about 25,000 entries of the 15,000 most used headwords, 256-d wordllama
+# vectors, text and keyword/integer fields) built with `shoal build`, imported into `shoal serve`,
+# asked from the terminal, and served with the page that searches it in WebAssembly beside the
+# server (examples/gcide; Ctrl-C stops). Derived data is cached under ~/.cache/shoal/gcide-demo.
+demo: setup build-js setup-demo
+	$(CARGO) build --release -p shoal-host
+	@echo "== the GCIDE dictionary: entries, vectors (wordllama, offline), segment (shoal build)"
+	scripts/gcide-demo-data.sh target/release/shoal
+	target/release/shoal inspect target/gcide-demo/gcide.shoal
+	@echo "== shoal serve: the segment imported, asked over HTTP"
+	scripts/demo-serve.sh target/gcide-demo/gcide.shoal $(CACHE)/demo-data $(DEMO_PORT)
 
 # words.txt is written last: its presence marks a complete preparation.
 $(GLOVE)/words.txt:
 	python3 bench/prepare_glove.py
-
-demo: setup build-js $(GLOVE)/words.txt
-	$(CARGO) build --release -p shoal-host
-	@echo "== native: shoal build (GloVe 6B, 400,000 x 50-d, cosine)"
-	target/release/shoal build --input $(GLOVE)/vectors.npy --metric cosine --out $(CACHE)/glove50.shoal
-	target/release/shoal inspect $(CACHE)/glove50.shoal
-	@echo "== native: nearest neighbours"
-	target/release/shoal search --segment $(CACHE)/glove50.shoal --labels $(GLOVE)/words.txt --words king,france,computer
-	@echo "== Node (npm package, wasm): the same queries"
-	node examples/node/demo.mjs
-	@echo "== native host: the segment imported into shoal serve, asked over HTTP"
-	rm -rf $(CACHE)/demo-data
-	target/release/shoal import --data $(CACHE)/demo-data --name glove $(CACHE)/glove50.shoal
-	scripts/demo-serve.sh $(CACHE)/demo-data $(GLOVE)/words.txt $(DEMO_PORT)
 
 ## ---- bench ---------------------------------------------------------------------------
 

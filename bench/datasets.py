@@ -323,8 +323,9 @@ def clean_gcide(raw):
     return _RE_SPACE_PUNCT.sub(r"\1", s)
 
 
-def read_gcide():
-    """Returns [(headword, text)] in dictionary order, deduplicated on text."""
+def read_gcide(with_raw=False):
+    """Returns [(headword, text)] in dictionary order, deduplicated on text ([(headword, text,
+    raw article)] with ``with_raw``)."""
     if not GCIDE_DICT.exists() or not GCIDE_INDEX.exists():
         log(f"{GCIDE_DICT} missing: installing the Debian package dict-gcide")
         try:
@@ -355,7 +356,7 @@ def read_gcide():
         if text in seen:
             continue
         seen.add(text)
-        entries.append((head, text))
+        entries.append((head, text, raw) if with_raw else (head, text))
     return entries, len(ranges)
 
 

@@ -27,6 +27,7 @@ import { createServer as createNetServer } from "node:net";
 import { tmpdir } from "node:os";
 import { dirname, extname, join, relative, resolve, sep } from "node:path";
 import { fileURLToPath } from "node:url";
+import { shoalServe } from "./serve.mjs";
 
 const here = dirname(fileURLToPath(import.meta.url)); // bindings-js/test/edge
 const pkgDir = resolve(here, "../.."); // bindings-js
@@ -275,50 +276,6 @@ async function workerHelper(browser, origin, version) {
   }
 }
 
-/** `shoal serve` (the native host, built by `cargo build -p shoal-host` if missing) serving the
- * repository under `/ui/` from an empty data folder; resolves `{ origin, close }`. */
-async function shoalServe() {
-  const shoal = join(root, "target", "debug", "shoal");
-  if (!existsSync(shoal)) {
-    const b = await run("cargo", ["build", "-p", "shoal-host"], { timeoutMs: 900_000 });
-    if (b.code !== 0) throw new Error(`cargo build -p shoal-host failed: ${b.stderr.slice(-500)}`);
-  }
-  const data = mkdtempSync(join(tmpdir(), "shoal-edge-serve-"));
-  const child = spawn(shoal, ["serve", "--data", data, "--addr", "127.0.0.1:0", "--static-dir", root], {
-    stdio: ["ignore", "ignore", "pipe"],
-  });
-  const close = () => {
-    child.kill();
-    rmSync(data, { recursive: true, force: true });
-  };
-  try {
-    const addr = await new Promise((resolveAddr, reject) => {
-      let log = "";
-      const timer = setTimeout(() => reject(new Error(`shoal serve did not start: ${log}`)), 30_000);
-      child.stderr.on("data", (chunk) => {
-        log += chunk;
-        for (const line of log.split("\n")) {
-          let ev = null;
-          try {
-            ev = JSON.parse(line);
-          } catch {
-            continue; // a partial or non-JSON line
-          }
-          if (ev?.event === "listening") {
-            clearTimeout(timer);
-            resolveAddr(ev.addr);
-          }
-        }
-      });
-      child.on("exit", (code) => reject(new Error(`shoal serve exited (${code}): ${log}`)));
-    });
-    return { origin: `http://${addr}/ui`, close };
-  } catch (e) {
-    close();
-    throw e;
-  }
-}
-
 // ---- the browser example (examples/browser), with a screenshot ------------------------------
 // Served twice: by a plain static server, and by the native host (`shoal serve --static-dir`).
 async function browserExample(browser, version, host) {
@@ -326,7 +283,7 @@ async function browserExample(browser, version, host) {
   let close;
   try {
     if (host === "shoal serve") {
-      ({ origin, close } = await shoalServe());
+      ({ origin, close } = await shoalServe(root));
     } else {
       const { server, origin: o } = await staticServer(root);
       origin = o;

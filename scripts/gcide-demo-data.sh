@@ -1,0 +1,17 @@
+#!/usr/bin/env bash
+# The GCIDE dictionary collection of `make demo` and its test: prepares the entries and the
+# embedder once (bench/prepare_gcide.py, cached under ~/.cache/shoal/gcide-demo), then builds
+# the segment with the given shoal binary into target/gcide-demo/ (gcide.shoal, and embed/ with
+# the page's tokenizer and token table), where the page finds them.
+#
+#   scripts/gcide-demo-data.sh SHOAL_BINARY
+set -euo pipefail
+shoal=$1
+cache=${SHOAL_CACHE:-$HOME/.cache/shoal}/gcide-demo
+out=target/gcide-demo
+python3 bench/prepare_gcide.py --out "$cache"
+mkdir -p "$out/embed"
+cp "$cache"/embed/{tokenizer.json,table.bin} "$out/embed/"
+"$shoal" build --input "$cache/vectors.npy" --metric cosine --fields "$(cat "$cache/fields.json")" \
+  --payloads "$cache/payloads.jsonl" --index ivf-rabitq --quiet --out "$out/gcide.shoal"
+echo "gcide-demo: $out/gcide.shoal ($(wc -c < "$out/gcide.shoal") bytes) and $out/embed/"
