@@ -39,7 +39,12 @@ fn main() {
         let (mut train, mut build) = (Vec::new(), Vec::new());
         for _ in 0..3 {
             let t = Instant::now();
-            let c = KMeans::new(nlist, params.seed).train(&kernels, &Flat::new(rows, dim) as &dyn Rows, dim);
+            let c = KMeans::new(nlist, params.seed).train(
+                &kernels,
+                &Flat::new(rows, dim) as &dyn Rows,
+                dim,
+                &shoal_core::Quiet,
+            );
             train.push(t.elapsed().as_secs_f64());
             assert_eq!(c.len(), nlist * dim);
             let seg = NewSegment {

@@ -5,6 +5,7 @@
 use alloc::borrow::Cow;
 
 use serde_json::Value;
+use shoal_index::progress::{Progress, Quiet};
 use shoal_index::{Flat, Rows, normalize};
 use shoal_kernels::Kernels;
 use shoal_payload::Schema;
@@ -49,7 +50,19 @@ impl NewSegment<'_> {
         kernels: &Kernels,
         alloc: impl FnOnce(usize) -> Result<B, Error>,
     ) -> Result<B, Error> {
-        self.build_inner(kernels, None, alloc)
+        self.build_inner(kernels, None, &Quiet, alloc)
+    }
+
+    /// [`build_into`](Self::build_into), reporting each phase of the build (k-means,
+    /// partitioning, encoding, calibration, payloads and text, writing) to `progress`, as
+    /// `shoal build` shows them. The same bytes.
+    pub fn build_reporting_into<B: AsMut<[u8]>>(
+        &self,
+        kernels: &Kernels,
+        progress: &dyn Progress,
+        alloc: impl FnOnce(usize) -> Result<B, Error>,
+    ) -> Result<B, Error> {
+        self.build_inner(kernels, None, progress, alloc)
     }
 
     /// [`build_into`](Self::build_into), its IVF partitions given by `centroids` (`dim` floats
@@ -70,13 +83,14 @@ impl NewSegment<'_> {
         if first_non_finite(centroids).is_some() {
             return Err(Error::InvalidConfig("centroids must be finite"));
         }
-        self.build_inner(kernels, Some(centroids), alloc)
+        self.build_inner(kernels, Some(centroids), &Quiet, alloc)
     }
 
     fn build_inner<B: AsMut<[u8]>>(
         &self,
         kernels: &Kernels,
         centroids: Option<&[f32]>,
+        progress: &dyn Progress,
         alloc: impl FnOnce(usize) -> Result<B, Error>,
     ) -> Result<B, Error> {
         let CollectionConfig { dim, metric } = self.config;
@@ -117,7 +131,7 @@ impl NewSegment<'_> {
             Cow::Borrowed(self.vectors)
         };
         let src = NumberedSource { first_id: self.first_id, vectors: Flat::new(&vectors, dim), docs };
-        let index = write::IndexSpec { kind: self.index, centroids };
+        let index = write::IndexSpec { kind: self.index, centroids, progress };
         write::write(kernels, dim, metric, &src, self.schema, index, alloc)
     }
 }

@@ -49,6 +49,7 @@ pub use sealed::{IndexKind, PayloadInput, SealedSegment, SegmentBytes};
 pub use shoal_format::{AlignedBytes, FormatError};
 pub use shoal_index::Metric;
 pub use shoal_index::ivf::IvfParams;
+pub use shoal_index::progress::{Progress, Quiet};
 pub use shoal_kernels::Kernels;
 pub use shoal_payload::{FieldType, Filter, FilterError, LayoutError, PayloadError, Schema};
 pub use shoal_text::Clock;

@@ -16,6 +16,7 @@ use shoal_format::{
     SegmentMeta, VECTOR_TYPE_CODES_ONLY, VECTOR_TYPE_F32,
 };
 use shoal_index::ivf::{IvfParams, IvfPlan};
+use shoal_index::progress::{Progress, Quiet};
 use shoal_index::{Flat, Metric};
 use shoal_kernels::Kernels;
 use shoal_payload::{PayloadBuilder, PayloadSections, Schema};
@@ -48,21 +49,23 @@ pub(crate) fn write<B: AsMut<[u8]>>(
     // whatever the buffer and the call site.
     let prepared = prepare(kernels, dim, metric, src, schema, index)?;
     let mut buf = alloc(prepared.layout.file_len() as usize)?;
-    fill(kernels, dim, metric, src, &prepared, buf.as_mut());
+    fill(kernels, dim, metric, src, &prepared, buf.as_mut(), index.progress);
     Ok(buf)
 }
 
 /// The index a segment is written with: its kind and, for IVF, centroids to use instead of
-/// training them (`None`: trained on the rows, as every seal and merge does).
+/// training them (`None`: trained on the rows, as every seal and merge does), and where the
+/// build reports its progress.
 #[derive(Clone, Copy)]
 pub(crate) struct IndexSpec<'a> {
     pub(crate) kind: IndexKind,
     pub(crate) centroids: Option<&'a [f32]>,
+    pub(crate) progress: &'a dyn Progress,
 }
 
 impl From<IndexKind> for IndexSpec<'_> {
     fn from(kind: IndexKind) -> Self {
-        IndexSpec { kind, centroids: None }
+        IndexSpec { kind, centroids: None, progress: &Quiet }
     }
 }
 
@@ -102,7 +105,7 @@ fn prepare(
     metric: Metric,
     src: &dyn Source,
     schema: Option<&Schema>,
-    IndexSpec { kind: index, centroids }: IndexSpec<'_>,
+    IndexSpec { kind: index, centroids, progress }: IndexSpec<'_>,
 ) -> Result<Prepared, Error> {
     let n = src.len();
     // Codes only: ranked by the extra bits, so at least 2 of them.
@@ -118,7 +121,7 @@ fn prepare(
     meta.vector_type = if codes_only { VECTOR_TYPE_CODES_ONLY } else { VECTOR_TYPE_F32 };
     let ivf = match index {
         IndexKind::IvfRabitq(params) => {
-            let plan = shoal_index::ivf::plan(kernels, src, dim, params, centroids.map(<[f32]>::to_vec));
+            let plan = shoal_index::ivf::plan(kernels, src, dim, params, centroids.map(<[f32]>::to_vec), progress);
             Some((plan, params.seed))
         }
         IndexKind::Flat => None,
@@ -128,7 +131,11 @@ fn prepare(
     if let Some(schema) = schema {
         let mut pb = PayloadBuilder::new(schema.clone());
         let mut tb = crate::text::has_text(schema).then(|| TextBuilder::new(schema));
+        progress.phase(if tb.is_some() { "payloads and text" } else { "payloads" }, n as u64);
         for i in 0..n {
+            if i % 4096 == 4095 {
+                progress.add(4096);
+            }
             let doc = src.doc(prepared.stored(i))?;
             if pb.push(&doc).is_err() {
                 pb.push(&Value::Null).expect("null is every schema's empty payload");
@@ -137,6 +144,7 @@ fn prepare(
                 tb.push(&doc);
             }
         }
+        progress.add((n % 4096) as u64);
         prepared.payload = Some(pb.finish());
         prepared.text = tb.map(TextBuilder::finish);
     }
@@ -154,11 +162,20 @@ fn prepare(
 }
 
 /// Writes every section of `prepared` into `file` (zeroed, its length the layout's).
-fn fill(kernels: &Kernels, dim: usize, metric: Metric, src: &dyn Source, prepared: &Prepared, file: &mut [u8]) {
+fn fill(
+    kernels: &Kernels,
+    dim: usize,
+    metric: Metric,
+    src: &dyn Source,
+    prepared: &Prepared,
+    file: &mut [u8],
+    progress: &dyn Progress,
+) {
     let (n, layout, codes_only) = (src.len(), &prepared.layout, prepared.codes_only);
     let stored = |i: usize| prepared.stored(i);
     assert!(file.len() as u64 == layout.file_len() && (file.as_ptr() as usize).is_multiple_of(ALIGN));
 
+    progress.phase("writing rows", 0);
     file[layout.range(KIND_META)].copy_from_slice(bytemuck::bytes_of(&prepared.meta));
     let (head, rest) = file.split_at_mut(layout.range(KIND_ID_INDEX).start);
     let ids: &mut [u64] = bytemuck::cast_slice_mut(&mut head[layout.range(KIND_IDS)]);
@@ -184,11 +201,12 @@ fn fill(kernels: &Kernels, dim: usize, metric: Metric, src: &dyn Source, prepare
     id_index.sort_unstable();
 
     if let Some((plan, seed)) = &prepared.ivf {
-        ivf_sections::write(kernels, metric, src, dim, plan, *seed, codes_only, layout, file);
+        ivf_sections::write(kernels, metric, src, dim, plan, *seed, codes_only, layout, file, progress);
     }
     for (kind, bytes) in prepared.extra() {
         file[layout.range(kind)].copy_from_slice(bytes);
     }
+    progress.phase("checksums", 0);
     layout.finish(file);
 }
 

@@ -156,3 +156,58 @@ fn reused_centroids_partition_the_rows() {
         Error::InvalidConfig(_)
     ));
 }
+
+/// Records what a build reports: per phase, its total and the units added to it.
+#[derive(Default)]
+struct Recorder(std::sync::Mutex<Vec<(&'static str, u64, u64)>>);
+
+impl shoal_core::Progress for Recorder {
+    fn phase(&self, name: &'static str, total: u64) {
+        self.0.lock().unwrap().push((name, total, 0));
+    }
+    fn add(&self, units: u64) {
+        self.0.lock().unwrap().last_mut().expect("units are added within a phase").2 += units;
+    }
+}
+
+#[test]
+fn a_reporting_build_names_its_phases_and_counts_them_out_with_the_same_bytes() {
+    let (n, dim) = (5000, 16);
+    let vectors = clustered_vectors(9, n, dim, 12);
+    let docs = payloads(n);
+    let schema = schema();
+    let seg = NewSegment {
+        config: CollectionConfig { dim, metric: Metric::Cosine },
+        schema: Some(&schema),
+        index: IndexKind::IvfRabitq(IvfParams { bits: 3, ..IvfParams::default() }),
+        first_id: 0,
+        vectors: &vectors,
+        payloads: Some(&docs),
+    };
+    let rec = Recorder::default();
+    let kernels = shoal_core::Kernels::best();
+    let reported = seg.build_reporting_into(&kernels, &rec, |len| Ok(AlignedBytes::zeroed(len))).unwrap();
+    assert_eq!(reported.as_slice(), build(&seg).unwrap().as_slice(), "reporting changes no byte");
+    let phases = rec.0.into_inner().unwrap();
+    let names: Vec<&str> = phases.iter().map(|p| p.0).collect();
+    assert_eq!(
+        names,
+        [
+            "k-means",
+            "partitioning",
+            "payloads and text",
+            "writing rows",
+            "encoding",
+            "calibrating: exact neighbours",
+            "calibrating: query settings",
+            "checksums"
+        ]
+    );
+    let totals: Vec<u64> = phases.iter().map(|p| p.1).collect();
+    assert_eq!(totals, [10, n as u64, n as u64, 0, n as u64, 0, 0, 0], "k-means iterations, then rows");
+    for (name, total, added) in phases {
+        // A phase of known size is counted out exactly (the payloads in steps of 4,096 and a
+        // remainder: n is not a multiple); one of unknown size adds nothing.
+        assert_eq!(added, total, "{name}");
+    }
+}

@@ -12,6 +12,7 @@ use alloc::vec::Vec;
 use shoal_kernels::Kernels;
 
 use crate::ivf::{IvfData, IvfIndex, IvfQuery, IvfScratch, IvfSearch, IvfStats, MIN_PROBES};
+use crate::progress::Progress;
 use crate::rabitq::EPSILON0;
 use crate::rng::Rng;
 use crate::{Candidate, FlatScan, FlatScratch, Metric, TopK};
@@ -57,7 +58,8 @@ fn work_codes_only(stats: &IvfStats, padded: usize, bits: u32) -> u64 {
 /// neighbours (one pass over them, however many rows). `data` is the index as written (its
 /// `vectors` are ignored: with `codes_only` the sample is searched as a codes-only index is,
 /// ranked by extended-bit estimates, and where no setting reaches [`TARGET_RECALL`] the
-/// cheapest one within 0.01 of the best recall seen is chosen).
+/// cheapest one within 0.01 of the best recall seen is chosen). Reports its two phases.
+#[allow(clippy::too_many_arguments)]
 pub fn calibrate(
     kernels: &Kernels,
     metric: Metric,
@@ -66,6 +68,7 @@ pub fn calibrate(
     vectors: &[f32],
     seed: u64,
     codes_only: bool,
+    progress: &dyn Progress,
 ) -> IvfQuery {
     let dim = data.dim;
     let n = vectors.len() / dim.max(1);
@@ -107,7 +110,9 @@ pub fn calibrate(
             exclude.push(u64::MAX);
         }
     }
+    progress.phase("calibrating: exact neighbours", 0);
     let truth = exact_neighbours(kernels, metric, &queries, &exclude, vectors, dim);
+    progress.phase("calibrating: query settings", 0);
     let data = IvfData { vectors: (!codes_only).then_some(vectors), ..data };
     let (padded, bits) = (index.padded, data.bits);
     // Evaluates one setting: (recall, total work), one task per query (integer sums: the same

@@ -6,6 +6,7 @@ use alloc::vec;
 use alloc::vec::Vec;
 use shoal_kernels::Kernels;
 
+use crate::progress::Progress;
 use crate::rng::Rng;
 use crate::{Flat, Rows};
 
@@ -34,7 +35,8 @@ impl KMeans {
 
     /// Trains on `data` (`dim` floats per row); returns `k * dim` centroid floats. `k` is
     /// capped at the number of rows. Only the sample is read from `data` (once, in row order).
-    pub fn train(&self, kernels: &Kernels, data: &dyn Rows, dim: usize) -> Vec<f32> {
+    /// Reports the phase "k-means", one unit per iteration.
+    pub fn train(&self, kernels: &Kernels, data: &dyn Rows, dim: usize, progress: &dyn Progress) -> Vec<f32> {
         let n = data.len();
         let k = self.k.clamp(1, n.max(1));
         if n == 0 {
@@ -60,13 +62,21 @@ impl KMeans {
         let seeds: Vec<f32> = seed_rows.iter().flat_map(|&r| data.row(r as usize)).copied().collect();
         drop((sample_rows, seed_rows));
         let data = &sample[..];
+        progress.phase("k-means", self.iterations as u64);
         let mut centroids = plus_plus(kernels, &seeds, dim, k, &mut rng);
         drop(seeds);
         let mut assign = vec![0u32; m];
         let mut sums = vec![0f64; k * dim];
         let mut counts = vec![0usize; k];
         for _ in 0..self.iterations {
-            crate::kmeans::assign(kernels, &Flat::new(data, dim), dim, &centroids, &mut assign);
+            crate::kmeans::assign(
+                kernels,
+                &Flat::new(data, dim),
+                dim,
+                &centroids,
+                &mut assign,
+                &crate::progress::Quiet,
+            );
             // Each centroid's sum adds its rows in row order; one task per range of centroids.
             let per_task = k.div_ceil(64).max(1);
             let task_counts = crate::par::chunks_mut_map(&mut sums, per_task * dim, |t, sums| {
@@ -94,6 +104,7 @@ impl KMeans {
                 }
             }
             split_empty(&mut centroids, &mut counts, dim);
+            progress.add(1);
         }
         centroids
     }
@@ -164,12 +175,20 @@ const CENTROID_TILE: usize = 256;
 
 /// `out[i]` = index of the centroid nearest to row `i` of `data`, exactly as [`nearest`] would
 /// give it (the same kernel per pair, the first minimum in index order), but tiled so the
-/// centroids are read from cache rather than memory.
-pub fn assign(kernels: &Kernels, data: &dyn Rows, dim: usize, centroids: &[f32], out: &mut [u32]) {
+/// centroids are read from cache rather than memory. Adds each row to `progress` as done.
+pub fn assign(
+    kernels: &Kernels,
+    data: &dyn Rows,
+    dim: usize,
+    centroids: &[f32],
+    out: &mut [u32],
+    progress: &dyn Progress,
+) {
     debug_assert_eq!(data.len(), out.len());
     // Each task assigns its own rows: the same answers with any number of threads.
     crate::par::chunks_mut(out, ASSIGN_CHUNK, |i, out| {
         assign_rows(kernels, data, dim, i * ASSIGN_CHUNK, centroids, out);
+        progress.add(out.len() as u64);
     });
 }
 
@@ -246,6 +265,7 @@ fn split_empty(centroids: &mut [f32], counts: &mut [usize], dim: usize) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::progress::Quiet;
 
     fn blobs(n: usize, dim: usize, centers: usize, seed: u64) -> Vec<f32> {
         let mut rng = Rng::new(seed);
@@ -257,8 +277,8 @@ mod tests {
     fn deterministic_and_finds_separated_blobs() {
         let k = Kernels::best();
         let data = blobs(2000, 8, 10, 5);
-        let a = KMeans::new(10, 9).train(&k, &Flat::new(&data, 8), 8);
-        let b = KMeans::new(10, 9).train(&Kernels::scalar(), &Flat::new(&data, 8), 8);
+        let a = KMeans::new(10, 9).train(&k, &Flat::new(&data, 8), 8, &Quiet);
+        let b = KMeans::new(10, 9).train(&Kernels::scalar(), &Flat::new(&data, 8), 8, &Quiet);
         assert_eq!(
             a.iter().map(|x| x.to_bits()).collect::<Vec<_>>(),
             b.iter().map(|x| x.to_bits()).collect::<Vec<_>>()
@@ -278,7 +298,7 @@ mod tests {
             let data = blobs(n, dim, 10, n as u64);
             let centroids = blobs(c, dim, 7, c as u64);
             let mut out = vec![0u32; n];
-            assign(&k, &Flat::new(&data, dim), dim, &centroids, &mut out);
+            assign(&k, &Flat::new(&data, dim), dim, &centroids, &mut out, &Quiet);
             let mut dists = vec![0f32; c];
             for (r, &o) in out.iter().enumerate() {
                 assert_eq!(o as usize, nearest(&k, row(&data, dim, r), &centroids, &mut dists));
@@ -289,7 +309,7 @@ mod tests {
     #[test]
     fn small_inputs() {
         let k = Kernels::scalar();
-        assert_eq!(KMeans::new(5, 1).train(&k, &Flat::new(&[1.0, 2.0], 2), 2), [1.0, 2.0]);
-        assert_eq!(KMeans::new(5, 1).train(&k, &Flat::new(&[], 2), 2), [0.0, 0.0]);
+        assert_eq!(KMeans::new(5, 1).train(&k, &Flat::new(&[1.0, 2.0], 2), 2, &Quiet), [1.0, 2.0]);
+        assert_eq!(KMeans::new(5, 1).train(&k, &Flat::new(&[], 2), 2, &Quiet), [0.0, 0.0]);
     }
 }

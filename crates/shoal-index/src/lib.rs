@@ -16,6 +16,7 @@ pub mod kmeans;
 mod metric;
 pub mod order;
 pub mod par;
+pub mod progress;
 pub mod rabitq;
 pub mod rng;
 pub mod rotation;

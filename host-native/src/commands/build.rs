@@ -6,7 +6,8 @@ use std::time::Instant;
 
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use shoal_core::{
-    AlignedBytes, CollectionConfig, Error, IndexKind, IvfParams, Kernels, Metric, NewSegment, Schema, SealedSegment,
+    AlignedBytes, CollectionConfig, Error, IndexKind, IvfParams, Kernels, Metric, NewSegment, Progress, Schema,
+    SealedSegment,
 };
 
 use crate::HostError;
@@ -118,6 +119,7 @@ pub fn run(args: &BuildArgs) -> Result<(), HostError> {
     }
     let metric = Metric::from(args.metric);
     let bar = progress_bar(args.quiet);
+    bar.set_message("reading the input");
     let payloads = match &args.payloads {
         Some(path) => {
             bar.set_message("reading payloads");
@@ -161,25 +163,30 @@ pub fn run(args: &BuildArgs) -> Result<(), HostError> {
         e @ (Error::InvalidConfig(_) | Error::CapacityExceeded) => HostError::input(&args.input, format!("{e}")),
         e => HostError::Core(e),
     };
-    bar.set_message("building");
-    let len = match &args.vectors_out {
-        // Codes only with a vectors file: built with the vectors (the index is calibrated for
-        // exact re-ranking), which then go to their own file and out of the segment.
-        Some(path) => {
-            let built = segment.build_into(&kernels, |len| Ok(AlignedBytes::zeroed(len))).map_err(in_rows)?;
-            let seg = SealedSegment::open(Box::new(built))?;
-            bar.set_message("writing vectors");
-            write_atomic(path, bytemuck::cast_slice(seg.vectors().expect("built with its vectors")))?;
-            let stripped = seg.without_vectors()?;
-            bar.set_message("writing");
-            write_atomic(&args.out, stripped.as_slice())?;
-            stripped.as_slice().len()
-        }
-        None => write_in_place(&args.out, |alloc| segment.build_into(&kernels, alloc)).map_err(|e| match e {
-            BuildError::Core(e) => in_rows(e),
-            BuildError::Host(e) => e,
-        })?,
-    };
+    let phases = Phases(bar.clone());
+    let len =
+        match &args.vectors_out {
+            // Codes only with a vectors file: built with the vectors (the index is calibrated for
+            // exact re-ranking), which then go to their own file and out of the segment.
+            Some(path) => {
+                let built = segment
+                    .build_reporting_into(&kernels, &phases, |len| Ok(AlignedBytes::zeroed(len)))
+                    .map_err(in_rows)?;
+                let seg = SealedSegment::open(Box::new(built))?;
+                phases.phase("writing vectors", 0);
+                write_atomic(path, bytemuck::cast_slice(seg.vectors().expect("built with its vectors")))?;
+                let stripped = seg.without_vectors()?;
+                phases.phase("writing", 0);
+                write_atomic(&args.out, stripped.as_slice())?;
+                stripped.as_slice().len()
+            }
+            None => write_in_place(&args.out, |alloc| segment.build_reporting_into(&kernels, &phases, alloc)).map_err(
+                |e| match e {
+                    BuildError::Core(e) => in_rows(e),
+                    BuildError::Host(e) => e,
+                },
+            )?,
+        };
     bar.finish_and_clear();
     if !args.quiet {
         eprintln!(
@@ -281,7 +288,36 @@ fn progress_bar(quiet: bool) -> ProgressBar {
         ProgressDrawTarget::stderr()
     };
     let bar = ProgressBar::with_draw_target(None, target);
-    bar.set_style(ProgressStyle::with_template("{spinner} {msg} {elapsed}").expect("a valid template"));
+    bar.set_style(spinner_style());
     bar.enable_steady_tick(std::time::Duration::from_millis(200));
     bar
+}
+
+fn spinner_style() -> ProgressStyle {
+    ProgressStyle::with_template("{spinner} {msg} {elapsed}").expect("a valid template")
+}
+
+/// The build's phases on the bar: a phase of known size gets a bar and a count, the others
+/// a spinner, each with the time since the build started.
+struct Phases(ProgressBar);
+
+impl Progress for Phases {
+    fn phase(&self, name: &'static str, total: u64) {
+        let bar = &self.0;
+        bar.set_position(0);
+        if total > 0 {
+            let template = "{spinner} {msg} [{bar:30}] {human_pos}/{human_len} ({eta} left) {elapsed}";
+            bar.set_style(ProgressStyle::with_template(template).expect("a valid template").progress_chars("=> "));
+            bar.set_length(total);
+        } else {
+            bar.set_style(spinner_style());
+            bar.unset_length();
+        }
+        bar.reset_eta();
+        bar.set_message(name);
+    }
+
+    fn add(&self, units: u64) {
+        self.0.inc(units);
+    }
 }

@@ -11,6 +11,7 @@ use shoal_kernels::Kernels;
 use super::{IvfParams, block_bytes, default_partitions};
 use crate::Rows;
 use crate::kmeans::KMeans;
+use crate::progress::Progress;
 use crate::rabitq::{self, ExFactors, Factors, MAX_BITS, decode_ex, ex_code_bytes};
 use crate::rotation::{Rotation, padded_dim};
 
@@ -77,18 +78,26 @@ pub struct IvfCodes<'a> {
 /// takes the given ones (`dim` floats each, at least one: how a segment reusing another's
 /// centroids would be planned; `params.partitions` is then ignored, the rotation still comes
 /// from `params.seed`) — and sorts its rows by partition. Reads the k-means sample once and
-/// every row once.
-pub fn plan(kernels: &Kernels, data: &dyn Rows, dim: usize, params: IvfParams, centroids: Option<Vec<f32>>) -> IvfPlan {
+/// every row once. Reports "k-means" and "partitioning" (one unit per row).
+pub fn plan(
+    kernels: &Kernels,
+    data: &dyn Rows,
+    dim: usize,
+    params: IvfParams,
+    centroids: Option<Vec<f32>>,
+    progress: &dyn Progress,
+) -> IvfPlan {
     let n = data.len();
     let centroids = centroids.unwrap_or_else(|| {
         let nlist = params.partitions.unwrap_or_else(|| default_partitions(n)).clamp(1, n.max(1));
-        KMeans::new(nlist, params.seed).train(kernels, data, dim)
+        KMeans::new(nlist, params.seed).train(kernels, data, dim, progress)
     });
     debug_assert!(!centroids.is_empty() && centroids.len().is_multiple_of(dim), "whole centroids");
     let nlist = centroids.len() / dim;
     // Assign and sort rows by partition (counting sort: stable, row order within a partition).
     let mut assign = vec![0u32; n];
-    crate::kmeans::assign(kernels, data, dim, &centroids, &mut assign);
+    progress.phase("partitioning", n as u64);
+    crate::kmeans::assign(kernels, data, dim, &centroids, &mut assign, progress);
     let mut offsets = vec![0u32; nlist + 1];
     for &a in &assign {
         offsets[a as usize + 1] += 1;
@@ -130,8 +139,8 @@ pub fn plan(kernels: &Kernels, data: &dyn Rows, dim: usize, params: IvfParams, c
 /// Encodes every row of `data` into `out` as `plan` lays them out: one task per partition,
 /// each writing only its own rows' codes and factors (the same bytes with any number of
 /// threads). Rows are read in the plan's order, one partition at a time. Panics if a slice of
-/// `out` has the wrong length.
-pub fn encode(kernels: &Kernels, data: &dyn Rows, plan: &IvfPlan, out: IvfCodes<'_>) {
+/// `out` has the wrong length. Reports "encoding", one unit per row.
+pub fn encode(kernels: &Kernels, data: &dyn Rows, plan: &IvfPlan, out: IvfCodes<'_>, progress: &dyn Progress) {
     let (n, nlist, padded, bits) = (plan.rows(), plan.nlist, plan.padded, plan.bits);
     let words = padded / 64;
     let bb = block_bytes(padded);
@@ -164,6 +173,7 @@ pub fn encode(kernels: &Kernels, data: &dyn Rows, plan: &IvfPlan, out: IvfCodes<
             parts.push(Part { p, codes: pc, factors: pf, ex_codes: pe, ex_factors: px });
         }
     }
+    progress.phase("encoding", n as u64);
     crate::par::for_each(parts, |part| {
         let Part { p, codes, factors, ex_codes, ex_factors } = part;
         let mut levels = vec![0u8; padded];
@@ -198,5 +208,6 @@ pub fn encode(kernels: &Kernels, data: &dyn Rows, plan: &IvfPlan, out: IvfCodes<
                 }
             }
         }
+        progress.add(rows.len() as u64);
     });
 }

@@ -17,6 +17,7 @@ use shoal_kernels::Kernels;
 use super::{IvfCodes, IvfData, IvfIndex, IvfPlan, IvfQuery, block_bytes};
 use crate::Metric;
 use crate::Rows;
+use crate::progress::Progress;
 use crate::rabitq::{EPSILON0, ExFactors, Factors, MAX_BITS, ex_code_bytes};
 use crate::rotation::{ROUNDS, Rotation, padded_dim};
 
@@ -95,6 +96,7 @@ pub fn write(
     codes_only: bool,
     layout: &Layout,
     file: &mut [u8],
+    progress: &dyn Progress,
 ) {
     let small: [(u32, &[u8]); 5] = [
         (KIND_IVF_CENTROIDS, bytemuck::cast_slice(&plan.centroids)),
@@ -127,7 +129,7 @@ pub fn write(
         // (An absent part is an empty byte slice whose address need not suit the records.)
         let ex_factors = if ex_factors.is_empty() { &mut [] } else { bytemuck::cast_slice_mut(ex_factors) };
         let out = IvfCodes { codes, factors: bytemuck::cast_slice_mut(factors), ex_codes, ex_factors };
-        super::encode(kernels, src, plan, out);
+        super::encode(kernels, src, plan, out, progress);
     }
     // Default query settings, measured on the index as written. Codes only, the rows in the
     // stored order exist nowhere else: gathered for the calibration.
@@ -154,7 +156,7 @@ pub fn write(
         prefetch: None,
     };
     let index = IvfIndex { nlist: plan.nlist, padded: plan.padded, rotation: plan.rotation.clone() };
-    let defaults = crate::calibrate::calibrate(kernels, metric, &index, data, vectors, seed, codes_only);
+    let defaults = crate::calibrate::calibrate(kernels, metric, &index, data, vectors, seed, codes_only, progress);
     let meta = meta_of(plan, seed, defaults);
     file[layout.range(KIND_IVF_META)].copy_from_slice(bytemuck::bytes_of(&meta));
 }
