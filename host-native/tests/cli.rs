@@ -639,6 +639,24 @@ fn text_and_hybrid_requests_from_the_command_line() {
     let (input_s, payloads_s, out_s) = (input.to_str().unwrap(), payloads.to_str().unwrap(), out.to_str().unwrap());
     let fields = r#"{"title": "text", "n": "integer"}"#;
     ok(shoal(&["build", "--input", input_s, "--fields", fields, "--payloads", payloads_s, "--out", out_s]));
+    // inspect names the payload and text sections too.
+    let json: serde_json::Value = serde_json::from_str(&ok(shoal(&["inspect", out_s, "--json"]))).unwrap();
+    let names: Vec<&str> = json["sections"].as_array().unwrap().iter().map(|s| s["name"].as_str().unwrap()).collect();
+    assert_eq!(
+        names[4..],
+        [
+            "PAYLOAD_FIELDS",
+            "PAYLOAD_COLUMNS",
+            "PAYLOAD_DICTS",
+            "PAYLOAD_POSTINGS",
+            "PAYLOAD_DOCS",
+            "TEXT_META",
+            "TEXT_DICT",
+            "TEXT_POSTINGS",
+            "TEXT_POSITIONS",
+            "TEXT_DOC_LENGTHS"
+        ]
+    );
     let schema = Collection::parse_schema(&serde_json::from_str(fields).unwrap()).unwrap();
     let mut col = Collection::with_schema(CollectionConfig { dim: DIM, metric: Metric::L2 }, schema).unwrap();
     let docs: Vec<serde_json::Value> = lines.iter().map(|l| serde_json::from_str(l).unwrap()).collect();

@@ -10,6 +10,8 @@ use std::path::PathBuf;
 use serde_json::{Value, json};
 use shoal_core::{Collection, Error, Metric};
 use shoal_format::{KIND_META, SECTION_OPTIONAL, SectionEntry, SegmentMeta, SegmentReader, cast_records, kind_name};
+use shoal_payload as payload;
+use shoal_text::kinds as text;
 
 use super::print;
 use crate::HostError;
@@ -43,7 +45,7 @@ pub fn run(args: &InspectArgs) -> Result<(), HostError> {
         .map(|e| {
             json!({
                 "kind": e.kind,
-                "name": kind_name(e.kind),
+                "name": section_name(e.kind),
                 "optional": e.flags & SECTION_OPTIONAL != 0,
                 "offset": e.offset,
                 "length": e.length,
@@ -84,7 +86,7 @@ pub fn run(args: &InspectArgs) -> Result<(), HostError> {
                 out,
                 "  {:>4}  {:<20} {:>12} {:>12}  {:#010x}{}",
                 e.kind,
-                kind_name(e.kind),
+                section_name(e.kind),
                 e.offset,
                 e.length,
                 e.crc,
@@ -109,5 +111,23 @@ pub fn run(args: &InspectArgs) -> Result<(), HostError> {
     match problem {
         Some(e) => Err(HostError::segment(path, e)),
         None => Ok(()),
+    }
+}
+
+/// The name of a section kind: the container's and the index's (`kind_name`), and the payload
+/// and text sections the format reserves kinds 32–63 for.
+fn section_name(kind: u32) -> &'static str {
+    match kind {
+        payload::KIND_PAYLOAD_FIELDS => "PAYLOAD_FIELDS",
+        payload::KIND_PAYLOAD_COLUMNS => "PAYLOAD_COLUMNS",
+        payload::KIND_PAYLOAD_DICTS => "PAYLOAD_DICTS",
+        payload::KIND_PAYLOAD_POSTINGS => "PAYLOAD_POSTINGS",
+        payload::KIND_PAYLOAD_DOCS => "PAYLOAD_DOCS",
+        text::TEXT_META => "TEXT_META",
+        text::TEXT_DICT => "TEXT_DICT",
+        text::TEXT_POSTINGS => "TEXT_POSTINGS",
+        text::TEXT_POSITIONS => "TEXT_POSITIONS",
+        text::TEXT_DOC_LENGTHS => "TEXT_DOC_LENGTHS",
+        other => kind_name(other),
     }
 }
