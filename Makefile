@@ -22,7 +22,7 @@ DEMO_PORT ?= 6333
 .PHONY: demo test bench setup setup-rust setup-js setup-deb setup-edge setup-demo build-js lint test-rust test-js test-edge test-demo \
         test-aarch64 test-wasm check-targets \
         bench-kernels bench-search bench-node bench-ann bench-filtered bench-text bench-ingest bench-codes-only bench-build \
-        test-qdrant fuzz
+        test-qdrant fuzz bench-plots
 
 ## ---- setup ---------------------------------------------------------------------------
 
@@ -175,6 +175,13 @@ $(GLOVE)/words.txt:
 
 bench: setup build-js $(GLOVE)/words.txt bench-kernels bench-search bench-node bench-ann bench-filtered bench-text bench-ingest \
        bench-codes-only bench-build
+
+# The plots (docs/img/) and result tables (docs/benchmarks.md, README) from the result files
+# committed in bench/results/ (after a benchmark run, `python3 bench/plots.py --collect` copies
+# the new ones there from ~/.cache/shoal/results/ first).
+bench-plots:
+	@python3 -c "import matplotlib" 2>/dev/null || pip install --quiet $$(grep '^matplotlib==' bench/requirements-bench.txt)
+	python3 bench/plots.py
 
 bench-kernels:
 	$(CARGO) bench -p shoal-kernels --bench kernels

@@ -281,51 +281,9 @@ def search(args):
 
 
 def plot(args):
-    import matplotlib
+    import plots
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    res = load_results()["ingest"]
-    tl = res["timeline"]
-    fig, ax = plt.subplots(2, 1, figsize=(8, 6), sharex=True)
-    w = [t / 60 for t, _ in tl["rate_windows"]]
-    ax[0].step(w, [r / 1e3 for _, r in tl["rate_windows"]], where="post", lw=0.8, alpha=0.6,
-               label="points/s, 10 s windows")
-    if tl.get("rolling_minute"):
-        ax[0].plot([t / 60 for t, _ in tl["rolling_minute"]], [r / 1e3 for _, r in tl["rolling_minute"]],
-                   color="tab:orange", lw=2, label="points/s, last 60 s")
-    ax[0].axhline(res["first_minute_rate"] / 2e3, color="grey", ls="--", lw=1, label="half the first minute's rate")
-    ax[0].set_ylabel("ingest, thousand points/s")
-    ax[0].set_ylim(bottom=0)
-    ax[0].legend(loc="lower left", fontsize=8)
-    ax[0].set_title(f"{res['n'] / 1e6:.0f}M x 128-d into shoal serve in a {res['limit_mib'] / 1024:.0f} GiB cgroup "
-                    f"(fsync per batch; seals and merges in the background)", fontsize=9)
-    m = tl["memory"]
-    ax[1].plot([t / 60 for t, *_ in m], [x[1] / 2**20 for x in m], label="cgroup memory incl. page cache")
-    if m and len(m[0]) > 3:
-        ax[1].plot([t / 60 for t, *_ in m], [x[3] / 2**20 for x in m], label="process memory (anonymous)")
-    ax[1].axhline(res["limit_mib"], color="red", ls="--", lw=1, label="limit")
-    ax[1].set_ylabel("MiB")
-    ax[1].set_xlabel("minutes")
-    ax[1].set_ylim(bottom=0)
-    ax2 = ax[1].twinx()
-    seg_t, seg_n = [t / 60 for t, *_ in m], [x[2] or 0 for x in m]
-    if res.get("settled_s") and res.get("segments"):
-        # The last merge ends the run: its result is the count at the settle time.
-        seg_t.append(res["settled_s"] / 60)
-        seg_n.append(res["segments"])
-    ax2.step(seg_t, seg_n, where="post", color="tab:green", lw=1, label="segments")
-    ax2.set_ylabel("segments")
-    ax2.set_ylim(bottom=0)
-    h1, l1 = ax[1].get_legend_handles_labels()
-    h2, l2 = ax2.get_legend_handles_labels()
-    ax[1].legend(h1 + h2, l1 + l2, loc="lower right", fontsize=8)
-    out = ROOT / "docs" / "img" / "ingest-10m.png"
-    out.parent.mkdir(parents=True, exist_ok=True)
-    fig.tight_layout()
-    fig.savefig(out, dpi=110)
-    print(f"wrote {out}")
+    plots.ingest_plot(load_results()["ingest"])
 
 
 def main():

@@ -24,8 +24,8 @@ default size; the data is local and cached.) Pass ``--pin`` to pin each worker t
 
 Output: a human table on stdout and ``~/.cache/shoal/results/peers-<dataset>.json`` with every
 sweep point and a summary: for each configuration and recall target (0.90 / 0.95 / 0.99), the
-highest QPS among the sweep points reaching it (for a one-knob sweep that is the first point
-reaching it), or "not reached".
+QPS read off its recall/QPS frontier, interpolated between the two sweep points around the
+target (``bench/frontier.py``), or "not reached".
 
 Usage::
 
@@ -48,6 +48,8 @@ import traceback
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+import frontier  # noqa: E402
 REQUIREMENTS = HERE / "requirements-bench.txt"
 K = 10
 TARGETS = (0.90, 0.95, 0.99)
@@ -471,18 +473,24 @@ def worker(args):
 
 
 def summarize(cfg):
+    """Per mode (single, batch) and recall target: the QPS read off the configuration's
+    recall/QPS frontier, interpolated between the sweep points around the target
+    (``bench/frontier.py``), with those points' settings."""
     summary = {}
+    pts = cfg.get("points", [])
     for mode, key in (("single", "qps"), ("batch", "qps_batch")):
         rkey = "recall" if mode == "single" else "recall_batch"
+        swept = [p for p in pts if p.get(key)]
+        by_point = {(p[rkey], p[key]): p["params"] for p in swept}
         for target in TARGETS:
-            ok = [p for p in cfg.get("points", []) if p.get(key) and p[rkey] >= target]
-            if ok:
-                best = max(ok, key=lambda p: p[key])
-                summary[f"{mode}@{target:.2f}"] = {"qps": best[key], "recall": best[rkey],
-                                                   "params": best["params"]}
-            else:
+            got = frontier.qps_at([(p[rkey], p[key]) for p in swept], target)
+            if got is None:
                 summary[f"{mode}@{target:.2f}"] = "not reached"
-    pts = cfg.get("points", [])
+                continue
+            qps, (lo, hi) = got
+            summary[f"{mode}@{target:.2f}"] = {
+                "qps": qps, "recall": target, "params": by_point[hi],
+                "between": [by_point[lo] if lo else None, by_point[hi]]}
     summary["max_recall"] = max((p["recall"] for p in pts), default=None)
     return summary
 
@@ -490,7 +498,10 @@ def summarize(cfg):
 def fmt_cell(s):
     if not isinstance(s, dict):
         return "not reached"
-    params = ",".join(f"{v}" for v in s["params"].values())
+    lo, hi = s.get("between", [None, s["params"]])
+    params = ",".join(f"{v}" for v in hi.values())
+    if lo:
+        params = ",".join(f"{v}" for v in lo.values()) + ".." + params
     return f"{s['qps']:.0f} ({params})"
 
 
@@ -593,8 +604,8 @@ def print_summary(result):
         for note in cfg.get("notes", []) or []:
             print(f"note ({cfg['peer']} / {cfg['config']}): {note}")
     print("QPS = queries/s, one query per call in a Python loop (batch: whole query matrix in one "
-          "call, 1 thread); the cell is the best QPS among sweep points reaching the recall target, "
-          "with its setting in parentheses (hnsw: ef; faiss: nprobe,k_factor; lance: "
+          "call, 1 thread); the cell is the QPS at the recall target on the configuration's frontier, "
+          "interpolated between the sweep points around it, with their settings in parentheses (hnsw: ef; faiss: nprobe,k_factor; lance: "
           "nprobes,refine_factor). busy = whole-machine CPU use in cores while that configuration "
           "ran (about 1.0 = the machine was otherwise idle).")
 

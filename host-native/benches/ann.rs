@@ -156,29 +156,12 @@ fn main() {
                     "recall": recall, "qps": qps, "qps_best": qps_best,
                 }));
             }
-            let summary: Vec<serde_json::Value> = [0.90, 0.95, 0.99]
-                .iter()
-                .map(|&target| {
-                    let top = |field: &str| {
-                        points
-                            .iter()
-                            .filter(|p| p["recall"].as_f64().unwrap() >= target)
-                            .map(|p| p[field].as_f64().unwrap())
-                            .fold(None, |m: Option<f64>, q| Some(m.map_or(q, |m| m.max(q))))
-                    };
-                    let (best, fastest) = (top("qps"), top("qps_best"));
-                    println!(
-                        "  QPS at recall@10 >= {target:.2}: {} (fastest pass {})",
-                        best.map_or("not reached".into(), |q| format!("{q:.0}")),
-                        fastest.map_or("-".into(), |q| format!("{q:.0}"))
-                    );
-                    serde_json::json!({"recall": target, "qps": best, "qps_best": fastest})
-                })
-                .collect();
+            // QPS at a recall target is read off the frontier of these points, interpolated
+            // between the two around the target, for every engine alike: `bench/plots.py`.
             let results = serde_json::json!({
                 "engine": "shoal", "dataset": name, "threads": threads, "bits": bits, "segments": segments,
                 "codes_only": codes_only, "build_seconds": build_s, "index_bytes": index_bytes, "vector_bytes": vector_bytes,
-                "nlist": index.nlist, "points": points, "summary": summary,
+                "nlist": index.nlist, "points": points,
             });
             let mut file = match (bits, codes_only) {
                 (_, true) => format!("shoal-{name}-b{bits}-codes"),

@@ -1,0 +1,259 @@
+#!/usr/bin/env python3
+"""The plots and result tables of ``docs/benchmarks.md`` and the README, from the result files in
+``bench/results/`` (committed: every plot and table can be redrawn from the repository).
+
+- ``docs/img/recall-qps-<dataset>.png``: recall@10 against single-thread QPS, each engine's
+  frontier (``bench/frontier.py``), from ``shoal-<dataset>*.json`` (``cargo bench -p shoal-host
+  --bench ann``) and ``peers-<dataset>.json`` (``bench/peers.py``);
+- ``docs/img/ingest-10m.png``: the 10M ingest into ``shoal serve`` (``large-10m.json``,
+  ``bench/large.py``);
+- ``docs/img/package-size.png``: the npm package's gzipped wasm per change
+  (``package-size.json``, the sizes ``bindings-js/scripts/sizes.sh`` printed);
+- the QPS-at-recall tables, written between the ``<!-- results:recall-qps:begin/end -->``
+  markers of ``docs/benchmarks.md`` and ``<!-- results:readme:begin/end -->`` of the README.
+
+Usage::
+
+    python3 bench/plots.py            # plots and tables from bench/results/ (make bench-plots)
+    python3 bench/plots.py --collect  # first copy the latest results from ~/.cache/shoal/results/
+"""
+
+import argparse
+import json
+import os
+import re
+import shutil
+import sys
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parent
+RESULTS = HERE / "results"
+IMG = ROOT / "docs" / "img"
+CACHE = Path(os.environ.get("SHOAL_CACHE", Path.home() / ".cache" / "shoal")) / "results"
+sys.path.insert(0, str(HERE))
+import frontier  # noqa: E402
+
+TARGETS = (0.90, 0.95, 0.99)
+DATASETS = ["glove-100k", "glove-400k", "gcide-256", "synthetic-1m-128"]
+# The result files a run leaves in the cache that the plots and tables use.
+COLLECT = [f"{kind}-{d}.json" for d in DATASETS for kind in ("peers", "shoal")] + \
+    [f"shoal-{d}-b{b}.json" for d in DATASETS for b in range(2, 9)] + ["large-10m.json"]
+
+
+def log(msg):
+    print(f"plots: {msg}", file=sys.stderr)
+
+
+def collect():
+    RESULTS.mkdir(exist_ok=True)
+    for name in COLLECT:
+        if (CACHE / name).exists():
+            shutil.copyfile(CACHE / name, RESULTS / name)
+            log(f"collected {name}")
+
+
+# ---- recall / QPS ---------------------------------------------------------------------------
+
+def engines(dataset):
+    """Every configuration measured on ``dataset``: (label, index MB, [(recall, qps)], params)."""
+    out = []
+    for path in sorted(RESULTS.glob(f"shoal-{dataset}*.json")):
+        r = json.loads(path.read_text())
+        if r.get("dataset") != dataset or r.get("threads", 1) != 1 or r.get("segments", 1) != 1:
+            continue
+        kind = "codes only" if r.get("codes_only") else f"{r['bits']}-bit"
+        memory = (r["index_bytes"] + (0 if r.get("codes_only") else r["vector_bytes"])) / 1e6
+        # The peers' driver reports each point's fastest pass: Shoal's fastest pass beside it.
+        pts = [(p["recall"], p["qps_best"]) for p in r["points"]]
+        out.append((f"Shoal IVF-RaBitQ {kind}", memory, pts, "shoal"))
+    peers = RESULTS / f"peers-{dataset}.json"
+    if peers.exists():
+        for cfg in json.loads(peers.read_text())["configs"]:
+            if "error" in cfg:
+                continue
+            pts = [(p["recall"], p["qps"]) for p in cfg["points"] if p.get("qps")]
+            out.append((f"{cfg['peer']} {cfg['config']}", cfg["index_bytes"] / 1e6, pts, cfg["peer"]))
+    return out
+
+
+def recall_qps_plot(dataset, rows):
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(7.5, 4.8))
+    for label, memory, pts, engine in rows:
+        f = frontier.frontier(pts)
+        style = dict(lw=2.4, color="tab:blue") if engine == "shoal" else dict(lw=1.2)
+        ax.plot([r for r, _ in f], [q for _, q in f], marker="o", ms=3, label=f"{label} ({memory:,.0f} MB)", **style)
+    for t in TARGETS:
+        ax.axvline(t, color="grey", lw=0.6, ls=":")
+    ax.set_yscale("log")
+    ax.set_xlim(0.80, 1.0)
+    ax.set_xlabel("recall@10")
+    ax.set_ylabel("queries per second, one thread (log)")
+    ax.set_title(f"{dataset}: recall against speed (frontier of each engine's sweep; memory in brackets)", fontsize=9)
+    ax.grid(True, which="both", lw=0.3, alpha=0.5)
+    ax.legend(fontsize=7, loc="lower left")
+    fig.tight_layout()
+    out = IMG / f"recall-qps-{dataset}.png"
+    fig.savefig(out, dpi=110)
+    plt.close(fig)
+    log(f"wrote {out.relative_to(ROOT)}")
+
+
+def fmt(q):
+    return "not reached" if q is None else f"{q:,.0f}"
+
+
+def qps(pts, target):
+    got = frontier.qps_at(pts, target)
+    return None if got is None else got[0]
+
+
+def recall_qps_tables(measured):
+    """The full table (benchmarks.md) and the README's summary, as Markdown."""
+    full, readme = [], []
+    readme.append("| dataset | Shoal QPS at recall 0.95 | hnswlib QPS at 0.95 | ratio | Shoal at 0.99 | hnswlib at 0.99 |")
+    readme.append("|---|---:|---:|---:|---:|---:|")
+    for dataset, rows in measured.items():
+        full.append(f"**{dataset}** ![recall/QPS on {dataset}](img/recall-qps-{dataset}.png)")
+        full.append("")
+        full.append("| engine / configuration | memory MB | " + " | ".join(f"QPS at {t:.2f}" for t in TARGETS)
+                    + " | max recall |")
+        full.append("|---|---:|" + "---:|" * len(TARGETS) + "---:|")
+        for label, memory, pts, _ in rows:
+            cells = " | ".join(fmt(qps(pts, t)) for t in TARGETS)
+            full.append(f"| {label} | {memory:,.0f} | {cells} | {max(r for r, _ in pts):.4f} |")
+        full.append("")
+        shoal = [r for r in rows if r[3] == "shoal"]
+        hnsw = [r for r in rows if r[3] == "hnswlib"]
+        if shoal and hnsw:
+            def best(rs, t):
+                vals = [q for q in (qps(r[2], t) for r in rs) if q is not None]
+                return max(vals) if vals else None
+            s95, h95, s99, h99 = best(shoal, 0.95), best(hnsw, 0.95), best(shoal, 0.99), best(hnsw, 0.99)
+            ratio = f"{s95 / h95:.2f}x" if s95 and h95 else "-"
+            readme.append(f"| {dataset} | {fmt(s95)} | {fmt(h95)} | {ratio} | {fmt(s99)} | {fmt(h99)} |")
+    full.append("QPS at a recall target: read off each configuration's frontier, interpolated between "
+                "the two sweep points around the target (`bench/frontier.py`); one thread, one query "
+                "per call. Memory: the index (Shoal: plus the full vectors it re-ranks with, memory-mapped).")
+    return "\n".join(full), "\n".join(readme)
+
+
+def replace_between(path, marker, text):
+    s = path.read_text()
+    begin, end = f"<!-- results:{marker}:begin -->", f"<!-- results:{marker}:end -->"
+    if begin not in s or end not in s:
+        log(f"{path.relative_to(ROOT)} has no {begin} ... {end}: table not written")
+        return
+    s = re.sub(re.escape(begin) + ".*?" + re.escape(end), lambda _: f"{begin}\n{text}\n{end}", s, flags=re.S)
+    path.write_text(s)
+    log(f"wrote the {marker} table into {path.relative_to(ROOT)}")
+
+
+# ---- the 10M ingest --------------------------------------------------------------------------
+
+def ingest_plot(res):
+    """The 10M ingest: rate over time, memory against the cgroup's limit, segments."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    tl = res["timeline"]
+    fig, ax = plt.subplots(2, 1, figsize=(8, 6), sharex=True)
+    w = [t / 60 for t, _ in tl["rate_windows"]]
+    ax[0].step(w, [r / 1e3 for _, r in tl["rate_windows"]], where="post", lw=0.8, alpha=0.6,
+               label="points/s, 10 s windows")
+    if tl.get("rolling_minute"):
+        ax[0].plot([t / 60 for t, _ in tl["rolling_minute"]], [r / 1e3 for _, r in tl["rolling_minute"]],
+                   color="tab:orange", lw=2, label="points/s, last 60 s")
+    ax[0].axhline(res["first_minute_rate"] / 2e3, color="grey", ls="--", lw=1, label="half the first minute's rate")
+    ax[0].set_ylabel("ingest, thousand points/s")
+    ax[0].set_ylim(bottom=0)
+    ax[0].legend(loc="lower left", fontsize=8)
+    ax[0].set_title(f"{res['n'] / 1e6:.0f}M x 128-d into shoal serve in a {res['limit_mib'] / 1024:.0f} GiB cgroup "
+                    f"(fsync per batch; seals and merges in the background)", fontsize=9)
+    m = tl["memory"]
+    ax[1].plot([t / 60 for t, *_ in m], [x[1] / 2**20 for x in m], label="cgroup memory incl. page cache")
+    if m and len(m[0]) > 3:
+        ax[1].plot([t / 60 for t, *_ in m], [x[3] / 2**20 for x in m], label="process memory (anonymous)")
+    ax[1].axhline(res["limit_mib"], color="red", ls="--", lw=1, label="limit")
+    ax[1].set_ylabel("MiB")
+    ax[1].set_xlabel("minutes")
+    ax[1].set_ylim(bottom=0)
+    ax2 = ax[1].twinx()
+    seg_t, seg_n = [t / 60 for t, *_ in m], [x[2] or 0 for x in m]
+    if res.get("settled_s") and res.get("segments"):
+        # The last merge ends the run: its result is the count at the settle time.
+        seg_t.append(res["settled_s"] / 60)
+        seg_n.append(res["segments"])
+    ax2.step(seg_t, seg_n, where="post", color="tab:green", lw=1, label="segments")
+    ax2.set_ylabel("segments")
+    ax2.set_ylim(bottom=0)
+    h1, l1 = ax[1].get_legend_handles_labels()
+    h2, l2 = ax2.get_legend_handles_labels()
+    ax[1].legend(h1 + h2, l1 + l2, loc="lower right", fontsize=8)
+    out = IMG / "ingest-10m.png"
+    fig.tight_layout()
+    fig.savefig(out, dpi=110)
+    plt.close(fig)
+    log(f"wrote {out.relative_to(ROOT)}")
+
+
+# ---- package size ------------------------------------------------------------------------------
+
+def package_plot(doc):
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    changes = doc["changes"]
+    fig, ax = plt.subplots(figsize=(8, 4.2))
+    xs = range(len(changes))
+    ax.plot(xs, [c["simd"] / 1e3 for c in changes], marker="o", label="SIMD128 build")
+    ax.plot(xs, [c["scalar"] / 1e3 if c.get("scalar") else None for c in changes], marker="s", ms=3, lw=1,
+            label="scalar build")
+    ax.axhline(doc["budget"] / 1e3, color="red", ls="--", lw=1, label=f"budget {doc['budget'] / 1e3:.0f} KB")
+    ax.set_xticks(list(xs), [c["change"] for c in changes], rotation=30, ha="right", fontsize=7)
+    ax.set_ylabel("wasm, KB gzipped (gzip -9)")
+    ax.set_ylim(200, doc["budget"] / 1e3 * 1.04)
+    ax.set_title("The npm package's wasm module, per change", fontsize=9)
+    ax.grid(True, axis="y", lw=0.3)
+    ax.legend(fontsize=8, loc="lower right")
+    fig.tight_layout()
+    out = IMG / "package-size.png"
+    fig.savefig(out, dpi=110)
+    plt.close(fig)
+    log(f"wrote {out.relative_to(ROOT)}")
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--collect", action="store_true", help="copy the latest results from the cache first")
+    args = ap.parse_args()
+    if args.collect:
+        collect()
+    IMG.mkdir(parents=True, exist_ok=True)
+    measured = {}
+    for dataset in DATASETS:
+        rows = engines(dataset)
+        if rows:
+            recall_qps_plot(dataset, rows)
+            measured[dataset] = rows
+    if measured:
+        full, readme = recall_qps_tables(measured)
+        replace_between(ROOT / "docs" / "benchmarks.md", "recall-qps", full)
+        replace_between(ROOT / "README.md", "readme", readme)
+    if (RESULTS / "large-10m.json").exists():
+        ingest_plot(json.loads((RESULTS / "large-10m.json").read_text())["ingest"])
+    if (RESULTS / "package-size.json").exists():
+        package_plot(json.loads((RESULTS / "package-size.json").read_text()))
+
+
+if __name__ == "__main__":
+    main()
