@@ -168,7 +168,7 @@ impl WasmCollection {
         let config = CollectionConfig { dim, metric };
         let inner = match fields {
             None => Collection::new(config),
-            Some(json) => serde_json::from_str(&json)
+            Some(json) => serde_json::from_slice(json.as_bytes())
                 .map_err(|_| Error::InvalidConfig("fields must be an object of field name -> type"))
                 .and_then(|v| Collection::parse_schema(&v))
                 .and_then(|schema| Collection::with_schema(config, schema)),
@@ -203,7 +203,7 @@ impl WasmCollection {
         let enc = if ids_are_f64 { IdEncoding::F64 } else { IdEncoding::U64 };
         let payloads: Vec<serde_json::Value> = match payloads {
             None => Vec::new(),
-            Some(json) => match serde_json::from_str(&json) {
+            Some(json) => match serde_json::from_slice(json.as_bytes()) {
                 Ok(p) => p,
                 Err(e) => {
                     // Drop the batch, as every failed commit does.

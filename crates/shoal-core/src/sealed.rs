@@ -68,8 +68,8 @@ impl IndexKind {
     /// assert!(IndexKind::from_json(r#"{"index": "hnsw"}"#).is_err());
     /// ```
     pub fn from_json(json: &str) -> Result<IndexKind, Error> {
-        let o: SealOptions =
-            serde_json::from_str(json).map_err(|e| Error::InvalidRequest(alloc::format!("seal options: {e}")))?;
+        let o: SealOptions = serde_json::from_slice(json.as_bytes())
+            .map_err(|e| Error::InvalidRequest(alloc::format!("seal options: {e}")))?;
         let ivf_only = o.partitions.is_some() || o.seed.is_some() || o.bits.is_some() || o.codes_only.is_some();
         match o.index.as_deref() {
             None | Some("flat") if !ivf_only => Ok(IndexKind::Flat),

@@ -130,8 +130,8 @@ impl Filter {
     /// assert_eq!(e.path, "filter.must[1].range");
     /// ```
     pub fn from_json(text: &str) -> Result<Filter, FilterError> {
-        let v: Value =
-            serde_json::from_str(text).map_err(|e| err("filter", FilterErrorKind::InvalidJson(e.to_string())))?;
+        let v: Value = serde_json::from_slice(text.as_bytes())
+            .map_err(|e| err("filter", FilterErrorKind::InvalidJson(e.to_string())))?;
         Filter::from_value(&v)
     }
 

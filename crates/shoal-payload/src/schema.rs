@@ -149,7 +149,7 @@ impl Schema {
 
     /// Parses `{"name": "type", ...}`.
     pub fn from_json(text: &str) -> Result<Schema, PayloadError> {
-        let value: Value = serde_json::from_str(text)
+        let value: Value = serde_json::from_slice(text.as_bytes())
             .map_err(|e| PayloadError::new("schema", PayloadErrorKind::InvalidJson(e.to_string())))?;
         Schema::from_value(&value)
     }

@@ -187,7 +187,7 @@ impl PayloadBuilder {
 
     /// Adds the next point's payload given as JSON text; returns its row.
     pub fn push_str(&mut self, text: &str) -> Result<u32, PayloadError> {
-        let doc: Value = serde_json::from_str(text)
+        let doc: Value = serde_json::from_slice(text.as_bytes())
             .map_err(|e| PayloadError::new("payload", PayloadErrorKind::InvalidJson(e.to_string())))?;
         self.push(&doc)
     }

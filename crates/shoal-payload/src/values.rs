@@ -173,7 +173,7 @@ pub fn parse_payload(schema: &Schema, doc: &Value) -> Result<Vec<FieldValues>, P
 
 /// Parses one point's payload given as JSON text; see [`parse_payload`].
 pub fn parse_payload_str(schema: &Schema, text: &str) -> Result<(Value, Vec<FieldValues>), PayloadError> {
-    let doc: Value = serde_json::from_str(text)
+    let doc: Value = serde_json::from_slice(text.as_bytes())
         .map_err(|e| PayloadError::new("payload", PayloadErrorKind::InvalidJson(e.to_string())))?;
     let values = parse_payload(schema, &doc)?;
     Ok((doc, values))

@@ -603,7 +603,7 @@ impl Collection {
             dim: self.dim,
             metric: self.metric.name().into(),
             fields: match &self.schema {
-                Some(schema) => serde_json::from_str(&schema.to_json()).expect("a schema's JSON parses"),
+                Some(schema) => serde_json::from_slice(schema.to_json().as_bytes()).expect("a schema's JSON parses"),
                 None => Value::Object(serde_json::Map::new()),
             },
             index: self.index.to_json(),
