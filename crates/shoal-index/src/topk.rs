@@ -96,9 +96,14 @@ impl TopK {
 
     /// Moves the candidates, best first, into `out` (cleared first) and empties the selection.
     pub fn drain_sorted(&mut self, out: &mut Vec<Candidate>) {
+        // Popped worst first, then reversed: the order a sort would give (the order is total,
+        // and equal candidates are identical), without a sort routine of its own in the wasm
+        // build.
         out.clear();
-        out.extend(self.heap.drain());
-        out.sort_unstable();
+        while let Some(c) = self.heap.pop() {
+            out.push(c);
+        }
+        out.reverse();
     }
 }
 

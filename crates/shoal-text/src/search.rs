@@ -269,9 +269,9 @@ impl Top {
         }
     }
     fn into_sorted(self) -> Vec<Hit> {
-        let mut v: Vec<HeapHit> = self.heap.into_vec();
-        v.sort_unstable();
-        v.into_iter().map(|h| h.0).collect()
+        // The heap's own sort (the order is total: one hit per document), rather than a sort
+        // routine of its own in the wasm build.
+        self.heap.into_sorted_vec().into_iter().map(|h| h.0).collect()
     }
 }
 
