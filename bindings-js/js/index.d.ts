@@ -171,6 +171,45 @@ export interface SearchResponse {
   stats: SearchStats;
 }
 
+/** A point read back by `get`, `scroll` or `points`. */
+export interface PointRecord {
+  /** A number when at most `Number.MAX_SAFE_INTEGER`, a BigInt otherwise. */
+  id: number | bigint;
+  /** The stored payload (`{}` when none), unless `withPayload: false`. */
+  payload?: Payload;
+  /** The stored vector (normalised for `cosine`), with `withVector: true`. */
+  vector?: Float32Array;
+}
+
+/** What `get`, `scroll` and `points` return of each point. */
+export interface RecordOptions {
+  /** Return payloads (default true). */
+  withPayload?: boolean;
+  /** Return stored vectors (default false); a codes-only collection has none (`codes_only`). */
+  withVector?: boolean;
+}
+
+/** Options of `Collection.scroll`. */
+export interface ScrollOptions extends RecordOptions {
+  /** A filter (the language of `SearchRequest.filter`); all points without one. */
+  filter?: Record<string, unknown> | null;
+  /** Points per page, a positive integer (default 100). */
+  limit?: number;
+  /** Start after this id (a page's `next`); from the first point without it. */
+  after?: Id | null;
+}
+
+/** Options of `Collection.points`: those of `scroll`, `limit` being the points read at a time. */
+export type PointsOptions = Omit<ScrollOptions, "after">;
+
+/** A page of `Collection.scroll`. */
+export interface ScrollPage {
+  /** Ids ascending. */
+  points: PointRecord[];
+  /** The `after` of the next page; `null` after the last. */
+  next: number | bigint | null;
+}
+
 /** Options of `Collection.seal`. */
 export interface SealOptions {
   /** "flat" (exact scan only) or "ivf-rabitq" (IVF partitions + RaBitQ codes + exact re-ranking). */
@@ -226,6 +265,25 @@ export class Collection {
   /** The index the next seal builds. */
   readonly index: "flat" | "ivf-rabitq";
   search(req: SearchRequest): SearchResponse;
+  /** The points with these ids that are in the collection, in the order asked (ids not in it are
+   * skipped); payloads by default, vectors with `withVector`. Bad ids throw `invalid_id`. */
+  get(ids: Ids | Id, opts?: RecordOptions): PointRecord[];
+  /** Number of live points passing `filter` (all without one); a malformed filter throws
+   * `invalid_request`, as in `search`. */
+  count(filter?: Record<string, unknown> | null): number;
+  /** A page of the points passing `filter`, ids ascending: at most `limit` (default 100) after
+   * `after`; `next` continues, `null` after the last page. */
+  scroll(opts?: ScrollOptions): ScrollPage;
+  /** Every point passing `filter`, ids ascending, read `limit` (default 100) at a time:
+   * `for await (const p of col.points({ filter }))`. The matching ids are taken when the
+   * iteration starts; points deleted before their page is read are skipped. */
+  points(opts?: PointsOptions): AsyncGenerator<PointRecord, void, undefined>;
+  /** The payload fields (`{}` when none). */
+  readonly fields: Record<string, FieldType>;
+  /** Adds payload fields; fields already there may be given with their type. Another type
+   * throws `invalid_request`, an unknown type or bad name `invalid_config`, a codes-only
+   * collection `codes_only`. Returns all the fields. */
+  extendSchema(fields: Record<string, FieldType>): Record<string, FieldType>;
   /** Full check of every checksum of the sealed segment. */
   verify(): void;
   /** The collection as one segment file (seals and merges every segment first). */

@@ -340,6 +340,73 @@ function results(out) {
   }
 }
 
+/**
+ * The JavaScript form of a wasm `SearchOutput` of `points`, which it frees: `{ id, payload?,
+ * vector? }` per point (`payload`, `vector` only when asked for).
+ * @param {any} out
+ * @param {number} dim
+ * @param {boolean} withPayload
+ * @param {boolean} withVector
+ */
+function records(out, dim, withPayload, withVector) {
+  try {
+    const ids = out.ids();
+    const payloadsJson = withPayload ? out.payloads_json() : null;
+    const payloads = payloadsJson === undefined || payloadsJson === null ? [] : JSON.parse(payloadsJson);
+    const vectors = withVector ? out.vectors() : null;
+    const points = new Array(ids.length);
+    for (let i = 0; i < ids.length; i++) {
+      /** @type {{ id: number | bigint, payload?: any, vector?: Float32Array }} */
+      const p = { id: userId(ids[i]) };
+      if (withPayload) p.payload = payloads[i];
+      if (vectors) p.vector = vectors.slice(i * dim, (i + 1) * dim);
+      points[i] = p;
+    }
+    return points;
+  } finally {
+    out.free();
+  }
+}
+
+/**
+ * One id as JSON text (decimal digits): a number must be an integer in 0..=2^53, a BigInt one
+ * in 0..2^64 (`invalid_id` otherwise, `what` naming it).
+ * @param {any} x
+ * @param {string} what
+ */
+function idJson(x, what) {
+  if (typeof x === "bigint" ? x >= 0n && x <= U64_MAX : Number.isInteger(x) && x >= 0 && x <= 2 ** 53) return String(x);
+  throw new ShoalError("invalid_id", `${what} is not an integer in 0..=2^53 (use BigInt ids beyond)`);
+}
+
+/**
+ * The `filter` of `count`, `scroll` and `points` as JSON text (`null` when none).
+ * @param {any} filter
+ */
+function filterJson(filter) {
+  if (filter === undefined || filter === null) return "null";
+  if (typeof filter !== "object" || Array.isArray(filter)) {
+    throw new ShoalError("invalid_request", "invalid search request: filter: expected an object");
+  }
+  try {
+    return JSON.stringify(filter);
+  } catch (e) {
+    throw new ShoalError("invalid_request", `invalid search request: filter: ${e instanceof Error ? e.message : e}`);
+  }
+}
+
+/**
+ * The `withPayload` (default true) and `withVector` (default false) options of `get`,
+ * `scroll` and `points`.
+ * @param {any} opts
+ * @returns {[boolean, boolean]}
+ */
+function withOptions(opts) {
+  if (opts === undefined || opts === null) return [true, false];
+  if (typeof opts !== "object") throw new ShoalError("invalid_argument", "options must be an object like { withVector: true }");
+  return [opts.withPayload !== false, opts.withVector === true];
+}
+
 /** The largest segment `fromBytes`/`fromStream` take: wasm32 memory is 4 GiB. */
 const MAX_SEGMENT_BYTES = 2 ** 32 - 2 ** 16;
 
@@ -497,6 +564,125 @@ export class Collection {
     if ("big" in norm) return call(() => w.delete(norm.big));
     const f = norm.numbers instanceof Float64Array ? norm.numbers : Float64Array.from(/** @type {any} */ (norm.numbers));
     return call(() => w.delete_f64(f));
+  }
+
+  /**
+   * Retrieves points by id: `{ id, payload?, vector? }` for each of `ids` that is in the
+   * collection, in the order asked (ids not in it are skipped). `withPayload` (default true)
+   * adds the payload (`{}` when none), `withVector` (default false) the stored vector as a
+   * Float32Array (normalised for the cosine metric); a codes-only collection keeps no vectors
+   * (`codes_only`). Ids as for `delete`: numbers must be integers in 0..=2^53 (`invalid_id`).
+   * @param {any} ids
+   * @param {{ withPayload?: boolean, withVector?: boolean }} [opts]
+   */
+  get(ids, opts) {
+    const w = this.#get();
+    const norm = normalizeIds(ids);
+    const list = "big" in norm ? norm.big : norm.numbers;
+    const json = new Array(list.length);
+    for (let i = 0; i < list.length; i++) json[i] = idJson(list[i], `id of point ${i}`);
+    const [withPayload, withVector] = withOptions(opts);
+    return this.#points(w, `{"ids":[${json.join(",")}]`, withPayload, withVector);
+  }
+
+  /** One call of the wasm `points` export: `head` is the request JSON without its closing brace. */
+  #points(/** @type {any} */ w, /** @type {string} */ head, /** @type {boolean} */ withPayload, /** @type {boolean} */ withVector) {
+    const json = `${head},"payload":${withPayload},"vector":${withVector}}`;
+    return records(call(() => w.points(json)), this.#dim, withPayload, withVector);
+  }
+
+  /**
+   * Number of live points passing `filter` (the filter language of `search`; all points
+   * without one). A malformed filter throws `invalid_request`, as in `search`.
+   * @param {Record<string, any> | null} [filter]
+   */
+  count(filter) {
+    const w = this.#get();
+    const json = `{"filter":${filterJson(filter)}}`;
+    if (json === '{"filter":null}') return w.len();
+    const out = call(() => w.points(json));
+    try {
+      return out.ids().length;
+    } finally {
+      out.free();
+    }
+  }
+
+  /**
+   * One page of the points passing `filter` (all without one), ids ascending: at most `limit`
+   * (default 100) points with ids above `after` (from the first without it). `next` is the id to
+   * give as `after` for the next page, `null` after the last. Each call goes over the matching
+   * ids once; `points()` iterates over them all going over them once in all.
+   * @param {{ filter?: Record<string, any> | null, limit?: number, after?: number | bigint | null, withPayload?: boolean, withVector?: boolean }} [opts]
+   * @returns {{ points: Array<{ id: number | bigint, payload?: Record<string, any>, vector?: Float32Array }>, next: number | bigint | null }}
+   */
+  scroll(opts = {}) {
+    const w = this.#get();
+    const { filter, limit = 100, after } = opts ?? {};
+    if (!Number.isSafeInteger(limit) || limit < 1) {
+      throw new ShoalError("invalid_argument", "scroll: limit must be a positive integer");
+    }
+    const [withPayload, withVector] = withOptions(opts);
+    const from = after === undefined || after === null ? "null" : idJson(after, "scroll: after");
+    // One more than the page: whether there is a next page.
+    const head = `{"filter":${filterJson(filter)},"after":${from},"limit":${limit + 1}`;
+    const points = this.#points(w, head, withPayload, withVector);
+    const more = points.length > limit;
+    if (more) points.length = limit;
+    return { points, next: more ? points[limit - 1].id : null };
+  }
+
+  /**
+   * Every point passing `filter` (all without one), ids ascending, read `limit` (default 100)
+   * at a time: `for await (const p of col.points({ filter }))`. The matching ids are taken when
+   * the iteration starts; points deleted meanwhile are skipped. Options as for `scroll`.
+   * @param {{ filter?: Record<string, any> | null, limit?: number, withPayload?: boolean, withVector?: boolean }} [opts]
+   * @returns {AsyncGenerator<{ id: number | bigint, payload?: Record<string, any>, vector?: Float32Array }, void, undefined>}
+   */
+  async *points(opts = {}) {
+    const { filter, limit = 100 } = opts ?? {};
+    if (!Number.isSafeInteger(limit) || limit < 1) {
+      throw new ShoalError("invalid_argument", "points: limit must be a positive integer");
+    }
+    const [withPayload, withVector] = withOptions(opts);
+    const idsJson = `{"filter":${filterJson(filter)}`;
+    const out = call(() => this.#get().points(`${idsJson}}`));
+    let ids;
+    try {
+      ids = out.ids();
+    } finally {
+      out.free();
+    }
+    for (let at = 0; at < ids.length; at += limit) {
+      const page = Array.from(ids.subarray(at, at + limit), String).join(",");
+      // `#get` per page: the collection may have been freed meanwhile.
+      yield* this.#points(this.#get(), `{"ids":[${page}]`, withPayload, withVector);
+    }
+  }
+
+  /**
+   * The payload fields: `{ title: "text", tag: "keyword", ... }` (`{}` when there are none).
+   * @returns {Record<string, FieldType>}
+   */
+  get fields() {
+    return JSON.parse(call(() => this.#get().fields("{}")));
+  }
+
+  /**
+   * Adds payload fields (`{ year: "integer" }`, the types of `fields` in the constructor).
+   * Fields already there may be given again with their type; another type throws
+   * `invalid_request`, an unknown type or a bad name `invalid_config`, and a codes-only
+   * collection refuses new fields (`codes_only`). Points already in the collection have no
+   * value for the new fields. Returns all the fields.
+   * @param {Record<string, FieldType>} fields
+   * @returns {Record<string, FieldType>}
+   */
+  extendSchema(fields) {
+    const w = this.#get();
+    if (fields === null || typeof fields !== "object" || Array.isArray(fields)) {
+      throw new ShoalError("invalid_config", 'invalid collection config: fields must be an object like { tag: "keyword" }');
+    }
+    return JSON.parse(call(() => w.fields(JSON.stringify(fields))));
   }
 
   /**

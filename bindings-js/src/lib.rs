@@ -317,7 +317,67 @@ impl WasmCollection {
     /// is the query vector (it replaces any `vector` field of the JSON).
     pub fn search(&self, json: &str, vector: Option<Vec<f32>>) -> Result<SearchOutput, JsValue> {
         let res = self.inner.search(&request(json, vector)?).map_err(|e| js_error(&e))?;
-        Ok(SearchOutput { res })
+        Ok(SearchOutput { res, vectors: Vec::new() })
+    }
+
+    /// Points by id or by filter: the one export behind `get`, `count` and `scroll` in
+    /// `index.js` (one rather than three: the package's size budget). `json` is
+    /// `{"ids": [...]}` (the live points among these ids, in their order) or
+    /// `{"filter": F, "after": ID, "limit": N}` (the live points passing the filter, ids
+    /// ascending and greater than `after`, at most `limit`); `"payload": true` adds their
+    /// payloads, `"vector": true` their stored vectors ([`SearchOutput::vectors`]), which a
+    /// codes-only collection does not have (`codes_only`). Scores are 0.
+    pub fn points(&self, json: &str) -> Result<SearchOutput, JsValue> {
+        use serde_json::Value;
+        let req: Value =
+            serde_json::from_slice(json.as_bytes()).map_err(|e| js_error(&Error::InvalidRequest(format!("{e}"))))?;
+        let flag = |key: &str| req.get(key).and_then(Value::as_bool) == Some(true);
+        if flag("vector") && self.inner.codes_only() {
+            return Err(js_error(&Error::CodesOnly("vectors")));
+        }
+        let all: Vec<u64>;
+        let ids = match req.get("ids").and_then(Value::as_array) {
+            Some(ids) => {
+                all = ids.iter().filter_map(Value::as_u64).filter(|&id| self.inner.contains(id)).collect();
+                &all[..]
+            }
+            None => {
+                all = self.inner.matching_ids(req.get("filter")).map_err(|e| js_error(&e))?;
+                let after = req.get("after").and_then(Value::as_u64);
+                let start = after.map_or(0, |a| all.partition_point(|&id| id <= a));
+                let limit = req.get("limit").and_then(Value::as_u64).map_or(all.len(), |l| l as usize);
+                &all[start..all.len().min(start.saturating_add(limit))]
+            }
+        };
+        let mut vectors = Vec::new();
+        let mut points = Vec::with_capacity(ids.len());
+        for &id in ids {
+            if flag("vector") {
+                vectors.extend_from_slice(
+                    self.inner.vector(id).expect("a live point of a full collection has its vector"),
+                );
+            }
+            let payload = if flag("payload") { self.inner.payload(id) } else { None };
+            points.push(shoal_core::ScoredPoint { id, score: 0.0, payload });
+        }
+        Ok(SearchOutput { res: SearchResponse { points, ..SearchResponse::default() }, vectors })
+    }
+
+    /// The payload fields as JSON (`{"name": "type", ...}`, `{}` when there are none) after
+    /// adding `add` (the same shape, `{}` adding nothing) with `Collection::extend_schema`: a
+    /// field already there must keep its type. One export for the `fields` getter and
+    /// `extendSchema` of `index.js`.
+    pub fn fields(&mut self, add: &str) -> Result<String, JsValue> {
+        let mut all: serde_json::Value = serde_json::from_slice(add.as_bytes())
+            .map_err(|_| js_error(&Error::InvalidConfig("fields must be an object of field name -> type")))?;
+        if let (Some(schema), Some(obj)) = (self.inner.schema(), all.as_object_mut()) {
+            for (name, ty) in schema.fields() {
+                obj.entry(name).or_insert(ty.name().into());
+            }
+        }
+        let schema = Collection::parse_schema(&all).map_err(|e| js_error(&e))?;
+        self.inner.extend_schema(schema).map_err(|e| js_error(&e))?;
+        Ok(self.inner.schema().map_or_else(|| "{}".into(), |s| s.to_json()))
     }
 
     /// Lazy re-ranking, step 1 (`Collection::rerank_rows`): the rows (a `Uint32Array`, best
@@ -337,7 +397,7 @@ impl WasmCollection {
         vectors: &[f32],
     ) -> Result<SearchOutput, JsValue> {
         let res = self.inner.search_reranked(&request(json, vector)?, rows, vectors).map_err(|e| js_error(&e))?;
-        Ok(SearchOutput { res })
+        Ok(SearchOutput { res, vectors: Vec::new() })
     }
 
     /// The collection as one sealed segment file (sealing and merging first), copied into a
@@ -367,10 +427,12 @@ fn request(json: &str, vector: Option<Vec<f32>>) -> Result<SearchRequest, JsValu
     Ok(req)
 }
 
-/// The result of [`WasmCollection::search`].
+/// The result of [`WasmCollection::search`] (and of [`WasmCollection::points`]).
 #[wasm_bindgen]
 pub struct SearchOutput {
     res: SearchResponse,
+    /// The points' vectors, row-major, when [`WasmCollection::points`] was asked for them.
+    vectors: Vec<f32>,
 }
 
 #[wasm_bindgen]
@@ -383,6 +445,12 @@ impl SearchOutput {
     /// Scores aligned with [`ids`](Self::ids) (a `Float32Array`).
     pub fn scores(&self) -> Vec<f32> {
         self.res.points.iter().map(|p| p.score).collect()
+    }
+
+    /// The vectors of [`WasmCollection::points`] aligned with [`ids`](Self::ids), row-major
+    /// (a `Float32Array`; empty unless asked for).
+    pub fn vectors(&self) -> js_sys::Float32Array {
+        js_sys::Float32Array::from(&self.vectors[..])
     }
 
     /// Whether a deadline cut the search short.
