@@ -119,6 +119,51 @@ export interface SearchParams {
   rerank?: number;
 }
 
+/** A filter: Qdrant's filter language over the payload fields. A point passes when every `must`
+ * condition holds, at least one `should` (when there are any), no `must_not`, and at least
+ * `min_count` of `min_should.conditions`. Filters nest (a condition may be a filter), 32 levels
+ * deep at most. A malformed filter is an `invalid_request` naming its path. */
+export interface Filter {
+  must?: Condition | readonly Condition[] | null;
+  should?: Condition | readonly Condition[] | null;
+  must_not?: Condition | readonly Condition[] | null;
+  min_should?: { conditions: readonly Condition[]; min_count: number };
+}
+
+/** One condition of a filter. */
+export type Condition = MatchCondition | RangeCondition | IsEmptyCondition | IsNullCondition | HasIdCondition | Filter;
+
+/** A value a `match` compares with: a keyword, an integer or a bool (of the field's type). */
+export type MatchValue = string | number | boolean;
+
+/** Some value of field `key` equals `value`, is `any` of the list, or is not in the `except`
+ * list (a point without a value never matches). */
+export interface MatchCondition {
+  key: string;
+  match: { value: MatchValue } | { any: readonly MatchValue[] } | { except: readonly MatchValue[] };
+}
+
+/** Some value of field `key` lies inside the bounds (numbers compare as f64). */
+export interface RangeCondition {
+  key: string;
+  range: { gt?: number; gte?: number; lt?: number; lte?: number };
+}
+
+/** The field is absent, `null` or `[]`. */
+export interface IsEmptyCondition {
+  is_empty: { key: string };
+}
+
+/** The field is `null`. */
+export interface IsNullCondition {
+  is_null: { key: string };
+}
+
+/** The point's id is one of these. */
+export interface HasIdCondition {
+  has_id: readonly (number | bigint)[];
+}
+
 /** The search request (shoal-core's `SearchRequest`, the same JSON on every host). Unknown fields are rejected (`invalid_request`). */
 export interface SearchRequest {
   vector?: Float32Array | readonly number[];
@@ -127,10 +172,8 @@ export interface SearchRequest {
   limit?: number;
   /** 0..=100000, default 0. */
   offset?: number;
-  /** A Qdrant filter: `must`, `should`, `must_not`, `min_should` of `{ key, match: { value | any |
-   * except } }`, `{ key, range: { gt, gte, lt, lte } }`, `is_empty`, `is_null`, `has_id`, or
-   * nested filters. */
-  filter?: Record<string, unknown> | null;
+  /** Only points passing this filter. */
+  filter?: Filter | null;
   params?: SearchParams;
   /** With `vector` and `text`: `"rrf"` (reciprocal rank fusion, the default) or `"weighted"`
    * (each ranking's scores scaled to 0..=1 and summed with weights `alpha`, `1 - alpha`). */
@@ -191,8 +234,8 @@ export interface RecordOptions {
 
 /** Options of `Collection.scroll`. */
 export interface ScrollOptions extends RecordOptions {
-  /** A filter (the language of `SearchRequest.filter`); all points without one. */
-  filter?: Record<string, unknown> | null;
+  /** Only points passing this filter; all points without one. */
+  filter?: Filter | null;
   /** Points per page, a positive integer (default 100). */
   limit?: number;
   /** Start after this id (a page's `next`); from the first point without it. */
@@ -223,7 +266,7 @@ export interface SealOptions {
   bits?: number;
   /** Keep only the codes, not the full vectors (needs bits 2..=8): a much smaller collection,
    * ranked by the codes' estimates, that refuses changes and exact search (`codes_only` errors). */
-  codes_only?: boolean;
+  codesOnly?: boolean;
 }
 
 export class Collection {
@@ -270,7 +313,7 @@ export class Collection {
   get(ids: Ids | Id, opts?: RecordOptions): PointRecord[];
   /** Number of live points passing `filter` (all without one); a malformed filter throws
    * `invalid_request`, as in `search`. */
-  count(filter?: Record<string, unknown> | null): number;
+  count(filter?: Filter | null): number;
   /** A page of the points passing `filter`, ids ascending: at most `limit` (default 100) after
    * `after`; `next` continues, `null` after the last page. */
   scroll(opts?: ScrollOptions): ScrollPage;

@@ -9,8 +9,8 @@
 // This file is both the main-thread API and, inside the worker, the worker's body.
 import { Collection, ShoalError, init } from "./index.js";
 
-const inWorker =
-  typeof globalThis.WorkerGlobalScope !== "undefined" && globalThis instanceof globalThis.WorkerGlobalScope;
+const scope = /** @type {any} */ (globalThis);
+const inWorker = typeof scope.WorkerGlobalScope !== "undefined" && globalThis instanceof scope.WorkerGlobalScope;
 
 if (inWorker) {
   /** @type {Collection | null} */
@@ -29,7 +29,8 @@ if (inWorker) {
         // Ids may be BigInts (beyond 2^53): structured clone carries them as they are.
         globalThis.postMessage({ id, ok: res });
       }
-    } catch (err) {
+    } catch (e) {
+      const err = /** @type {any} */ (e);
       globalThis.postMessage({ id, err: { code: err?.code ?? "internal", message: String(err?.message ?? err) } });
     }
   };
@@ -67,6 +68,7 @@ export class SearchWorker {
   static async open(bytes, opts = {}) {
     const url = opts.workerUrl ?? new URL("./worker.js", import.meta.url);
     const w = new SearchWorker(new Worker(url, { type: "module" }));
+    /** @type {ArrayBufferLike | null} */
     let buf = bytes instanceof ArrayBuffer ? bytes : null;
     if (!buf) {
       const u8 = bytes instanceof Uint8Array ? bytes : null;
@@ -83,6 +85,7 @@ export class SearchWorker {
    * @param {any} req
    */
   search(req) {
+    /** @type {Transferable[]} */
     const transfer = [];
     const v = req?.vector;
     if (v instanceof Float32Array && v.byteOffset === 0 && v.byteLength === v.buffer.byteLength) transfer.push(v.buffer);
@@ -96,6 +99,11 @@ export class SearchWorker {
     this.#pending.clear();
   }
 
+  /**
+   * @param {Record<string, any>} msg
+   * @param {Transferable[]} transfer
+   * @returns {Promise<any>}
+   */
   #call(msg, transfer) {
     const id = this.#next++;
     return new Promise((resolve, reject) => {

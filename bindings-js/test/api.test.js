@@ -336,13 +336,18 @@ describe("codes-only collections and lazy re-ranking", () => {
 
   it("a codes-only collection refuses changes; bad reads and wrong collections throw", async () => {
     const col = build();
-    col.seal({ index: "ivf-rabitq", partitions: 16, seed: 2, bits: 3, codes_only: true });
+    col.seal({ index: "ivf-rabitq", partitions: 16, seed: 2, bits: 3, codesOnly: true });
     expect(col.codesOnly).toBe(true);
     expectShoalError(() => col.insert({ ids: [1], vectors: new Float32Array(dim) }), "codes_only");
     expectShoalError(() => col.delete([0]), "codes_only");
     expectShoalError(() => col.search({ vector: q(0), limit: 3, params: { exact: true } }), "codes_only");
     expectShoalError(() => col.splitVectors(), "codes_only");
-    expectShoalError(() => col.seal({ index: "ivf-rabitq", codes_only: true }), "invalid_request");
+    expectShoalError(() => col.seal({ index: "ivf-rabitq", codesOnly: true }), "invalid_request");
+    // Options are camelCase: the request JSON's spelling is refused with the right name.
+    const plain = build();
+    expect(() => plain.seal({ index: "ivf-rabitq", bits: 2, codes_only: true })).toThrow(/spelled codesOnly/);
+    expect(plain.codesOnly).toBe(false);
+    plain.free();
     expect(col.len).toBe(n);
     const flat = build();
     flat.seal();
@@ -438,6 +443,17 @@ describe("reserve/commit", () => {
     expect(col.reserve(0).commit()).toBe(0);
     expect(col.insert({ ids: [], vectors: [] })).toBe(0);
     expect(col.len).toBe(0);
+  });
+
+  it("a batch larger than wasm memory can hold is capacity_exceeded, and nothing changes", () => {
+    // 16,383 x 65,536-d: under 2^32 bytes, so only the allocation itself can refuse it (wasm32
+    // memory is at most 4 GiB, some of it in use). It was a trap ("unreachable") before.
+    const col = new Collection({ dim: 65536 });
+    col.insert({ ids: [7], vectors: new Float32Array(65536).fill(0.25) });
+    expectShoalError(() => col.reserve(16383), "capacity_exceeded");
+    expect(col.len).toBe(1);
+    expect(col.search({ vector: new Float32Array(65536).fill(0.25), limit: 1 }).points[0].id).toBe(7);
+    col.free();
   });
 
   it("refuses a batch whose views were detached by memory growth", () => {
@@ -1001,7 +1017,7 @@ describe("get, count, scroll, points, fields", () => {
 
   it("codes-only collections: payloads and counts, but no vectors and no new fields", () => {
     const { col, payloadOfId, live } = build();
-    col.seal({ index: "ivf-rabitq", partitions: 4, bits: 2, codes_only: true });
+    col.seal({ index: "ivf-rabitq", partitions: 4, bits: 2, codesOnly: true });
     expect(col.codesOnly).toBe(true);
     expect(col.get([5, 10])).toEqual([5, 10].map((id) => ({ id, payload: payloadOfId.get(id) ?? {} })));
     expect(col.count(filter)).toBe(live.filter((id) => passes(payloadOfId.get(id))).length);

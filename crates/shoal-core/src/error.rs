@@ -45,7 +45,7 @@ pub enum Error {
     Unsupported(&'static str),
     /// `commit` was called without a reserved batch.
     NoPendingBatch,
-    /// The collection would exceed 2^32 - 1 points.
+    /// The collection would exceed 2^32 - 1 points, or more memory than its host can give.
     CapacityExceeded,
     /// A point's payload does not fit the collection's schema (unknown field, wrong type, not
     /// an object); `error.path` names the place, e.g. `payload.year` or `payload.tags[2]`.
@@ -121,7 +121,9 @@ impl fmt::Display for Error {
             Error::InvalidRequest(why) => write!(f, "invalid search request: {why}"),
             Error::Unsupported(what) => write!(f, "not supported yet: {what}"),
             Error::NoPendingBatch => f.write_str("commit without a reserved batch (call reserve first)"),
-            Error::CapacityExceeded => f.write_str("a collection holds at most 2^32 - 1 points"),
+            Error::CapacityExceeded => {
+                f.write_str("capacity exceeded: a collection holds at most 2^32 - 1 points, in the memory its host can give")
+            }
             Error::InvalidPayload { point, error } => write!(f, "payload of point {point}: {error}"),
             Error::PayloadCount { points, payloads } => {
                 write!(f, "{payloads} payloads for {points} points (give none or one per point)")

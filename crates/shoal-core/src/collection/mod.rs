@@ -452,6 +452,11 @@ impl Collection {
         self.mutable.discard_pending(self.dim);
         self.check_capacity(n)?;
         let floats = (self.mutable.rows() + n).checked_mul(self.dim).ok_or(Error::CapacityExceeded)?;
+        // Memory that cannot be had (a wasm instance's 4 GiB, a host's limit) is a typed error,
+        // not an abort: nothing has changed yet.
+        let more = floats - self.mutable.vectors.len();
+        self.mutable.vectors.try_reserve_exact(more).map_err(|_| Error::CapacityExceeded)?;
+        self.mutable.ids.try_reserve_exact(n).map_err(|_| Error::CapacityExceeded)?;
         self.mutable.ids.resize(self.mutable.rows() + n, 0);
         self.mutable.vectors.resize(floats, 0.0);
         self.mutable.reserved = true;

@@ -1,0 +1,100 @@
+// Requests to the wasm side and the JavaScript form of its answers.
+
+import { ShoalError } from "./errors.js";
+import { toFloat32, userId } from "./values.js";
+
+/**
+ * A search request's JSON (without `vector`) and its vector as a Float32Array.
+ * @param {any} req
+ * @returns {[string, Float32Array | undefined]}
+ */
+export function requestParts(req) {
+  if (req === null || typeof req !== "object" || Array.isArray(req)) {
+    throw new ShoalError("invalid_request", "invalid search request: expected an object");
+  }
+  const { vector, ...rest } = req;
+  const v = vector === undefined || vector === null ? undefined : toFloat32(vector, "invalid_request", "vector");
+  try {
+    return [JSON.stringify(rest), v];
+  } catch (e) {
+    throw new ShoalError("invalid_request", `invalid search request: ${e instanceof Error ? e.message : e}`);
+  }
+}
+
+/**
+ * The JavaScript form of a wasm `SearchOutput`, which it frees.
+ * @param {any} out
+ */
+export function results(out) {
+  try {
+    const ids = out.ids();
+    const scores = out.scores();
+    const payloadsJson = out.payloads_json();
+    const payloads = payloadsJson === undefined || payloadsJson === null ? null : JSON.parse(payloadsJson);
+    const points = new Array(ids.length);
+    for (let i = 0; i < ids.length; i++) {
+      points[i] = payloads
+        ? { id: userId(ids[i]), score: scores[i], payload: payloads[i] }
+        : { id: userId(ids[i]), score: scores[i] };
+    }
+    return { points, partial: out.partial(), stats: JSON.parse(out.stats_json()) };
+  } finally {
+    out.free();
+  }
+}
+
+/**
+ * The JavaScript form of a wasm `SearchOutput` of `points`, which it frees: `{ id, payload?,
+ * vector? }` per point (`payload`, `vector` only when asked for).
+ * @param {any} out
+ * @param {number} dim
+ * @param {boolean} withPayload
+ * @param {boolean} withVector
+ */
+export function records(out, dim, withPayload, withVector) {
+  try {
+    const ids = out.ids();
+    const payloadsJson = withPayload ? out.payloads_json() : null;
+    const payloads = payloadsJson === undefined || payloadsJson === null ? [] : JSON.parse(payloadsJson);
+    const vectors = withVector ? out.vectors() : null;
+    const points = new Array(ids.length);
+    for (let i = 0; i < ids.length; i++) {
+      /** @type {{ id: number | bigint, payload?: any, vector?: Float32Array }} */
+      const p = { id: userId(ids[i]) };
+      if (withPayload) p.payload = payloads[i];
+      if (vectors) p.vector = vectors.slice(i * dim, (i + 1) * dim);
+      points[i] = p;
+    }
+    return points;
+  } finally {
+    out.free();
+  }
+}
+
+/**
+ * The `filter` of `count`, `scroll` and `points` as JSON text (`null` when none).
+ * @param {any} filter
+ */
+export function filterJson(filter) {
+  if (filter === undefined || filter === null) return "null";
+  if (typeof filter !== "object" || Array.isArray(filter)) {
+    throw new ShoalError("invalid_request", "invalid search request: filter: expected an object");
+  }
+  try {
+    return JSON.stringify(filter);
+  } catch (e) {
+    throw new ShoalError("invalid_request", `invalid search request: filter: ${e instanceof Error ? e.message : e}`);
+  }
+}
+
+/**
+ * The `withPayload` (default true) and `withVector` (default false) options of `get`,
+ * `scroll` and `points`.
+ * @param {any} opts
+ * @returns {[boolean, boolean]}
+ */
+export function withOptions(opts) {
+  if (opts === undefined || opts === null) return [true, false];
+  if (typeof opts !== "object") throw new ShoalError("invalid_argument", "options must be an object like { withVector: true }");
+  return [opts.withPayload !== false, opts.withVector === true];
+}
