@@ -211,9 +211,9 @@ bench-codes-only: build-js
 	python3 bench/datasets.py --only synthetic-1m-128
 	$(CARGO) build --release -p shoal-host
 	mkdir -p $(CODES)
-	for b in 4 5; do test -f $(CODES)/b$$b.shoal || target/release/shoal build --input $(SYNTH)/base.npy \
+	for b in 4 5; do test -f $(CODES)/b$$b.shoal || target/release/shoal build $(SYNTH)/base.npy \
 	  --index ivf-rabitq --bits $$b --codes-only --out $(CODES)/b$$b.shoal; done
-	test -f $(CODES)/lazy-b4.shoal || target/release/shoal build --input $(SYNTH)/base.npy --index ivf-rabitq \
+	test -f $(CODES)/lazy-b4.shoal || target/release/shoal build $(SYNTH)/base.npy --index ivf-rabitq \
 	  --bits 4 --codes-only --vectors-out $(CODES)/lazy-b4.vectors --out $(CODES)/lazy-b4.shoal
 	node bench/node/codes-only.mjs synthetic-1m-128 $(CODES)/b4.shoal $(CODES)/b5.shoal \
 	  $(CODES)/lazy-b4.shoal:$(CODES)/lazy-b4.vectors

@@ -254,7 +254,7 @@ def search(args):
     merged = "merged"
     if args.only != "set" and not (data / "collections" / merged).exists():
         t = time.perf_counter()
-        proc = subprocess.Popen([str(shoal_binary()), "--threads", "2", "build", "--input", str(DATASET / "base.npy"),
+        proc = subprocess.Popen([str(shoal_binary()), "--threads", "2", "build", str(DATASET / "base.npy"),
                                  "--metric", "l2", "--index", "ivf-rabitq", "--bits", "4", "--out", str(seg),
                                  "--quiet"])
         anon = peak_anon_while_running(proc)

@@ -12,6 +12,6 @@ out=target/gcide-demo
 python3 bench/prepare_gcide.py --out "$cache"
 mkdir -p "$out/embed"
 cp "$cache"/embed/{tokenizer.json,table.bin} "$out/embed/"
-"$shoal" build --input "$cache/vectors.npy" --metric cosine --fields "$(cat "$cache/fields.json")" \
+"$shoal" build "$cache/vectors.npy" --metric cosine --fields "$(cat "$cache/fields.json")" \
   --payloads "$cache/payloads.jsonl" --index ivf-rabitq --quiet --out "$out/gcide.shoal"
 echo "gcide-demo: $out/gcide.shoal ($(wc -c < "$out/gcide.shoal") bytes) and $out/embed/"

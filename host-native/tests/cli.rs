@@ -124,7 +124,6 @@ fn build_npy(dir: &TempDir, metric: &str) -> (PathBuf, Vec<f32>) {
     let out = dir.path(&format!("{metric}.shoal"));
     ok(shoal(&[
         "build".as_ref(),
-        "--input".as_ref(),
         input.as_os_str(),
         "--metric".as_ref(),
         metric.as_ref(),
@@ -154,7 +153,7 @@ fn every_input_format_gives_the_same_segment() {
             write(&input, bytes);
             let out = dir.path(&format!("{name}.{metric}.shoal"));
             let dim = DIM.to_string();
-            let mut args = vec!["build", "--input", input.to_str().unwrap(), "--metric", metric];
+            let mut args = vec!["build", input.to_str().unwrap(), "--metric", metric];
             args.extend(["--ids-from", "5", "--out", out.to_str().unwrap(), "--quiet"]);
             if name.ends_with(".f32") || name.ends_with(".vectors") {
                 args.extend(["--dim", &dim]);
@@ -187,17 +186,17 @@ fn search_matches_the_core_in_process() {
         // --vector, --json: exactly the core's response.
         let req = SearchRequest::nearest(query.clone(), 7);
         let expected = col.search(&req).unwrap().to_json();
-        let out = ok(shoal(&["search", "--segment", seg, "--vector", &text, "--limit", "7", "--json"]));
+        let out = ok(shoal(&["search", seg, "--vector", &text, "--limit", "7", "--json"]));
         assert_eq!(out.trim_end(), expected, "{metric}");
 
         // --request: the JSON shape of every host; --limit overrides the request's.
         let json = format!(r#"{{"vector": [{text}], "limit": 3, "offset": 2}}"#);
         let expected = col.search(&SearchRequest::from_json(&json).unwrap()).unwrap().to_json();
-        assert_eq!(ok(shoal(&["search", "--segment", seg, "--request", &json, "--json"])).trim_end(), expected);
+        assert_eq!(ok(shoal(&["search", seg, "--request", &json, "--json"])).trim_end(), expected);
         let mut req = SearchRequest::from_json(&json).unwrap();
         req.limit = 5;
         let expected = col.search(&req).unwrap().to_json();
-        let out = ok(shoal(&["search", "--segment", seg, "--request", &json, "--limit", "5", "--json"]));
+        let out = ok(shoal(&["search", seg, "--request", &json, "--limit", "5", "--json"]));
         assert_eq!(out.trim_end(), expected);
 
         // --query-id: the stored vector as the query, the point itself left out.
@@ -205,11 +204,11 @@ fn search_matches_the_core_in_process() {
         let mut res = col.search(&SearchRequest::nearest(col.vector(id).unwrap().to_vec(), 11)).unwrap();
         res.points.retain(|p| p.id != id);
         res.points.truncate(10);
-        let out = ok(shoal(&["search", "--segment", seg, "--query-id", "42", "--json"]));
+        let out = ok(shoal(&["search", seg, "--query-id", "42", "--json"]));
         assert_eq!(out.trim_end(), res.to_json(), "{metric}");
 
         // The table: one line per result, ids in the core's order.
-        let out = ok(shoal(&["search", "--segment", seg, "--vector", &text, "--limit", "4"]));
+        let out = ok(shoal(&["search", seg, "--vector", &text, "--limit", "4"]));
         let lines: Vec<&str> = out.lines().collect();
         assert_eq!(lines.len(), 5, "{out}");
         assert!(lines[0].split_whitespace().eq(["rank", "id", "score"]));
@@ -233,8 +232,8 @@ fn search_with_labels_and_words() {
     let (seg, labels) = (seg.to_str().unwrap(), labels.to_str().unwrap());
     let col = in_process(ROWS, DIM, "cosine", 0, &data);
 
-    let by_word = ok(shoal(&["search", "--segment", seg, "--labels", labels, "--words", "w42", "--limit", "5"]));
-    let by_id = ok(shoal(&["search", "--segment", seg, "--labels", labels, "--query-id", "42", "--limit", "5"]));
+    let by_word = ok(shoal(&["search", seg, "--labels", labels, "--words", "w42", "--limit", "5"]));
+    let by_id = ok(shoal(&["search", seg, "--labels", labels, "--query-id", "42", "--limit", "5"]));
     assert_eq!(by_word, by_id);
     let lines: Vec<&str> = by_word.lines().collect();
     assert!(lines[0].split_whitespace().eq(["rank", "id", "score", "label"]), "{by_word}");
@@ -248,15 +247,15 @@ fn search_with_labels_and_words() {
     assert_eq!(lines.len(), 6);
 
     // Several words: one table each, under a heading.
-    let both = ok(shoal(&["search", "--segment", seg, "--labels", labels, "--words", "w1,w2", "--limit", "2"]));
+    let both = ok(shoal(&["search", seg, "--labels", labels, "--words", "w1,w2", "--limit", "2"]));
     assert!(both.starts_with("# w1\n") && both.contains("\n# w2\n"), "{both}");
 
-    fails(shoal(&["search", "--segment", seg, "--labels", labels, "--words", "nope"]), "'nope' is not a line of");
-    fails(shoal(&["search", "--segment", seg, "--query-id", "100000"]), "id 100000 is not in");
+    fails(shoal(&["search", seg, "--labels", labels, "--words", "nope"]), "'nope' is not a line of");
+    fails(shoal(&["search", seg, "--query-id", "100000"]), "id 100000 is not in");
     // --words needs --labels; exactly one query kind (usage errors: clap's exit code 2).
-    assert_eq!(shoal(&["search", "--segment", seg, "--words", "w1"]).status.code(), Some(2));
-    assert_eq!(shoal(&["search", "--segment", seg, "--query-id", "1", "--vector", "1"]).status.code(), Some(2));
-    assert_eq!(shoal(&["search", "--segment", seg]).status.code(), Some(2));
+    assert_eq!(shoal(&["search", seg, "--words", "w1"]).status.code(), Some(2));
+    assert_eq!(shoal(&["search", seg, "--query-id", "1", "--vector", "1"]).status.code(), Some(2));
+    assert_eq!(shoal(&["search", seg]).status.code(), Some(2));
 }
 
 #[test]
@@ -264,14 +263,14 @@ fn bad_search_requests_are_clear_errors() {
     let dir = TempDir::new("cli", "badreq");
     let (seg, _) = build_npy(&dir, "l2");
     let seg = seg.to_str().unwrap();
-    fails(shoal(&["search", "--segment", seg, "--vector", "1,2,3"]), "wrong vector dimension: expected 17, got 3");
-    fails(shoal(&["search", "--segment", seg, "--vector", "1,x"]), "element 1 ('x') is not a number");
+    fails(shoal(&["search", seg, "--vector", "1,2,3"]), "wrong vector dimension: expected 17, got 3");
+    fails(shoal(&["search", seg, "--vector", "1,x"]), "element 1 ('x') is not a number");
     let nan = vec!["NaN"; DIM].join(",");
-    fails(shoal(&["search", "--segment", seg, "--vector", &nan]), "non-finite");
-    fails(shoal(&["search", "--segment", seg, "--query-id", "1", "--limit", "0"]), "limit must be in");
-    fails(shoal(&["search", "--segment", seg, "--request", r#"{"vector": [1], "limt": 3}"#]), "limt");
-    fails(shoal(&["search", "--segment", seg, "--request", "{"]), "invalid search request");
-    fails(shoal(&["search", "--segment", &format!("{seg}.missing"), "--query-id", "1"]), "cannot open");
+    fails(shoal(&["search", seg, "--vector", &nan]), "non-finite");
+    fails(shoal(&["search", seg, "--query-id", "1", "--limit", "0"]), "limit must be in");
+    fails(shoal(&["search", seg, "--request", r#"{"vector": [1], "limt": 3}"#]), "limt");
+    fails(shoal(&["search", seg, "--request", "{"]), "invalid search request");
+    fails(shoal(&["search", &format!("{seg}.missing"), "--query-id", "1"]), "cannot open");
 }
 
 #[test]
@@ -326,7 +325,7 @@ fn verify_passes_then_catches_a_flipped_byte() {
     write(&bad, &bytes);
     // Opening is cheap and does not read VECTORS: inspect and search still work...
     ok(shoal(&["inspect".as_ref(), bad.as_os_str()]));
-    ok(shoal(&["search", "--segment", bad.to_str().unwrap(), "--query-id", "3"]));
+    ok(shoal(&["search", bad.to_str().unwrap(), "--query-id", "3"]));
     // ...verify reads every byte.
     let o = shoal(&["verify".as_ref(), bad.as_os_str()]);
     assert!(stdout(&o).is_empty());
@@ -448,7 +447,7 @@ fn bad_input_is_rejected_and_leaves_no_file() {
         let input = dir.path(name);
         write(&input, &bytes);
         let out = dir.path("out.shoal");
-        let mut args = vec!["build", "--input", input.to_str().unwrap(), "--out", out.to_str().unwrap()];
+        let mut args = vec!["build", input.to_str().unwrap(), "--out", out.to_str().unwrap()];
         args.extend(extra);
         let err = fails(shoal(&args), needle);
         assert!(err.contains(name), "the message names the input file: {err}");
@@ -460,17 +459,11 @@ fn bad_input_is_rejected_and_leaves_no_file() {
     let out = dir.path("keep.shoal");
     let input = dir.path("good.npy");
     write(&input, &good);
-    ok(shoal(&["build", "--input", input.to_str().unwrap(), "--out", out.to_str().unwrap()]));
+    ok(shoal(&["build", input.to_str().unwrap(), "--out", out.to_str().unwrap()]));
     let before = std::fs::read(&out).unwrap();
-    fails(
-        shoal(&["build", "--input", dir.path("nan.npy").to_str().unwrap(), "--out", out.to_str().unwrap()]),
-        "not finite",
-    );
+    fails(shoal(&["build", dir.path("nan.npy").to_str().unwrap(), "--out", out.to_str().unwrap()]), "not finite");
     assert_eq!(std::fs::read(&out).unwrap(), before);
-    fails(
-        shoal(&["build", "--input", dir.path("missing.npy").to_str().unwrap(), "--out", out.to_str().unwrap()]),
-        "cannot open",
-    );
+    fails(shoal(&["build", dir.path("missing.npy").to_str().unwrap(), "--out", out.to_str().unwrap()]), "cannot open");
 }
 
 #[test]
@@ -482,7 +475,7 @@ fn damaged_segments_are_typed_errors_never_panics() {
         let path = dir.path(name);
         write(&path, bytes);
         let p = path.to_str().unwrap();
-        for args in [vec!["verify", p], vec!["inspect", p], vec!["search", "--segment", p, "--query-id", "1"]] {
+        for args in [vec!["verify", p], vec!["inspect", p], vec!["search", p, "--query-id", "1"]] {
             fails(shoal(&args), needle);
         }
     };
@@ -547,7 +540,7 @@ fn payloads_and_filters_from_the_command_line() {
     let out = dir.path("p.shoal");
     let (input_s, payloads_s, out_s) = (input.to_str().unwrap(), payload_file.to_str().unwrap(), out.to_str().unwrap());
     let build = |payloads: &str, out: &str| {
-        shoal(&["build", "--input", input_s, "--fields", fields, "--payloads", payloads, "--out", out])
+        shoal(&["build", input_s, "--fields", fields, "--payloads", payloads, "--out", out])
     };
     ok(build(payloads_s, out_s));
 
@@ -578,7 +571,7 @@ fn payloads_and_filters_from_the_command_line() {
         assert!(doc["year"].as_i64().unwrap() >= 2000 && doc["tag"] != serde_json::json!(["a", "t0"]));
         assert_eq!(p.payload.as_ref(), Some(doc));
     }
-    let args = ["search", "--segment", out_s, "--vector", &text, "--limit", "8", "--filter", filter, "--with-payload"];
+    let args = ["search", out_s, "--vector", &text, "--limit", "8", "--filter", filter, "--with-payload"];
     let got = ok(shoal(&[&args[..], &["--json"]].concat()));
     assert_eq!(got.trim_end(), expected.to_json());
     // The table has a payload column.
@@ -588,7 +581,7 @@ fn payloads_and_filters_from_the_command_line() {
 
     // Bad input: clear errors, no segment written.
     let bad_filter = |filter: &str, needle: &str| {
-        fails(shoal(&["search", "--segment", out_s, "--vector", &text, "--filter", filter]), needle);
+        fails(shoal(&["search", out_s, "--vector", &text, "--filter", filter]), needle);
     };
     bad_filter("{\"must\": [", "--filter is not valid JSON");
     bad_filter(r#"{"must": [{"key": "year", "range": {"gte": "x"}}]}"#, "filter.must[0].range.gte");
@@ -607,17 +600,7 @@ fn payloads_and_filters_from_the_command_line() {
     std::fs::write(&payload_file, lines.join("\n") + "\n{}\n").unwrap();
     fails(build(payloads_s, bad_s), "more lines than the 300 rows");
     fails(
-        shoal(&[
-            "build",
-            "--input",
-            input_s,
-            "--fields",
-            "{\"x\": \"colour\"}",
-            "--payloads",
-            payloads_s,
-            "--out",
-            bad_s,
-        ]),
+        shoal(&["build", input_s, "--fields", "{\"x\": \"colour\"}", "--payloads", payloads_s, "--out", bad_s]),
         "--fields",
     );
     assert!(!bad.exists(), "a failed build leaves no segment");
@@ -638,7 +621,7 @@ fn text_and_hybrid_requests_from_the_command_line() {
     let out = dir.path("t.shoal");
     let (input_s, payloads_s, out_s) = (input.to_str().unwrap(), payloads.to_str().unwrap(), out.to_str().unwrap());
     let fields = r#"{"title": "text", "n": "integer"}"#;
-    ok(shoal(&["build", "--input", input_s, "--fields", fields, "--payloads", payloads_s, "--out", out_s]));
+    ok(shoal(&["build", input_s, "--fields", fields, "--payloads", payloads_s, "--out", out_s]));
     // inspect names the payload and text sections too.
     let json: serde_json::Value = serde_json::from_str(&ok(shoal(&["inspect", out_s, "--json"]))).unwrap();
     let names: Vec<&str> = json["sections"].as_array().unwrap().iter().map(|s| s["name"].as_str().unwrap()).collect();
@@ -673,7 +656,7 @@ fn text_and_hybrid_requests_from_the_command_line() {
     ] {
         let expected = col.search(&SearchRequest::from_json(&json).unwrap()).unwrap();
         assert!(!expected.points.is_empty(), "{json}");
-        let got = ok(shoal(&["search", "--segment", out_s, "--request", &json, "--json"]));
+        let got = ok(shoal(&["search", out_s, "--request", &json, "--json"]));
         let got: serde_json::Value = serde_json::from_str(got.trim_end()).unwrap();
         let want: serde_json::Value = serde_json::from_str(&expected.to_json()).unwrap();
         assert_eq!(got["points"], want["points"], "{json}");
@@ -691,7 +674,7 @@ fn codes_only_builds_with_and_without_a_vectors_file() {
     let input = input.to_str().unwrap();
     let (codes, lazy, vecs) = (dir.path("codes.shoal"), dir.path("lazy.shoal"), dir.path("lazy.f32"));
     let (codes, lazy, vecs) = (codes.to_str().unwrap(), lazy.to_str().unwrap(), vecs.to_str().unwrap());
-    let base = ["build", "--input", input, "--metric", "l2", "--index", "ivf-rabitq", "--partitions", "20"];
+    let base = ["build", input, "--metric", "l2", "--index", "ivf-rabitq", "--partitions", "20"];
     ok(shoal(&[&base[..], &["--bits", "4", "--codes-only", "--out", codes]].concat()));
     ok(shoal(&[&base[..], &["--bits", "4", "--codes-only", "--vectors-out", vecs, "--out", lazy]].concat()));
     // The lazy segment is the full one minus its vectors, and the vectors file holds them in its
@@ -710,26 +693,20 @@ fn codes_only_builds_with_and_without_a_vectors_file() {
     assert!(!inspect.contains("VECTORS"), "{inspect}");
     // Searches rank by estimates; ids still resolve; no vector to query by.
     let q: Vec<String> = data[..dim].iter().map(|x| format!("{x:?}")).collect();
-    let out = ok(shoal(&["search", "--segment", codes, "--vector", &q.join(","), "--limit", "3", "--json"]));
+    let out = ok(shoal(&["search", codes, "--vector", &q.join(","), "--limit", "3", "--json"]));
     assert!(out.contains("\"id\":0"), "the point itself comes first: {out}");
-    fails(shoal(&["search", "--segment", codes, "--query-id", "7"]), "has no stored vector (codes-only segment)");
+    fails(shoal(&["search", codes, "--query-id", "7"]), "has no stored vector (codes-only segment)");
     fails(
-        shoal(&[
-            "search",
-            "--segment",
-            codes,
-            "--request",
-            r#"{"vector": [0], "limit": 1, "params": {"exact": true}}"#,
-        ]),
+        shoal(&["search", codes, "--request", r#"{"vector": [0], "limit": 1, "params": {"exact": true}}"#]),
         "dimension",
     );
     let exact = format!(r#"{{"vector": [{}], "limit": 1, "params": {{"exact": true}}}}"#, q.join(","));
-    fails(shoal(&["search", "--segment", codes, "--request", &exact]), "codes only");
+    fails(shoal(&["search", codes, "--request", &exact]), "codes only");
     // Codes only needs the extra bits, and an index.
     let bad = dir.path("bad.shoal");
     let bad = bad.to_str().unwrap();
     fails(shoal(&[&base[..], &["--codes-only", "--out", bad]].concat()), "--codes-only ranks by the extra bits");
-    fails(shoal(&["build", "--input", input, "--codes-only", "--bits", "4", "--out", bad]), "need --index ivf-rabitq");
+    fails(shoal(&["build", input, "--codes-only", "--bits", "4", "--out", bad]), "need --index ivf-rabitq");
     let o = shoal(&[&base[..], &["--bits", "4", "--vectors-out", vecs, "--out", bad]].concat());
     assert_eq!(o.status.code(), Some(2), "clap: --vectors-out requires --codes-only");
     assert!(!Path::new(bad).exists());
@@ -772,7 +749,7 @@ fn batch_queries_report_qps_and_recall() {
     for wide in [false, true] {
         let t = dir.path(&format!("gt-{wide}.npy"));
         write(&t, &npy_ids(nq, 12, &truth, wide));
-        let line = ok(shoal(&["search", "--segment", seg, "--queries", qs, "--truth", t.to_str().unwrap(), "--exact"]));
+        let line = ok(shoal(&["search", seg, "--queries", qs, "--truth", t.to_str().unwrap(), "--exact"]));
         assert!(line.starts_with("20 queries, top 10: ") && line.contains(" QPS ") && line.contains("p99"), "{line}");
         assert!(line.trim_end().ends_with("recall@10 1.0000"), "{line}");
     }
@@ -781,25 +758,22 @@ fn batch_queries_report_qps_and_recall() {
     shifted.extend_from_slice(&truth[..12]);
     let t = dir.path("gt-wrong.npy");
     write(&t, &npy_ids(nq, 12, &shifted, true));
-    let line = ok(shoal(&["search", "--segment", seg, "--queries", qs, "--truth", t.to_str().unwrap(), "--exact"]));
+    let line = ok(shoal(&["search", seg, "--queries", qs, "--truth", t.to_str().unwrap(), "--exact"]));
     assert!(!line.trim_end().ends_with("recall@10 1.0000"), "{line}");
     // Bad truth files and flags.
     let short = dir.path("gt-short.npy");
     write(&short, &npy_ids(nq - 1, 12, &truth[..(nq - 1) * 12], true));
-    fails(shoal(&["search", "--segment", seg, "--queries", qs, "--truth", short.to_str().unwrap()]), "a row per query");
+    fails(shoal(&["search", seg, "--queries", qs, "--truth", short.to_str().unwrap()]), "a row per query");
     let narrow = dir.path("gt-narrow.npy");
     write(&narrow, &npy_ids(nq, 5, &truth[..nq * 5], true));
-    fails(shoal(&["search", "--segment", seg, "--queries", qs, "--truth", narrow.to_str().unwrap()]), "at least 10");
+    fails(shoal(&["search", seg, "--queries", qs, "--truth", narrow.to_str().unwrap()]), "at least 10");
     let floats = dir.path("gt-f4.npy");
     write(&floats, &npy(1, nq, DIM, &queries));
-    fails(shoal(&["search", "--segment", seg, "--queries", qs, "--truth", floats.to_str().unwrap()]), "'<f4'");
-    fails(shoal(&["search", "--segment", seg, "--queries", qs, "--json"]), "summary");
+    fails(shoal(&["search", seg, "--queries", qs, "--truth", floats.to_str().unwrap()]), "'<f4'");
+    fails(shoal(&["search", seg, "--queries", qs, "--json"]), "summary");
     let wrong_dim = dir.path("q5.npy");
     write(&wrong_dim, &npy(1, 3, 5, &vectors(3, 5, 1)));
-    fails(
-        shoal(&["search", "--segment", seg, "--queries", wrong_dim.to_str().unwrap()]),
-        "5-d queries for a 17-d segment",
-    );
+    fails(shoal(&["search", seg, "--queries", wrong_dim.to_str().unwrap()]), "5-d queries for a 17-d segment");
 }
 
 /// `shoal search` checks its arguments before it reads any file: a bad --filter, --vector or
@@ -809,9 +783,36 @@ fn search_checks_arguments_before_reading_files() {
     let dir = TempDir::new("cli", "args-first");
     let missing = dir.path("missing.shoal");
     let seg = missing.to_str().unwrap();
-    fails(shoal(&["search", "--segment", seg, "--vector", "1,2", "--filter", "{bad"]), "--filter is not valid JSON");
-    fails(shoal(&["search", "--segment", seg, "--vector", "1,x"]), "element 1 ('x')");
-    fails(shoal(&["search", "--segment", seg, "--request", r#"{"vector": [1], "limt": 3}"#]), "limt");
+    fails(shoal(&["search", seg, "--vector", "1,2", "--filter", "{bad"]), "--filter is not valid JSON");
+    fails(shoal(&["search", seg, "--vector", "1,x"]), "element 1 ('x')");
+    fails(shoal(&["search", seg, "--request", r#"{"vector": [1], "limt": 3}"#]), "limt");
     // With good arguments the missing file is what is reported.
-    fails(shoal(&["search", "--segment", seg, "--vector", "1,2"]), "missing.shoal");
+    fails(shoal(&["search", seg, "--vector", "1,2"]), "missing.shoal");
+}
+
+#[test]
+fn the_file_a_command_reads_is_its_argument_and_the_older_flags_still_work() {
+    let dir = TempDir::new("cli", "positional");
+    let data = vectors(ROWS, DIM, 3);
+    let input = dir.path("in.npy");
+    write(&input, &npy(1, ROWS, DIM, &data));
+    let (a, b) = (dir.path("a.shoal"), dir.path("b.shoal"));
+    let (input, a, b) = (input.to_str().unwrap(), a.to_str().unwrap(), b.to_str().unwrap());
+    ok(shoal(&["build", input, "--out", a]));
+    ok(shoal(&["build", "--input", input, "--out", b]));
+    assert_eq!(std::fs::read(a).unwrap(), std::fs::read(b).unwrap());
+    let positional = ok(shoal(&["search", a, "--query-id", "3", "--json"]));
+    assert!(positional.contains("\"id\""), "{positional}");
+    assert_eq!(positional, ok(shoal(&["search", "--segment", a, "--query-id", "3", "--json"])));
+    // Both spellings at once, or neither, is a usage error (exit 2) naming the argument.
+    for (args, needle) in [
+        (vec!["search", a, "--segment", b, "--query-id", "3"], "cannot be used with"),
+        (vec!["search", "--query-id", "3"], "<SEGMENT>"),
+        (vec!["build", input, "--input", input, "--out", b], "cannot be used with"),
+        (vec!["build", "--out", b], "<INPUT>"),
+    ] {
+        let out = shoal(&args);
+        assert_eq!(out.status.code(), Some(2), "{args:?}");
+        assert!(stderr(&out).contains(needle), "{args:?}: {}", stderr(&out));
+    }
 }

@@ -594,7 +594,6 @@ fn imported_segments_are_served_and_static_files_stay_inside_their_folder() {
     };
     shoal(&[
         "build".as_ref(),
-        "--input".as_ref(),
         input.as_os_str(),
         "--dim".as_ref(),
         "5".as_ref(),

@@ -14,13 +14,23 @@ use crate::HostError;
 use crate::input::{InputFormat, VectorFile};
 use crate::storage::{BuildError, write_atomic, write_in_place};
 
+impl BuildArgs {
+    /// The vector file, given as the argument or with `--input`.
+    pub fn input(&self) -> &Path {
+        self.input.as_deref().or(self.input_flag.as_deref()).expect("clap requires one")
+    }
+}
+
 /// Arguments of `shoal build`.
 #[derive(Debug, clap::Args)]
 pub struct BuildArgs {
     /// Vector file to read. It is read in place (memory-mapped): do not change it while the
     /// build runs.
-    #[arg(long, value_name = "FILE")]
-    pub input: PathBuf,
+    #[arg(value_name = "INPUT", required_unless_present = "input_flag")]
+    pub input: Option<PathBuf>,
+    /// The input as a flag: the older spelling, still accepted.
+    #[arg(long = "input", value_name = "FILE", hide = true, conflicts_with = "input")]
+    pub input_flag: Option<PathBuf>,
     /// Input format; inferred from the extension (.npy, .fvecs, .f32/.bin/.raw) if absent.
     #[arg(long, value_enum)]
     pub format: Option<InputFormat>,
@@ -112,7 +122,7 @@ pub fn run(args: &BuildArgs) -> Result<(), HostError> {
         Some(fields) => Some(Schema::from_json(fields).map_err(|e| HostError::Usage(format!("--fields: {e}")))?),
         None => None,
     };
-    let input = VectorFile::open(&args.input, args.format, args.dim)?;
+    let input = VectorFile::open(args.input(), args.format, args.dim)?;
     let (rows, dim) = (input.rows(), input.dim());
     if args.ids_from.checked_add(rows as u64 - 1).is_none() {
         return Err(HostError::Usage(format!("--ids-from {} + {rows} rows overflows u64 ids", args.ids_from)));
@@ -153,14 +163,14 @@ pub fn run(args: &BuildArgs) -> Result<(), HostError> {
     let kernels = Kernels::best();
     let in_rows = |e: Error| match e {
         Error::NonFinite { point, element } => {
-            HostError::input(&args.input, format!("row {point}: element {element} is not finite (NaN or infinity)"))
+            HostError::input(args.input(), format!("row {point}: element {element} is not finite (NaN or infinity)"))
         }
         Error::InvalidPayload { point, error } => HostError::input(
             args.payloads.as_deref().unwrap_or(Path::new("payloads")),
             format!("line {}: {error}", point + 1),
         ),
         // The dimension read from the input, or its row count, is out of range.
-        e @ (Error::InvalidConfig(_) | Error::CapacityExceeded) => HostError::input(&args.input, format!("{e}")),
+        e @ (Error::InvalidConfig(_) | Error::CapacityExceeded) => HostError::input(args.input(), format!("{e}")),
         e => HostError::Core(e),
     };
     let phases = Phases(bar.clone());

@@ -52,7 +52,7 @@ pub fn set_threads(threads: Option<usize>) -> Result<(), HostError> {
 pub enum Command {
     /// Build a sealed segment file from a vector file (.npy, .fvecs or raw f32).
     Build(build::BuildArgs),
-    /// Search a segment file (exact nearest neighbours).
+    /// Search a segment file: vectors (exact or IVF), text, filters, hybrid, batches of queries.
     Search(search::SearchArgs),
     /// Print a segment's header, section table and META without reading the whole file.
     Inspect(inspect::InspectArgs),

@@ -11,12 +11,22 @@ use crate::input::VectorFile;
 use crate::storage::open_collection;
 use crate::{HostError, npy};
 
+impl SearchArgs {
+    /// The segment file, given as the argument or with `--segment`.
+    pub fn segment(&self) -> &Path {
+        self.segment.as_deref().or(self.segment_flag.as_deref()).expect("clap requires one")
+    }
+}
+
 /// Arguments of `shoal search`.
 #[derive(Debug, clap::Args)]
 pub struct SearchArgs {
     /// Segment file to search.
-    #[arg(long, value_name = "SEGMENT")]
-    pub segment: PathBuf,
+    #[arg(value_name = "SEGMENT", required_unless_present = "segment_flag")]
+    pub segment: Option<PathBuf>,
+    /// The segment as a flag: the older spelling, still accepted.
+    #[arg(long = "segment", value_name = "SEGMENT", hide = true, conflicts_with = "segment")]
+    pub segment_flag: Option<PathBuf>,
     /// What to search for (exactly one).
     #[command(flatten)]
     pub query: QueryArgs,
@@ -103,7 +113,7 @@ pub fn run(args: &SearchArgs) -> Result<(), HostError> {
         SearchRequest::from_json(json)?;
     }
     let t = Instant::now();
-    let col = open_collection(&args.segment)?;
+    let col = open_collection(args.segment())?;
     let open_time = t.elapsed();
     if let Some(path) = &args.query.queries {
         return batch(args, &col, path, filter);
@@ -195,7 +205,7 @@ fn base_queries(args: &SearchArgs, col: &Collection, labels: Option<&[&str]>) ->
             } else {
                 "is not in"
             };
-            HostError::Usage(format!("id {id} {why} {}", args.segment.display()))
+            HostError::Usage(format!("id {id} {why} {}", args.segment().display()))
         })?;
         let mut request = SearchRequest::nearest(vector.to_vec(), limit);
         request.check()?;
