@@ -7,6 +7,9 @@
   --bench ann``) and ``peers-<dataset>.json`` (``bench/peers.py``);
 - ``docs/img/ingest-10m.png``: the 10M ingest into ``shoal serve`` (``large-10m.json``,
   ``bench/large.py``);
+- ``docs/img/text-latency.png``: full-text query latency on GCIDE against tantivy and the
+  JavaScript engines (``text-*.json``, ``make bench-text``), and its table between the
+  ``<!-- results:text:begin/end -->`` markers of ``docs/benchmarks.md``;
 - ``docs/img/package-size.png``: the npm package's gzipped wasm per change
   (``package-size.json``, the sizes ``bindings-js/scripts/sizes.sh`` printed);
 - the QPS-at-recall tables, written between the ``<!-- results:recall-qps:begin/end -->``
@@ -38,7 +41,9 @@ TARGETS = (0.90, 0.95, 0.99)
 DATASETS = ["glove-100k", "glove-400k", "gcide-256", "synthetic-1m-128"]
 # The result files a run leaves in the cache that the plots and tables use.
 COLLECT = [f"{kind}-{d}.json" for d in DATASETS for kind in ("peers", "shoal")] + \
-    [f"shoal-{d}-b{b}.json" for d in DATASETS for b in range(2, 9)] + ["large-10m.json"]
+    [f"shoal-{d}-b{b}.json" for d in DATASETS for b in range(2, 9)] + \
+    ["large-10m.json", "text-shoal.json", "text-tantivy.json", "text-node.json"]
+TEXT_KINDS = ("term", "and", "phrase")
 
 
 def log(msg):
@@ -204,6 +209,59 @@ def ingest_plot(res):
     log(f"wrote {out.relative_to(ROOT)}")
 
 
+# ---- full text ---------------------------------------------------------------------------------
+
+def text_engines(directory=RESULTS):
+    """Every engine of the text benchmark in ``directory``: its result record (latency per
+    query kind)."""
+    rows = []
+    for name in ("text-shoal.json", "text-tantivy.json", "text-node.json"):
+        path = directory / name
+        if path.exists():
+            d = json.loads(path.read_text())
+            rows.extend(d.get("engines", [d]))
+    return rows
+
+
+def text_plot(rows):
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(8, 0.5 + 0.45 * len(rows) * len(TEXT_KINDS) / 2))
+    labels = [f"{e['engine']} ({e.get('where', 'native')})" for e in rows]
+    height = 0.8 / len(TEXT_KINDS)
+    for k, kind in enumerate(TEXT_KINDS):
+        ys = [i + k * height for i in range(len(rows))]
+        ax.barh(ys, [e["latency"][kind]["mean_us"] for e in rows], height=height, label=kind)
+    ax.set_yticks([i + height for i in range(len(rows))], labels, fontsize=8)
+    ax.invert_yaxis()
+    ax.set_xscale("log")
+    ax.set_xlabel("mean latency per query, µs (log; one thread)")
+    ax.set_title("Full text on GCIDE (126k entries): term, two required words, phrase", fontsize=9)
+    ax.grid(True, axis="x", which="both", lw=0.3)
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    out = IMG / "text-latency.png"
+    fig.savefig(out, dpi=110)
+    plt.close(fig)
+    log(f"wrote {out.relative_to(ROOT)}")
+
+
+def text_table(rows):
+    out = ["![Full-text latency on GCIDE](img/text-latency.png)", "",
+           "| engine | where | term mean / p99 (µs) | and mean / p99 | phrase mean / p99 | all mean / p99 | relevance@10 |",
+           "|---|---|---:|---:|---:|---:|---:|"]
+    for e in rows:
+        lat = e["latency"]
+        cell = lambda k: f"{lat[k]['mean_us']:,.1f} / {lat[k]['p99_us']:,.1f}"  # noqa: E731
+        rel = e.get("relevance_top10")
+        out.append(f"| {e['engine']} | {e.get('where', 'native')} | {cell('term')} | {cell('and')} | "
+                   f"{cell('phrase')} | {cell('all')} | {'-' if rel is None else f'{rel:.3f}'} |")
+    return "\n".join(out)
+
+
 # ---- package size ------------------------------------------------------------------------------
 
 def package_plot(doc):
@@ -249,6 +307,10 @@ def main():
         full, readme = recall_qps_tables(measured)
         replace_between(ROOT / "docs" / "benchmarks.md", "recall-qps", full)
         replace_between(ROOT / "README.md", "readme", readme)
+    text = text_engines()
+    if text:
+        text_plot(text)
+        replace_between(ROOT / "docs" / "benchmarks.md", "text", text_table(text))
     if (RESULTS / "large-10m.json").exists():
         ingest_plot(json.loads((RESULTS / "large-10m.json").read_text())["ingest"])
     if (RESULTS / "package-size.json").exists():

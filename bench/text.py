@@ -188,23 +188,9 @@ def write(name, doc):
 
 
 def report(args):
-    res = peers.cache_root() / "results"
-    rows = []
-    for name in ("text-shoal.json", "text-tantivy.json", "text-node.json"):
-        p = res / name
-        if not p.exists():
-            continue
-        d = json.loads(p.read_text())
-        for e in d.get("engines", [d]):
-            rows.append(e)
-    print("| engine | where | term mean / p99 (µs) | and mean / p99 | phrase mean / p99 | all mean / p99 | relevance@10 |")
-    print("|---|---|---:|---:|---:|---:|---:|")
-    for e in rows:
-        lat = e["latency"]
-        cell = lambda k: f"{lat[k]['mean_us']:,.1f} / {lat[k]['p99_us']:,.1f}"  # noqa: E731
-        rel = e.get("relevance_top10")
-        print(f"| {e['engine']} | {e.get('where', 'native')} | {cell('term')} | {cell('and')} | {cell('phrase')} | "
-              f"{cell('all')} | {'-' if rel is None else f'{rel:.3f}'} |")
+    import plots
+
+    print(plots.text_table(plots.text_engines(peers.cache_root() / "results")))
 
 
 def main():

@@ -121,9 +121,9 @@ impl fmt::Display for Error {
             Error::InvalidRequest(why) => write!(f, "invalid search request: {why}"),
             Error::Unsupported(what) => write!(f, "not supported yet: {what}"),
             Error::NoPendingBatch => f.write_str("commit without a reserved batch (call reserve first)"),
-            Error::CapacityExceeded => {
-                f.write_str("capacity exceeded: a collection holds at most 2^32 - 1 points, in the memory its host can give")
-            }
+            Error::CapacityExceeded => f.write_str(
+                "capacity exceeded: a collection holds at most 2^32 - 1 points, in the memory its host can give",
+            ),
             Error::InvalidPayload { point, error } => write!(f, "payload of point {point}: {error}"),
             Error::PayloadCount { points, payloads } => {
                 write!(f, "{payloads} payloads for {points} points (give none or one per point)")
