@@ -89,11 +89,13 @@ setup-edge: setup-js setup-deb
 test: setup lint test-rust test-qdrant check-targets test-aarch64 test-wasm test-edge test-demo test-js
 
 # Rust formatting and clippy; the npm package's JavaScript type-checked (tsc --checkJs, strict)
-# against its declarations (bindings-js/tsconfig.json, bindings-js/test/types.ts).
+# against its declarations (bindings-js/tsconfig.json, bindings-js/test/types.ts); the result
+# tables of the README and docs/benchmarks.md equal what bench/results/ gives.
 lint: build-js
 	$(CARGO) fmt --all -- --check
 	$(CARGO) clippy --workspace --all-targets -- -D warnings
 	npx tsc -p bindings-js/tsconfig.json
+	python3 bench/plots.py --check
 
 # Every kernel variant this machine's CPU has: a kernel or conformance test that could not run
 # one of them fails (scripts/cpu-kernels.sh reads the CPU flags, not the kernels' detection).

@@ -148,14 +148,24 @@ def recall_qps_tables(measured):
     return "\n".join(full), "\n".join(readme)
 
 
-def replace_between(path, marker, text):
+STALE = []  # with --check: the tables that differ from what the results give
+
+
+def replace_between(path, marker, text, check=False):
+    """Writes ``text`` between the ``marker`` comments of ``path`` (with ``check``: only
+    compares, recording a difference in STALE)."""
     s = path.read_text()
     begin, end = f"<!-- results:{marker}:begin -->", f"<!-- results:{marker}:end -->"
     if begin not in s or end not in s:
         log(f"{path.relative_to(ROOT)} has no {begin} ... {end}: table not written")
+        STALE.append(f"{path.relative_to(ROOT)}: no {marker} markers")
         return
-    s = re.sub(re.escape(begin) + ".*?" + re.escape(end), lambda _: f"{begin}\n{text}\n{end}", s, flags=re.S)
-    path.write_text(s)
+    new = re.sub(re.escape(begin) + ".*?" + re.escape(end), lambda _: f"{begin}\n{text}\n{end}", s, flags=re.S)
+    if check:
+        if new != s:
+            STALE.append(f"{path.relative_to(ROOT)}: the {marker} table")
+        return
+    path.write_text(new)
     log(f"wrote the {marker} table into {path.relative_to(ROOT)}")
 
 
@@ -290,12 +300,32 @@ def package_plot(doc):
     log(f"wrote {out.relative_to(ROOT)}")
 
 
+def check_tables():
+    """The tables of docs/benchmarks.md and the README against the committed results (make test)."""
+    measured = {d: rows for d in DATASETS if (rows := engines(d))}
+    if measured:
+        full, readme = recall_qps_tables(measured)
+        replace_between(ROOT / "docs" / "benchmarks.md", "recall-qps", full, check=True)
+        replace_between(ROOT / "README.md", "readme", readme, check=True)
+    text = text_engines()
+    if text:
+        replace_between(ROOT / "docs" / "benchmarks.md", "text", text_table(text), check=True)
+    if STALE:
+        sys.exit("plots: tables differ from bench/results/ (run `make bench-plots`): " + "; ".join(STALE))
+    log("the tables match bench/results/")
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--collect", action="store_true", help="copy the latest results from the cache first")
+    ap.add_argument("--check", action="store_true",
+                    help="draw nothing: fail if a table in the docs differs from what the results give")
     args = ap.parse_args()
     if args.collect:
         collect()
+    if args.check:
+        check_tables()
+        return
     IMG.mkdir(parents=True, exist_ok=True)
     measured = {}
     for dataset in DATASETS:
