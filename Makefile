@@ -22,7 +22,7 @@ DEMO_PORT ?= 6333
 .PHONY: demo test bench setup setup-rust setup-js setup-deb setup-edge setup-demo build-js lint test-rust test-js test-edge test-demo \
         test-aarch64 test-wasm check-targets \
         bench-kernels bench-search bench-node bench-ann bench-filtered bench-text bench-ingest bench-codes-only bench-build \
-        test-qdrant fuzz bench-plots
+        test-qdrant fuzz bench-plots bench-ram
 
 ## ---- setup ---------------------------------------------------------------------------
 
@@ -247,6 +247,14 @@ bench-filtered:
 
 # Issue 5: full text on GCIDE: Shoal native and in Node, tantivy, MiniSearch, FlexSearch, Orama.
 # Ingest into `shoal serve`: binary batches vs Qdrant-style JSON, 1M x 128-d, fsync per batch.
+# shoal serve under a memory limit (cgroups; needs root): 1M x 100-d, 1- and 4-bit codes, QPS and
+# recall at each limit and the smallest limit that serves every query (docs/img/ram-qps.png).
+bench-ram:
+	pip install -q -r bench/requirements-bench.txt
+	$(CARGO) build --release -p shoal-host
+	python3 bench/datasets.py --only mixed-1m-100
+	for b in 1 4; do python3 bench/ram.py prepare --bits $$b && python3 bench/ram.py run --bits $$b --limits 1024,512,256,128,64 --min-search; done
+
 bench-ingest:
 	pip install -q -r bench/requirements-bench.txt
 	$(CARGO) build --release -p shoal-host

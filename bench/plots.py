@@ -10,6 +10,8 @@
 - ``docs/img/text-latency.png``: full-text query latency on GCIDE against tantivy and the
   JavaScript engines (``text-*.json``, ``make bench-text``), and its table between the
   ``<!-- results:text:begin/end -->`` markers of ``docs/benchmarks.md``;
+- ``docs/img/ram-qps.png``: QPS and recall of ``shoal serve`` against its memory limit, 1M x
+  100-d (``ram-bits*.json``, ``make bench-ram``);
 - ``docs/img/package-size.png``: the npm package's gzipped wasm per change
   (``package-size.json``, the sizes ``bindings-js/scripts/sizes.sh`` printed);
 - the QPS-at-recall tables, written between the ``<!-- results:recall-qps:begin/end -->``
@@ -42,7 +44,7 @@ DATASETS = ["glove-100k", "glove-400k", "gcide-256", "synthetic-1m-128"]
 # The result files a run leaves in the cache that the plots and tables use.
 COLLECT = [f"{kind}-{d}.json" for d in DATASETS for kind in ("peers", "shoal")] + \
     [f"shoal-{d}-b{b}.json" for d in DATASETS for b in range(2, 9)] + \
-    ["large-10m.json", "text-shoal.json", "text-tantivy.json", "text-node.json"]
+    ["large-10m.json", "text-shoal.json", "text-tantivy.json", "text-node.json", "ram-bits1.json", "ram-bits4.json"]
 TEXT_KINDS = ("term", "and", "phrase")
 
 
@@ -272,6 +274,43 @@ def text_table(rows):
     return "\n".join(out)
 
 
+# ---- memory limit --------------------------------------------------------------------------------
+
+def ram_plot(runs):
+    """QPS against the cgroup memory limit, per code width (``{bits: [result, ...]}``)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(7.5, 4.2))
+    for bits, results in sorted(runs.items()):
+        served = sorted((r for r in results if r.get("served")), key=lambda r: r["limit_mib"])
+        if not served:
+            continue
+        xs = [r["limit_mib"] for r in served]
+        line, = ax.plot(xs, [r["qps"] for r in served], marker="o", label=f"{bits}-bit codes")
+        for r in served:
+            ax.annotate(f"{r['recall_at_10']:.2f}", (r["limit_mib"], r["qps"]), textcoords="offset points",
+                        xytext=(0, 6), ha="center", fontsize=7, color=line.get_color())
+        smallest = next((r for r in results if "smallest_serving_mib" in r), None)
+        if smallest:
+            ax.axvline(smallest["smallest_serving_mib"], color=line.get_color(), ls=":", lw=1,
+                       label=f"{bits}-bit: smallest limit serving every query ({smallest['smallest_serving_mib']} MiB)")
+    ax.set_xscale("log", base=2)
+    ax.set_xlabel("memory limit of the server's cgroup, MiB (log; page cache dropped before each)")
+    ax.set_ylabel("queries per second (8 clients)")
+    ax.set_ylim(bottom=0)
+    ax.set_title("1M x 100-d served from memory-mapped files under a memory limit (labels: recall@10)", fontsize=9)
+    ax.grid(True, which="both", lw=0.3)
+    ax.legend(fontsize=7)
+    fig.tight_layout()
+    out = IMG / "ram-qps.png"
+    fig.savefig(out, dpi=110)
+    plt.close(fig)
+    log(f"wrote {out.relative_to(ROOT)}")
+
+
 # ---- package size ------------------------------------------------------------------------------
 
 def package_plot(doc):
@@ -341,6 +380,10 @@ def main():
     if text:
         text_plot(text)
         replace_between(ROOT / "docs" / "benchmarks.md", "text", text_table(text))
+    ram = {b: json.loads((RESULTS / f"ram-bits{b}.json").read_text())
+           for b in range(1, 9) if (RESULTS / f"ram-bits{b}.json").exists()}
+    if ram:
+        ram_plot(ram)
     if (RESULTS / "large-10m.json").exists():
         ingest_plot(json.loads((RESULTS / "large-10m.json").read_text())["ingest"])
     if (RESULTS / "package-size.json").exists():
