@@ -102,7 +102,7 @@ fn main() {
                     settings.push((Some(a.parse().unwrap()), Some(b.parse().unwrap())));
                 }
             } else {
-                for nprobe in [8u32, 12, 16, 24, 32, 48, 64, 96, 128, 160, 192, 256] {
+                for nprobe in [8u32, 12, 16, 24, 32, 48, 64, 96, 128, 160, 192, 256, 384, 512, 768, 1024] {
                     if nprobe as usize > index.nlist {
                         continue;
                     }
