@@ -102,11 +102,11 @@ fn main() {
                     settings.push((Some(a.parse().unwrap()), Some(b.parse().unwrap())));
                 }
             } else {
-                for nprobe in [8u32, 12, 16, 24, 32, 48, 64, 96, 128, 160, 192, 256, 384, 512, 768, 1024] {
-                    if nprobe as usize > index.nlist {
-                        continue;
-                    }
-                    for rerank in [8u32, 16, 32, 64] {
+                // Up to every partition: the sweep, not the index, must not be what caps recall.
+                let nlist = index.nlist as u32;
+                let steps = [8u32, 12, 16, 24, 32, 48, 64, 96, 128, 160, 192, 256, 384, 512, 768, 1024];
+                for nprobe in steps.into_iter().filter(|&p| p < nlist).chain([nlist]) {
+                    for rerank in [8u32, 16, 32, 64, 128, 256] {
                         settings.push((Some(nprobe), Some(rerank)));
                     }
                 }
