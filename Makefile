@@ -245,8 +245,6 @@ bench-filtered:
 	python3 bench/filtered.py peers
 	python3 bench/filtered.py report
 
-# Issue 5: full text on GCIDE: Shoal native and in Node, tantivy, MiniSearch, FlexSearch, Orama.
-# Ingest into `shoal serve`: binary batches vs Qdrant-style JSON, 1M x 128-d, fsync per batch.
 # shoal serve under a memory limit (cgroups; needs root): 1M x 100-d, 1- and 4-bit codes, QPS and
 # recall at each limit and the smallest limit that serves every query (docs/img/ram-qps.png).
 bench-ram:
@@ -255,12 +253,14 @@ bench-ram:
 	python3 bench/datasets.py --only mixed-1m-100
 	for b in 1 4; do python3 bench/ram.py prepare --bits $$b && python3 bench/ram.py run --bits $$b --limits 1024,512,256,128,64 --min-search; done
 
+# Ingest into `shoal serve`: binary batches vs Qdrant-style JSON, 1M x 128-d, fsync per batch.
 bench-ingest:
 	pip install -q -r bench/requirements-bench.txt
 	$(CARGO) build --release -p shoal-host
 	python3 bench/ingest.py --clients 1
 	python3 bench/ingest.py --clients 2 --runs 1
 
+# Full text on GCIDE: Shoal native and in Node, tantivy, MiniSearch, FlexSearch, Orama.
 bench-text: build-js
 	pip install -q -r bench/requirements-bench.txt
 	npm ci --prefix bench/node --no-audit --no-fund

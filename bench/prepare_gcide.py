@@ -20,7 +20,9 @@ other) and ``definition`` (text). Writes, under ``~/.cache/shoal/gcide-demo/`` (
 - ``embed/check.json``: 200 texts with their token ids and vectors, for the test that
   holds the JavaScript embedder to this one.
 
-Idempotent: does nothing when ``embed/check.json`` (written last) exists. Usage::
+Idempotent: does nothing when ``embed/check.json`` (written last) exists and ``params.json``
+names the settings of this script; otherwise (or with ``--force``) ``check.json`` goes first,
+so an interrupted run is never taken for a complete one. Usage::
 
     python3 bench/prepare_gcide.py [--out DIR] [--force]
 """
@@ -124,9 +126,16 @@ def main():
     ap.add_argument("--force", action="store_true")
     args = ap.parse_args()
     out = args.out
-    if (out / "embed" / "check.json").exists() and not args.force:
+    params = {"headwords": HEADWORDS, "definition_chars": DEFINITION_CHARS, "dim": DIM, "version": 2}
+    ready = out / "embed" / "check.json"
+    try:
+        same = json.loads((out / "params.json").read_text()) == params
+    except (OSError, ValueError):
+        same = False
+    if ready.exists() and same and not args.force:
         log(f"{out} is ready")
         return
+    ready.unlink(missing_ok=True)
     ensure_wordllama()
     import numpy as np
 
@@ -165,6 +174,7 @@ def main():
     fields = {"headword": "keyword", "pos": "keyword", "letters": "integer", "source": "keyword",
               "definition": "text"}
     (out / "fields.json").write_text(json.dumps(fields))
+    (out / "params.json").write_text(json.dumps(params))
     with open(out / "embed" / "table.bin", "wb") as f:
         f.write(scale.astype("<f4").tobytes())
         f.write(q.tobytes())

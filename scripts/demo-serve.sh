@@ -11,7 +11,8 @@ shoal=target/release/shoal
 rm -rf "$data"
 "$shoal" import --data "$data" --name gcide "$segment"
 log=$(mktemp)
-"$shoal" serve --data "$data" --addr "127.0.0.1:$port" --static-dir . 2>"$log" &
+# Only target/demo-site is served (the page, the package and the data; scripts/gcide-demo-data.sh).
+"$shoal" serve --data "$data" --addr "127.0.0.1:$port" --static-dir target/demo-site 2>"$log" &
 pid=$!
 trap 'kill $pid 2>/dev/null || true; wait $pid 2>/dev/null || true; rm -f "$log"' EXIT
 for _ in $(seq 100); do grep -q '"listening"' "$log" && break; sleep 0.1; done

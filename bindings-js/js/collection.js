@@ -72,8 +72,9 @@ export class Batch {
   }
 }
 
-/** The largest segment `fromBytes`/`fromStream` take: wasm32 memory is 4 GiB. */
-const MAX_SEGMENT_BYTES = 2 ** 32 - 2 ** 16;
+/** The largest segment `fromBytes`/`fromStream` take: one wasm32 allocation is at most
+ * `isize::MAX` (2 GiB) bytes, 63 of them for alignment. */
+const MAX_SEGMENT_BYTES = 2 ** 31 - 64;
 
 /** A collection of vectors with `u64` ids. */
 export class Collection {
@@ -288,8 +289,9 @@ export class Collection {
   scroll(opts = {}) {
     const w = this.#get();
     const { filter, limit = 100, after } = opts ?? {};
-    if (!Number.isSafeInteger(limit) || limit < 1) {
-      throw new ShoalError("invalid_argument", "scroll: limit must be a positive integer");
+    // One more than `limit` is asked for (to know whether a page follows); wasm32's usize.
+    if (!Number.isSafeInteger(limit) || limit < 1 || limit >= 2 ** 32 - 1) {
+      throw new ShoalError("invalid_argument", "scroll: limit must be an integer in 1..2^32 - 1");
     }
     const [withPayload, withVector] = withOptions(opts);
     const from = after === undefined || after === null ? "null" : idJson(after, "scroll: after");
@@ -364,7 +366,7 @@ export class Collection {
   seal(opts) {
     const w = this.#get();
     if (opts === undefined || opts === null) {
-      w.seal();
+      call(() => w.seal());
       return;
     }
     if (typeof opts !== "object") {
@@ -416,7 +418,7 @@ export class Collection {
 
   /**
    * A vector search of a codes-only collection (built with `shoal build --codes-only
-   * --vectors-out FILE`, or sealed with `codes_only`) re-ranked exactly with the full vectors
+   * --vectors-out FILE`, or sealed with `codesOnly`) re-ranked exactly with the full vectors
    * kept out of wasm memory: the codes pick the rows whose exact distance can decide the
    * results, `read` fetches just those rows' vectors (consecutive rows in one read; in two
    * rounds: the best-estimated first, then only the rest that can still beat them) from the
@@ -526,17 +528,17 @@ export class Collection {
           : (/** @type {string} */ n) => /** @type {Record<string, Uint8Array>} */ (files)[n];
     const opener = call(() => new g.SetOpener(manifest));
     try {
-      const names = opener.files();
+      const names = call(() => opener.files());
       const segments = names.filter((/** @type {string} */ n) => n.endsWith(".shoal"));
       for (const name of names) {
         const bytes = get(name);
         if (!(bytes instanceof Uint8Array)) throw new ShoalError("bad_set", `segment set: ${name}: file not given`);
         if (segments.includes(name)) {
-          const buf = new g.SegmentBuffer(bytes.length);
+          const buf = call(() => new g.SegmentBuffer(bytes.length));
           new Uint8Array(memoryBuffer(), buf.ptr(), bytes.length).set(bytes);
-          opener.add_segment(name, buf);
+          call(() => opener.add_segment(name, buf));
         } else {
-          opener.add_live(name, bytes);
+          call(() => opener.add_live(name, bytes));
         }
       }
     } catch (e) {
@@ -559,7 +561,7 @@ export class Collection {
     else throw new ShoalError("invalid_argument", "fromBytes expects a Uint8Array, an ArrayBuffer or a typed array");
     // One copy: straight from the caller's bytes into an aligned buffer in wasm memory, which
     // the collection then uses in place.
-    const buf = new g.SegmentBuffer(u8.length);
+    const buf = call(() => new g.SegmentBuffer(u8.length));
     new Uint8Array(memoryBuffer(), buf.ptr(), u8.length).set(u8);
     return new Collection(/** @type {any} */ ({ [WRAP]: call(() => buf.open()) }));
   }
@@ -575,11 +577,10 @@ export class Collection {
    */
   static async fromStream(source, length) {
     const g = wasmGlue();
-    // wasm32 addresses 4 GiB: a larger length would wrap in the glue's usize.
     if (!Number.isSafeInteger(length) || length < 0 || length > MAX_SEGMENT_BYTES) {
       throw new ShoalError("invalid_argument", `fromStream(source, length): length must be the segment's byte count, at most ${MAX_SEGMENT_BYTES}`);
     }
-    const buf = new g.SegmentBuffer(length);
+    const buf = call(() => new g.SegmentBuffer(length));
     /** @type {ReadableStreamDefaultReader<Uint8Array> | null} */
     let reader = null;
     try {

@@ -35,7 +35,8 @@ export type ErrorCode =
   | "internal"
   | "not_found";
 
-/** Error thrown by every Shoal call. Nothing changed when it is thrown. */
+/** Error thrown by every Shoal call. Nothing changed when it is thrown — except `internal`: the
+ * engine trapped inside WebAssembly (a bug), and that module instance refuses every later call. */
 export class ShoalError extends Error {
   constructor(code: ErrorCode | string, message: string, options?: ErrorOptions);
   readonly name: "ShoalError";
@@ -303,7 +304,7 @@ export class Collection {
    * the vectors file (raw f32 in row order) that `searchLazy` reads. Needs an IVF index with
    * 2 or more bits. */
   splitVectors(): { segment: Uint8Array; vectors: Uint8Array };
-  /** Whether the collection keeps index codes only (sealed with `codes_only`). */
+  /** Whether the collection keeps index codes only (sealed with `codesOnly`). */
   readonly codesOnly: boolean;
   /** The index the next seal builds. */
   readonly index: "flat" | "ivf-rabitq";

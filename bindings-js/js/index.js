@@ -1,9 +1,8 @@
 // Shoal for JavaScript: vector search in WebAssembly.
 //
-// This file wraps the wasm-bindgen glue of one of two builds of the `shoal-js` crate:
+// The package wraps the wasm-bindgen glue of one of two builds of the `shoal-js` crate:
 // `pkg/simd` (SIMD128 kernels) or `pkg/scalar` (for engines without SIMD128). Both return
-// bit-identical results. Everything that touches wasm memory directly (the reserve → fill →
-// commit batch path) lives here; the glue does the rest.
+// bit-identical results.
 //
 // Split by concern: errors.js (ShoalError), load.js (init: picking and loading a build),
 // values.js (ids and vectors), requests.js (requests and answers), collection.js (Collection,

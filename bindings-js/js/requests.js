@@ -4,6 +4,26 @@ import { ShoalError } from "./errors.js";
 import { toFloat32, userId } from "./values.js";
 
 /**
+ * JSON text of a request or filter, BigInts (ids beyond 2^53, e.g. in `has_id`) written as the
+ * integers they are, which `JSON.stringify` alone refuses: each becomes a string marked with a
+ * NUL and a random tag (so no text of the request passes for one), replaced by its digits after.
+ * @param {any} value
+ */
+export function toJson(value) {
+  let mark = "";
+  const text = JSON.stringify(value, (_, x) => {
+    if (typeof x !== "bigint") return x;
+    if (x < 0n) return Number(x); // not an id: the engine names the error
+    mark ||= `\u0000${Math.random().toString(36).slice(2)}:`;
+    return mark + x;
+  });
+  if (!mark) return text;
+  // JSON writes the NUL as the six characters \u0000.
+  const quoted = JSON.stringify(mark).slice(1, -1).replace(/[\\$^.*+?()[\]{}|]/g, "\\$&");
+  return text.replace(new RegExp(`"${quoted}(\\d+)"`, "g"), "$1");
+}
+
+/**
  * A search request's JSON (without `vector`) and its vector as a Float32Array.
  * @param {any} req
  * @returns {[string, Float32Array | undefined]}
@@ -15,7 +35,7 @@ export function requestParts(req) {
   const { vector, ...rest } = req;
   const v = vector === undefined || vector === null ? undefined : toFloat32(vector, "invalid_request", "vector");
   try {
-    return [JSON.stringify(rest), v];
+    return [toJson(rest), v];
   } catch (e) {
     throw new ShoalError("invalid_request", `invalid search request: ${e instanceof Error ? e.message : e}`);
   }
@@ -81,7 +101,7 @@ export function filterJson(filter) {
     throw new ShoalError("invalid_request", "invalid search request: filter: expected an object");
   }
   try {
-    return JSON.stringify(filter);
+    return toJson(filter);
   } catch (e) {
     throw new ShoalError("invalid_request", `invalid search request: filter: ${e instanceof Error ? e.message : e}`);
   }

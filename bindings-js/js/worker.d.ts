@@ -2,6 +2,7 @@ import type { InitOptions, SearchRequest, SearchResponse } from "./index.js";
 
 /** A collection living in a dedicated module Web Worker (browsers, Deno): search off the main thread. */
 export class SearchWorker {
+  private constructor();
   /**
    * Starts a worker and opens a segment file in it. A Uint8Array that owns its buffer (or an
    * ArrayBuffer) is transferred — detached on this side — otherwise copied.

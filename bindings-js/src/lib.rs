@@ -2,7 +2,7 @@
 //!
 //! This crate is deliberately thin: every call forwards to [`shoal_core::Collection`], and
 //! everything JavaScript-specific (typed arrays, `BigInt` ids, the `ShoalError` class) lives in
-//! `js/index.js`. Bulk inserts go through wasm memory without a per-float copy: JavaScript calls
+//! `js/collection.js` (and the rest of `js/`). Bulk inserts go through wasm memory without a per-float copy: JavaScript calls
 //! [`WasmCollection::reserve`], asks for [`WasmCollection::pending_ids_ptr`] and
 //! [`WasmCollection::pending_vectors_ptr`] (byte offsets into the module's linear memory, valid
 //! until the next call that may allocate), fills typed-array views at those offsets and calls
@@ -49,10 +49,13 @@ pub struct SegmentBuffer {
 
 #[wasm_bindgen]
 impl SegmentBuffer {
-    /// A zeroed buffer of `len` bytes.
+    /// A zeroed buffer of `len` bytes; `capacity_exceeded` when wasm memory cannot hold it.
     #[wasm_bindgen(constructor)]
-    pub fn new(len: usize) -> SegmentBuffer {
-        SegmentBuffer { bytes: shoal_core::AlignedBytes::zeroed(len) }
+    pub fn new(len: usize) -> Result<SegmentBuffer, JsValue> {
+        match shoal_core::AlignedBytes::try_zeroed(len) {
+            Some(bytes) => Ok(SegmentBuffer { bytes }),
+            None => Err(js_error(&Error::CapacityExceeded)),
+        }
     }
 
     /// Its address in wasm memory (stable until it is opened or freed).
@@ -321,7 +324,7 @@ impl WasmCollection {
     }
 
     /// Points by id or by filter: the one export behind `get`, `count` and `scroll` in
-    /// `index.js` (one rather than three: the package's size budget). `json` is
+    /// `js/collection.js` (one rather than three: the package's size budget). `json` is
     /// `{"ids": [...]}` (the live points among these ids, in their order) or
     /// `{"filter": F, "after": ID, "limit": N}` (the live points passing the filter, ids
     /// ascending and greater than `after`, at most `limit`); `"payload": true` adds their
@@ -366,7 +369,7 @@ impl WasmCollection {
     /// The payload fields as JSON (`{"name": "type", ...}`, `{}` when there are none) after
     /// adding `add` (the same shape, `{}` adding nothing) with `Collection::extend_schema`: a
     /// field already there must keep its type. One export for the `fields` getter and
-    /// `extendSchema` of `index.js`.
+    /// `extendSchema` of `js/collection.js`.
     pub fn fields(&mut self, add: &str) -> Result<String, JsValue> {
         let mut all: serde_json::Value = serde_json::from_slice(add.as_bytes())
             .map_err(|_| js_error(&Error::InvalidConfig("fields must be an object of field name -> type")))?;

@@ -138,6 +138,16 @@ describe("insert and search", () => {
       2n ** 53n + 7n,
       2n ** 53n,
     ]);
+    // BigInt ids in a filter (has_id) are the integers they are, in search, count and scroll.
+    const filter = { must: [{ has_id: [2n ** 53n + 7n, 1] }] };
+    expect(again.search({ vector: [0, 0], limit: 4, filter }).points.map((p) => p.id)).toEqual([2n ** 53n + 7n]);
+    expect(again.count(filter)).toBe(1);
+    expect(again.scroll({ filter: { must_not: [{ has_id: [2n ** 53n] }] } }).points.map((p) => p.id)).toEqual([
+      Number.MAX_SAFE_INTEGER,
+      2n ** 53n + 7n,
+    ]);
+    // A text holding what a marked BigInt looks like stays text.
+    expect(() => again.search({ vector: [0, 0], limit: 1, filter: { must: [{ key: "x", match: { value: "\u0000bigint:5" } }] } })).toThrow(ShoalError);
   });
 
   it("upserts: an existing id gets the new vector", () => {
@@ -374,7 +384,8 @@ describe("codes-only collections and lazy re-ranking", () => {
     const b = await Collection.fromStream(new Blob([bytes]).stream(), bytes.length);
     expect(a.search({ vector: q(1), limit: 5 })).toEqual(col.search({ vector: q(1), limit: 5 }));
     expect(b.toBytes()).toEqual(bytes);
-    await expect(Collection.fromStream(chunks(bytes, 4096), 2 ** 32 + 10)).rejects.toMatchObject({ code: "invalid_argument" });
+    // Over what one wasm32 allocation can be (2 GiB): refused before anything is read.
+    await expect(Collection.fromStream(chunks(bytes, 4096), 2 ** 31)).rejects.toMatchObject({ code: "invalid_argument" });
     // A stream longer than announced is refused, and cancelled rather than left open.
     let cancelled = false;
     const longer = new ReadableStream({
@@ -446,8 +457,8 @@ describe("reserve/commit", () => {
   });
 
   it("a batch larger than wasm memory can hold is capacity_exceeded, and nothing changes", () => {
-    // 16,383 x 65,536-d: under 2^32 bytes, so only the allocation itself can refuse it (wasm32
-    // memory is at most 4 GiB, some of it in use). It was a trap ("unreachable") before.
+    // 16,383 x 65,536-d: under the 2^32 bytes the JavaScript check allows, over what one wasm32
+    // allocation can be (2 GiB). It was a trap ("unreachable") before.
     const col = new Collection({ dim: 65536 });
     col.insert({ ids: [7], vectors: new Float32Array(65536).fill(0.25) });
     expectShoalError(() => col.reserve(16383), "capacity_exceeded");
@@ -762,7 +773,11 @@ describe("bad input throws a ShoalError and changes nothing", () => {
     rejects(col, () => col.search({ vector: v, limit: 10001 }), "invalid_request");
     rejects(col, () => col.search({ vector: v, offset: -1 }), "invalid_request");
     rejects(col, () => col.search({ vector: v, params: { exact: true, bogus: 1 } }), "invalid_request");
-    rejects(col, () => col.search({ vector: v, limit: 3n }), "invalid_request"); // not JSON-serialisable
+    const cyclic = /** @type {any} */ ({});
+    cyclic.self = cyclic;
+    rejects(col, () => col.search({ vector: v, params: cyclic }), "invalid_request"); // not JSON-serialisable
+    // A BigInt is the integer it is (ids beyond 2^53 need it).
+    expect(col.search({ vector: v, limit: 3n }).points.length).toBe(3);
     rejects(col, () => col.search({ limit: 3 }), "invalid_request"); // no vector
     rejects(col, () => col.search({ vector: "1,2,3" }), "invalid_request");
     rejects(col, () => col.search(null), "invalid_request");
@@ -916,7 +931,10 @@ describe("get, count, scroll, points, fields", () => {
       const counted = expectShoalError(() => col.count(bad), "invalid_request");
       if (!Array.isArray(bad)) expect(counted.message).toBe(searched.message);
     }
-    expectShoalError(() => col.count({ must: [{ key: "year", range: { gte: 1n } }] }), "invalid_request");
+    const cyclic = /** @type {any} */ ({ must: [] });
+    cyclic.must.push(cyclic);
+    expectShoalError(() => col.count(cyclic), "invalid_request");
+    expect(col.count({ must: [{ key: "year", range: { gte: 1n } }] })).toBe(col.count({ must: [{ key: "year", range: { gte: 1 } }] }));
     col.free();
   });
 
@@ -951,7 +969,7 @@ describe("get, count, scroll, points, fields", () => {
     expect(col.scroll({ after: 10n ** 15n })).toEqual({ points: [], next: null });
     const page = col.scroll({ limit: 3, withPayload: false, withVector: true });
     expect(page.points).toEqual(live.slice(0, 3).map((id) => ({ id, vector: vectorOf.get(id) })));
-    for (const limit of [0, -1, 1.5, "3"]) expectShoalError(() => col.scroll({ limit }), "invalid_argument");
+    for (const limit of [0, -1, 1.5, "3", 2 ** 32 - 1, 2 ** 32]) expectShoalError(() => col.scroll({ limit }), "invalid_argument");
     expectShoalError(() => col.scroll({ after: -1 }), "invalid_id");
     expectShoalError(() => col.scroll({ filter: { must: [{ key: "nope", match: { value: 1 } }] } }), "invalid_request");
     col.free();

@@ -47,9 +47,13 @@ function replay(fx) {
       case "delete":
         col.delete(BigUint64Array.from(op.ids, (s) => BigInt(s)));
         break;
-      case "seal":
-        col.seal(op.options);
+      case "seal": {
+        // The scenario's options are the native host's JSON (snake_case); the JavaScript
+        // option is camelCase.
+        const { codes_only: codesOnly, ...rest } = op.options ?? {};
+        col.seal(op.options && codesOnly !== undefined ? { ...rest, codesOnly } : op.options);
         break;
+      }
       case "roundtrip": {
         const bytes = col.toBytes();
         col.free();

@@ -1,6 +1,6 @@
 // Type-checked by `make lint` (tsc -p bindings-js/tsconfig.json), never run: every export of
 // the implementation (js/*.js, typed by their JSDoc under checkJs) is assignable to its
-// declaration in js/index.d.ts / js/worker.d.ts, and the declarations type a real use.
+// declaration in js/index.d.ts, and the declarations (worker.d.ts too) type a real use.
 import type * as Api from "../js/index.js";
 import type * as WorkerApi from "../js/worker.js";
 import { Batch, Collection } from "../js/collection.js";
@@ -29,6 +29,8 @@ export const implementation: {
   saveToIndexedDB,
   openFromIndexedDB,
 };
+// (worker.js is held to worker.d.ts in worker.js itself: an import of "../js/worker.js" here
+// resolves to the declaration.)
 
 // Batch's constructor is private in the declarations: its instances are compared.
 export const batch = (b: InstanceType<typeof Batch>): Api.Batch => b;

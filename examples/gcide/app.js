@@ -19,6 +19,10 @@ async function openSegment(url) {
   const res = await fetch(url);
   if (!res.ok) throw new Error(`${url}: HTTP ${res.status}`);
   const length = Number(res.headers.get("content-length"));
+  if (!Number.isSafeInteger(length) || !res.body) {
+    // No length announced (a compressing proxy): read it whole, then open it.
+    return Collection.fromBytes(new Uint8Array(await res.arrayBuffer()));
+  }
   let got = 0;
   const counted = res.body.pipeThrough(new TransformStream({
     transform(chunk, ctl) {
@@ -32,8 +36,14 @@ async function openSegment(url) {
 }
 
 const t0 = performance.now();
-const info = await init();
-const [col, embedder] = await Promise.all([openSegment(new URL("gcide.shoal", DATA)), Embedder.load(new URL("embed/", DATA))]);
+let info, col, embedder;
+try {
+  info = await init();
+  [col, embedder] = await Promise.all([openSegment(new URL("gcide.shoal", DATA)), Embedder.load(new URL("embed/", DATA))]);
+} catch (e) {
+  $("loadText").textContent = `could not load the collection: ${e.message} (make demo prepares it)`;
+  throw e;
+}
 const loadMs = performance.now() - t0;
 $("count").textContent = col.len.toLocaleString("en");
 $("loading").hidden = true;
@@ -64,14 +74,16 @@ function identical(a, b) {
 }
 
 /** What the page did last, for the Chromium test: `pending` is the latest search's promise. */
-const state = { pending: null };
+const state = { pending: null, latest: 0 };
 
 function search(similar) {
-  state.pending = run(similar);
+  state.pending = run(similar, ++state.latest);
   return state.pending;
 }
 
-async function run(similar) {
+/** One search on both sides; only the latest search started renders (a slower, older answer
+ * never replaces a newer one). */
+async function run(similar, seq) {
   const req = request(similar);
   if (!req.text && !req.vector) return null;
   let t = performance.now();
@@ -79,10 +91,15 @@ async function run(similar) {
   const wasmMs = performance.now() - t;
   const body = JSON.stringify({ ...req, vector: req.vector && Array.from(req.vector) });
   t = performance.now();
-  const res = await fetch(`${SERVER}/collections/${COLLECTION}/search`, { method: "POST", headers: { "content-type": "application/json" }, body });
+  const res = await fetch(`${SERVER}/collections/${encodeURIComponent(COLLECTION)}/search`, {
+    method: "POST",
+    headers: { "content-type": "application/json" },
+    body,
+  });
   const server = await res.json();
   const serverMs = performance.now() - t;
-  if (!res.ok) throw new Error(`server: ${server.error?.message ?? res.status}`);
+  if (!res.ok) throw new Error(`server: ${server.status?.error ?? res.status}`);
+  if (seq !== state.latest) return null;
   const same = identical(wasm.points, server.points);
   const what = similar ? `similar to “${similar.headword}”` : req.text && req.vector ? "hybrid" : req.text ? "text" : "vector";
   $("verdict").textContent = same
@@ -105,7 +122,7 @@ function render(list, points) {
       textContent: ` ${p.payload.pos} · ${p.payload.source} · id ${p.id} · score ${p.score.toFixed(5)} `,
     });
     const button = Object.assign(document.createElement("button"), { className: "similar", textContent: "similar", type: "button" });
-    button.addEventListener("click", () => similarTo(p.id));
+    button.addEventListener("click", () => similarTo(p.id).catch(fail));
     const def = Object.assign(document.createElement("div"), { className: "def", textContent: p.payload.definition.slice(0, 220) });
     li.append(head, meta, button, def);
     return li;
@@ -122,10 +139,11 @@ $("form").addEventListener("submit", (e) => {
   e.preventDefault();
   search().catch(fail);
 });
+/** Shows an error in place of the verdict (and on the console). */
 function fail(err) {
   $("verdict").textContent = `error: ${err.message}`;
   $("verdict").className = "differ";
-  throw err;
+  console.error(err);
 }
 if (params.has("q")) $("q").value = params.get("q");
 await search().catch(fail);

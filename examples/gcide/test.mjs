@@ -33,7 +33,11 @@ function check(name, ok, detail = "") {
 // ---- the embedder: the same tokens as the Hugging Face tokenizer, the same vectors ---------
 {
   const dir = join(cache, "embed");
-  const embedder = new Embedder(JSON.parse(readFileSync(join(dir, "tokenizer.json"), "utf8")), readFileSync(join(dir, "table.bin")).buffer);
+  const table = readFileSync(join(dir, "table.bin"));
+  const embedder = new Embedder(
+    JSON.parse(readFileSync(join(dir, "tokenizer.json"), "utf8")),
+    table.buffer.slice(table.byteOffset, table.byteOffset + table.byteLength),
+  );
   const cases = JSON.parse(readFileSync(join(dir, "check.json"), "utf8"));
   let tokens = 0;
   let worst = 0;
@@ -59,7 +63,7 @@ let browser = null;
 try {
   const imported = spawnSync(shoalBinary(root), ["import", "--data", data, "--name", "gcide", segment], { encoding: "utf8" });
   if (imported.status !== 0) throw new Error(`shoal import: ${imported.stderr}`);
-  server = await shoalServe(root, { data });
+  server = await shoalServe(root, { data, staticDir: join(root, "target", "demo-site") });
   const chromium = createRequire(join(tools, "package.json"))("playwright-core").chromium;
   browser = await chromium.launch({
     executablePath: process.env.SHOAL_CHROMIUM ?? "/usr/bin/chromium",
@@ -120,7 +124,7 @@ try {
   check("the demo page", false, String(e?.stack ?? e));
 } finally {
   await browser?.close();
-  server?.close();
+  await server?.close();
   rmSync(data, { recursive: true, force: true });
 }
 console.log(`${passed} passed, ${failed} failed`);

@@ -1,7 +1,7 @@
 // Shoal in Node: GloVe 6B 50-d (400,000 words) straight from disk into wasm memory, then the
 // nearest neighbours of a few words by cosine similarity.
 //
-//   make demo                      (prepares the data, builds the package, runs this)
+//   python3 bench/prepare_glove.py   (prepares the data; `npm run build:js` builds the package)
 //   node examples/node/demo.mjs [word ...]
 //
 // Reads ~/.cache/shoal/glove50/vectors.npy (float32, 400000 x 50, C order) and words.txt
@@ -19,7 +19,7 @@ const queries = process.argv.length > 2 ? process.argv.slice(2) : ["king", "fran
 
 if (!existsSync(vectorsPath) || !existsSync(wordsPath)) {
   console.error(`GloVe data not found in ${dataDir} (need vectors.npy and words.txt).`);
-  console.error("Run `make demo` from the repository root: it downloads and prepares it.");
+  console.error("Run `python3 bench/prepare_glove.py` from the repository root: it prepares it.");
   process.exit(1);
 }
 

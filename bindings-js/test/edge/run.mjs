@@ -321,7 +321,7 @@ async function browserExample(browser, version, host) {
     check(`chromium: examples/browser (served by ${host})`, false, `${e}; page errors: ${errors.join("; ")}`);
   } finally {
     await page.close();
-    close();
+    await close();
   }
 }
 

@@ -16,17 +16,20 @@ export function shoalBinary(root) {
 }
 
 /** Starts `shoal serve` on 127.0.0.1 (a free port) over `data` (default: a new empty folder,
- * removed on close) with `--static-dir root`; resolves `{ base, origin, close }`, `origin`
- * being where the repository is served (`base + "/ui"`). */
-export async function shoalServe(root, { data } = {}) {
+ * removed on close) with `--static-dir staticDir` (default `root`); resolves `{ base, origin,
+ * close }`, `origin` being where that folder is served (`base + "/ui"`), `close()` a promise
+ * that the server has exited (and its own folder is removed). */
+export async function shoalServe(root, { data, staticDir = root } = {}) {
   const shoal = shoalBinary(root);
   const own = data === undefined;
   const dir = own ? mkdtempSync(join(tmpdir(), "shoal-edge-serve-")) : data;
-  const child = spawn(shoal, ["serve", "--data", dir, "--addr", "127.0.0.1:0", "--static-dir", root], {
+  const child = spawn(shoal, ["serve", "--data", dir, "--addr", "127.0.0.1:0", "--static-dir", staticDir], {
     stdio: ["ignore", "ignore", "pipe"],
   });
-  const close = () => {
-    child.kill();
+  const exited = new Promise((resolveExit) => child.once("exit", resolveExit));
+  const close = async () => {
+    if (child.exitCode === null && child.signalCode === null) child.kill();
+    await exited;
     if (own) rmSync(dir, { recursive: true, force: true });
   };
   try {

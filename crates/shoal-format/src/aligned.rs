@@ -18,9 +18,27 @@ impl AlignedBytes {
     /// system (a 64-byte-aligned allocation would be filled explicitly): in wasm, a large
     /// segment's buffer costs no pass over its bytes before they are copied in.
     pub fn zeroed(len: usize) -> AlignedBytes {
-        let buf = alloc::vec![0u8; len.checked_add(63).expect("a buffer below usize::MAX bytes")];
+        AlignedBytes::try_zeroed(len).unwrap_or_else(|| panic!("no memory for a buffer of {len} bytes"))
+    }
+
+    /// [`zeroed`](Self::zeroed), or `None` when the memory cannot be had (more than the
+    /// address space allows, or more than the allocator can get: in wasm, memory that cannot
+    /// grow) — for hosts that report that as an error rather than abort.
+    pub fn try_zeroed(len: usize) -> Option<AlignedBytes> {
+        let cap = len.checked_add(63)?;
+        // Refuses more than `isize::MAX` bytes (2 GiB in wasm32).
+        let layout = core::alloc::Layout::array::<u8>(cap).ok()?;
+        // SAFETY: `layout` has a non-zero size (`cap` is at least 63).
+        let ptr = unsafe { alloc::alloc::alloc_zeroed(layout) };
+        if ptr.is_null() {
+            return None;
+        }
+        // SAFETY: `ptr` was allocated by the global allocator with `layout` — alignment 1 and
+        // size `cap`, exactly how a `Vec<u8>` of capacity `cap` allocates — and all `cap` bytes
+        // are initialised (zeroed), so the vector may own it with length `cap`.
+        let buf = unsafe { Vec::from_raw_parts(ptr, cap, cap) };
         let start = (64 - buf.as_ptr() as usize % 64) % 64;
-        AlignedBytes { buf, start, len }
+        Some(AlignedBytes { buf, start, len })
     }
 
     /// Copies `bytes` into a new aligned buffer.

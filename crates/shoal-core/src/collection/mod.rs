@@ -454,9 +454,14 @@ impl Collection {
         let floats = (self.mutable.rows() + n).checked_mul(self.dim).ok_or(Error::CapacityExceeded)?;
         // Memory that cannot be had (a wasm instance's 4 GiB, a host's limit) is a typed error,
         // not an abort: nothing has changed yet.
+        // Amortised growth (doubling, as `resize` would), or exactly what is asked when doubling
+        // does not fit: many small batches must not copy the collection each time.
+        fn grow<T>(v: &mut Vec<T>, more: usize) -> Result<(), Error> {
+            v.try_reserve(more).or_else(|_| v.try_reserve_exact(more)).map_err(|_| Error::CapacityExceeded)
+        }
         let more = floats - self.mutable.vectors.len();
-        self.mutable.vectors.try_reserve_exact(more).map_err(|_| Error::CapacityExceeded)?;
-        self.mutable.ids.try_reserve_exact(n).map_err(|_| Error::CapacityExceeded)?;
+        grow(&mut self.mutable.vectors, more)?;
+        grow(&mut self.mutable.ids, n)?;
         self.mutable.ids.resize(self.mutable.rows() + n, 0);
         self.mutable.vectors.resize(floats, 0.0);
         self.mutable.reserved = true;
