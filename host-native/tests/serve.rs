@@ -605,6 +605,20 @@ fn imported_segments_are_served_and_static_files_stay_inside_their_folder() {
     ]);
     let data = dir.0.join("data");
     shoal(&["import".as_ref(), "--data".as_ref(), data.as_os_str(), "--name".as_ref(), "w".as_ref(), seg.as_os_str()]);
+    // An existing name is refused before the segment is read (here: a file that does not exist).
+    let again = Command::new(env!("CARGO_BIN_EXE_shoal"))
+        .args([
+            "import".as_ref(),
+            "--data".as_ref(),
+            data.as_os_str(),
+            "--name".as_ref(),
+            "w".as_ref(),
+            dir.0.join("missing.shoal").as_os_str(),
+        ])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&again.stderr);
+    assert!(!again.status.success() && err.contains("collection w exists"), "{err}");
     let www = dir.0.join("www");
     std::fs::create_dir_all(www.join("sub")).unwrap();
     std::fs::write(www.join("sub").join("index.html"), "<p>hi</p>").unwrap();

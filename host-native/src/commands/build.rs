@@ -1,10 +1,10 @@
 //! `shoal build`: vector file in, sealed segment file out.
 
-use std::io::{BufRead, BufReader, IsTerminal, Lines};
+use std::io::{BufRead, BufReader, Lines};
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
-use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+use indicatif::{ProgressBar, ProgressStyle};
 use shoal_core::{
     AlignedBytes, CollectionConfig, Error, IndexKind, IvfParams, Kernels, Metric, NewSegment, Progress, Schema,
     SealedSegment,
@@ -128,7 +128,7 @@ pub fn run(args: &BuildArgs) -> Result<(), HostError> {
         return Err(HostError::Usage(format!("--ids-from {} + {rows} rows overflows u64 ids", args.ids_from)));
     }
     let metric = Metric::from(args.metric);
-    let bar = progress_bar(args.quiet);
+    let bar = super::progress_bar(args.quiet);
     bar.set_message("reading the input");
     let payloads = match &args.payloads {
         Some(path) => {
@@ -289,24 +289,6 @@ impl PayloadLines {
     }
 }
 
-/// A spinner on standard error naming the phase, hidden when it is not a terminal or with
-/// `--quiet`.
-fn progress_bar(quiet: bool) -> ProgressBar {
-    let target = if quiet || !std::io::stderr().is_terminal() {
-        ProgressDrawTarget::hidden()
-    } else {
-        ProgressDrawTarget::stderr()
-    };
-    let bar = ProgressBar::with_draw_target(None, target);
-    bar.set_style(spinner_style());
-    bar.enable_steady_tick(std::time::Duration::from_millis(200));
-    bar
-}
-
-fn spinner_style() -> ProgressStyle {
-    ProgressStyle::with_template("{spinner} {msg} {elapsed}").expect("a valid template")
-}
-
 /// The build's phases on the bar: a phase of known size gets a bar and a count, the others
 /// a spinner, each with the time since the build started.
 struct Phases(ProgressBar);
@@ -320,7 +302,7 @@ impl Progress for Phases {
             bar.set_style(ProgressStyle::with_template(template).expect("a valid template").progress_chars("=> "));
             bar.set_length(total);
         } else {
-            bar.set_style(spinner_style());
+            bar.set_style(super::spinner_style());
             bar.unset_length();
         }
         bar.reset_eta();

@@ -32,11 +32,16 @@ pub fn run(args: &ImportArgs) -> Result<(), HostError> {
     if !valid_name(&args.name) {
         return Err(HostError::Usage(format!("--name {:?}: use 1-64 of A-Z a-z 0-9 _ -", args.name)));
     }
-    let col = open_collection(&args.segment)?;
-    col.verify().map_err(|e| HostError::segment(&args.segment, e))?;
     let dir = args.data.join("collections").join(&args.name);
     if dir.exists() {
         return Err(HostError::Usage(format!("collection {} exists in {}", args.name, args.data.display())));
+    }
+    let col = open_collection(&args.segment)?;
+    let bar = super::progress_bar(false);
+    bar.set_message("verifying every checksum");
+    if let Err(e) = col.verify() {
+        bar.finish_and_clear();
+        return Err(HostError::segment(&args.segment, e));
     }
     let fields = col.schema().map_or_else(|| json!({}), schema_json);
     let index = match col.index_kind() {
@@ -51,8 +56,11 @@ pub fn run(args: &ImportArgs) -> Result<(), HostError> {
         on_disk: !args.in_ram,
         dynamic: false,
     };
+    bar.set_message("copying the segment into the data folder");
     std::fs::create_dir_all(args.data.join("collections")).map_err(|e| HostError::io(&args.data, "create", e))?;
-    create_folder(&dir, &args.name, &meta, Some(&args.segment)).map_err(|e| HostError::Usage(e.message))?;
+    let created = create_folder(&dir, &args.name, &meta, Some(&args.segment)).map_err(|e| HostError::Usage(e.message));
+    bar.finish_and_clear();
+    created?;
     eprintln!(
         "imported {} ({} points, {}-d {}) as collection {}",
         args.segment.display(),

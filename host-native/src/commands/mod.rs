@@ -1,7 +1,9 @@
 //! The `shoal` subcommands. Each has an `Args` struct (parsed by clap) and a `run` function;
 //! results go to standard output, progress, timings and errors to standard error.
 
-use std::io::{self, Write};
+use std::io::{self, IsTerminal, Write};
+
+use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use std::path::Path;
 
 use crate::HostError;
@@ -86,4 +88,22 @@ pub(crate) fn print(text: &str) -> Result<(), HostError> {
 /// Milliseconds in a duration, for timing lines.
 pub(crate) fn ms(d: std::time::Duration) -> f64 {
     d.as_secs_f64() * 1e3
+}
+
+/// A spinner on standard error naming the phase, hidden when it is not a terminal or with
+/// `--quiet`.
+pub(crate) fn progress_bar(quiet: bool) -> ProgressBar {
+    let target = if quiet || !std::io::stderr().is_terminal() {
+        ProgressDrawTarget::hidden()
+    } else {
+        ProgressDrawTarget::stderr()
+    };
+    let bar = ProgressBar::with_draw_target(None, target);
+    bar.set_style(spinner_style());
+    bar.enable_steady_tick(std::time::Duration::from_millis(200));
+    bar
+}
+
+pub(crate) fn spinner_style() -> ProgressStyle {
+    ProgressStyle::with_template("{spinner} {msg} {elapsed}").expect("a valid template")
 }

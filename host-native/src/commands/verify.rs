@@ -18,7 +18,11 @@ pub struct VerifyArgs {
 pub fn run(args: &VerifyArgs) -> Result<(), HostError> {
     let t = Instant::now();
     let col = open_collection(&args.segment)?;
-    col.verify().map_err(|e| HostError::segment(&args.segment, e))?;
+    let bar = super::progress_bar(false);
+    bar.set_message("verifying every checksum");
+    let verified = col.verify().map_err(|e| HostError::segment(&args.segment, e));
+    bar.finish_and_clear();
+    verified?;
     eprintln!("verified {} rows x {} in {:.3} ms", col.len(), col.dim(), ms(t.elapsed()));
     print("ok\n")
 }
