@@ -65,8 +65,8 @@ def collect():
 def engines(dataset):
     """Every configuration measured on ``dataset``: (label, index MB, [(recall, qps)], params)."""
     out = []
-    for path in sorted(RESULTS.glob(f"shoal-{dataset}*.json")):
-        r = json.loads(path.read_text())
+    runs = [json.loads(p.read_text()) for p in RESULTS.glob(f"shoal-{dataset}*.json")]
+    for r in sorted(runs, key=lambda r: (r.get("codes_only", False), r.get("bits", 1))):
         if r.get("dataset") != dataset or r.get("threads", 1) != 1 or r.get("segments", 1) != 1:
             continue
         kind = "codes only" if r.get("codes_only") else f"{r['bits']}-bit"
@@ -91,10 +91,18 @@ def recall_qps_plot(dataset, rows):
     import matplotlib.pyplot as plt
 
     fig, ax = plt.subplots(figsize=(7.5, 4.8))
+    peer_colors = iter(["tab:orange", "tab:green", "tab:red", "tab:purple", "tab:brown", "tab:pink", "tab:gray",
+                        "tab:olive", "tab:cyan"])
+    shoal_styles = iter(["-", "--", ":", "-."])
     for label, memory, pts, engine in rows:
         f = frontier.frontier(pts)
-        style = dict(lw=2.4, color="tab:blue") if engine == "shoal" else dict(lw=1.2)
-        ax.plot([r for r, _ in f], [q for _, q in f], marker="o", ms=3, label=f"{label} ({memory:,.0f} MB)", **style)
+        if engine == "shoal":
+            style = dict(lw=2.6, color="#1f3b8f", ls=next(shoal_styles, "-"))
+        else:
+            style = dict(lw=1.2, color=next(peer_colors, "black"))
+        top = max(r for r, _ in pts)
+        note = f", max recall {top:.2f}" if top < 0.8 else ""
+        ax.plot([r for r, _ in f], [q for _, q in f], marker="o", ms=3, label=f"{label} ({memory:,.0f} MB{note})", **style)
     for t in TARGETS:
         ax.axvline(t, color="grey", lw=0.6, ls=":")
     ax.set_yscale("log")
