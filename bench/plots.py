@@ -306,6 +306,9 @@ def ram_plot(runs):
             ax.axvline(smallest["smallest_serving_mib"], color=line.get_color(), ls=":", lw=1,
                        label=f"{bits}-bit: smallest limit serving every query ({smallest['smallest_serving_mib']} MiB)")
     ax.set_xscale("log", base=2)
+    from matplotlib.ticker import ScalarFormatter
+
+    ax.xaxis.set_major_formatter(ScalarFormatter())
     ax.set_xlabel("memory limit of the server's cgroup, MiB (log; page cache dropped before each)")
     ax.set_ylabel("queries per second (8 clients)")
     ax.set_ylim(bottom=0)
