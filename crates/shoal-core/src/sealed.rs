@@ -331,7 +331,8 @@ impl SealedSegment {
         self.vectors.is_none()
     }
 
-    fn id_index(&self) -> &[IdEntry] {
+    /// The `ID_INDEX` section: `(id, row)` by ascending id.
+    pub(crate) fn id_index(&self) -> &[IdEntry] {
         bytemuck::cast_slice(&self.bytes()[self.id_index.clone()])
     }
 

@@ -674,17 +674,39 @@ impl Collection {
     }
 
     /// Checks that no external id is live in two segments (a set breaking the rule would
-    /// answer with duplicates).
+    /// answer with duplicates). Each segment's `ID_INDEX` lists its ids in order, so a merge of
+    /// those lists (live rows only) meets a duplicate as two equal heads: no map of every id
+    /// (one took ~16 bytes per point when a server opened its collections).
     fn check_unique_ids(&self) -> Result<(), Error> {
+        use alloc::collections::BinaryHeap;
+        use core::cmp::Reverse;
+
         if self.parts.len() < 2 {
             return Ok(());
         }
-        let mut seen = crate::mutable::IdMap::default();
-        for (i, p) in self.parts.iter().enumerate() {
-            for (row, &id) in p.seg.ids().iter().enumerate() {
-                if !p.deleted.contains(row) && seen.insert(id, i as u32).is_some() {
-                    return Err(Error::BadSet(format!("id {id} is live in two segments")));
-                }
+        let lists: Vec<_> = self.parts.iter().map(|p| (p.seg.id_index(), &p.deleted, p.seg.rows())).collect();
+        // The position of part `i`'s next live entry at or after `at`.
+        let next_live = |i: usize, mut at: usize| {
+            let (index, deleted, rows) = lists[i];
+            while at < index.len() && (index[at].row as usize >= rows || deleted.contains(index[at].row as usize)) {
+                at += 1;
+            }
+            at
+        };
+        let mut heads = BinaryHeap::new();
+        for (i, (index, _, _)) in lists.iter().enumerate() {
+            let at = next_live(i, 0);
+            if at < index.len() {
+                heads.push(Reverse((index[at].id, i, at)));
+            }
+        }
+        while let Some(Reverse((id, i, at))) = heads.pop() {
+            if heads.peek().is_some_and(|Reverse((next, _, _))| *next == id) {
+                return Err(Error::BadSet(format!("id {id} is live in two segments")));
+            }
+            let at = next_live(i, at + 1);
+            if at < lists[i].0.len() {
+                heads.push(Reverse((lists[i].0[at].id, i, at)));
             }
         }
         Ok(())
