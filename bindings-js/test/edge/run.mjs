@@ -20,7 +20,7 @@
 // Prints one line per check and "N passed, N failed"; exits non-zero on any failure. Servers
 // and child processes it starts are stopped before it exits.
 import { spawn } from "node:child_process";
-import { createReadStream, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
+import { createReadStream, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { createServer } from "node:http";
 import { createRequire } from "node:module";
 import { createServer as createNetServer } from "node:net";
@@ -482,6 +482,8 @@ async function workerd() {
   // module under the name "shoal/wasm/simd.wasm". Modules are laid out as a bundler resolves
   // them; each worker adds GET /scenario (workerd-test.js) to the example's routes.
   const rel = (p) => relative(workDir, p).split(sep).join("/");
+  // Every module of the package's js/ folder (index.js imports the others).
+  const jsModules = readdirSync(join(pkgDir, "js")).filter((f) => f.endsWith(".js") && f !== "worker.js").sort();
   const worker = (wasm) => `(
   modules = [
     (name = "workerd-test.js", esModule = embed "${rel(join(here, "workerd-test.js"))}"),
@@ -490,8 +492,7 @@ async function workerd() {
     (name = "segment.shoal", data = embed "${rel(join(example, "segment.shoal"))}"),
     (name = "shoal", esModule = "export * from \\"node_modules/shoal/js/index.js\\";"),
     (name = "shoal/wasm/simd.wasm", wasm = embed "${rel(join(pkgDir, "pkg", wasm, "shoal_js_bg.wasm"))}"),
-    (name = "node_modules/shoal/js/index.js", esModule = embed "${rel(join(pkgDir, "js", "index.js"))}"),
-    (name = "node_modules/shoal/pkg/simd/shoal_js.js", esModule = embed "${rel(join(pkgDir, "pkg", "simd", "shoal_js.js"))}"),
+${jsModules.map((f) => `    (name = "node_modules/shoal/js/${f}", esModule = embed "${rel(join(pkgDir, "js", f))}"),\n`).join("")}    (name = "node_modules/shoal/pkg/simd/shoal_js.js", esModule = embed "${rel(join(pkgDir, "pkg", "simd", "shoal_js.js"))}"),
     (name = "node_modules/shoal/pkg/scalar/shoal_js.js", esModule = embed "${rel(join(pkgDir, "pkg", "scalar", "shoal_js.js"))}"),
   ],
   compatibilityDate = "2025-09-01",
@@ -540,8 +541,8 @@ async function pack() {
       return;
     }
     const files = info.files.map((f) => f.path).sort();
-    const required = ["package.json", "js/index.js", "js/index.d.ts", "js/wasm.d.ts", "js/worker.js", "js/worker.d.ts", "pkg/simd/shoal_js.js", "pkg/simd/shoal_js_bg.wasm",
-      "pkg/scalar/shoal_js.js", "pkg/scalar/shoal_js_bg.wasm"];
+    const required = ["package.json", "js/index.d.ts", "js/wasm.d.ts", "js/worker.d.ts", "pkg/simd/shoal_js.js", "pkg/simd/shoal_js_bg.wasm",
+      "pkg/scalar/shoal_js.js", "pkg/scalar/shoal_js_bg.wasm", ...readdirSync(join(pkgDir, "js")).filter((f) => f.endsWith(".js")).map((f) => `js/${f}`)];
     const missing = required.filter((f) => !files.includes(f));
     const extra = files.filter((f) => f.startsWith("test/") || f.startsWith("src/") || f.endsWith(".rs"));
     check("npm pack: tarball contents", missing.length === 0 && extra.length === 0,
