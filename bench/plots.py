@@ -60,6 +60,27 @@ def collect():
             log(f"collected {name}")
 
 
+def pyplot():
+    """matplotlib's pyplot on the file-only backend."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    return plt
+
+
+def save(fig, name):
+    """Writes ``fig`` to docs/img/``name`` and closes it."""
+    import matplotlib.pyplot as plt
+
+    fig.tight_layout()
+    out = IMG / name
+    fig.savefig(out, dpi=110)
+    plt.close(fig)
+    log(f"wrote {out.relative_to(ROOT)}")
+
+
 # ---- recall / QPS ---------------------------------------------------------------------------
 
 def engines(dataset):
@@ -85,11 +106,7 @@ def engines(dataset):
 
 
 def recall_qps_plot(dataset, rows):
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
+    plt = pyplot()
     fig, ax = plt.subplots(figsize=(7.5, 4.8))
     peer_colors = iter(["tab:orange", "tab:green", "tab:red", "tab:purple", "tab:brown", "tab:pink", "tab:gray",
                         "tab:olive", "tab:cyan"])
@@ -112,11 +129,7 @@ def recall_qps_plot(dataset, rows):
     ax.set_title(f"{dataset}: recall against speed (frontier of each engine's sweep; memory in brackets)", fontsize=9)
     ax.grid(True, which="both", lw=0.3, alpha=0.5)
     ax.legend(fontsize=7, loc="lower left")
-    fig.tight_layout()
-    out = IMG / f"recall-qps-{dataset}.png"
-    fig.savefig(out, dpi=110)
-    plt.close(fig)
-    log(f"wrote {out.relative_to(ROOT)}")
+    save(fig, f"recall-qps-{dataset}.png")
 
 
 def fmt(q):
@@ -183,11 +196,7 @@ def replace_between(path, marker, text, check=False):
 
 def ingest_plot(res):
     """The 10M ingest: rate over time, memory against the cgroup's limit, segments."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
+    plt = pyplot()
     tl = res["timeline"]
     fig, ax = plt.subplots(2, 1, figsize=(8, 6), sharex=True)
     w = [t / 60 for t, _ in tl["rate_windows"]]
@@ -222,11 +231,7 @@ def ingest_plot(res):
     h1, l1 = ax[1].get_legend_handles_labels()
     h2, l2 = ax2.get_legend_handles_labels()
     ax[1].legend(h1 + h2, l1 + l2, loc="lower right", fontsize=8)
-    out = IMG / "ingest-10m.png"
-    fig.tight_layout()
-    fig.savefig(out, dpi=110)
-    plt.close(fig)
-    log(f"wrote {out.relative_to(ROOT)}")
+    save(fig, "ingest-10m.png")
 
 
 # ---- full text ---------------------------------------------------------------------------------
@@ -244,11 +249,7 @@ def text_engines(directory=RESULTS):
 
 
 def text_plot(rows):
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
+    plt = pyplot()
     fig, ax = plt.subplots(figsize=(8, 0.5 + 0.45 * len(rows) * len(TEXT_KINDS) / 2))
     labels = [f"{e['engine']} ({e.get('where', 'native')})" for e in rows]
     height = 0.8 / len(TEXT_KINDS)
@@ -262,11 +263,7 @@ def text_plot(rows):
     ax.set_title("Full text on GCIDE (126k entries): term, two required words, phrase", fontsize=9)
     ax.grid(True, axis="x", which="both", lw=0.3)
     ax.legend(fontsize=8)
-    fig.tight_layout()
-    out = IMG / "text-latency.png"
-    fig.savefig(out, dpi=110)
-    plt.close(fig)
-    log(f"wrote {out.relative_to(ROOT)}")
+    save(fig, "text-latency.png")
 
 
 def text_table(rows):
@@ -286,11 +283,7 @@ def text_table(rows):
 
 def ram_plot(runs):
     """QPS against the cgroup memory limit, per code width (``{bits: [result, ...]}``)."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
+    plt = pyplot()
     fig, ax = plt.subplots(figsize=(7.5, 4.2))
     for bits, results in sorted(runs.items()):
         served = sorted((r for r in results if r.get("served")), key=lambda r: r["limit_mib"])
@@ -315,21 +308,13 @@ def ram_plot(runs):
     ax.set_title("1M x 100-d served from memory-mapped files under a memory limit (labels: recall@10)", fontsize=9)
     ax.grid(True, which="both", lw=0.3)
     ax.legend(fontsize=7)
-    fig.tight_layout()
-    out = IMG / "ram-qps.png"
-    fig.savefig(out, dpi=110)
-    plt.close(fig)
-    log(f"wrote {out.relative_to(ROOT)}")
+    save(fig, "ram-qps.png")
 
 
 # ---- package size ------------------------------------------------------------------------------
 
 def package_plot(doc):
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
+    plt = pyplot()
     changes = doc["changes"]
     fig, ax = plt.subplots(figsize=(8, 4.2))
     xs = range(len(changes))
@@ -343,11 +328,7 @@ def package_plot(doc):
     ax.set_title("The npm package's wasm module, per change", fontsize=9)
     ax.grid(True, axis="y", lw=0.3)
     ax.legend(fontsize=8, loc="lower right")
-    fig.tight_layout()
-    out = IMG / "package-size.png"
-    fig.savefig(out, dpi=110)
-    plt.close(fig)
-    log(f"wrote {out.relative_to(ROOT)}")
+    save(fig, "package-size.png")
 
 
 def check_tables():

@@ -12,6 +12,7 @@ import { createRequire } from "node:module";
 import { homedir, tmpdir } from "node:os";
 import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
+import { check, finish } from "../../bindings-js/test/edge/checks.mjs";
 import { shoalBinary, shoalServe } from "../../bindings-js/test/edge/serve.mjs";
 import { Embedder } from "./embed.js";
 
@@ -21,14 +22,6 @@ const segment = join(root, "target", "gcide-demo", "gcide.shoal");
 const shotArg = process.argv.indexOf("--shot");
 const shot = shotArg > 0 ? resolve(process.argv[shotArg + 1]) : join(root, "target", "edge", "demo-gcide.png");
 const tools = resolve(process.env.SHOAL_EDGE_TOOLS ?? join(root, "target", "edge", "tools"));
-
-let passed = 0;
-let failed = 0;
-function check(name, ok, detail = "") {
-  if (ok) passed++;
-  else failed++;
-  console.log(`${ok ? "ok  " : "FAIL"} ${name}${detail ? ` — ${detail}` : ""}`);
-}
 
 // ---- the embedder: the same tokens as the Hugging Face tokenizer, the same vectors ---------
 {
@@ -127,5 +120,4 @@ try {
   await server?.close();
   rmSync(data, { recursive: true, force: true });
 }
-console.log(`${passed} passed, ${failed} failed`);
-process.exit(failed === 0 ? 0 : 1);
+finish();

@@ -27,6 +27,7 @@ import { createServer as createNetServer } from "node:net";
 import { tmpdir } from "node:os";
 import { dirname, extname, join, relative, resolve, sep } from "node:path";
 import { fileURLToPath } from "node:url";
+import { check, finish } from "./checks.mjs";
 import { shoalServe } from "./serve.mjs";
 
 const here = dirname(fileURLToPath(import.meta.url)); // bindings-js/test/edge
@@ -44,14 +45,6 @@ const SETUP_HINT = "run `make setup-edge`";
 const onlyArg = process.argv.indexOf("--only");
 const only = onlyArg > 0 ? new Set(process.argv[onlyArg + 1].split(",")) : null;
 const want = (name) => !only || only.has(name);
-
-let passed = 0;
-let failed = 0;
-function check(name, ok, detail = "") {
-  if (ok) passed++;
-  else failed++;
-  console.log(`${ok ? "ok  " : "FAIL"} ${name}${detail ? ` — ${detail}` : ""}`);
-}
 
 /** Runs a command; resolves { code, stdout, stderr }; kills it after `timeoutMs`. */
 function run(cmd, args, { cwd = root, env = process.env, timeoutMs = 60_000 } = {}) {
@@ -638,5 +631,4 @@ if (await node()) {
   if (want("pack")) await pack();
 }
 console.log(`edge runtimes checked in ${((Date.now() - started) / 1000).toFixed(1)} s`);
-console.log(`${passed} passed, ${failed} failed`);
-process.exit(failed > 0 || passed === 0 ? 1 : 0);
+finish();
