@@ -6,6 +6,8 @@
 
 const SPECIAL = ["<unk>", "<s>", "</s>"]; // added tokens: matched in the raw text, never merged
 const SPACE = "\u2581"; // "▁": the tokenizer's normalised space
+const SPECIAL_RE = new RegExp(SPECIAL.map((s) => s.replace(/[<>/]/g, (c) => `\\${c}`)).join("|"), "g");
+const UTF8 = new TextEncoder();
 
 export class Embedder {
   /**
@@ -39,9 +41,8 @@ export class Embedder {
   tokenize(text) {
     const out = [];
     // Special tokens split the text; every other piece is normalised and encoded on its own.
-    const pattern = new RegExp(SPECIAL.map((s) => s.replace(/[<>/]/g, (c) => `\\${c}`)).join("|"), "g");
     let at = 0;
-    for (const m of text.matchAll(pattern)) {
+    for (const m of text.matchAll(SPECIAL_RE)) {
       this.#piece(text.slice(at, m.index), out);
       out.push(this.ids.get(m[0]) ?? this.unk);
       at = m.index + m[0].length;
@@ -59,7 +60,7 @@ export class Embedder {
     let symbols = [];
     for (const ch of normalised) {
       if (this.ids.has(ch)) symbols.push(ch);
-      else for (const b of new TextEncoder().encode(ch)) symbols.push(`<0x${b.toString(16).toUpperCase().padStart(2, "0")}>`);
+      else for (const b of UTF8.encode(ch)) symbols.push(`<0x${b.toString(16).toUpperCase().padStart(2, "0")}>`);
     }
     for (;;) {
       let best = -1;
