@@ -335,7 +335,8 @@ impl WasmCollection {
         let req: Value =
             serde_json::from_slice(json.as_bytes()).map_err(|e| js_error(&Error::InvalidRequest(format!("{e}"))))?;
         let flag = |key: &str| req.get(key).and_then(Value::as_bool) == Some(true);
-        if flag("vector") && self.inner.codes_only() {
+        let (with_vector, with_payload) = (flag("vector"), flag("payload"));
+        if with_vector && self.inner.codes_only() {
             return Err(js_error(&Error::CodesOnly("vectors")));
         }
         let all: Vec<u64>;
@@ -355,12 +356,12 @@ impl WasmCollection {
         let mut vectors = Vec::new();
         let mut points = Vec::with_capacity(ids.len());
         for &id in ids {
-            if flag("vector") {
+            if with_vector {
                 vectors.extend_from_slice(
                     self.inner.vector(id).expect("a live point of a full collection has its vector"),
                 );
             }
-            let payload = if flag("payload") { self.inner.payload(id) } else { None };
+            let payload = if with_payload { self.inner.payload(id) } else { None };
             points.push(shoal_core::ScoredPoint { id, score: 0.0, payload });
         }
         Ok(SearchOutput { res: SearchResponse { points, ..SearchResponse::default() }, vectors })
