@@ -7,7 +7,7 @@
 import { ShoalError, call, checkNotTrapped } from "./errors.js";
 import { memoryBuffer, wasmGlue } from "./load.js";
 import { filterJson, records, requestParts, results, withOptions } from "./requests.js";
-import { idJson, normalizeIds, toFloat32, userId } from "./values.js";
+import { idJson, normalizeIds, toFloat32, userIds } from "./values.js";
 
 /** @typedef {import("./index.js").FieldType} FieldType */
 /** @typedef {(batch: Batch, numberIds: boolean, payloads: any) => number} CommitFn */
@@ -167,7 +167,7 @@ export class Collection {
     return batch;
   }
 
-  #commit(/** @type {Batch} */ batch, /** @type {boolean} */ numberIds, /** @type {any} */ payloads) {
+  #commit(/** @type {Batch} */ batch, /** @type {boolean} */ numberIds, /** @type {any} */ payloads, /** @type {string | undefined} */ idsJson = undefined) {
     const w = this.#get();
     if (this.#pending !== batch) {
       throw new ShoalError("no_pending_batch", "this batch was already committed or replaced by a later reserve()");
@@ -193,7 +193,7 @@ export class Collection {
           "reserve again and make no other Shoal call before commit()",
       );
     }
-    return call(() => w.commit(numberIds, payloadsJson));
+    return call(() => w.commit(numberIds, payloadsJson, idsJson));
   }
 
   /**
@@ -205,7 +205,7 @@ export class Collection {
   insert({ ids, vectors, payloads } = /** @type {any} */ ({})) {
     this.#get();
     const norm = normalizeIds(ids);
-    const n = "big" in norm ? norm.big.length : norm.numbers.length;
+    const n = "big" in norm ? norm.big.length : "numbers" in norm ? norm.numbers.length : ids.length;
     const vec = toFloat32(vectors, "length_mismatch", "vectors");
     if (vec.length !== n * this.#dim) {
       throw new ShoalError(
@@ -215,6 +215,7 @@ export class Collection {
     }
     const batch = this.reserve(n);
     batch.vectors.set(vec);
+    if ("json" in norm) return this.#commit(batch, false, payloads, norm.json);
     if ("big" in norm) {
       batch.ids.set(norm.big);
       return batch.commit({ payloads });
@@ -231,6 +232,7 @@ export class Collection {
   delete(ids) {
     const w = this.#get();
     const norm = normalizeIds(ids);
+    if ("json" in norm) return call(() => w.delete_json(norm.json));
     if ("big" in norm) return call(() => w.delete(norm.big));
     const f = norm.numbers instanceof Float64Array ? norm.numbers : Float64Array.from(/** @type {any} */ (norm.numbers));
     return call(() => w.delete_f64(f));
@@ -248,11 +250,17 @@ export class Collection {
   get(ids, opts) {
     const w = this.#get();
     const norm = normalizeIds(ids);
-    const list = "big" in norm ? norm.big : norm.numbers;
-    const json = new Array(list.length);
-    for (let i = 0; i < list.length; i++) json[i] = idJson(list[i], `id of point ${i}`);
+    let list;
+    if ("json" in norm) {
+      list = norm.json;
+    } else {
+      const ids = "big" in norm ? norm.big : norm.numbers;
+      const json = new Array(ids.length);
+      for (let i = 0; i < ids.length; i++) json[i] = idJson(ids[i], `id of point ${i}`);
+      list = `[${json.join(",")}]`;
+    }
     const [withPayload, withVector] = withOptions(opts);
-    return this.#points(w, `{"ids":[${json.join(",")}]`, withPayload, withVector);
+    return this.#points(w, `{"ids":${list}`, withPayload, withVector);
   }
 
   /** One call of the wasm `points` export: `head` is the request JSON without its closing brace. */
@@ -283,8 +291,8 @@ export class Collection {
    * (default 100) points with ids above `after` (from the first without it). `next` is the id to
    * give as `after` for the next page, `null` after the last. Each call goes over the matching
    * ids once; `points()` iterates over them all going over them once in all.
-   * @param {{ filter?: Record<string, any> | null, limit?: number, after?: number | bigint | null, withPayload?: boolean, withVector?: boolean }} [opts]
-   * @returns {{ points: Array<{ id: number | bigint, payload?: Record<string, any>, vector?: Float32Array }>, next: number | bigint | null }}
+   * @param {{ filter?: Record<string, any> | null, limit?: number, after?: number | bigint | string | null, withPayload?: boolean, withVector?: boolean }} [opts]
+   * @returns {{ points: Array<{ id: number | bigint | string, payload?: Record<string, any>, vector?: Float32Array }>, next: number | bigint | string | null }}
    */
   scroll(opts = {}) {
     const w = this.#get();
@@ -308,7 +316,7 @@ export class Collection {
    * at a time: `for await (const p of col.points({ filter }))`. The matching ids are taken when
    * the iteration starts; points deleted meanwhile are skipped. Options as for `scroll`.
    * @param {{ filter?: Record<string, any> | null, limit?: number, withPayload?: boolean, withVector?: boolean }} [opts]
-   * @returns {AsyncGenerator<{ id: number | bigint, payload?: Record<string, any>, vector?: Float32Array }, void, undefined>}
+   * @returns {AsyncGenerator<{ id: number | bigint | string, payload?: Record<string, any>, vector?: Float32Array }, void, undefined>}
    */
   async *points(opts = {}) {
     const { filter, limit = 100 } = opts ?? {};
@@ -320,12 +328,12 @@ export class Collection {
     const out = call(() => this.#get().points(`${idsJson}}`));
     let ids;
     try {
-      ids = out.ids();
+      ids = userIds(out);
     } finally {
       out.free();
     }
     for (let at = 0; at < ids.length; at += limit) {
-      const page = Array.from(ids.subarray(at, at + limit), String).join(",");
+      const page = ids.slice(at, at + limit).map((id) => idJson(id, "id")).join(",");
       // `#get` per page: the collection may have been freed meanwhile.
       yield* this.#points(this.#get(), `{"ids":[${page}]`, withPayload, withVector);
     }

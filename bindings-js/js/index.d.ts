@@ -5,11 +5,16 @@
 export type Metric = "l2" | "dot" | "cosine";
 
 /** An id given to Shoal: a non-negative integer, as a number (at most 2^53) or a BigInt
- * (below 2^64). */
-export type Id = number | bigint;
+ * (below 2^64), or a UUID string (36 characters with hyphens, 32 hex digits, in `{}`, or after
+ * `urn:uuid:`; either case). Integers and UUIDs are different points. */
+export type Id = number | bigint | string;
+
+/** An id as Shoal returns it: a number up to `Number.MAX_SAFE_INTEGER`, a BigInt above, a
+ * UUID as its canonical text (36 characters, lowercase). */
+export type PointId = number | bigint | string;
 
 /** Ids of a batch. Numbers must be integers in 0..=2^53; use a `BigUint64Array` (or BigInts)
- * beyond. */
+ * beyond; UUID strings may be mixed with integers in an array. */
 export type Ids = ArrayLike<number> | readonly Id[] | Uint32Array | Float64Array | BigUint64Array;
 
 /** Stable error codes (`ShoalError.code`). */
@@ -162,7 +167,7 @@ export interface IsNullCondition {
 
 /** The point's id is one of these. */
 export interface HasIdCondition {
-  has_id: readonly (number | bigint)[];
+  has_id: readonly Id[];
 }
 
 /** The search request (shoal-core's `SearchRequest`, the same JSON on every host). Unknown fields are rejected (`invalid_request`). */
@@ -189,8 +194,8 @@ export interface SearchRequest {
 }
 
 export interface ScoredPoint {
-  /** A number when at most `Number.MAX_SAFE_INTEGER`, a BigInt otherwise. */
-  id: number | bigint;
+  /** A number when at most `Number.MAX_SAFE_INTEGER`, a BigInt otherwise, a UUID's text. */
+  id: PointId;
   score: number;
   /** The stored payload (`{}` when none), when the request asked `with_payload`. */
   payload?: Payload;
@@ -217,8 +222,8 @@ export interface SearchResponse {
 
 /** A point read back by `get`, `scroll` or `points`. */
 export interface PointRecord {
-  /** A number when at most `Number.MAX_SAFE_INTEGER`, a BigInt otherwise. */
-  id: number | bigint;
+  /** A number when at most `Number.MAX_SAFE_INTEGER`, a BigInt otherwise, a UUID's text. */
+  id: PointId;
   /** The stored payload (`{}` when none), unless `withPayload: false`. */
   payload?: Payload;
   /** The stored vector (normalised for `cosine`), with `withVector: true`. */
@@ -251,7 +256,7 @@ export interface ScrollPage {
   /** Ids ascending. */
   points: PointRecord[];
   /** The `after` of the next page; `null` after the last. */
-  next: number | bigint | null;
+  next: PointId | null;
 }
 
 /** Options of `Collection.seal`. */

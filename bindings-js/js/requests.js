@@ -1,7 +1,7 @@
 // Requests to the wasm side and the JavaScript form of its answers.
 
 import { ShoalError } from "./errors.js";
-import { toFloat32, userId } from "./values.js";
+import { toFloat32, userIds } from "./values.js";
 
 /**
  * JSON text of a request or filter, BigInts (ids beyond 2^53, e.g. in `has_id`) written as the
@@ -47,15 +47,15 @@ export function requestParts(req) {
  */
 export function results(out) {
   try {
-    const ids = out.ids();
+    const ids = userIds(out);
     const scores = out.scores();
     const payloadsJson = out.payloads_json();
     const payloads = payloadsJson === undefined || payloadsJson === null ? null : JSON.parse(payloadsJson);
     const points = new Array(ids.length);
     for (let i = 0; i < ids.length; i++) {
       points[i] = payloads
-        ? { id: userId(ids[i]), score: scores[i], payload: payloads[i] }
-        : { id: userId(ids[i]), score: scores[i] };
+        ? { id: ids[i], score: scores[i], payload: payloads[i] }
+        : { id: ids[i], score: scores[i] };
     }
     return { points, partial: out.partial(), stats: JSON.parse(out.stats_json()) };
   } finally {
@@ -73,14 +73,14 @@ export function results(out) {
  */
 export function records(out, dim, withPayload, withVector) {
   try {
-    const ids = out.ids();
+    const ids = userIds(out);
     const payloadsJson = withPayload ? out.payloads_json() : null;
     const payloads = payloadsJson === undefined || payloadsJson === null ? [] : JSON.parse(payloadsJson);
     const vectors = withVector ? out.vectors() : null;
     const points = new Array(ids.length);
     for (let i = 0; i < ids.length; i++) {
-      /** @type {{ id: number | bigint, payload?: any, vector?: Float32Array }} */
-      const p = { id: userId(ids[i]) };
+      /** @type {{ id: number | bigint | string, payload?: any, vector?: Float32Array }} */
+      const p = { id: ids[i] };
       if (withPayload) p.payload = payloads[i];
       if (vectors) p.vector = vectors.slice(i * dim, (i + 1) * dim);
       points[i] = p;

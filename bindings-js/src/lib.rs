@@ -17,7 +17,8 @@
 //! benchmark build of the package (`SHOAL_JS_FEATURES=bench`), never in the published one.
 
 use shoal_core::{
-    Collection, CollectionConfig, Error, IdEncoding, IndexKind, Kernels, Metric, SearchRequest, SearchResponse,
+    Collection, CollectionConfig, Error, IdEncoding, IndexKind, Kernels, Metric, PointId, SearchRequest,
+    SearchResponse, point_id_from_json,
 };
 use std::format;
 use std::string::String;
@@ -201,26 +202,47 @@ impl WasmCollection {
     /// `ids_are_f64` says the id slots hold JavaScript numbers (written through a
     /// `Float64Array` view) rather than `u64`s; they must then be integers in `0..=2^53`.
     /// `payloads`, when given, is a JSON array with one payload object (or `null`) per point.
-    /// On error the batch is dropped and the collection is unchanged.
-    pub fn commit(&mut self, ids_are_f64: bool, payloads: Option<String>) -> Result<usize, JsValue> {
+    /// `ids`, when given, is a JSON array of the batch's ids (integers and UUID strings, mixed)
+    /// and the id slots are ignored. On error the batch is dropped and the collection is
+    /// unchanged.
+    pub fn commit(
+        &mut self,
+        ids_are_f64: bool,
+        payloads: Option<String>,
+        ids: Option<String>,
+    ) -> Result<usize, JsValue> {
         let enc = if ids_are_f64 { IdEncoding::F64 } else { IdEncoding::U64 };
-        let payloads: Vec<serde_json::Value> = match payloads {
-            None => Vec::new(),
-            Some(json) => match serde_json::from_slice(json.as_bytes()) {
-                Ok(p) => p,
-                Err(e) => {
-                    // Drop the batch, as every failed commit does.
-                    let _ = self.inner.reserve(0);
-                    return Err(js_error(&Error::InvalidRequest(format!("payloads: {e}"))));
-                }
-            },
+        let parsed = payloads
+            .map_or(Ok(Vec::new()), |json| {
+                serde_json::from_slice(json.as_bytes()).map_err(|e| Error::InvalidRequest(format!("payloads: {e}")))
+            })
+            .and_then(|p| Ok((p, ids.as_deref().map(parse_ids).transpose()?)));
+        let (payloads, ids): (Vec<serde_json::Value>, _) = match parsed {
+            Ok(p) => p,
+            Err(e) => {
+                // Drop the batch, as every failed commit does.
+                let _ = self.inner.reserve(0);
+                return Err(js_error(&e));
+            }
         };
-        self.inner.commit_with_payloads(enc, &payloads).map_err(|e| js_error(&e))
+        match ids {
+            Some(ids) => self.inner.commit_points(&ids, &payloads),
+            None => self.inner.commit_with_payloads(enc, &payloads),
+        }
+        .map_err(|e| js_error(&e))
     }
 
     /// Deletes points by id (a `BigUint64Array`); returns how many existed.
     pub fn delete(&mut self, ids: &[u64]) -> Result<usize, JsValue> {
-        self.inner.delete(ids).map_err(|e| js_error(&e))
+        let ids: Vec<PointId> = ids.iter().map(|&id| PointId::Num(id)).collect();
+        self.inner.delete(&ids).map_err(|e| js_error(&e))
+    }
+
+    /// Deletes points by id given as a JSON array (integers and UUID strings, mixed); nothing
+    /// is deleted when one is not an id. Returns how many existed.
+    pub fn delete_json(&mut self, ids: &str) -> Result<usize, JsValue> {
+        let ids = parse_ids(ids).map_err(|e| js_error(&e))?;
+        self.inner.delete(&ids).map_err(|e| js_error(&e))
     }
 
     /// Deletes points by id given as JavaScript numbers (a `Float64Array`); every id must be
@@ -231,7 +253,7 @@ impl WasmCollection {
             if !(0.0..=MAX_SAFE_ID).contains(&x) || x != (x as u64) as f64 {
                 return Err(js_error(&Error::InvalidId { point }));
             }
-            converted.push(x as u64);
+            converted.push(PointId::Num(x as u64));
         }
         self.inner.delete(&converted).map_err(|e| js_error(&e))
     }
@@ -339,15 +361,21 @@ impl WasmCollection {
         if with_vector && self.inner.codes_only() {
             return Err(js_error(&Error::CodesOnly("vectors")));
         }
-        let all: Vec<u64>;
+        let all: Vec<PointId>;
         let ids = match req.get("ids").and_then(Value::as_array) {
             Some(ids) => {
-                all = ids.iter().filter_map(Value::as_u64).filter(|&id| self.inner.contains(id)).collect();
+                let ids = ids
+                    .iter()
+                    .enumerate()
+                    .map(|(point, x)| point_id_from_json(x).ok_or(Error::InvalidId { point }))
+                    .collect::<Result<Vec<_>, _>>()
+                    .map_err(|e| js_error(&e))?;
+                all = ids.into_iter().filter(|&id| self.inner.contains(id)).collect();
                 &all[..]
             }
             None => {
                 all = self.inner.matching_ids(req.get("filter")).map_err(|e| js_error(&e))?;
-                let after = req.get("after").and_then(Value::as_u64);
+                let after = req.get("after").and_then(point_id_from_json);
                 let start = after.map_or(0, |a| all.partition_point(|&id| id <= a));
                 let limit = req.get("limit").and_then(Value::as_u64).map_or(all.len(), |l| l as usize);
                 &all[start..all.len().min(start.saturating_add(limit))]
@@ -421,6 +449,16 @@ impl WasmCollection {
     }
 }
 
+/// Ids given as a JSON array: integers and UUID strings (read as a JSON value first: the
+/// parser the package already has, not a deserializer of its own). An element that is neither
+/// is `invalid_id` naming its place.
+fn parse_ids(json: &str) -> Result<Vec<PointId>, Error> {
+    let v: serde_json::Value =
+        serde_json::from_slice(json.as_bytes()).map_err(|e| Error::InvalidRequest(format!("ids: {e}")))?;
+    let list = v.as_array().ok_or_else(|| Error::InvalidRequest("ids: expected an array".into()))?;
+    list.iter().enumerate().map(|(point, x)| point_id_from_json(x).ok_or(Error::InvalidId { point })).collect()
+}
+
 /// A search request from its JSON and, when given, the query vector (it replaces any `vector`
 /// field of the JSON).
 fn request(json: &str, vector: Option<Vec<f32>>) -> Result<SearchRequest, JsValue> {
@@ -441,9 +479,28 @@ pub struct SearchOutput {
 
 #[wasm_bindgen]
 impl SearchOutput {
-    /// External ids, best first (a `BigUint64Array`).
+    /// External ids, best first (a `BigUint64Array`; `0` for a UUID, see [`uuids`](Self::uuids)).
     pub fn ids(&self) -> Vec<u64> {
-        self.res.points.iter().map(|p| p.id).collect()
+        self.res.points.iter().map(|p| p.id.as_num().unwrap_or(0)).collect()
+    }
+
+    /// Empty when no id is a UUID; otherwise 17 bytes per point aligned with
+    /// [`ids`](Self::ids): `1` and the UUID's 16 bytes, or `0` and 16 zeros for an integer id.
+    pub fn uuids(&self) -> Vec<u8> {
+        if self.res.points.iter().all(|p| p.id.as_num().is_some()) {
+            return Vec::new();
+        }
+        let mut out = Vec::with_capacity(17 * self.res.points.len());
+        for p in &self.res.points {
+            match p.id {
+                PointId::Uuid(u) => {
+                    out.push(1);
+                    out.extend_from_slice(&u);
+                }
+                PointId::Num(_) => out.extend_from_slice(&[0; 17]),
+            }
+        }
+        out
     }
 
     /// Scores aligned with [`ids`](Self::ids) (a `Float32Array`).

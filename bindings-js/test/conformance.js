@@ -26,6 +26,15 @@ function scoreBits(score) {
   return u32[0];
 }
 
+/** A fixture's id (decimal text, or a UUID's text) as the npm API takes and returns it. */
+const fixtureId = (/** @type {string} */ s) => (s.includes("-") ? s : BigInt(s));
+
+/** A fixture's ids for `insert` and `delete`: integers as a `BigUint64Array`, or, when some
+ * are UUIDs, a mixed array. */
+function fixtureIds(/** @type {string[]} */ ids) {
+  return ids.some((s) => s.includes("-")) ? ids.map(fixtureId) : BigUint64Array.from(ids, (s) => BigInt(s));
+}
+
 /** Replays a fixture; returns what it produced in the fixture's own shape. */
 function replay(fx) {
   const fields = fx.fields ?? undefined;
@@ -39,13 +48,13 @@ function replay(fx) {
     switch (op.op) {
       case "insert":
         col.insert({
-          ids: BigUint64Array.from(op.ids, (s) => BigInt(s)),
+          ids: fixtureIds(op.ids),
           vectors: Float32Array.from(op.vectors),
           payloads: op.payloads,
         });
         break;
       case "delete":
-        col.delete(BigUint64Array.from(op.ids, (s) => BigInt(s)));
+        col.delete(fixtureIds(op.ids));
         break;
       case "seal": {
         // The scenario's options are the native host's JSON (snake_case); the JavaScript
@@ -80,7 +89,7 @@ function replay(fx) {
           });
           out.counts.push(res.points.length);
           for (const p of res.points) {
-            out.ids.push(BigInt(p.id));
+            out.ids.push(typeof p.id === "string" ? p.id : BigInt(p.id));
             out.scoreBits.push(scoreBits(p.score));
           }
         }
@@ -139,7 +148,7 @@ export function conformanceSuite(build) {
 
         const counts = diff(got.counts, fx.expected.counts);
         expect(counts.count, `result counts differ (first at query ${counts.first})`).toBe(0);
-        const ids = diff(got.ids, fx.expected.ids.map((s) => BigInt(s)));
+        const ids = diff(got.ids, fx.expected.ids.map(fixtureId));
         expect(ids.count, `ids differ (first at result ${ids.first})`).toBe(0);
         const bits = diff(got.scoreBits, fx.expected.score_bits);
         expect(bits.count, `score bits differ (first at result ${bits.first})`).toBe(0);

@@ -7,7 +7,7 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use shoal_core::{Collection, SearchRequest};
+use shoal_core::{Collection, PointId, SearchRequest};
 
 fn exercise(data: &[u8]) {
     let Ok(mut col) = Collection::from_bytes(data) else { return };
@@ -15,16 +15,20 @@ fn exercise(data: &[u8]) {
     let dim = col.dim();
     let query: Vec<f32> = (0..dim).map(|i| (i % 7) as f32 - 3.0).collect();
     let _ = col.search(&SearchRequest::nearest(query.clone(), 5));
-    // Ids of a hostile file may be duplicated or unsorted; lookups must still be safe.
-    for id in [0u64, 1, 7, 1000, u64::MAX] {
+    // Ids of a hostile file may be duplicated, unsorted or of the wrong kind (UUID sections,
+    // flag bit 0); lookups must still be safe.
+    let ids = [0u64, 1, 7, 1000, u64::MAX].map(PointId::Num);
+    let uuids = [[0u8; 16], [0xff; 16], [1; 16]].map(PointId::Uuid);
+    for &id in ids.iter().chain(&uuids) {
         let _ = col.vector(id);
     }
-    let _ = col.delete(&[0, 1, 2, 1000]);
-    let _ = col.insert(&[3], &query);
+    let _ = col.matching_ids(None);
+    let _ = col.delete(&[ids[0], ids[1], uuids[0], ids[3]]);
+    let _ = col.upsert(&[PointId::Num(3), uuids[2]], &[query.clone(), query.clone()].concat(), &[]);
     let _ = col.search(&SearchRequest::nearest(query, 3));
     if verified {
         // A verified segment re-seals into a valid one.
-        let bytes = col.to_bytes().to_vec();
+        let bytes = col.to_bytes().expect("a verified segment re-seals").to_vec();
         let again = Collection::from_bytes(&bytes).expect("a re-sealed segment opens");
         again.verify().expect("a re-sealed segment verifies");
     }

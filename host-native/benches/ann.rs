@@ -130,8 +130,8 @@ fn main() {
                     col.search_into(r, &mut out).unwrap();
                     let truth = &gt[q * gt_k..q * gt_k + 10];
                     let skip = own.as_ref().map(|o| u64::from(o[q]));
-                    let results = out.iter().filter(|p| Some(p.id) != skip).take(10);
-                    hits += results.filter(|p| truth.contains(&(p.id as u32))).count();
+                    let results = out.iter().filter(|p| p.id.as_num() != skip).take(10);
+                    hits += results.filter(|p| p.id.as_num().is_some_and(|id| truth.contains(&(id as u32)))).count();
                 }
                 let recall = hits as f64 / (10 * nq) as f64;
                 let repeats = std::env::var("SHOAL_ANN_REPEATS").ok().and_then(|r| r.parse().ok()).unwrap_or(3);

@@ -106,7 +106,11 @@ fn main() {
             let stats = col.search_into(r, &mut out).unwrap();
             exact += usize::from(stats.exact);
             let truth: Vec<u64> = gt[q].as_array().unwrap().iter().map(|x| x.as_u64().unwrap()).collect();
-            let got = out.iter().map(|p| p.id).filter(|&id| exclude.as_ref().is_none_or(|e| e[q] != id)).take(k);
+            let got = out
+                .iter()
+                .filter_map(|p| p.id.as_num())
+                .filter(|&id| exclude.as_ref().is_none_or(|e| e[q] != id))
+                .take(k);
             hits += got.filter(|id| truth.contains(id)).count();
             want += truth.len();
         }

@@ -109,7 +109,7 @@ fn main() {
             .chunks_exact(dim)
             .map(|q| {
                 let r = big.search(&SearchRequest::nearest(q.to_vec(), 10)).unwrap();
-                r.points.iter().map(|p| (p.score, big_ids(p.id))).collect()
+                r.points.iter().map(|p| (p.score, big_ids(p.id.as_num().expect("integer ids")))).collect()
             })
             .collect();
         let big_nlist = centroids.len() / dim;
@@ -142,7 +142,9 @@ fn main() {
             for (q, r) in reqs.iter().enumerate() {
                 col.search_into(r, &mut out).unwrap();
                 let mut both = big_results[q].clone();
-                both.extend(out.iter().map(|p| (p.score, order[800_000 + p.id as usize])));
+                both.extend(
+                    out.iter().map(|p| (p.score, order[800_000 + p.id.as_num().expect("integer ids") as usize])),
+                );
                 both.sort_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)));
                 let truth = &gt[q * 100..q * 100 + 10];
                 hits += both.iter().take(10).filter(|(_, row)| truth.contains(&(*row as u32))).count();

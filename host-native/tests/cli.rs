@@ -3,7 +3,7 @@
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
-use shoal_core::{Collection, CollectionConfig, Metric, SearchRequest};
+use shoal_core::{Collection, CollectionConfig, Metric, PointId, SearchRequest};
 use shoal_testkit::TempDir;
 
 /// Runs `shoal` with `args`.
@@ -201,7 +201,7 @@ fn search_matches_the_core_in_process() {
 
         // --query-id: the stored vector as the query, the point itself left out.
         let id = 42u64;
-        let mut res = col.search(&SearchRequest::nearest(col.vector(id).unwrap().to_vec(), 11)).unwrap();
+        let mut res = col.search(&SearchRequest::nearest(col.vector(PointId::Num(id)).unwrap().to_vec(), 11)).unwrap();
         res.points.retain(|p| p.id != id);
         res.points.truncate(10);
         let out = ok(shoal(&["search", seg, "--query-id", "42", "--json"]));
@@ -237,7 +237,7 @@ fn search_with_labels_and_words() {
     assert_eq!(by_word, by_id);
     let lines: Vec<&str> = by_word.lines().collect();
     assert!(lines[0].split_whitespace().eq(["rank", "id", "score", "label"]), "{by_word}");
-    let mut res = col.search(&SearchRequest::nearest(col.vector(42).unwrap().to_vec(), 6)).unwrap();
+    let mut res = col.search(&SearchRequest::nearest(col.vector(PointId::Num(42)).unwrap().to_vec(), 6)).unwrap();
     res.points.retain(|p| p.id != 42);
     for (line, p) in lines[1..].iter().zip(&res.points) {
         let cols: Vec<&str> = line.split_whitespace().collect();
@@ -567,7 +567,7 @@ fn payloads_and_filters_from_the_command_line() {
     let expected = col.search(&req).unwrap();
     assert_eq!(expected.points.len(), 8);
     for p in &expected.points {
-        let doc = &docs[p.id as usize];
+        let doc = &docs[p.id.as_num().unwrap() as usize];
         assert!(doc["year"].as_i64().unwrap() >= 2000 && doc["tag"] != serde_json::json!(["a", "t0"]));
         assert_eq!(p.payload.as_ref(), Some(doc));
     }
@@ -686,7 +686,9 @@ fn codes_only_builds_with_and_without_a_vectors_file() {
     let seg = Collection::from_bytes(&std::fs::read(lazy).unwrap()).unwrap();
     assert!(seg.codes_only());
     let stored: Vec<f32> = bytes.chunks_exact(4).map(|b| f32::from_le_bytes(b.try_into().unwrap())).collect();
-    for (row, &id) in seg.segment(0).unwrap().ids().iter().enumerate() {
+    let seg0 = seg.segment(0).unwrap();
+    for row in 0..seg0.rows() {
+        let id = seg0.id(row).as_num().unwrap();
         assert_eq!(&stored[row * dim..(row + 1) * dim], &data[id as usize * dim..(id as usize + 1) * dim]);
     }
     let inspect = ok(shoal(&["inspect", codes]));
@@ -743,7 +745,7 @@ fn batch_queries_report_qps_and_recall() {
     for q in queries.chunks_exact(DIM) {
         let mut r = SearchRequest::nearest(q.to_vec(), 12);
         r.params.exact = true;
-        truth.extend(col.search(&r).unwrap().points.iter().map(|p| p.id));
+        truth.extend(col.search(&r).unwrap().points.iter().map(|p| p.id.as_num().unwrap()));
     }
     let (seg, qs) = (seg.to_str().unwrap(), qfile.to_str().unwrap());
     for wide in [false, true] {

@@ -6,8 +6,8 @@
 Starts the server on a fresh data folder with an API key, then: create collections (Cosine,
 Euclid), exists/get/list, payload indexes, upsert (points and Batch), query_points with
 filters (results checked against a brute-force answer computed here), retrieve, count, scroll
-(paged), delete by ids and by filter, errors (wrong dimension, UUID ids, missing collection,
-wrong key) and delete_collection. Then every "not supported" row of docs/qdrant-compat.md,
+(paged), delete by ids and by filter, UUID ids mixed with integers (every form Qdrant reads),
+errors (wrong dimension, a malformed id, missing collection, wrong key) and delete_collection. Then every "not supported" row of docs/qdrant-compat.md,
 sent as raw HTTP (its case in qdrant_unsupported.json): a 400 naming it, nothing changed; and
 an unknown field in each typed body: a 400 naming the field. Exits non-zero on the first
 mismatch.
@@ -188,7 +188,7 @@ def run(url):
 
     # Errors: typed 4xx, nothing written.
     expect_error(lambda: client.upsert("shop", points=[m.PointStruct(id=1, vector=[1.0, 2.0])]), 400, "dimension")
-    expect_error(lambda: client.upsert("shop", points=[m.PointStruct(id="5c56c793-69f3-4fbf-87e6-c4bf54c28c26",
+    expect_error(lambda: client.upsert("shop", points=[m.PointStruct(id="5c56c793-69f3-4fbf-87e6",
                                                                      vector=[0.0] * dim)]), 400, "UUID")
     expect_error(lambda: client.get_collection("nope"), 404, "doesn't exist")
     bad = m.Filter(must=[m.FieldCondition(key="colour", match=m.MatchValue(value="red"))])
@@ -197,9 +197,57 @@ def run(url):
     wrong = QdrantClient(url=url, api_key="open", prefer_grpc=False, check_compatibility=False)
     expect_error(lambda: wrong.get_collections(), 401, "api-key")
 
+    uuid_ids(client)
+
     assert client.delete_collection("geo")
     assert not client.collection_exists("geo")
     client.close()
+
+
+def uuid_ids(client):
+    """UUID ids mixed with integer ids, as Qdrant takes them: written, read, filtered, paged,
+    deleted; results give UUIDs back in their canonical text."""
+    import uuid
+
+    dim = 4
+    rng = random.Random(9)
+    assert client.create_collection("mixed", vectors_config=m.VectorParams(size=dim, distance=m.Distance.DOT))
+    keys = [str(uuid.UUID(int=rng.getrandbits(128))) for _ in range(60)] + list(range(100, 140))
+    vectors = {k: [rng.uniform(-1, 1) for _ in range(dim)] for k in keys}
+    # LangChain writes `uuid4().hex` (no hyphens); Qdrant answers with the hyphenated form.
+    client.upsert("mixed", points=[m.PointStruct(id=(uuid.UUID(k).hex if isinstance(k, str) and i % 2 else k),
+                                                 vector=vectors[k], payload={"n": i})
+                                   for i, k in enumerate(keys)], wait=True)
+    assert client.count("mixed").count == 100
+    dot = lambda a, b: sum(x * y for x, y in zip(a, b))  # noqa: E731
+    q = [0.5, -0.25, 0.75, 0.1]
+    want = sorted(keys, key=lambda k: (-dot(q, vectors[k])))[:10]
+    got = client.query_points("mixed", query=q, limit=10, search_params=m.SearchParams(exact=True)).points
+    assert [p.id for p in got] == want, ([p.id for p in got], want)
+    # Retrieve by either form; has_id with both kinds.
+    u = keys[3]
+    recs = client.retrieve("mixed", ids=[u.upper(), 100, uuid.UUID(keys[4]).hex], with_vectors=True)
+    assert sorted(str(r.id) for r in recs) == sorted([u, "100", keys[4]]), recs
+    flt = m.Filter(must=[m.HasIdCondition(has_id=[keys[0], 101, keys[1]])])
+    assert client.count("mixed", count_filter=flt).count == 3
+    # Scroll: integers ascending, then UUIDs by their bytes (Qdrant's order), paged by UUID.
+    seen, offset = [], None
+    while True:
+        page, offset = client.scroll("mixed", limit=17, offset=offset)
+        seen += [p.id for p in page]
+        if offset is None:
+            break
+    ints = [k for k in keys if isinstance(k, int)]
+    uuids = sorted((k for k in keys if isinstance(k, str)), key=lambda k: uuid.UUID(k).bytes)
+    assert seen == sorted(ints) + uuids, seen[:5]
+    # Delete by UUID and by integer; upsert replaces by UUID.
+    client.delete("mixed", points_selector=m.PointIdsList(points=[keys[0], 100]))
+    assert client.count("mixed").count == 98
+    assert client.retrieve("mixed", ids=[keys[0], 100]) == []
+    client.upsert("mixed", points=[m.PointStruct(id=keys[5], vector=[1, 0, 0, 0], payload={"n": -1})])
+    assert client.count("mixed").count == 98
+    assert client.retrieve("mixed", ids=[keys[5]])[0].payload == {"n": -1}
+    assert client.delete_collection("mixed")
 
 
 ROOT = Path(__file__).resolve().parents[2]

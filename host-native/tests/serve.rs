@@ -337,6 +337,7 @@ fn bad_input_gets_a_clear_4xx_and_writes_nothing() {
     let put =
         |path: &str, body: &str| call(&s, "PUT", path, Some(("application/json", body.as_bytes().to_vec())), &key);
     let post = |path: &str, ct: &str, body: Vec<u8>| call(&s, "POST", path, Some((ct, body)), &key);
+    let get = |path: &str| call(&s, "GET", path, None, &key);
     assert_eq!(put("/collections/c", r#"{"dim": 4, "metric": "l2", "fields": {"tag": "keyword"}}"#).0, 200);
     assert_eq!(
         post("/collections/c/points/binary", "application/octet-stream", binary_batch(&[1, 2, 3], dim, None)).0,
@@ -399,13 +400,16 @@ fn bad_input_gets_a_clear_4xx_and_writes_nothing() {
         ),
         ("binary as JSON", post("/collections/c/points/binary", "application/json", full.clone()), "octet-stream"),
         (
-            "UUID id",
-            put(
-                "/collections/c/points",
-                r#"{"points": [{"id": "5c56c793-69f3-4fbf-87e6-c4bf54c28c26", "vector": [1, 2, 3, 4]}]}"#,
-            ),
-            "unsigned",
+            "an id neither an integer nor a UUID",
+            put("/collections/c/points", r#"{"points": [{"id": "5c56c793-69f3-4fbf-87e6", "vector": [1, 2, 3, 4]}]}"#),
+            "unsigned integer or a UUID",
         ),
+        (
+            "a negative id",
+            put("/collections/c/points", r#"{"points": [{"id": -1, "vector": [1, 2, 3, 4]}]}"#),
+            "unsigned integer or a UUID",
+        ),
+        ("a malformed id in a path", get("/collections/c/points/12-x"), "neither an unsigned integer nor a UUID"),
         ("bad collection name", put("/collections/a.b", r#"{"dim": 4}"#), "collection name"),
         ("bad metric", put("/collections/d", r#"{"dim": 4, "metric": "manhattan"}"#), "metric"),
         (

@@ -108,6 +108,7 @@ fn every_kernel_variant_gives_the_committed_outputs() {
 mod native {
     use std::path::{Path, PathBuf};
 
+    use shoal_core::PointId;
     use shoal_payload::{Filter, reference};
     use shoal_testkit::oracle;
     use shoal_testkit::scenario::{
@@ -129,13 +130,14 @@ mod native {
             for (qi, q) in s.queries.chunks_exact(c.dim).enumerate() {
                 let n = out.counts[count_at] as usize;
                 count_at += 1;
-                let got: Vec<(u64, u32)> = (at..at + n).map(|i| (out.ids[i], out.score_bits[i])).collect();
+                let got: Vec<(PointId, u32)> = (at..at + n).map(|i| (out.ids[i], out.score_bits[i])).collect();
                 at += n;
-                let passing: Vec<(u64, Vec<f32>)> = match filter_of(&c, qi) {
+                let passing: Vec<(PointId, Vec<f32>)> = match filter_of(&c, qi) {
                     None => live.points.clone(),
                     Some(f) => {
                         let f = Filter::from_value(&f).unwrap();
-                        let pass = |(p, doc): &(&(u64, Vec<f32>), &serde_json::Value)| reference::matches(&f, doc, p.0);
+                        let pass =
+                            |(p, doc): &(&(PointId, Vec<f32>), &serde_json::Value)| reference::matches(&f, doc, p.0);
                         live.points.iter().zip(&live.payloads).filter(pass).map(|(p, _)| p.clone()).collect()
                     }
                 };
@@ -155,7 +157,7 @@ mod native {
                 }
                 checked += 1;
                 let want = oracle::top_k(c.metric, &passing, q, c.k);
-                let want: Vec<(u64, u32)> = want.iter().map(|&(id, s)| (id, s.to_bits())).collect();
+                let want: Vec<(PointId, u32)> = want.iter().map(|&(id, s)| (id, s.to_bits())).collect();
                 assert_eq!(got, want, "{}: result differs from the brute-force oracle", c.name);
             }
         }
@@ -174,7 +176,8 @@ mod native {
         // f32 values written as the exact f64 of the f32: JSON numbers parse back to that f64 in JS,
         // and `Float32Array` then holds the original bits.
         let floats = |v: &[f32]| Value::from(v.iter().map(|&x| x as f64).collect::<Vec<f64>>());
-        let ids = |v: &[u64]| Value::from(v.iter().map(|x| x.to_string()).collect::<Vec<String>>());
+        // Integer ids as decimal strings (BigInt in JS), UUIDs as their canonical text.
+        let ids = |v: &[PointId]| Value::from(v.iter().map(|x| x.to_string()).collect::<Vec<String>>());
         let ops: Vec<Value> = s
             .ops
             .iter()
@@ -206,8 +209,9 @@ mod native {
             "fields": if c.payloads { serde_json::from_str::<Value>(FIELDS).unwrap() } else { Value::Null },
             // ... and texts[q % texts.length] ("": none), alone when floor(q / texts.length) is odd.
             "texts": if c.payloads { TEXTS.to_vec() } else { Vec::new() },
+            // (The configuration's own filters: `has_id` with UUIDs where its ids are UUIDs.)
             "filters": if c.payloads {
-                FILTERS.iter().map(|f| serde_json::from_str::<Value>(f).unwrap()).collect::<Vec<_>>()
+                (0..FILTERS.len()).map(|q| filter_of(&c, q).unwrap_or(Value::Null)).collect::<Vec<_>>()
             } else {
                 Vec::new()
             },

@@ -8,7 +8,7 @@
 
 use std::path::PathBuf;
 
-use shoal_core::{Collection, CollectionConfig, IndexKind, IvfParams, SearchRequest};
+use shoal_core::{Collection, CollectionConfig, IndexKind, IvfParams, PointId, SearchRequest};
 use shoal_testkit::{golden_v1_input, uniform_vectors};
 #[cfg(target_family = "wasm")]
 use wasm_bindgen_test::wasm_bindgen_test as test;
@@ -109,7 +109,7 @@ fn v1_golden_files_read_verify_and_search_the_same() {
         col.verify().unwrap();
         assert_eq!((col.len(), col.dim(), col.metric()), (ids.len(), dim, metric), "{name}");
         assert_eq!(col.segment(0).unwrap().index_kind(), index, "{name}");
-        assert!(ids.iter().all(|&id| col.contains(id)), "{name}");
+        assert!(ids.iter().all(|&id| col.contains(PointId::Num(id))), "{name}");
         let expected: serde_json::Value =
             serde_json::from_slice(&read_golden(&format!("{name}.expected.json"))).unwrap();
         assert_eq!(results(&col, dim), expected, "{name}: results changed");

@@ -154,8 +154,8 @@ impl Rows for NumberedSource<'_> {
 }
 
 impl Source for NumberedSource<'_> {
-    fn id(&self, i: usize) -> u64 {
-        self.first_id + i as u64
+    fn id(&self, i: usize) -> shoal_format::PointId {
+        shoal_format::PointId::Num(self.first_id + i as u64)
     }
 
     /// The document in its canonical form (whatever wrote the numbers, as a collection stores

@@ -115,7 +115,10 @@ impl fmt::Display for Error {
                 write!(f, "{ids} ids need {} floats at dimension {dim}, got {floats}", ids.saturating_mul(*dim))
             }
             Error::InvalidId { point } => {
-                write!(f, "id of point {point} is not an integer in 0..=2^53 (use BigInt ids beyond)")
+                write!(
+                    f,
+                    "id of point {point} is neither an integer in 0..=2^53 (use BigInt ids beyond) nor a UUID string"
+                )
             }
             Error::InvalidConfig(why) => write!(f, "invalid collection config: {why}"),
             Error::InvalidRequest(why) => write!(f, "invalid search request: {why}"),

@@ -26,6 +26,7 @@ mod bitset;
 mod build;
 mod collection;
 mod error;
+mod ids;
 mod mutable;
 mod pool;
 mod request;
@@ -46,11 +47,11 @@ pub use request::{
     MAX_BM25_K1, MAX_LIMIT, MAX_OFFSET, ScoredPoint, SearchParams, SearchRequest, SearchResponse, SearchStats,
 };
 pub use sealed::{IndexKind, PayloadInput, SealedSegment, SegmentBytes};
-pub use shoal_format::{AlignedBytes, FormatError};
+pub use shoal_format::{AlignedBytes, FormatError, PointId};
 pub use shoal_index::Metric;
 pub use shoal_index::ivf::IvfParams;
 pub use shoal_index::progress::{Progress, Quiet};
 pub use shoal_kernels::Kernels;
-pub use shoal_payload::{FieldType, Filter, FilterError, LayoutError, PayloadError, Schema};
+pub use shoal_payload::{FieldType, Filter, FilterError, LayoutError, PayloadError, Schema, point_id_from_json};
 pub use shoal_text::Clock;
 pub use text::{FUSION_DEPTH, RRF_K};

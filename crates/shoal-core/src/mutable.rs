@@ -3,10 +3,10 @@ use hashbrown::HashMap;
 use rustc_hash::FxBuildHasher;
 
 /// Id map with a fixed (seedless) hasher: lookups only, never iterated.
-pub(crate) type IdMap = HashMap<u64, u32, FxBuildHasher>;
+pub(crate) type IdMap = HashMap<PointId, u32, FxBuildHasher>;
 
 use serde_json::Value;
-use shoal_payload::{Filter, reference};
+use shoal_payload::{Filter, PointId, reference};
 
 use crate::bitset::Bitset;
 
@@ -15,11 +15,15 @@ static NULL: Value = Value::Null;
 
 /// The append-only segment that takes new points.
 ///
-/// Rows `0..committed` are visible; rows `committed..ids.len()` are a reserved batch that the
-/// caller is filling in place (zero-copy inserts from JS) and that becomes visible on commit.
+/// Rows `0..committed` are visible; a reserved batch (rows `committed..`, their vectors after
+/// the committed ones and their ids in `pending_nums`) is being filled in place by the caller
+/// (zero-copy inserts from JS) and becomes visible on commit.
 #[derive(Default)]
 pub(crate) struct Mutable {
-    pub(crate) ids: Vec<u64>,
+    /// Ids of the committed rows.
+    pub(crate) ids: Vec<PointId>,
+    /// Integer id slots of a reserved batch (`u64`, or `f64` bits from JavaScript).
+    pub(crate) pending_nums: Vec<u64>,
     pub(crate) vectors: Vec<f32>,
     pub(crate) committed: usize,
     pub(crate) reserved: bool,
@@ -52,13 +56,13 @@ impl Mutable {
 
     /// Drops a reserved batch.
     pub(crate) fn discard_pending(&mut self, dim: usize) {
-        self.ids.truncate(self.committed);
+        self.pending_nums.clear();
         self.vectors.truncate(self.committed * dim);
         self.reserved = false;
     }
 
     /// Deletes the live row holding `id`; returns whether there was one.
-    pub(crate) fn delete(&mut self, id: u64) -> bool {
+    pub(crate) fn delete(&mut self, id: PointId) -> bool {
         match self.index.remove(&id) {
             Some(row) => self.deleted.insert(row as usize),
             None => false,

@@ -4,6 +4,7 @@ use alloc::vec::Vec;
 use serde::{Deserialize, Serialize};
 
 use crate::Error;
+use shoal_format::PointId;
 
 /// Largest `limit` a request may ask for.
 pub const MAX_LIMIT: usize = 10_000;
@@ -148,8 +149,8 @@ impl SearchRequest {
 /// One result.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct ScoredPoint {
-    /// External id.
-    pub id: u64,
+    /// External id: a JSON number for an integer, the canonical string for a UUID.
+    pub id: PointId,
     /// Similarity (`dot`, `cosine`: higher is better) or squared distance (`l2`: lower is better).
     pub score: f32,
     /// The stored payload object, when the request asked `with_payload`.

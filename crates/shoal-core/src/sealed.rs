@@ -2,14 +2,16 @@ use alloc::boxed::Box;
 use core::ops::Range;
 
 use shoal_format::{
-    AlignedBytes, IdEntry, KIND_ID_INDEX, KIND_IDS, KIND_META, KIND_VECTORS, MAX_DIM, SegmentMeta, SegmentReader,
-    SegmentWriter, VECTOR_TYPE_CODES_ONLY, VECTOR_TYPE_F32, cast_records,
+    AlignedBytes, IdEntry, KIND_ID_INDEX, KIND_ID_KINDS, KIND_IDS, KIND_META, KIND_UUID_INDEX, KIND_UUIDS,
+    KIND_VECTORS, MAX_DIM, PointId, SegmentMeta, SegmentReader, SegmentWriter, UuidEntry, VECTOR_TYPE_CODES_ONLY,
+    VECTOR_TYPE_F32, cast_records,
 };
 use shoal_index::Metric;
 use shoal_index::ivf::{IvfData, IvfIndex, IvfParams, IvfQuery};
 use shoal_payload::{PayloadSectionBytes, PayloadView, Schema};
 
 use crate::Error;
+use crate::ids::IdRanges;
 use crate::sections::bad;
 use crate::text::TextRanges;
 use shoal_format::range_of;
@@ -133,10 +135,9 @@ pub struct SealedSegment {
     dim: usize,
     metric: Metric,
     rows: usize,
-    ids: Range<usize>,
+    ids: IdRanges,
     /// `None` in a codes-only segment.
     vectors: Option<Range<usize>>,
-    id_index: Range<usize>,
     ivf: Option<IvfSections>,
     payload: Option<PayloadRanges>,
     text: Option<TextRanges>,
@@ -169,7 +170,8 @@ impl core::fmt::Debug for SealedSegment {
 }
 
 /// Required section kinds of format v1 (the IVF kinds are optional).
-const KNOWN_KINDS: [u32; 4] = [KIND_META, KIND_IDS, KIND_VECTORS, KIND_ID_INDEX];
+const KNOWN_KINDS: [u32; 7] =
+    [KIND_META, KIND_IDS, KIND_VECTORS, KIND_ID_INDEX, KIND_UUIDS, KIND_ID_KINDS, KIND_UUID_INDEX];
 
 impl SealedSegment {
     /// Opens a segment with the cheap checks of `docs/format.md` (no full read).
@@ -197,10 +199,7 @@ impl SealedSegment {
             .filter(|&r| r <= u32::MAX as usize)
             .ok_or(bad("META", "row count out of range"))?;
         let dim = meta.dim as usize;
-        let ids = reader.require(KIND_IDS)?;
-        if cast_records::<u64>("IDS", ids)?.len() != rows {
-            return Err(bad("IDS", "length does not match the row count"));
-        }
+        let ids = IdRanges::open(&reader, rows)?;
         let vectors = if meta.vector_type == VECTOR_TYPE_F32 {
             let vectors = reader.require(KIND_VECTORS)?;
             if Some(cast_records::<f32>("VECTORS", vectors)?.len()) != rows.checked_mul(dim) {
@@ -212,35 +211,20 @@ impl SealedSegment {
         } else {
             None
         };
-        let id_index = reader.require(KIND_ID_INDEX)?;
-        if cast_records::<IdEntry>("ID_INDEX", id_index)?.len() != rows {
-            return Err(bad("ID_INDEX", "length does not match the row count"));
-        }
         let ivf = IvfSections::open(&reader, dim, rows)?;
         if vectors.is_none() && ivf.as_ref().is_none_or(|i| i.bits < 2) {
             return Err(bad("META", "a codes-only segment needs an IVF-RaBitQ index with 2 or more bits"));
         }
         let payload = open_payload(&reader, rows)?;
         let text = TextRanges::open(&reader, rows)?;
-        let (ids, id_index) = (range_of(bytes, ids), range_of(bytes, id_index));
-        Ok(SealedSegment { storage, dim, metric, rows, ids, vectors, id_index, ivf, payload, text })
+        Ok(SealedSegment { storage, dim, metric, rows, ids, vectors, ivf, payload, text })
     }
 
     /// Reads every byte: section checksums, the id index's order and agreement with `IDS`,
     /// and finiteness of every vector element.
     pub fn verify(&self) -> Result<(), Error> {
         SegmentReader::open(self.bytes())?.verify_checksums()?;
-        let ids = self.ids();
-        let mut prev: Option<u64> = None;
-        for e in self.id_index() {
-            if prev.is_some_and(|p| p >= e.id) {
-                return Err(bad("ID_INDEX", "ids are not strictly ascending"));
-            }
-            if e.reserved != 0 || ids.get(e.row as usize) != Some(&e.id) {
-                return Err(bad("ID_INDEX", "entry disagrees with IDS"));
-            }
-            prev = Some(e.id);
-        }
+        self.ids.verify(self.bytes(), self.rows)?;
         if self.vectors().is_some_and(|v| v.iter().any(|x| !x.is_finite())) {
             return Err(bad("VECTORS", "non-finite element"));
         }
@@ -310,9 +294,14 @@ impl SealedSegment {
         self.rows
     }
 
-    /// External ids by row.
-    pub fn ids(&self) -> &[u64] {
-        bytemuck::cast_slice(&self.bytes()[self.ids.clone()])
+    /// The external id of `row` (`< rows`).
+    pub fn id(&self, row: usize) -> PointId {
+        self.ids.id(self.bytes(), row)
+    }
+
+    /// Whether some row's id is a UUID (the segment has header flag `FLAG_UUID_IDS`).
+    pub fn has_uuids(&self) -> bool {
+        self.ids.has_uuids()
     }
 
     /// All vectors, row-major (`None` in a codes-only segment).
@@ -331,9 +320,14 @@ impl SealedSegment {
         self.vectors.is_none()
     }
 
-    /// The `ID_INDEX` section: `(id, row)` by ascending id.
+    /// The `ID_INDEX` section: the integer ids' `(id, row)`, ascending.
     pub(crate) fn id_index(&self) -> &[IdEntry] {
-        bytemuck::cast_slice(&self.bytes()[self.id_index.clone()])
+        self.ids.num_index(self.bytes())
+    }
+
+    /// The `UUID_INDEX` section: the UUIDs' `(uuid, row)`, ascending (empty without UUIDs).
+    pub(crate) fn uuid_index(&self) -> &[UuidEntry] {
+        self.ids.uuid_index(self.bytes())
     }
 
     /// Whether the storage reads ahead on [`prefetch`](Self::prefetch) (a memory-mapped file).
@@ -381,6 +375,7 @@ impl SealedSegment {
         meta.vector_type = VECTOR_TYPE_CODES_ONLY;
         let bytes = self.bytes();
         let mut w = SegmentWriter::new();
+        w.set_flags(reader.header().flags);
         for e in reader.sections() {
             match e.kind {
                 KIND_VECTORS => {}
@@ -396,11 +391,8 @@ impl SealedSegment {
     }
 
     /// The row holding external id `id`.
-    pub fn row_of(&self, id: u64) -> Option<usize> {
-        let index = self.id_index();
-        let i = index.binary_search_by_key(&id, |e| e.id).ok()?;
-        // A corrupt (unverified) file may name a row out of range: treat it as absent.
-        Some(index[i].row as usize).filter(|&r| r < self.rows)
+    pub fn row_of(&self, id: PointId) -> Option<usize> {
+        self.ids.row_of(self.bytes(), self.rows, id)
     }
 }
 

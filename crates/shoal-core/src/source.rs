@@ -3,6 +3,7 @@
 use alloc::borrow::Cow;
 
 use serde_json::Value;
+use shoal_format::PointId;
 use shoal_index::{Flat, Rows};
 
 use crate::Error;
@@ -11,7 +12,7 @@ use crate::Error;
 /// documents.
 pub(crate) trait Source: Rows {
     /// External id of row `i`.
-    fn id(&self, i: usize) -> u64;
+    fn id(&self, i: usize) -> PointId;
     /// Payload document of row `i` (`null` for none); called only when writing payloads. A
     /// document that cannot be read is an error, never a `null`.
     fn doc(&self, i: usize) -> Result<Cow<'_, Value>, Error>;
@@ -19,7 +20,7 @@ pub(crate) trait Source: Rows {
 
 /// Rows held in memory.
 pub(crate) struct FlatSource<'a> {
-    pub(crate) ids: &'a [u64],
+    pub(crate) ids: &'a [PointId],
     pub(crate) vectors: Flat<'a>,
     pub(crate) docs: Option<&'a [Value]>,
 }
@@ -35,7 +36,7 @@ impl Rows for FlatSource<'_> {
 }
 
 impl Source for FlatSource<'_> {
-    fn id(&self, i: usize) -> u64 {
+    fn id(&self, i: usize) -> PointId {
         self.ids[i]
     }
 

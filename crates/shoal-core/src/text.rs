@@ -14,7 +14,7 @@ use alloc::vec::Vec;
 use core::ops::Range;
 
 use serde_json::Value;
-use shoal_format::SegmentReader;
+use shoal_format::{PointId, SegmentReader};
 use shoal_payload::Schema;
 use shoal_text::{AnalyzerOptions, BuildOptions, IndexBuilder, Sections, TextIndex, kinds};
 
@@ -170,12 +170,12 @@ pub(crate) enum Fusion {
 /// [`MAX_LIMIT`](crate::MAX_LIMIT) results.
 pub(crate) fn fuse(
     fusion: Fusion,
-    vector: &[(u64, f32)],
+    vector: &[(PointId, f32)],
     vector_lower_is_better: bool,
-    text: &[(u64, f32)],
-) -> Vec<(u64, f32)> {
+    text: &[(PointId, f32)],
+) -> Vec<(PointId, f32)> {
     // (id, score, best rank), in order of first appearance; `at` finds an id's entry.
-    let mut fused: Vec<(u64, f32, u32)> = Vec::with_capacity(vector.len() + text.len());
+    let mut fused: Vec<(PointId, f32, u32)> = Vec::with_capacity(vector.len() + text.len());
     let mut at = IdMap::default();
     for (list, ranking) in [vector, text].into_iter().enumerate() {
         let (lower_is_better, weight) = match fusion {
@@ -219,8 +219,8 @@ pub(crate) fn fuse(
     // among the ids in ascending order (< 2^15: at most 2 x MAX_LIMIT entries). One integer
     // sort (shared in the wasm build) instead of a comparator's own sort routine.
     debug_assert!(fused.len() <= 0x7FFF && vector.len().max(text.len()) < 1 << 17);
-    let mut ids: Vec<u64> = fused.iter().map(|f| f.0).collect();
-    ids.sort_unstable();
+    let mut ids: Vec<PointId> = fused.iter().map(|f| f.0).collect();
+    crate::ids::sort_ids(&mut ids);
     let mut keys: Vec<u64> = fused
         .iter()
         .map(|&(id, score, rank)| {
@@ -228,7 +228,7 @@ pub(crate) fn fuse(
             u64::from(!f32_key(score)) << 32 | u64::from(rank) << 15 | place
         })
         .collect();
-    keys.sort_unstable();
+    shoal_format::sort_u64(&mut keys);
     keys.iter().map(|&k| (ids[(k & 0x7FFF) as usize], f32_of(!((k >> 32) as u32)))).collect()
 }
 
@@ -236,32 +236,33 @@ pub(crate) fn fuse(
 mod tests {
     use super::*;
 
-    fn rrf(vector: &[u64], text: &[u64]) -> Vec<(u64, f32)> {
-        let ranked = |ids: &[u64]| ids.iter().map(|&id| (id, 0.0)).collect::<Vec<_>>();
+    fn rrf(vector: &[u64], text: &[u64]) -> Vec<(PointId, f32)> {
+        let ranked = |ids: &[u64]| ids.iter().map(|&id| (PointId::Num(id), 0.0)).collect::<Vec<_>>();
         fuse(Fusion::Rrf, &ranked(vector), false, &ranked(text))
     }
 
     #[test]
     fn weighted_fusion_scales_each_ranking() {
         // Vector: squared distances (lower is better) 1, 2, 5; text: BM25 scores 9, 3.
-        let v = [(1, 1.0), (2, 2.0), (3, 5.0)];
-        let t = [(3, 9.0), (4, 3.0)];
+        let n = PointId::Num;
+        let v = [(n(1), 1.0), (n(2), 2.0), (n(3), 5.0)];
+        let t = [(n(3), 9.0), (n(4), 3.0)];
         let fused = fuse(Fusion::Weighted { alpha: 0.75 }, &v, true, &t);
-        let score = |id| fused.iter().find(|f: &&(u64, f32)| f.0 == id).unwrap().1;
+        let score = |id: u64| fused.iter().find(|f: &&(PointId, f32)| f.0 == id).unwrap().1;
         assert_eq!(score(1), 0.75);
         assert_eq!(score(2), 0.75 * (3.0 / 4.0));
         assert_eq!(score(3), 0.75 * 0.0 + 0.25);
         assert_eq!(score(4), 0.0);
         assert_eq!(fused.iter().map(|f| f.0).collect::<Vec<_>>(), [1, 2, 3, 4]);
         // Overflowing or NaN scores stay ordered: -inf and NaN as the worst, scaled in f64.
-        let fused = fuse(Fusion::Weighted { alpha: 1.0 }, &[(1, -3e38), (2, f32::NAN), (3, 3e38)], false, &[]);
+        let fused = fuse(Fusion::Weighted { alpha: 1.0 }, &[(n(1), -3e38), (n(2), f32::NAN), (n(3), 3e38)], false, &[]);
         let (lo, hi) = (f64::from(-f32::MAX), f64::from(3e38f32));
         let one = ((f64::from(-3e38f32) - lo) / (hi - lo)) as f32;
         assert!(one > 0.0 && one < 0.1);
-        assert_eq!(fused, [(3, 1.0), (1, one), (2, 0.0)]);
+        assert_eq!(fused, [(n(3), 1.0), (n(1), one), (n(2), 0.0)]);
         // alpha 0: the text ranking alone decides; equal scores all count as the best.
-        let fused = fuse(Fusion::Weighted { alpha: 0.0 }, &v, true, &[(7, 2.0), (8, 2.0)]);
-        assert_eq!(fused[..2], [(7, 1.0), (8, 1.0)]);
+        let fused = fuse(Fusion::Weighted { alpha: 0.0 }, &v, true, &[(n(7), 2.0), (n(8), 2.0)]);
+        assert_eq!(fused[..2], [(n(7), 1.0), (n(8), 1.0)]);
     }
 
     #[test]

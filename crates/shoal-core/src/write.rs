@@ -12,7 +12,7 @@ use alloc::vec::Vec;
 use bytemuck::Zeroable;
 use serde_json::Value;
 use shoal_format::{
-    ALIGN, AlignedBytes, IdEntry, KIND_ID_INDEX, KIND_IDS, KIND_META, KIND_VECTORS, Layout, SECTION_OPTIONAL,
+    ALIGN, AlignedBytes, FLAG_UUID_IDS, KIND_IDS, KIND_META, KIND_VECTORS, Layout, PointId, SECTION_OPTIONAL,
     SegmentMeta, VECTOR_TYPE_CODES_ONLY, VECTOR_TYPE_F32,
 };
 use shoal_index::ivf::{IvfParams, IvfPlan};
@@ -152,12 +152,16 @@ fn prepare(
     if !codes_only {
         planned.push((KIND_VECTORS, 0, (n * dim * 4) as u64));
     }
-    planned.push((KIND_ID_INDEX, 0, (n * core::mem::size_of::<IdEntry>()) as u64));
+    let uuids = crate::ids::count_uuids(n, |i| src.id(i));
+    planned.extend(crate::ids::planned_index(n, uuids));
     if let Some((plan, _)) = &prepared.ivf {
         planned.extend(ivf_sections::planned(plan, dim));
     }
     planned.extend(prepared.extra().iter().map(|&(kind, bytes)| (kind, SECTION_OPTIONAL, bytes.len() as u64)));
     prepared.layout = Layout::new(&planned);
+    if uuids > 0 {
+        prepared.layout.set_flags(FLAG_UUID_IDS);
+    }
     Ok(prepared)
 }
 
@@ -177,28 +181,21 @@ fn fill(
 
     progress.phase("writing rows", 0);
     file[layout.range(KIND_META)].copy_from_slice(bytemuck::bytes_of(&prepared.meta));
-    let (head, rest) = file.split_at_mut(layout.range(KIND_ID_INDEX).start);
-    let ids: &mut [u64] = bytemuck::cast_slice_mut(&mut head[layout.range(KIND_IDS)]);
+    let ids: &mut [u64] = bytemuck::cast_slice_mut(&mut file[layout.range(KIND_IDS)]);
     shoal_index::par::chunks_mut(ids, COPY_CHUNK, |c, out| {
         for (j, o) in out.iter_mut().enumerate() {
-            *o = src.id(stored(c * COPY_CHUNK + j));
+            *o = crate::ids::ids_slot(src.id(stored(c * COPY_CHUNK + j)));
         }
     });
     if !codes_only {
-        let vectors: &mut [f32] = bytemuck::cast_slice_mut(&mut head[layout.range(KIND_VECTORS)]);
+        let vectors: &mut [f32] = bytemuck::cast_slice_mut(&mut file[layout.range(KIND_VECTORS)]);
         shoal_index::par::chunks_mut(vectors, COPY_CHUNK * dim, |c, out| {
             for (j, o) in out.chunks_exact_mut(dim).enumerate() {
                 o.copy_from_slice(src.row(stored(c * COPY_CHUNK + j)));
             }
         });
     }
-    let ids: &[u64] = bytemuck::cast_slice(&head[layout.range(KIND_IDS)]);
-    let id_index = &mut rest[..n * core::mem::size_of::<IdEntry>()];
-    let id_index: &mut [IdEntry] = bytemuck::cast_slice_mut(id_index);
-    for (row, (e, &id)) in id_index.iter_mut().zip(ids).enumerate() {
-        *e = IdEntry { id, row: row as u32, reserved: 0 };
-    }
-    id_index.sort_unstable();
+    crate::ids::write_index(n, |row| src.id(stored(row)), layout, file);
 
     if let Some((plan, seed)) = &prepared.ivf {
         ivf_sections::write(kernels, metric, src, dim, plan, *seed, codes_only, layout, file, progress);
@@ -217,7 +214,7 @@ impl SealedSegment {
         kernels: &Kernels,
         dim: usize,
         metric: Metric,
-        ids: &[u64],
+        ids: &[PointId],
         vectors: &[f32],
         index: IndexKind,
     ) -> AlignedBytes {
@@ -232,7 +229,7 @@ impl SealedSegment {
         kernels: &Kernels,
         dim: usize,
         metric: Metric,
-        ids: &[u64],
+        ids: &[PointId],
         vectors: &[f32],
         payloads: Option<PayloadInput<'_>>,
         index: IndexKind,

@@ -4,14 +4,17 @@
 //! its bytes round-trip unchanged.
 
 use serde_json::json;
-use shoal_core::{Collection, CollectionConfig, Error, IndexKind, IvfParams, Metric, SearchRequest};
+use shoal_core::{Collection, CollectionConfig, Error, IndexKind, IvfParams, Metric, PointId, SearchRequest};
 use shoal_testkit::{clustered_vectors, oracle};
 
 const N: usize = 6000;
 
 /// A collection of `N` clustered points with a payload field `group = id % 100`, sealed with
 /// the full vectors (IVF, `bits`) and a second one sealed codes-only with the same settings.
-fn pair(metric: Metric, dim: usize, bits: u32) -> (Collection, Collection, Vec<f32>, shoal_testkit::scenario::Points) {
+/// Points as `(integer id, stored vector)`.
+type NumPoints = Vec<(u64, Vec<f32>)>;
+
+fn pair(metric: Metric, dim: usize, bits: u32) -> (Collection, Collection, Vec<f32>, NumPoints) {
     let data = clustered_vectors(dim as u64, N, dim, 40);
     let ids: Vec<u64> = (0..N as u64).map(|i| i * 5 + 2).collect();
     let payloads: Vec<_> = ids.iter().map(|id| json!({ "group": id % 100 })).collect();
@@ -24,7 +27,7 @@ fn pair(metric: Metric, dim: usize, bits: u32) -> (Collection, Collection, Vec<f
         col
     });
     let points: Vec<(u64, Vec<f32>)> =
-        ids.iter().map(|&id| (id, cols[0].vector(id).expect("full vectors").to_vec())).collect();
+        ids.iter().map(|&id| (id, cols[0].vector(PointId::Num(id)).expect("full vectors").to_vec())).collect();
     let [full, codes] = cols;
     (full, codes, clustered_vectors(dim as u64 + 500, 100, dim, 40), points)
 }
@@ -32,7 +35,7 @@ fn pair(metric: Metric, dim: usize, bits: u32) -> (Collection, Collection, Vec<f
 fn search(col: &Collection, body: serde_json::Value, q: &[f32]) -> Result<Vec<(u64, f32)>, Error> {
     let mut req = SearchRequest::from_json(&body.to_string()).unwrap();
     req.vector = Some(q.to_vec());
-    Ok(col.search(&req)?.points.iter().map(|p| (p.id, p.score)).collect())
+    Ok(col.search(&req)?.points.iter().map(|p| (p.id.as_num().unwrap(), p.score)).collect())
 }
 
 #[test]
@@ -102,7 +105,7 @@ fn a_codes_only_collection_refuses_changes_and_round_trips() {
     let refused = |r: Result<(), Error>| matches!(r, Err(Error::CodesOnly(_)));
     assert!(refused(codes.insert(&[1], &[0.5; 24])));
     assert!(refused(codes.reserve(1)));
-    assert!(matches!(codes.delete(&[2]), Err(Error::CodesOnly("delete"))));
+    assert!(matches!(codes.delete(&nums(&[2])), Err(Error::CodesOnly("delete"))));
     assert!(refused(codes.seal_with(IndexKind::Flat)));
     let wider = Collection::parse_schema(&json!({ "group": "integer", "tag": "keyword" })).unwrap();
     assert!(refused(codes.extend_schema(wider)));
@@ -110,8 +113,8 @@ fn a_codes_only_collection_refuses_changes_and_round_trips() {
     assert_eq!(Error::CodesOnly("delete").code(), "codes_only");
     // Nothing changed: the same points, no vectors to return, the same bytes and results.
     assert_eq!(codes.len(), N);
-    assert!(codes.contains(2) && codes.vector(2).is_none());
-    assert_eq!(codes.payload(2), Some(json!({"group": 2})));
+    assert!(codes.contains(PointId::Num(2)) && codes.vector(PointId::Num(2)).is_none());
+    assert_eq!(codes.payload(PointId::Num(2)), Some(json!({"group": 2})));
     codes.seal();
     assert_eq!(codes.to_bytes().unwrap(), &bytes[..]);
     assert_eq!(search(&codes, json!({"limit": 10}), q).unwrap(), before);
@@ -153,17 +156,17 @@ fn codes_only_needs_extra_bits_and_a_consistent_file() {
 
 /// A full collection (IVF, 4 bits, scalar kernels so scores match the oracle bit for bit) and
 /// the codes-only collection stripped from it, plus its vectors in row order.
-fn stripped(
-    metric: Metric,
-    dim: usize,
-) -> (Collection, Collection, Vec<f32>, Vec<f32>, shoal_testkit::scenario::Points) {
+fn stripped(metric: Metric, dim: usize) -> (Collection, Collection, Vec<f32>, Vec<f32>, NumPoints) {
     let (mut full, _, queries, _) = pair(metric, dim, 4);
     full.set_kernels(shoal_core::Kernels::scalar());
     let seg = full.segment(0).unwrap();
     let mut codes = Collection::from_bytes(seg.without_vectors().unwrap().as_slice()).unwrap();
     codes.set_kernels(shoal_core::Kernels::scalar());
     let vectors = seg.vectors().unwrap().to_vec();
-    let points = seg.ids().iter().zip(vectors.chunks_exact(dim)).map(|(&id, v)| (id, v.to_vec())).collect();
+    let points = (0..seg.rows())
+        .zip(vectors.chunks_exact(dim))
+        .map(|(r, v)| (seg.id(r).as_num().unwrap(), v.to_vec()))
+        .collect();
     (full, codes, vectors, queries, points)
 }
 
@@ -173,7 +176,7 @@ fn reranked(col: &Collection, req: &SearchRequest, rows: &[u32], vectors: &[f32]
     rows.sort_unstable();
     let dim = col.dim();
     let picked: Vec<f32> = rows.iter().flat_map(|&r| vectors[r as usize * dim..][..dim].iter().copied()).collect();
-    Ok(col.search_reranked(req, &rows, &picked)?.points.iter().map(|p| (p.id, p.score)).collect())
+    Ok(col.search_reranked(req, &rows, &picked)?.points.iter().map(|p| (p.id.as_num().unwrap(), p.score)).collect())
 }
 
 /// Lazy re-ranking in one round: every candidate row read.
@@ -266,7 +269,7 @@ fn lazy_reranking_is_exact_over_the_rows_it_reads() {
         let res = codes.search_reranked(&req, &all, &vectors).unwrap();
         let exact =
             oracle::top_k(metric, &points.iter().filter(|(id, _)| id % 100 == 12).cloned().collect::<Vec<_>>(), q, 10);
-        let res: Vec<(u64, u32)> = res.points.iter().map(|p| (p.id, p.score.to_bits())).collect();
+        let res: Vec<(u64, u32)> = res.points.iter().map(|p| (p.id.as_num().unwrap(), p.score.to_bits())).collect();
         let exact: Vec<(u64, u32)> = exact.iter().map(|&(id, s)| (id, s.to_bits())).collect();
         assert_eq!(res, exact, "{metric:?}: every row given, the filtered exact answer");
     }
@@ -304,4 +307,9 @@ fn lazy_reranking_rejects_bad_input() {
     flat.insert(&[1, 2], &[0.0; 8]).unwrap();
     flat.seal();
     assert!(flat.segment(0).unwrap().without_vectors().is_err());
+}
+
+/// Integer point ids.
+fn nums(ids: &[u64]) -> Vec<PointId> {
+    ids.iter().map(|&id| PointId::Num(id)).collect()
 }

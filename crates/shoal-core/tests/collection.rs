@@ -2,7 +2,7 @@
 //! rejected with a typed error while changing nothing.
 
 use proptest::prelude::*;
-use shoal_core::{Collection, CollectionConfig, Error, FormatError, IdEncoding, Metric, SearchRequest};
+use shoal_core::{Collection, CollectionConfig, Error, FormatError, IdEncoding, Metric, PointId, SearchRequest};
 use shoal_testkit::{oracle, uniform_vectors};
 
 fn col(dim: usize, metric: Metric) -> Collection {
@@ -10,14 +10,14 @@ fn col(dim: usize, metric: Metric) -> Collection {
 }
 
 fn ids_of(c: &Collection, q: &[f32], k: usize) -> Vec<u64> {
-    c.search(&SearchRequest::nearest(q.to_vec(), k)).unwrap().points.iter().map(|p| p.id).collect()
+    c.search(&SearchRequest::nearest(q.to_vec(), k)).unwrap().points.iter().map(|p| p.id.as_num().unwrap()).collect()
 }
 
 /// Everything observable about a collection, to prove a failed call changed nothing.
 fn snapshot(c: &Collection) -> (usize, Vec<(u64, u32)>) {
     let q = vec![0.25; c.dim()];
     let res = c.search(&SearchRequest::nearest(q, 1000)).unwrap();
-    (c.len(), res.points.iter().map(|p| (p.id, p.score.to_bits())).collect())
+    (c.len(), res.points.iter().map(|p| (p.id.as_num().unwrap(), p.score.to_bits())).collect())
 }
 
 fn filled() -> Collection {
@@ -35,12 +35,12 @@ fn upsert_replaces_and_delete_removes() {
     c.seal();
     c.insert(&[1], &[20.0, 20.0]).unwrap(); // replaces the sealed point 1
     assert_eq!(c.len(), 2);
-    assert_eq!(c.vector(1), Some(&[20.0, 20.0][..]));
+    assert_eq!(c.vector(PointId::Num(1)), Some(&[20.0, 20.0][..]));
     assert_eq!(ids_of(&c, &[0.0, 0.0], 10), [2, 1]);
     c.insert(&[1, 1], &[5.0, 5.0, 1.0, 1.0]).unwrap(); // last write in a batch wins
-    assert_eq!(c.vector(1), Some(&[1.0, 1.0][..]));
+    assert_eq!(c.vector(PointId::Num(1)), Some(&[1.0, 1.0][..]));
     assert_eq!(c.len(), 2);
-    assert_eq!(c.delete(&[2, 2, 99]).unwrap(), 1);
+    assert_eq!(c.delete(&nums(&[2, 2, 99])).unwrap(), 1);
     assert_eq!(ids_of(&c, &[0.0, 0.0], 10), [1]);
     let bytes = c.to_bytes().unwrap().to_vec();
     let again = Collection::from_bytes(&bytes).unwrap();
@@ -63,10 +63,10 @@ fn ties_break_by_internal_id_and_offset_pages() {
 fn cosine_normalises_and_scores_similarity() {
     let mut c = col(2, Metric::Cosine);
     c.insert(&[1, 2, 3], &[3.0, 4.0, 0.0, 0.0, -1.0, 0.0]).unwrap();
-    assert_eq!(c.vector(1), Some(&[0.6, 0.8][..]));
-    assert_eq!(c.vector(2), Some(&[0.0, 0.0][..]), "a zero vector stays zero");
+    assert_eq!(c.vector(PointId::Num(1)), Some(&[0.6, 0.8][..]));
+    assert_eq!(c.vector(PointId::Num(2)), Some(&[0.0, 0.0][..]), "a zero vector stays zero");
     let res = c.search(&SearchRequest::nearest(vec![6.0, 8.0], 3)).unwrap();
-    assert_eq!(res.points.iter().map(|p| p.id).collect::<Vec<_>>(), [1, 2, 3]);
+    assert_eq!(res.points.iter().map(|p| p.id.as_num().unwrap()).collect::<Vec<_>>(), [1, 2, 3]);
     assert_eq!(res.points[0].score, 1.0);
     assert_eq!(res.points[2].score, -0.6);
 }
@@ -78,7 +78,7 @@ fn zero_copy_batch_commits_and_converts_number_ids() {
     c.pending_ids().copy_from_slice(&[7f64.to_bits(), 9_007_199_254_740_992f64.to_bits()]);
     c.pending_vectors().copy_from_slice(&[1.0, 2.0, 3.0, 4.0, 5.0, 6.0]);
     assert_eq!(c.commit(IdEncoding::F64).unwrap(), 2);
-    assert!(c.contains(7) && c.contains(1 << 53));
+    assert!(c.contains(PointId::Num(7)) && c.contains(PointId::Num(1 << 53)));
     assert_eq!(c.commit(IdEncoding::U64), Err(Error::NoPendingBatch));
 }
 
@@ -199,15 +199,20 @@ proptest! {
                 Step::Delete(ids) => {
                     let before = model.len();
                     model.retain(|p| !ids.contains(&p.0));
-                    prop_assert_eq!(c.delete(&ids).unwrap(), before - model.len());
+                    prop_assert_eq!(c.delete(&nums(&ids)).unwrap(), before - model.len());
                 }
                 Step::Seal => c.seal(),
             }
             prop_assert_eq!(c.len(), model.len());
             let q = uniform_vectors(s ^ 0xabc, 1, dim);
-            let got: Vec<(u64, u32)> = c.search(&SearchRequest::nearest(q.clone(), 7)).unwrap().points.iter().map(|p| (p.id, p.score.to_bits())).collect();
+            let got: Vec<(u64, u32)> = c.search(&SearchRequest::nearest(q.clone(), 7)).unwrap().points.iter().map(|p| (p.id.as_num().unwrap(), p.score.to_bits())).collect();
             let want: Vec<(u64, u32)> = oracle::top_k(metric, &model, &q, 7).iter().map(|&(id, s)| (id, s.to_bits())).collect();
             prop_assert_eq!(got, want);
         }
     }
+}
+
+/// Integer point ids.
+fn nums(ids: &[u64]) -> Vec<PointId> {
+    ids.iter().map(|&id| PointId::Num(id)).collect()
 }

@@ -1,7 +1,7 @@
 //! The IVF + RaBitQ index: recall against exact search with default settings, determinism,
 //! and its interplay with deletes, upserts and re-sealing.
 
-use shoal_core::{Collection, CollectionConfig, IndexKind, IvfParams, Kernels, Metric, SearchRequest};
+use shoal_core::{Collection, CollectionConfig, IndexKind, IvfParams, Kernels, Metric, PointId, SearchRequest};
 use shoal_testkit::clustered_vectors;
 
 fn build(metric: Metric, dim: usize, n: usize, seed: u64) -> (Collection, Vec<f32>) {
@@ -16,7 +16,7 @@ fn build(metric: Metric, dim: usize, n: usize, seed: u64) -> (Collection, Vec<f3
 fn ids(col: &Collection, json: &str, q: &[f32]) -> Vec<u64> {
     let mut req = SearchRequest::from_json(json).unwrap();
     req.vector = Some(q.to_vec());
-    col.search(&req).unwrap().points.iter().map(|p| p.id).collect()
+    col.search(&req).unwrap().points.iter().map(|p| p.id.as_num().unwrap()).collect()
 }
 
 fn recall(col: &Collection, queries: &[f32], dim: usize, params: &str) -> f64 {
@@ -71,7 +71,7 @@ fn deletes_upserts_and_reseal_keep_working() {
     let q = &queries[..32];
     let first = ids(&col, r#"{"limit": 5}"#, q);
     // Deleting the best hit removes it from IVF results; an upsert lands in the mutable segment.
-    assert_eq!(col.delete(&first[..1]).unwrap(), 1);
+    assert_eq!(col.delete(&nums(&first[..1])).unwrap(), 1);
     let after = ids(&col, r#"{"limit": 5}"#, q);
     assert!(!after.contains(&first[0]));
     col.insert(&[999_999], q).unwrap();
@@ -87,7 +87,7 @@ fn deletes_upserts_and_reseal_keep_working() {
     assert_eq!(ids(&again, r#"{"limit": 5}"#, q), ids(&col, r#"{"limit": 5}"#, q));
     // Nearly everything deleted: the probes widen until the survivors are found.
     let all: Vec<u64> = (0..5000u64).map(|i| i * 3 + 1).collect();
-    col.delete(&all[5..]).unwrap();
+    col.delete(&nums(&all[5..])).unwrap();
     assert!(col.segment(0).unwrap().ivf().is_some(), "deletes are pending against the IVF segment");
     let left = ids(&col, r#"{"limit": 10}"#, q);
     assert_eq!(left.len(), col.len(), "every live point is found: {left:?}");
@@ -124,7 +124,7 @@ fn extra_bits_keep_recall_with_fewer_exact_distances() {
             assert_eq!(res.points, col.search(&req).unwrap().points);
             exact_distances += res.stats.scanned;
             let truth = ids(&col, r#"{"limit": 10, "params": {"exact": true}}"#, q);
-            hits += res.points.iter().filter(|p| truth.contains(&p.id)).count();
+            hits += res.points.iter().filter(|p| p.id.as_num().is_some_and(|id| truth.contains(&id))).count();
         }
         runs.push((bits, hits as f64 / 1000.0, exact_distances));
     }
@@ -134,4 +134,9 @@ fn extra_bits_keep_recall_with_fewer_exact_distances() {
         assert!(recall >= recall1 - 0.005, "{bits} bits lost recall: {recall} vs {recall1}");
         assert!(exact * 2 < exact1, "{bits} bits computed {exact} exact distances, 1 bit {exact1}");
     }
+}
+
+/// Integer point ids.
+fn nums(ids: &[u64]) -> Vec<PointId> {
+    ids.iter().map(|&id| PointId::Num(id)).collect()
 }

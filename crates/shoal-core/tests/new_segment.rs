@@ -4,7 +4,9 @@
 //! typed errors, naming the row.
 
 use serde_json::{Value, json};
-use shoal_core::{AlignedBytes, Collection, CollectionConfig, Error, IndexKind, IvfParams, Metric, NewSegment, Schema};
+use shoal_core::{
+    AlignedBytes, Collection, CollectionConfig, Error, IndexKind, IvfParams, Metric, NewSegment, PointId, Schema,
+};
 use shoal_testkit::clustered_vectors;
 
 fn schema() -> Schema {
@@ -71,7 +73,11 @@ fn same_bytes_as_a_sealed_collection() {
                 // And it opens, with its points.
                 let col = Collection::from_bytes(got.as_slice()).unwrap();
                 assert_eq!(col.len(), n);
-                assert!(col.contains(1000) && col.contains(1000 + n as u64 - 1) && !col.contains(999));
+                assert!(
+                    col.contains(PointId::Num(1000))
+                        && col.contains(PointId::Num(1000 + n as u64 - 1))
+                        && !col.contains(PointId::Num(999))
+                );
             }
         }
     }

@@ -5,8 +5,8 @@
 
 use serde_json::{Value, json};
 use shoal_core::{
-    Collection, CollectionConfig, Error, Filter, IdEncoding, IndexKind, IvfParams, Metric, Schema, SearchRequest,
-    SearchResponse,
+    Collection, CollectionConfig, Error, Filter, IdEncoding, IndexKind, IvfParams, Metric, PointId, Schema,
+    SearchRequest, SearchResponse,
 };
 use shoal_payload::reference;
 use shoal_testkit::oracle::{normalized, top_k};
@@ -88,7 +88,11 @@ impl Model {
     }
 
     fn matching(&self, f: &Filter) -> Vec<(u64, Vec<f32>)> {
-        self.points.iter().filter(|p| reference::matches(f, &p.2, p.0)).map(|p| (p.0, p.1.clone())).collect()
+        self.points
+            .iter()
+            .filter(|p| reference::matches(f, &p.2, PointId::Num(p.0)))
+            .map(|p| (p.0, p.1.clone()))
+            .collect()
     }
 
     fn doc(&self, id: u64) -> Value {
@@ -136,17 +140,23 @@ fn check(col: &Collection, model: &Model, metric: Metric, queries: &[f32], dim: 
             for limit in [1, 10, 37] {
                 let want = top_k(metric, &matching, q, limit);
                 let exact = col.search(&request(filter, q, limit, r#", "params": {"exact": true}"#)).unwrap();
-                let got: Vec<(u64, u32)> = exact.points.iter().map(|p| (p.id, p.score.to_bits())).collect();
+                let got: Vec<(u64, u32)> =
+                    exact.points.iter().map(|p| (p.id.as_num().unwrap(), p.score.to_bits())).collect();
                 let wanted: Vec<(u64, u32)> = want.iter().map(|(id, s)| (*id, s.to_bits())).collect();
                 assert_eq!(got, wanted, "{what}: exact, filter {filter}, query {qi}, limit {limit}");
                 assert!(exact.stats.exact);
                 for p in &exact.points {
-                    assert_eq!(p.payload.as_ref(), Some(&model.doc(p.id)), "{what}: payload of {}", p.id);
+                    assert_eq!(
+                        p.payload.as_ref(),
+                        Some(&model.doc(p.id.as_num().unwrap())),
+                        "{what}: payload of {}",
+                        p.id
+                    );
                 }
                 let res = col.search(&request(filter, q, limit, "")).unwrap();
                 check_approx(&res, &matching, model, metric, q, limit, &format!("{what}: filter {filter}, query {qi}"));
                 let want_ids: Vec<u64> = want.iter().map(|w| w.0).collect();
-                hits += res.points.iter().filter(|p| want_ids.contains(&p.id)).count();
+                hits += res.points.iter().filter(|p| p.id.as_num().is_some_and(|id| want_ids.contains(&id))).count();
                 total += want.len();
                 if res.stats.exact {
                     assert_eq!(res.points, exact.points, "{what}: planner chose exact, filter {filter}");
@@ -174,10 +184,10 @@ fn check_approx(
         assert!(ordered, "{what}: results out of order");
     }
     for p in &res.points {
-        let exact = all.iter().find(|a| a.0 == p.id);
+        let exact = all.iter().find(|a| p.id == a.0);
         assert!(exact.is_some(), "{what}: {} does not match the filter", p.id);
         assert_eq!(exact.unwrap().1.to_bits(), p.score.to_bits(), "{what}: score of {}", p.id);
-        assert_eq!(p.payload.as_ref(), Some(&model.doc(p.id)));
+        assert_eq!(p.payload.as_ref(), Some(&model.doc(p.id.as_num().unwrap())));
     }
 }
 
@@ -216,7 +226,7 @@ fn scenario(metric: Metric, index: IndexKind) {
     col.insert(&up_ids[100..], &up_vecs[100 * dim..]).unwrap();
     model.upsert(metric, &up_ids[100..], &up_vecs[100 * dim..], &[]);
     let del: Vec<u64> = (0..300).map(|i| ids[i * 7 % n]).collect();
-    col.delete(&del).unwrap();
+    col.delete(&nums(&del)).unwrap();
     model.delete(&del);
     assert_eq!(col.len(), model.points.len());
     check(&col, &model, metric, &queries, dim, &format!("{what} sealed + mutable"));
@@ -231,7 +241,7 @@ fn scenario(metric: Metric, index: IndexKind) {
     assert_eq!(again.schema(), Some(&schema()));
     check(&again, &model, metric, &queries, dim, &format!("{what} from bytes"));
     for p in &model.points {
-        assert_eq!(again.payload(p.0), Some(model.doc(p.0)));
+        assert_eq!(again.payload(PointId::Num(p.0)), Some(model.doc(p.0)));
     }
 }
 
@@ -289,8 +299,8 @@ fn bad_payloads_change_nothing() {
         col.pending_ids().copy_from_slice(&[1, 4, 3]);
         assert!(matches!(col.commit_with_payloads(IdEncoding::U64, &payloads), Err(Error::InvalidPayload { .. })));
         assert_eq!(col.len(), 3);
-        assert!(!col.contains(4));
-        assert_eq!(col.payload(1), Some(json!({"tag": "a"})));
+        assert!(!col.contains(PointId::Num(4)));
+        assert_eq!(col.payload(PointId::Num(1)), Some(json!({"tag": "a"})));
     }
     let e = col.insert_with_payloads(&[5, 6], &[0.0; 6], &[json!({})]).unwrap_err();
     assert_eq!(e, Error::PayloadCount { points: 2, payloads: 1 });
@@ -350,7 +360,7 @@ fn with_payload_round_trips() {
             let res = col.search(&request("null", &[0.0, 0.0], 10, "")).unwrap();
             assert_eq!(res.points.len(), 5);
             for p in &res.points {
-                assert_eq!(p.payload, Some(expect(p.id)), "{index:?}");
+                assert_eq!(p.payload, Some(expect(p.id.as_num().unwrap())), "{index:?}");
             }
             // JSON carries the payload only when asked.
             let json = res.to_json();
@@ -368,9 +378,9 @@ fn with_payload_round_trips() {
         again.verify().unwrap();
         all(&again);
         for id in ids {
-            assert_eq!(again.payload(id), Some(expect(id)));
+            assert_eq!(again.payload(PointId::Num(id)), Some(expect(id)));
         }
-        assert_eq!(again.payload(99), None);
+        assert_eq!(again.payload(PointId::Num(99)), None);
     }
 }
 
@@ -391,7 +401,7 @@ fn collections_without_schema_store_no_payload() {
             assert!(col.segment(0).unwrap().payload().is_none());
         }
         let res = col.search(&request(r#"{"must": [{"has_id": [2, 4, 77]}]}"#, &[0.0, 0.0], 10, "")).unwrap();
-        assert_eq!(res.points.iter().map(|p| p.id).collect::<Vec<_>>(), [2, 4]);
+        assert_eq!(res.points.iter().map(|p| p.id.as_num().unwrap()).collect::<Vec<_>>(), [2, 4]);
         assert!(res.points.iter().all(|p| p.payload == Some(json!({}))));
         let e = col.search(&request(r#"{"must": [{"key": "tag", "match": {"value": "a"}}]}"#, &[0.0, 0.0], 10, ""));
         assert!(matches!(e, Err(Error::InvalidRequest(_))));
@@ -445,7 +455,7 @@ fn selective_filters_always_return_limit_on_ivf() {
                         let what = format!("round {round} forced {forced} {filter}");
                         check_approx(&res, &matching, &model, Metric::L2, q, limit, &what);
                         let want = top_k(Metric::L2, &matching, q, limit);
-                        hits += res.points.iter().filter(|p| want.iter().any(|w| w.0 == p.id)).count();
+                        hits += res.points.iter().filter(|p| want.iter().any(|w| p.id == w.0)).count();
                         total += want.len();
                     }
                 }
@@ -458,7 +468,7 @@ fn selective_filters_always_return_limit_on_ivf() {
         }
         // Delete 80% of every bucket below 10: 1% filters now match 0.2%.
         let del: Vec<u64> = ids.iter().copied().filter(|i| i % 1000 < 10 && i % 5 != 0).collect();
-        col.delete(&del).unwrap();
+        col.delete(&nums(&del)).unwrap();
         model.delete(&del);
     }
 }
@@ -473,12 +483,12 @@ fn upserts_replace_payloads() {
     col.insert(&[2], &[1.0, 1.0]).unwrap();
     let ids = |col: &Collection, tag: &str| -> Vec<u64> {
         let f = format!(r#"{{"must": [{{"key": "tag", "match": {{"value": "{tag}"}}}}]}}"#);
-        col.search(&request(&f, &[0.0, 0.0], 10, "")).unwrap().points.iter().map(|p| p.id).collect()
+        col.search(&request(&f, &[0.0, 0.0], 10, "")).unwrap().points.iter().map(|p| p.id.as_num().unwrap()).collect()
     };
     for _ in 0..2 {
         assert_eq!(ids(&col, "new"), [1]);
         assert!(ids(&col, "old").is_empty());
-        assert_eq!(col.payload(2), Some(json!({})));
+        assert_eq!(col.payload(PointId::Num(2)), Some(json!({})));
         col.seal();
     }
 }
@@ -527,7 +537,7 @@ fn matching_ids_of_no_filter_are_all_live_points() {
     col.insert(&[9, 3, 7], &[0.5; 12]).unwrap();
     col.seal();
     col.insert(&[1, 3], &[0.25; 8]).unwrap();
-    col.delete(&[7]).unwrap();
+    col.delete(&nums(&[7])).unwrap();
     assert_eq!(col.matching_ids(None).unwrap(), vec![1, 3, 9]);
     assert_eq!(col.matching_ids(Some(&Value::Null)).unwrap(), vec![1, 3, 9]);
     let bad = json!({"must": [{"key": "nope", "match": {"value": 1}}]});
@@ -555,12 +565,17 @@ fn extend_schema_adds_fields_and_keeps_points() {
     assert_eq!(col.schema(), Some(&wide));
     assert!(matches!(col.index_kind(), IndexKind::IvfRabitq(_)));
     assert_eq!(col.len(), 400);
-    assert_eq!(col.payload(5), Some(json!({"tag": "odd"})));
+    assert_eq!(col.payload(PointId::Num(5)), Some(json!({"tag": "odd"})));
     col.insert_with_payloads(&[1000], &data[..dim], &[json!({"year": 2001, "title": "new words"})]).unwrap();
     let even = json!({"must": [{"key": "tag", "match": {"value": "even"}}]});
     assert_eq!(col.matching_ids(Some(&even)).unwrap().len(), 200);
     let y = json!({"must": [{"key": "year", "range": {"gte": 2000}}]});
     assert_eq!(col.matching_ids(Some(&y)).unwrap(), vec![1000]);
     let res = col.search(&SearchRequest::from_json(r#"{"text": "words", "limit": 3}"#).unwrap()).unwrap();
-    assert_eq!(res.points.iter().map(|p| p.id).collect::<Vec<_>>(), vec![1000]);
+    assert_eq!(res.points.iter().map(|p| p.id.as_num().unwrap()).collect::<Vec<_>>(), vec![1000]);
+}
+
+/// Integer point ids.
+fn nums(ids: &[u64]) -> Vec<PointId> {
+    ids.iter().map(|&id| PointId::Num(id)).collect()
 }

@@ -8,7 +8,9 @@
 use proptest::prelude::*;
 use serde_json::{Value, json};
 use shoal_core::set::{Manifest, MergePolicy};
-use shoal_core::{AlignedBytes, Collection, CollectionConfig, Error, IndexKind, Metric, Schema, SearchRequest};
+use shoal_core::{
+    AlignedBytes, Collection, CollectionConfig, Error, IndexKind, Metric, PointId, Schema, SearchRequest,
+};
 use shoal_testkit::scenario::{open_set, write_set};
 use shoal_testkit::{Rng, clustered_vectors};
 
@@ -66,7 +68,7 @@ fn split(p: &Points, cuts: &[usize]) -> Collection {
 /// `(id, score bits)` of a request's results.
 fn answer(col: &Collection, json: &str) -> Vec<(u64, u32)> {
     let req = SearchRequest::from_json(json).unwrap();
-    col.search(&req).unwrap().points.iter().map(|p| (p.id, p.score.to_bits())).collect()
+    col.search(&req).unwrap().points.iter().map(|p| (p.id.as_num().unwrap(), p.score.to_bits())).collect()
 }
 
 fn vector_json(v: &[f32]) -> String {
@@ -118,14 +120,14 @@ fn seals_add_segments_and_the_policy_merges_them_dropping_deleted_rows() {
     for b in 0..9 {
         let r = b * 100..(b + 1) * 100;
         col.insert_with_payloads(&p.ids[r.clone()], &p.vectors[r.start * DIM..r.end * DIM], &p.docs[r]).unwrap();
-        col.delete(&[p.ids[b * 100 + 7]]).unwrap();
+        col.delete(&nums(&[p.ids[b * 100 + 7]])).unwrap();
         col.seal();
     }
     // 9 seals of one tier: every third one merged three, then the three merged ones.
     assert_eq!(col.segment_count(), 1, "{:?}", col.segments());
     assert_eq!(col.len(), 900 - 9);
     assert_eq!(col.segments()[0].rows, 891, "deleted rows are dropped by merges");
-    assert!(!col.contains(p.ids[7]) && col.contains(p.ids[8]));
+    assert!(!col.contains(PointId::Num(p.ids[7])) && col.contains(PointId::Num(p.ids[8])));
     col.verify().unwrap();
 }
 
@@ -133,8 +135,8 @@ fn seals_add_segments_and_the_policy_merges_them_dropping_deleted_rows() {
 fn a_written_set_opens_with_the_same_answers_and_live_rows() {
     let p = points(600, 4);
     let mut col = split(&p, &[200, 400]);
-    col.delete(&p.ids[100..150]).unwrap(); // segment 0
-    col.delete(&p.ids[390..410]).unwrap(); // segments 1 and the unsealed part
+    col.delete(&nums(&p.ids[100..150])).unwrap(); // segment 0
+    col.delete(&nums(&p.ids[390..410])).unwrap(); // segments 1 and the unsealed part
     // Upserts: new versions of points of segment 0 go to the unsealed part.
     col.insert_with_payloads(&p.ids[..10], &p.vectors[DIM..11 * DIM], &p.docs[1..11]).unwrap();
     let q = vector_json(&p.vectors[5 * DIM..6 * DIM]);
@@ -165,7 +167,7 @@ fn a_written_set_opens_with_the_same_answers_and_live_rows() {
     assert_eq!(cp.manifest.generation, m.generation + 1);
     // A delete makes one new live-rows file, for that segment only (the upserted id 0 was
     // sealed into the third segment by `write_set`).
-    col.delete(&p.ids[0..1]).unwrap();
+    col.delete(&nums(&p.ids[0..1])).unwrap();
     let cp = col.checkpoint(None);
     assert_eq!(cp.live_files.len(), 1);
     assert_eq!(cp.live_files[0].0, shoal_core::set::live_name(&m.segments[2].file, m.generation + 1));
@@ -198,7 +200,7 @@ fn open_damaged(
 fn inconsistent_or_damaged_set_files_are_typed_errors() {
     let p = points(300, 5);
     let mut col = split(&p, &[100, 200]);
-    col.delete(&p.ids[10..20]).unwrap();
+    col.delete(&nums(&p.ids[10..20])).unwrap();
     let (manifest, files) = write_set(&mut col);
     assert!(open_damaged(&manifest, &files, |_, _| {}).is_ok());
     // A live-rows file with a flipped bit, truncated, or of another segment.
@@ -297,24 +299,24 @@ fn background_swaps_carry_over_the_deletes_made_meanwhile() {
     // A seal snapshot of the unsealed rows (200..400), then writes before the swap.
     let snap = col.seal_snapshot().unwrap();
     let seg = std::sync::Arc::new(shoal_core::SealedSegment::open(Box::new(snap.build(&col.kernels()))).unwrap());
-    col.delete(&[p.ids[250], p.ids[50]]).unwrap();
+    col.delete(&nums(&[p.ids[250], p.ids[50]])).unwrap();
     col.insert_with_payloads(&p.ids[260..261], &p.vectors[0..DIM], &p.docs[0..1]).unwrap(); // upsert
     col.insert_with_payloads(&[9_999_999], &p.vectors[0..DIM], &p.docs[0..1]).unwrap(); // new
     col.attach_sealed(snap, Some(seg));
     assert_eq!(col.segment_count(), 3);
     assert_eq!(col.len(), 400 - 2 + 1);
-    assert!(!col.contains(p.ids[250]) && !col.contains(p.ids[50]));
-    assert!(col.contains(9_999_999) && col.vector(p.ids[260]) == Some(&p.vectors[0..DIM]));
+    assert!(!col.contains(PointId::Num(p.ids[250])) && !col.contains(PointId::Num(p.ids[50])));
+    assert!(col.contains(PointId::Num(9_999_999)) && col.vector(PointId::Num(p.ids[260])) == Some(&p.vectors[0..DIM]));
     // A merge snapshot of segments 0 and 1, then deletes in both before the swap.
     let merge = col.merge_snapshot(&[0, 1]).unwrap();
     let merged =
         std::sync::Arc::new(shoal_core::SealedSegment::open(Box::new(merge.build(&col.kernels()).unwrap())).unwrap());
-    col.delete(&[p.ids[10], p.ids[110]]).unwrap();
+    col.delete(&nums(&[p.ids[10], p.ids[110]])).unwrap();
     col.insert_with_payloads(&p.ids[120..121], &p.vectors[0..DIM], &p.docs[0..1]).unwrap();
     assert_eq!(col.attach_merged(merge, merged).unwrap(), 0);
     assert_eq!(col.segment_count(), 2);
-    assert!(!col.contains(p.ids[10]) && !col.contains(p.ids[110]));
-    assert_eq!(col.vector(p.ids[120]), Some(&p.vectors[0..DIM]));
+    assert!(!col.contains(PointId::Num(p.ids[10])) && !col.contains(PointId::Num(p.ids[110])));
+    assert_eq!(col.vector(PointId::Num(p.ids[120])), Some(&p.vectors[0..DIM]));
     assert_eq!(col.len(), 400 - 2 + 1 - 2);
     // Every live id answers once: ids are unique across the set.
     let all = col.matching_ids(None).unwrap();
@@ -342,16 +344,21 @@ fn fields_added_after_a_segment_was_written_hold_no_value_there() {
     let empty_color =
         format!(r#"{{"vector": {q}, "limit": 200, "filter": {{"must": [{{"is_empty": {{"key": "color"}}}}]}}}}"#);
     assert_eq!(answer(&col, &empty_color).len(), 100);
-    assert_eq!(col.payload(1_000_001), Some(json!({"color": "red", "tag": "a"})));
+    assert_eq!(col.payload(PointId::Num(1_000_001)), Some(json!({"color": "red", "tag": "a"})));
 }
 
 #[test]
 fn a_new_index_rebuilds_the_set_as_one_segment() {
     let p = points(500, 9);
     let mut col = split(&p, &[200, 400]);
-    col.delete(&p.ids[..30]).unwrap();
+    col.delete(&nums(&p.ids[..30])).unwrap();
     col.seal_with(IndexKind::from_json(r#"{"index": "ivf-rabitq", "partitions": 8}"#).unwrap()).unwrap();
     assert_eq!(col.segment_count(), 1);
     assert_eq!(col.len(), 470);
     assert!(col.segment(0).unwrap().ivf().is_some());
+}
+
+/// Integer point ids.
+fn nums(ids: &[u64]) -> Vec<PointId> {
+    ids.iter().map(|&id| PointId::Num(id)).collect()
 }

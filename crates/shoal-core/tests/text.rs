@@ -6,7 +6,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use serde_json::{Value, json};
-use shoal_core::{Collection, CollectionConfig, Error, IndexKind, IvfParams, Metric, Schema, SearchRequest};
+use shoal_core::{Collection, CollectionConfig, Error, IndexKind, IvfParams, Metric, PointId, Schema, SearchRequest};
 use shoal_testkit::{Rng, clustered_vectors};
 use shoal_text::{IndexBuilder, Query, SearchParams, TextIndex};
 
@@ -84,7 +84,7 @@ fn text_search_equals_the_standalone_index_before_and_after_sealing() {
             let want: Vec<(u64, f32)> = want.unwrap().hits.iter().map(|h| (d.ids[h.doc as usize], h.score)).collect();
             assert!(!want.is_empty(), "{q}");
             let res = col.search(&text_req(q, 20, "")).unwrap();
-            let got: Vec<(u64, f32)> = res.points.iter().map(|p| (p.id, p.score)).collect();
+            let got: Vec<(u64, f32)> = res.points.iter().map(|p| (p.id.as_num().unwrap(), p.score)).collect();
             if round < 2 {
                 assert_eq!(got, want, "round {round}: {q}");
             } else {
@@ -108,7 +108,7 @@ fn text_search_equals_the_standalone_index_before_and_after_sealing() {
             assert_eq!(res.points, full.points[3..8.min(full.points.len())], "{q}");
             if round < 2 {
                 assert_eq!(
-                    res.points.iter().map(|p| p.id).collect::<Vec<_>>(),
+                    res.points.iter().map(|p| p.id.as_num().unwrap()).collect::<Vec<_>>(),
                     want[3..8.min(want.len())].iter().map(|w| w.0).collect::<Vec<_>>()
                 );
             }
@@ -142,16 +142,17 @@ fn filters_deletes_and_upserts_apply_to_text_results() {
                 let doc = p.payload.as_ref().unwrap();
                 doc["tag"] == "a" && doc["year"].as_i64().unwrap() >= 1995
             })
-            .map(|p| p.id)
+            .map(|p| p.id.as_num().unwrap())
             .take(10)
             .collect();
         let got = col.search(&text_req(q, 10, filter)).unwrap();
-        assert_eq!(got.points.iter().map(|p| p.id).collect::<Vec<_>>(), want, "{q}");
+        assert_eq!(got.points.iter().map(|p| p.id.as_num().unwrap()).collect::<Vec<_>>(), want, "{q}");
     }
     // Delete every hit of "whale" in both segments; upsert one point with new text.
-    let hits: Vec<u64> = col.search(&text_req("whale", 10_000, "")).unwrap().points.iter().map(|p| p.id).collect();
+    let hits: Vec<u64> =
+        col.search(&text_req("whale", 10_000, "")).unwrap().points.iter().map(|p| p.id.as_num().unwrap()).collect();
     assert!(hits.iter().any(|&id| id < d.ids[1000]) && hits.iter().any(|&id| id >= d.ids[1000]));
-    col.delete(&hits[1..]).unwrap();
+    col.delete(&nums(&hits[1..])).unwrap();
     col.insert_with_payloads(&[hits[0]], &[0.0; 8], &[json!({"title": "zebra"})]).unwrap();
     for _ in 0..2 {
         assert!(col.search(&text_req("whale", 10, "")).unwrap().points.is_empty());
@@ -174,8 +175,14 @@ fn hybrid_requests_fuse_the_vector_and_text_rankings() {
     for text in ["whale ocean", "+storm reef"] {
         for filter in ["", r#", "filter": {"must": [{"key": "tag", "match": {"any": ["a", "b"]}}]}"#] {
             let v = SearchRequest::from_json(&format!(r#"{{"vector": {vector}, "limit": 100{filter}}}"#)).unwrap();
-            let v: Vec<u64> = col.search(&v).unwrap().points.iter().map(|p| p.id).collect();
-            let t: Vec<u64> = col.search(&text_req(text, 100, filter)).unwrap().points.iter().map(|p| p.id).collect();
+            let v: Vec<u64> = col.search(&v).unwrap().points.iter().map(|p| p.id.as_num().unwrap()).collect();
+            let t: Vec<u64> = col
+                .search(&text_req(text, 100, filter))
+                .unwrap()
+                .points
+                .iter()
+                .map(|p| p.id.as_num().unwrap())
+                .collect();
             let mut want: Vec<(u64, f32, usize)> = Vec::new();
             for id in v.iter().chain(&t) {
                 if want.iter().any(|w| w.0 == *id) {
@@ -193,7 +200,7 @@ fn hybrid_requests_fuse_the_vector_and_text_rankings() {
             ))
             .unwrap();
             let got = col.search(&req).unwrap();
-            let got: Vec<(u64, f32)> = got.points.iter().map(|p| (p.id, p.score)).collect();
+            let got: Vec<(u64, f32)> = got.points.iter().map(|p| (p.id.as_num().unwrap(), p.score)).collect();
             let want: Vec<(u64, f32)> = want.iter().take(10).map(|w| (w.0, w.1)).collect();
             assert_eq!(got, want, "{text} {filter}");
             // The query's own point is first in the vector ranking; if the text ranking holds it
@@ -269,7 +276,8 @@ fn text_en_fields_match_by_english_stems_everywhere() {
     let mut plain = Collection::with_schema(config, schema()).unwrap();
     plain.insert_with_payloads(&ids, &vectors, &docs).unwrap();
     let found = |c: &Collection, q: &str| {
-        let mut v: Vec<u64> = c.search(&text_req(q, 10, "")).unwrap().points.iter().map(|p| p.id).collect();
+        let mut v: Vec<u64> =
+            c.search(&text_req(q, 10, "")).unwrap().points.iter().map(|p| p.id.as_num().unwrap()).collect();
         v.sort_unstable();
         v
     };
@@ -313,7 +321,7 @@ fn weighted_fusion_and_bm25_parameters() {
     let vector = json!(q).to_string();
     let scored = |json: String| -> Vec<(u64, f32)> {
         let req = SearchRequest::from_json(&json).unwrap();
-        col.search(&req).unwrap().points.iter().map(|p| (p.id, p.score)).collect()
+        col.search(&req).unwrap().points.iter().map(|p| (p.id.as_num().unwrap(), p.score)).collect()
     };
     let v = scored(format!(r#"{{"vector": {vector}, "limit": 100}}"#));
     let t = scored(r#"{"text": "whale ocean", "limit": 100}"#.to_string());
@@ -393,4 +401,9 @@ fn weighted_fusion_scores_stay_numbers_when_distances_overflow() {
         assert_eq!(res.points.iter().find(|p| p.id == 1).unwrap().score, 0.5);
         col.seal();
     }
+}
+
+/// Integer point ids.
+fn nums(ids: &[u64]) -> Vec<PointId> {
+    ids.iter().map(|&id| PointId::Num(id)).collect()
 }

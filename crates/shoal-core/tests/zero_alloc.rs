@@ -4,7 +4,7 @@
 //!
 //! This file holds a single test so that no other test thread allocates while it counts.
 
-use shoal_core::{Collection, CollectionConfig, IndexKind, IvfParams, Metric, SearchRequest};
+use shoal_core::{Collection, CollectionConfig, IndexKind, IvfParams, Metric, PointId, SearchRequest};
 use shoal_testkit::clustered_vectors;
 use shoal_testkit::counting::{Counting, allocations};
 
@@ -30,7 +30,7 @@ fn searches_allocate_nothing_after_warm_up() {
         col.seal_with(index).unwrap();
         // A mutable segment and deletions on both sides.
         col.insert(&ids[5000..], &data[5000 * dim..]).unwrap();
-        col.delete(&[3, 4000, 5500]).unwrap();
+        col.delete(&nums(&[3, 4000, 5500])).unwrap();
         let mut requests: Vec<SearchRequest> =
             queries.chunks_exact(dim).map(|q| SearchRequest::nearest(q.to_vec(), 10)).collect();
         for (i, r) in requests.iter_mut().enumerate() {
@@ -53,4 +53,9 @@ fn searches_allocate_nothing_after_warm_up() {
         let allocated = allocations() - before;
         assert_eq!(allocated, 0, "{metric:?} {index:?}: {allocated} allocations in {} searches", 3 * requests.len());
     }
+}
+
+/// Integer point ids.
+fn nums(ids: &[u64]) -> Vec<PointId> {
+    ids.iter().map(|&id| PointId::Num(id)).collect()
 }

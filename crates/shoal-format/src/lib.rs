@@ -21,15 +21,34 @@ extern crate alloc;
 
 mod aligned;
 mod error;
+mod ids;
 mod reader;
 mod records;
 mod writer;
 
 pub use aligned::AlignedBytes;
 pub use error::FormatError;
+pub use ids::PointId;
 pub use reader::{SegmentReader, cast_records, range_of};
 pub use records::*;
 pub use writer::{Layout, SegmentWriter};
+
+/// Sorts `u64`s ascending: the one integer sort routine of the crates above this one (each
+/// `sort_unstable` of another element type, or of the same type in another crate, is one more
+/// copy of the routine in the wasm package, 3–4 KB each).
+#[inline(never)]
+pub fn sort_u64(v: &mut [u64]) {
+    v.sort_unstable();
+}
+
+/// Sorts `u32`s ascending through [`sort_u64`] (widened, sorted, narrowed back).
+pub fn sort_u32(v: &mut [u32]) {
+    let mut wide: alloc::vec::Vec<u64> = v.iter().map(|&x| u64::from(x)).collect();
+    sort_u64(&mut wide);
+    for (out, x) in v.iter_mut().zip(wide) {
+        *out = x as u32;
+    }
+}
 
 /// CRC-32C (Castagnoli) of `bytes`: the checksum of every header, table and section.
 pub fn crc32c(bytes: &[u8]) -> u32 {

@@ -1,7 +1,8 @@
 use bytemuck::Pod;
 
 use crate::{
-    ALIGN, FORMAT_VERSION, FormatError, Header, MAGIC, MAX_SECTIONS, SECTION_OPTIONAL, SectionEntry, crc32c, kind_name,
+    ALIGN, FORMAT_VERSION, FormatError, Header, KNOWN_FLAGS, MAGIC, MAX_SECTIONS, SECTION_OPTIONAL, SectionEntry,
+    crc32c, kind_name,
 };
 
 /// The byte range `part` (a sub-slice of `base`, e.g. a section a reader returned) occupies
@@ -60,8 +61,8 @@ impl<'a> SegmentReader<'a> {
         if header.version == 0 || header.version > FORMAT_VERSION {
             return Err(FormatError::UnsupportedVersion { found: header.version, newest: FORMAT_VERSION });
         }
-        if header.flags != 0 {
-            return Err(FormatError::UnsupportedFlags(header.flags));
+        if header.flags & !KNOWN_FLAGS != 0 {
+            return Err(FormatError::UnsupportedFlags(header.flags & !KNOWN_FLAGS));
         }
         if header.reserved.iter().any(|&b| b != 0) {
             return Err(FormatError::Malformed("reserved header bytes are not zero"));

@@ -19,8 +19,24 @@ pub const KIND_META: u32 = 1;
 pub const KIND_IDS: u32 = 2;
 /// Section kind: `f32` vectors, row-major.
 pub const KIND_VECTORS: u32 = 3;
-/// Section kind: [`IdEntry`] records sorted by id.
+/// Section kind: [`IdEntry`] records sorted by id (the integer ids' rows only when the
+/// segment has [`FLAG_UUID_IDS`]).
 pub const KIND_ID_INDEX: u32 = 4;
+/// Section kind (with [`FLAG_UUID_IDS`]): `[u8; 16]` per row, the UUID of a UUID row, zeros
+/// for an integer row.
+pub const KIND_UUIDS: u32 = 5;
+/// Section kind (with [`FLAG_UUID_IDS`]): `u64` words, bit `r % 64` of word `r / 64` set when
+/// row `r` has a UUID.
+pub const KIND_ID_KINDS: u32 = 6;
+/// Section kind (with [`FLAG_UUID_IDS`]): [`UuidEntry`] records of the UUID rows, sorted by
+/// UUID bytes.
+pub const KIND_UUID_INDEX: u32 = 7;
+
+/// Header flag bit 0: some row's id is a UUID (sections [`KIND_UUIDS`], [`KIND_ID_KINDS`],
+/// [`KIND_UUID_INDEX`]).
+pub const FLAG_UUID_IDS: u32 = 1;
+/// Every header flag this build reads.
+pub const KNOWN_FLAGS: u32 = FLAG_UUID_IDS;
 
 /// Section kind (optional): [`IvfMeta`].
 pub const KIND_IVF_META: u32 = 16;
@@ -50,6 +66,9 @@ pub fn kind_name(kind: u32) -> &'static str {
         KIND_IDS => "IDS",
         KIND_VECTORS => "VECTORS",
         KIND_ID_INDEX => "ID_INDEX",
+        KIND_UUIDS => "UUIDS",
+        KIND_ID_KINDS => "ID_KINDS",
+        KIND_UUID_INDEX => "UUID_INDEX",
         KIND_IVF_META => "IVF_META",
         KIND_IVF_CENTROIDS => "IVF_CENTROIDS",
         KIND_IVF_ROT_CENTROIDS => "IVF_ROT_CENTROIDS",
@@ -99,7 +118,7 @@ pub struct Header {
     pub magic: [u8; 8],
     /// Format version.
     pub version: u32,
-    /// Header flags (none defined in v1).
+    /// Header flags ([`FLAG_UUID_IDS`]; the other bits are reserved).
     pub flags: u32,
     /// Number of section table entries.
     pub section_count: u32,
@@ -179,6 +198,19 @@ pub struct IdEntry {
     pub reserved: u32,
 }
 
+/// One record of the `UUID_INDEX` section (24 bytes).
+#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Pod, Zeroable)]
+pub struct UuidEntry {
+    /// The UUID's bytes.
+    pub uuid: [u8; 16],
+    /// Row of that id.
+    pub row: u32,
+    /// Zero.
+    pub reserved: u32,
+}
+
+const _: () = assert!(core::mem::size_of::<UuidEntry>() == 24);
 const _: () = assert!(core::mem::size_of::<Header>() == 64);
 const _: () = assert!(core::mem::size_of::<SectionEntry>() == 32);
 const _: () = assert!(core::mem::size_of::<SegmentMeta>() == 64);

@@ -15,6 +15,7 @@ use crate::{ALIGN, FORMAT_VERSION, Header, MAGIC, SectionEntry, align_up, crc32c
 pub struct Layout {
     table: Vec<SectionEntry>,
     file_len: u64,
+    flags: u32,
 }
 
 impl Layout {
@@ -28,12 +29,22 @@ impl Layout {
             table.push(SectionEntry { kind, flags, offset, length, crc: 0, reserved: 0 });
             offset = align_up(offset + length);
         }
-        Layout { table, file_len: offset }
+        Layout { table, file_len: offset, flags: 0 }
+    }
+
+    /// Sets the header flags (`FLAG_*`; none by default).
+    pub fn set_flags(&mut self, flags: u32) {
+        self.flags = flags;
     }
 
     /// Total length of the file.
     pub fn file_len(&self) -> u64 {
         self.file_len
+    }
+
+    /// Whether section `kind` was planned.
+    pub fn has(&self, kind: u32) -> bool {
+        self.table.iter().any(|e| e.kind == kind)
     }
 
     /// Byte range of section `kind` in the file. Panics if it was not planned.
@@ -52,6 +63,7 @@ impl Layout {
         let mut header = Header::zeroed();
         header.magic = MAGIC;
         header.version = FORMAT_VERSION;
+        header.flags = self.flags;
         header.section_count = table.len() as u32;
         header.table_crc = crc32c(table_bytes);
         header.file_len = self.file_len;
@@ -85,12 +97,19 @@ impl Layout {
 #[derive(Default)]
 pub struct SegmentWriter<'a> {
     sections: Vec<(u32, u32, &'a [u8])>,
+    flags: u32,
 }
 
 impl<'a> SegmentWriter<'a> {
     /// An empty writer.
     pub fn new() -> Self {
-        SegmentWriter { sections: Vec::new() }
+        SegmentWriter { sections: Vec::new(), flags: 0 }
+    }
+
+    /// Sets the header flags (`FLAG_*`; none by default).
+    pub fn set_flags(&mut self, flags: u32) -> &mut Self {
+        self.flags = flags;
+        self
     }
 
     /// Adds a section with the given kind, flags and payload. Panics if `kind` was added before.
@@ -102,7 +121,9 @@ impl<'a> SegmentWriter<'a> {
 
     fn layout(&self) -> Layout {
         let planned: Vec<(u32, u32, u64)> = self.sections.iter().map(|&(k, f, p)| (k, f, p.len() as u64)).collect();
-        Layout::new(&planned)
+        let mut layout = Layout::new(&planned);
+        layout.set_flags(self.flags);
+        layout
     }
 
     /// Total length of the file.

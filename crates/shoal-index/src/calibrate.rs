@@ -86,7 +86,7 @@ pub fn calibrate(
         rows.swap(i, j);
     }
     rows.truncate(m);
-    rows.sort_unstable();
+    shoal_format::sort_u32(&mut rows);
 
     // Queries: the first half are sampled rows (themselves excluded from their answers); the
     // second half are midpoints of two sampled rows, which lie between the data the way many

@@ -55,8 +55,8 @@ impl KMeans {
         // The seeding's points: the first draws (a uniform random part of the sample).
         let mut seed_rows: Vec<u32> = idx[..m.min(k.saturating_mul(self.seed_per_centroid))].to_vec();
         drop(idx);
-        sample_rows.sort_unstable();
-        seed_rows.sort_unstable();
+        shoal_format::sort_u32(&mut sample_rows);
+        shoal_format::sort_u32(&mut seed_rows);
         // The sample, contiguous: every pass below streams it in row order.
         let sample: Vec<f32> = sample_rows.iter().flat_map(|&r| data.row(r as usize)).copied().collect();
         let seeds: Vec<f32> = seed_rows.iter().flat_map(|&r| data.row(r as usize)).copied().collect();

@@ -685,11 +685,12 @@ pub fn build_column(
     let mut multi_list: Vec<u32> = Vec::new();
     let mut counts = vec![0u32; dict_len as usize + 1];
     let mut valued = 0u32;
-    let mut scratch: Vec<u32> = Vec::new();
+    // A row's values, widened for the crates' one integer sort (`shoal_format::sort_u64`).
+    let mut scratch: Vec<u64> = Vec::new();
     for r in 0..rows {
         scratch.clear();
-        scratch.extend_from_slice(&values[row_offsets[r] as usize..row_offsets[r + 1] as usize]);
-        scratch.sort_unstable();
+        scratch.extend(values[row_offsets[r] as usize..row_offsets[r + 1] as usize].iter().map(|&v| u64::from(v)));
+        shoal_format::sort_u64(&mut scratch);
         scratch.dedup();
         for &v in &scratch {
             counts[v as usize + 1] += 1;
@@ -697,7 +698,7 @@ pub fn build_column(
         match scratch.len() {
             0 => {}
             1 => {
-                packed_set(&mut slots, width, r as u64, scratch[0] + CODE_FIRST_VALUE);
+                packed_set(&mut slots, width, r as u64, scratch[0] as u32 + CODE_FIRST_VALUE);
                 valued += 1;
             }
             _ => {
@@ -706,7 +707,7 @@ pub fn build_column(
                 if multi_offsets.is_empty() {
                     multi_offsets.push(0);
                 }
-                multi_list.extend(scratch.iter().map(|&v| v + CODE_FIRST_VALUE));
+                multi_list.extend(scratch.iter().map(|&v| v as u32 + CODE_FIRST_VALUE));
                 multi_offsets.push(multi_list.len() as u32);
                 valued += 1;
             }
@@ -731,8 +732,8 @@ pub fn build_column(
     let mut cursor = counts;
     for r in 0..rows {
         scratch.clear();
-        scratch.extend_from_slice(&values[row_offsets[r] as usize..row_offsets[r + 1] as usize]);
-        scratch.sort_unstable();
+        scratch.extend(values[row_offsets[r] as usize..row_offsets[r + 1] as usize].iter().map(|&v| u64::from(v)));
+        shoal_format::sort_u64(&mut scratch);
         scratch.dedup();
         for &v in &scratch {
             post_rows[cursor[v as usize] as usize] = r as u32;

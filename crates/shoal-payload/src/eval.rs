@@ -10,6 +10,7 @@ use crate::filter::{Condition, FieldCheck, Filter, Literal, Range};
 use crate::schema::{FieldType, Schema};
 use crate::store::{Dict, FieldView, PayloadView};
 use crate::values::{f64_of_key, i64_of_key, key_of_i64};
+use shoal_format::PointId;
 
 /// A set of rows `0..len` as bits.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -190,7 +191,7 @@ enum Node {
 /// let p = b.finish().to_aligned();
 /// let view = p.view().unwrap();
 /// let f = Filter::from_json(r#"{"should": [{"key": "n", "range": {"gt": 4}}, {"has_id": [100]}]}"#).unwrap();
-/// let q = view.compile(&f, &|id| (id >= 100).then(|| (id - 100) as u32)).unwrap();
+/// let q = view.compile(&f, &|id| Some(id.as_num()?.checked_sub(100)? as u32)).unwrap();
 /// assert_eq!(q.matching_points().to_rows(), vec![0, 1, 3]);
 /// let c = q.estimate_cardinality();
 /// assert!(c.min <= 3 && 3 <= c.max);
@@ -207,7 +208,7 @@ impl<'a> PayloadView<'a> {
     pub fn compile<'v>(
         &'v self,
         filter: &Filter,
-        row_of: &dyn Fn(u64) -> Option<u32>,
+        row_of: &dyn Fn(PointId) -> Option<u32>,
     ) -> Result<CompiledFilter<'v, 'a>, FilterError> {
         self.compile_for(filter, self.schema(), row_of)
     }
@@ -221,7 +222,7 @@ impl<'a> PayloadView<'a> {
         &'v self,
         filter: &Filter,
         schema: &Schema,
-        row_of: &dyn Fn(u64) -> Option<u32>,
+        row_of: &dyn Fn(PointId) -> Option<u32>,
     ) -> Result<CompiledFilter<'v, 'a>, FilterError> {
         filter.validate(schema)?;
         let root = compile_filter(self, filter, row_of);
@@ -229,7 +230,7 @@ impl<'a> PayloadView<'a> {
     }
 }
 
-fn compile_filter(view: &PayloadView<'_>, f: &Filter, row_of: &dyn Fn(u64) -> Option<u32>) -> Node {
+fn compile_filter(view: &PayloadView<'_>, f: &Filter, row_of: &dyn Fn(PointId) -> Option<u32>) -> Node {
     let list = |cs: &[Condition]| cs.iter().map(|c| compile_condition(view, c, row_of)).collect::<Vec<_>>();
     Node::Bool {
         must: list(&f.must),
@@ -263,18 +264,18 @@ fn range_codes(field: &FieldView<'_>, r: &Range) -> (u32, u32) {
 
 fn codes_of(field: &FieldView<'_>, list: &[Literal]) -> Vec<u32> {
     let mut v: Vec<u32> = list.iter().filter_map(|l| literal_code(field, l)).collect();
-    v.sort_unstable();
+    shoal_format::sort_u32(&mut v);
     v.dedup();
     v
 }
 
-fn compile_condition(view: &PayloadView<'_>, c: &Condition, row_of: &dyn Fn(u64) -> Option<u32>) -> Node {
+fn compile_condition(view: &PayloadView<'_>, c: &Condition, row_of: &dyn Fn(PointId) -> Option<u32>) -> Node {
     let field_index = |k: &str| view.schema().field(k).map(|(i, _)| i);
     match c {
         Condition::Filter(f) => compile_filter(view, f, row_of),
         Condition::HasId(ids) => {
             let mut rows: Vec<u32> = ids.iter().filter_map(|&id| row_of(id)).filter(|&r| r < view.rows()).collect();
-            rows.sort_unstable();
+            shoal_format::sort_u32(&mut rows);
             rows.dedup();
             Node::Rows(rows)
         }

@@ -6,6 +6,7 @@ use alloc::string::{String, ToString};
 use alloc::vec::Vec;
 
 use serde_json::{Map, Value};
+use shoal_format::PointId;
 
 use crate::error::{FilterError, FilterErrorKind};
 use crate::schema::{FieldType, Schema};
@@ -51,7 +52,7 @@ pub enum Condition {
     /// The field is `null`.
     IsNull(String),
     /// The point's external id is one of these.
-    HasId(Vec<u64>),
+    HasId(Vec<PointId>),
     /// A nested filter.
     Filter(Filter),
 }
@@ -245,11 +246,11 @@ fn parse_condition(v: &Value, path: &str, depth: usize) -> Result<Condition, Fil
                     .iter()
                     .enumerate()
                     .map(|(i, x)| {
-                        x.as_u64().ok_or_else(|| {
-                            err(&format!("{p}[{i}]"), FilterErrorKind::Expected("an unsigned integer id"))
+                        point_id_from_json(x).ok_or_else(|| {
+                            err(&format!("{p}[{i}]"), FilterErrorKind::Expected("an unsigned integer or UUID id"))
                         })
                     })
-                    .collect::<Result<Vec<u64>, _>>()?;
+                    .collect::<Result<Vec<PointId>, _>>()?;
                 return Ok(Condition::HasId(ids));
             }
             _ => {}
@@ -398,5 +399,15 @@ fn validate_condition(c: &Condition, schema: &Schema, path: &str) -> Result<(), 
             }
             Ok(())
         }
+    }
+}
+
+/// A point id in JSON: an integer `0..=2^64-1` (no fraction, no exponent, no sign) or a string
+/// holding a UUID in any form [`PointId::parse_uuid`] reads.
+pub fn point_id_from_json(v: &Value) -> Option<PointId> {
+    match v {
+        Value::Number(n) => n.as_u64().map(PointId::Num),
+        Value::String(s) => PointId::parse_uuid(s).map(PointId::Uuid),
+        _ => None,
     }
 }

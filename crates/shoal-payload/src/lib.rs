@@ -40,8 +40,9 @@ mod values;
 
 pub use error::{FilterError, FilterErrorKind, LayoutError, PayloadError, PayloadErrorKind};
 pub use eval::{Bitset, Cardinality, CompiledFilter};
-pub use filter::{Condition, FieldCheck, Filter, Literal, MAX_FILTER_DEPTH, MinShould, Range};
+pub use filter::{Condition, FieldCheck, Filter, Literal, MAX_FILTER_DEPTH, MinShould, Range, point_id_from_json};
 pub use schema::{FieldType, MAX_FIELD_NAME, MAX_FIELDS, Schema, valid_field_name};
+pub use shoal_format::PointId;
 pub use store::{
     AlignedPayload, Dict, FieldView, KIND_PAYLOAD_COLUMNS, KIND_PAYLOAD_DICTS, KIND_PAYLOAD_DOCS, KIND_PAYLOAD_FIELDS,
     KIND_PAYLOAD_POSTINGS, PayloadBuilder, PayloadSectionBytes, PayloadSections, PayloadView,

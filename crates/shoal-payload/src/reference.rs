@@ -3,6 +3,7 @@
 //! [`crate::CompiledFilter`] with it.
 
 use serde_json::Value;
+use shoal_format::PointId;
 
 use crate::filter::{Condition, FieldCheck, Filter, Literal};
 use crate::values::json_integer;
@@ -11,12 +12,12 @@ use crate::values::json_integer;
 /// `filter`. The filter must have been validated against the payload's schema.
 ///
 /// ```
-/// use shoal_payload::{Filter, reference};
+/// use shoal_payload::{Filter, PointId, reference};
 /// let f = Filter::from_json(r#"{"must_not": [{"key": "tag", "match": {"any": ["x"]}}]}"#).unwrap();
-/// assert!(reference::matches(&f, &serde_json::json!({"tag": ["a", "b"]}), 1));
-/// assert!(!reference::matches(&f, &serde_json::json!({"tag": ["a", "x"]}), 1));
+/// assert!(reference::matches(&f, &serde_json::json!({"tag": ["a", "b"]}), PointId::Num(1)));
+/// assert!(!reference::matches(&f, &serde_json::json!({"tag": ["a", "x"]}), PointId::Num(1)));
 /// ```
-pub fn matches(filter: &Filter, doc: &Value, id: u64) -> bool {
+pub fn matches(filter: &Filter, doc: &Value, id: PointId) -> bool {
     let all = |cs: &[Condition]| cs.iter().all(|c| condition(c, doc, id));
     all(&filter.must)
         && (filter.should.is_empty() || filter.should.iter().any(|c| condition(c, doc, id)))
@@ -50,7 +51,7 @@ fn literal_eq(l: &Literal, v: &Value) -> bool {
     }
 }
 
-fn condition(c: &Condition, doc: &Value, id: u64) -> bool {
+fn condition(c: &Condition, doc: &Value, id: PointId) -> bool {
     match c {
         Condition::Filter(f) => matches(f, doc, id),
         Condition::HasId(ids) => ids.contains(&id),

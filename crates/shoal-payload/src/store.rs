@@ -268,9 +268,7 @@ impl PayloadBuilder {
                 FieldType::Keyword => {
                     // Final dictionary order is byte order; map first-seen ids to it.
                     let mut order: Vec<u32> = (0..acc.keywords.len() as u32).collect();
-                    order.sort_unstable_by(|&a, &b| {
-                        acc.keywords[a as usize].as_bytes().cmp(acc.keywords[b as usize].as_bytes())
-                    });
+                    shoal_text::sort_by_bytes(&mut order, &|i| acc.keywords[i as usize].as_bytes());
                     let mut final_of = vec![0u32; order.len()];
                     let mut offsets = Vec::with_capacity(order.len() + 1);
                     let mut bytes = Vec::new();
@@ -291,7 +289,7 @@ impl PayloadBuilder {
                 }
                 FieldType::Integer | FieldType::Float | FieldType::Bool => {
                     let mut dict = acc.keys.clone();
-                    dict.sort_unstable();
+                    shoal_format::sort_u64(&mut dict);
                     dict.dedup();
                     let vals: Vec<u32> =
                         acc.keys.iter().map(|k| dict.binary_search(k).map_or(0, |i| i as u32)).collect();

@@ -3,8 +3,8 @@
 use serde_json::{Value, json};
 use shoal_payload::column::{MODE_CODES, MODE_COUNTED, MODE_SETS, build_column};
 use shoal_payload::{
-    FieldType, FieldValues, Filter, FilterErrorKind, PayloadBuilder, PayloadErrorKind, PayloadSections, ScalarValue,
-    Schema, parse_payload, reference,
+    FieldType, FieldValues, Filter, FilterErrorKind, PayloadBuilder, PayloadErrorKind, PayloadSections, PointId,
+    ScalarValue, Schema, parse_payload, reference,
 };
 
 fn schema() -> Schema {
@@ -14,11 +14,11 @@ fn schema() -> Schema {
 /// The rows `f` matches (ids are rows), checked equal three ways: row by row on the columns,
 /// from the value -> rows indexes, and by the naive JSON evaluator.
 fn matching_three_ways(view: &shoal_payload::PayloadView<'_>, docs: &[Value], f: &Filter) -> Vec<u32> {
-    let q = view.compile(f, &|id| u32::try_from(id).ok()).unwrap();
+    let q = view.compile(f, &|id| id.as_num().and_then(|n| u32::try_from(n).ok())).unwrap();
     let by_rows: Vec<u32> = (0..view.rows()).filter(|&r| q.matches(r)).collect();
     assert_eq!(q.matching_points().to_rows(), by_rows);
     let naive: Vec<u32> =
-        (0..docs.len() as u32).filter(|&r| reference::matches(f, &docs[r as usize], r as u64)).collect();
+        (0..docs.len() as u32).filter(|&r| reference::matches(f, &docs[r as usize], PointId::Num(r as u64))).collect();
     assert_eq!(by_rows, naive, "{f:?}");
     by_rows
 }
@@ -227,7 +227,7 @@ fn has_id_uses_the_callers_mapping() {
     let p = build(&docs).to_aligned();
     let view = p.view().unwrap();
     let f = Filter::from_json(r#"{"must": [{"has_id": [1003, 1007, 5, 99999]}]}"#).unwrap();
-    let q = view.compile(&f, &|id| id.checked_sub(1000).and_then(|r| u32::try_from(r).ok())).unwrap();
+    let q = view.compile(&f, &|id| id.as_num()?.checked_sub(1000).and_then(|r| u32::try_from(r).ok())).unwrap();
     assert_eq!(q.matching_points().to_rows(), vec![3, 7]);
     assert_eq!(q.estimate_cardinality().expected, 2);
 }

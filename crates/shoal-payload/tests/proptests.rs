@@ -5,8 +5,8 @@ use proptest::prelude::*;
 use serde_json::{Value, json};
 use shoal_format::AlignedBytes;
 use shoal_payload::{
-    FieldValues, Filter, PayloadBuilder, PayloadSectionBytes, PayloadSections, PayloadView, ScalarValue, Schema,
-    parse_payload, reference,
+    FieldValues, Filter, PayloadBuilder, PayloadSectionBytes, PayloadSections, PayloadView, PointId, ScalarValue,
+    Schema, parse_payload, reference,
 };
 
 const SCHEMA: &str =
@@ -130,7 +130,24 @@ fn leaf() -> impl Strategy<Value = Value> {
         range("f"),
         any_key.clone().prop_map(|k| json!({"is_empty": {"key": k}})),
         any_key.prop_map(|k| json!({"is_null": {"key": k}})),
-        proptest::collection::vec(ID_BASE..ID_BASE + 70, 0..5).prop_map(|ids| json!({"has_id": ids})),
+        // Ids of both kinds, UUIDs in each form Qdrant reads, and ids of no row.
+        proptest::collection::vec((0u32..70, 0u8..3), 0..5).prop_map(|ids| {
+            let ids: Vec<Value> = ids
+                .into_iter()
+                .map(|(r, form)| match id_of(r) {
+                    PointId::Num(n) => json!(n),
+                    PointId::Uuid(u) => {
+                        let text = PointId::Uuid(u).to_string();
+                        json!(match form {
+                            0 => text,
+                            1 => text.replace('-', "").to_uppercase(),
+                            _ => format!("{{{text}}}"),
+                        })
+                    }
+                })
+                .collect();
+            json!({"has_id": ids})
+        }),
     ]
 }
 
@@ -161,8 +178,25 @@ fn build(docs: &[Value]) -> PayloadSections {
     b.finish()
 }
 
-fn row_of(id: u64) -> Option<u32> {
-    id.checked_sub(ID_BASE).and_then(|r| u32::try_from(r).ok())
+/// Row `r`'s id: even rows have integer ids, odd rows UUIDs (`ab` + the row, big-endian).
+fn id_of(r: u32) -> PointId {
+    if r.is_multiple_of(2) {
+        PointId::Num(ID_BASE + r as u64)
+    } else {
+        let mut u = [0u8; 16];
+        u[0] = 0xab;
+        u[12..].copy_from_slice(&r.to_be_bytes());
+        PointId::Uuid(u)
+    }
+}
+
+fn row_of(id: PointId) -> Option<u32> {
+    let r = match id {
+        PointId::Num(n) => u32::try_from(n.checked_sub(ID_BASE)?).ok().filter(|r| r.is_multiple_of(2))?,
+        PointId::Uuid(u) => Some(u32::from_be_bytes(u[12..].try_into().unwrap()))
+            .filter(|r| r % 2 == 1 && u[0] == 0xab && u[1..12].iter().all(|&b| b == 0))?,
+    };
+    Some(r)
 }
 
 fn sorted_values(v: &FieldValues) -> Vec<ScalarValue> {
@@ -197,7 +231,7 @@ proptest! {
             let f = Filter::from_value(f).unwrap();
             let q = view.compile(&f, &row_of).unwrap();
             let naive: Vec<u32> = (0..docs.len() as u32)
-                .filter(|&r| reference::matches(&f, &docs[r as usize], ID_BASE + r as u64))
+                .filter(|&r| reference::matches(&f, &docs[r as usize], id_of(r)))
                 .collect();
             let by_row: Vec<u32> = (0..view.rows()).filter(|&r| q.matches(r)).collect();
             prop_assert_eq!(&by_row, &naive, "filter {:?}", f);

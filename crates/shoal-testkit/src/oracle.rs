@@ -13,9 +13,9 @@ pub fn normalized(v: &[f32]) -> Vec<f32> {
 
 /// Top `k` `(id, score)` of `query` over live points given as `(id, vector)` in internal-id
 /// order (the order that breaks ties).
-pub fn top_k(metric: Metric, points: &[(u64, Vec<f32>)], query: &[f32], k: usize) -> Vec<(u64, f32)> {
+pub fn top_k<I: Copy>(metric: Metric, points: &[(I, Vec<f32>)], query: &[f32], k: usize) -> Vec<(I, f32)> {
     let q = if metric == Metric::Cosine { normalized(query) } else { query.to_vec() };
-    let mut scored: Vec<(f32, usize, u64)> = points
+    let mut scored: Vec<(f32, usize, I)> = points
         .iter()
         .enumerate()
         .map(|(i, (id, v))| {

@@ -5,12 +5,12 @@
 //! Configurations with payloads also store a payload per point and filter most searches.
 
 use serde_json::{Value, json};
-use shoal_core::{Collection, CollectionConfig, IndexKind, Kernels, Metric, SearchRequest};
+use shoal_core::{Collection, CollectionConfig, IndexKind, Kernels, Metric, PointId, SearchRequest};
 
 use crate::Rng;
 
 /// Points as `(external id, stored vector)`, in internal-id order.
-pub type Points = Vec<(u64, Vec<f32>)>;
+pub type Points = Vec<(PointId, Vec<f32>)>;
 
 /// One configuration of the scenario.
 #[derive(Clone, Copy, Debug)]
@@ -37,6 +37,30 @@ pub struct Config {
     /// Whether the scenario ends by resealing codes-only ([`codes_only_options`]) and searching
     /// that, before and after a byte round trip.
     pub codes_only: bool,
+    /// Whether two ids in three are UUIDs ([`point_id`]): ids of both kinds mixed in every
+    /// batch, segment and filter.
+    pub uuids: bool,
+}
+
+/// The id the scenario gives its point number `n`: `n` itself, or with [`Config::uuids`] for
+/// two numbers in three a UUID made of a scrambled `n` (8 bytes, so UUIDs do not sort like
+/// their numbers) and `n` (8 bytes, so they are unique).
+pub fn point_id(config: &Config, n: u64) -> PointId {
+    if !config.uuids || n.is_multiple_of(3) {
+        return PointId::Num(n);
+    }
+    let mut u = [0u8; 16];
+    u[..8].copy_from_slice(&n.wrapping_mul(0x9e37_79b9_7f4a_7c15).to_be_bytes());
+    u[8..].copy_from_slice(&n.to_be_bytes());
+    PointId::Uuid(u)
+}
+
+/// A point id as JSON: a number, or a UUID's canonical text.
+pub fn id_json(id: PointId) -> Value {
+    match id {
+        PointId::Num(n) => json!(n),
+        PointId::Uuid(_) => json!(id.to_string()),
+    }
 }
 
 /// The payload fields of configurations with payloads, as the JSON every host parses.
@@ -131,13 +155,23 @@ pub fn filter_of(config: &Config, q: usize) -> Option<Value> {
     if !config.payloads {
         return None;
     }
-    let f: Value = serde_json::from_str(FILTERS[q % FILTERS.len()]).expect("valid filter JSON");
+    let mut f: Value = serde_json::from_str(FILTERS[q % FILTERS.len()]).expect("valid filter JSON");
+    if config.uuids {
+        // `has_id` names the same points, by their ids of either kind.
+        for c in f.get_mut("should").and_then(Value::as_array_mut).into_iter().flatten() {
+            if let Some(ids) = c.get_mut("has_id").and_then(Value::as_array_mut) {
+                for id in ids.iter_mut() {
+                    *id = id_json(point_id(config, id.as_u64().expect("integer ids in FILTERS")));
+                }
+            }
+        }
+    }
     (!f.is_null()).then_some(f)
 }
 
 /// The configurations every target runs: each metric, GloVe's 50-d, an odd dimension whose
 /// tail splits a SIMD register, and a common embedding size.
-pub const CONFIGS: [Config; 7] = [
+pub const CONFIGS: [Config; 8] = [
     Config {
         name: "l2-50",
         metric: Metric::L2,
@@ -149,6 +183,7 @@ pub const CONFIGS: [Config; 7] = [
         payloads: true,
         ivf_bits: 1,
         codes_only: false,
+        uuids: false,
     },
     Config {
         name: "dot-131",
@@ -161,6 +196,7 @@ pub const CONFIGS: [Config; 7] = [
         payloads: false,
         ivf_bits: 1,
         codes_only: false,
+        uuids: false,
     },
     Config {
         name: "cosine-384",
@@ -173,6 +209,7 @@ pub const CONFIGS: [Config; 7] = [
         payloads: false,
         ivf_bits: 1,
         codes_only: false,
+        uuids: false,
     },
     Config {
         name: "cosine-50",
@@ -185,6 +222,7 @@ pub const CONFIGS: [Config; 7] = [
         payloads: false,
         ivf_bits: 1,
         codes_only: false,
+        uuids: false,
     },
     Config {
         name: "ivf-l2-64",
@@ -197,6 +235,7 @@ pub const CONFIGS: [Config; 7] = [
         payloads: false,
         ivf_bits: 3,
         codes_only: true,
+        uuids: false,
     },
     Config {
         name: "ivf-cosine-50",
@@ -209,6 +248,7 @@ pub const CONFIGS: [Config; 7] = [
         payloads: true,
         ivf_bits: 1,
         codes_only: true,
+        uuids: false,
     },
     Config {
         name: "ivf-dot-200",
@@ -221,6 +261,20 @@ pub const CONFIGS: [Config; 7] = [
         payloads: false,
         ivf_bits: 8,
         codes_only: true,
+        uuids: false,
+    },
+    Config {
+        name: "uuid-ivf-l2-40",
+        metric: Metric::L2,
+        dim: 40,
+        queries: 600,
+        k: 10,
+        seed: 8,
+        ivf_partitions: Some(8),
+        payloads: true,
+        ivf_bits: 1,
+        codes_only: false,
+        uuids: true,
     },
 ];
 
@@ -247,7 +301,7 @@ pub enum Op {
     /// `Collection::insert` (upsert), with payloads when the config has them.
     Insert {
         /// Ids.
-        ids: Vec<u64>,
+        ids: Vec<PointId>,
         /// Row-major vectors.
         vectors: Vec<f32>,
         /// One payload per id, or none.
@@ -256,7 +310,7 @@ pub enum Op {
     /// `Collection::delete`.
     Delete {
         /// Ids.
-        ids: Vec<u64>,
+        ids: Vec<PointId>,
     },
     /// `Collection::seal`, or `seal_with` the given JSON seal options.
     Seal(Option<String>),
@@ -284,7 +338,7 @@ pub struct Scenario {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Output {
     /// External ids of every result of every search step, in order.
-    pub ids: Vec<u64>,
+    pub ids: Vec<PointId>,
     /// `f32::to_bits` of every score, aligned with `ids`.
     pub score_bits: Vec<u32>,
     /// Number of results of each query of each search step.
@@ -298,14 +352,21 @@ pub struct Output {
 impl Output {
     /// A short record of the output, comparable across targets and committed in
     /// `tests/golden/conformance.json`: per part (`ids`, `score_bits`, `counts`, `segment`) its
-    /// element count and the CRC-32C of its little-endian bytes.
+    /// element count and the CRC-32C of its little-endian bytes (an integer id's 8 bytes, a
+    /// UUID's 16).
     pub fn digest(&self) -> Value {
         fn part<T: Copy, const N: usize>(items: &[T], bytes: fn(T) -> [u8; N]) -> Value {
             let all: Vec<u8> = items.iter().flat_map(|&x| bytes(x)).collect();
             json!({"len": items.len(), "crc32c": shoal_format::crc32c(&all)})
         }
         json!({
-            "ids": part(&self.ids, u64::to_le_bytes),
+            "ids": {
+                "len": self.ids.len(),
+                "crc32c": shoal_format::crc32c(&self.ids.iter().flat_map(|id| match id {
+                    PointId::Num(n) => n.to_le_bytes().to_vec(),
+                    PointId::Uuid(u) => u.to_vec(),
+                }).collect::<Vec<u8>>()),
+            },
             "score_bits": part(&self.score_bits, u32::to_le_bytes),
             "counts": part(&self.counts, u32::to_le_bytes),
             "segment": part(&self.segment, |b: u8| [b]),
@@ -373,7 +434,11 @@ fn insert_op(
         vectors.extend_from_slice(&v);
     }
     let payloads = if config.payloads { all_ids.iter().map(|&id| payload(id, step)).collect() } else { Vec::new() };
-    Op::Insert { ids: all_ids, vectors, payloads }
+    Op::Insert { ids: all_ids.iter().map(|&n| point_id(config, n)).collect(), vectors, payloads }
+}
+
+fn delete_op(config: &Config, ids: impl Iterator<Item = u64>) -> Op {
+    Op::Delete { ids: ids.map(|n| point_id(config, n)).collect() }
 }
 
 /// Builds the scenario of `config`.
@@ -386,13 +451,13 @@ pub fn scenario(config: Config) -> Scenario {
     let mut ops = vec![
         insert_op(&mut rng, &config, 0, 0..800, &mut existing),
         insert_op(&mut rng, &config, 1, 700..1300, &mut existing), // 700..800 are upserts
-        Op::Delete { ids: (0..1300).step_by(13).chain([5000, 5001]).collect() },
+        delete_op(&config, (0..1300).step_by(13).chain([5000, 5001])),
         Op::Search,
         Op::Seal(seal_options(&config)),
         Op::Search,
         // Upserts into the sealed segment, and ids at the edges of the u64 and f64 ranges.
         insert_op(&mut rng, &config, 6, (1200..1600).chain(big), &mut existing),
-        Op::Delete { ids: (3..1600).step_by(17).collect() },
+        delete_op(&config, (3..1600).step_by(17)),
         Op::Search,
         // A second segment: the set holds two, the first with deleted rows.
         Op::Seal(None),
@@ -400,7 +465,7 @@ pub fn scenario(config: Config) -> Scenario {
         // Upserts into both segments, deletes in both and in the mutable segment; the set
         // written and opened again (manifest, live-rows files).
         insert_op(&mut rng, &config, 7, (1500..1700).chain((100..300).step_by(7)), &mut existing),
-        Op::Delete { ids: (0..1700).step_by(29).chain([1650, 1651]).collect() },
+        delete_op(&config, (0..1700).step_by(29).chain([1650, 1651])),
         Op::Search,
         Op::SetRoundTrip,
         Op::Search,
@@ -444,9 +509,7 @@ pub fn run(s: &Scenario, kernels: Kernels) -> Output {
     };
     for op in &s.ops {
         match op {
-            Op::Insert { ids, vectors, payloads } => {
-                col.insert_with_payloads(ids, vectors, payloads).expect("valid insert")
-            }
+            Op::Insert { ids, vectors, payloads } => col.upsert(ids, vectors, payloads).expect("valid insert"),
             Op::Delete { ids } => {
                 col.delete(ids).expect("a writable collection");
             }
@@ -530,12 +593,12 @@ pub fn live_points_at_searches(s: &Scenario) -> Vec<(Snapshot, bool)> {
         if c.metric == Metric::Cosine { crate::oracle::normalized(v) } else { v.to_vec() }
     };
     // (id, vector, payload, live) of the sealed rows, then of the mutable rows.
-    type Row = (u64, Vec<f32>, Value, bool);
+    type Row = (PointId, Vec<f32>, Value, bool);
     let mut sealed: Vec<Row> = Vec::new();
     let mut mutable: Vec<Row> = Vec::new();
     let mut snapshots = Vec::new();
     let mut approximate = false;
-    let kill = |rows: &mut Vec<Row>, id: u64| rows.iter_mut().filter(|r| r.0 == id).for_each(|r| r.3 = false);
+    let kill = |rows: &mut Vec<Row>, id: PointId| rows.iter_mut().filter(|r| r.0 == id).for_each(|r| r.3 = false);
     for op in &s.ops {
         match op {
             Op::Insert { ids, vectors, payloads } => {

@@ -243,13 +243,14 @@ impl IndexBuilder {
         for l in &mut lens {
             l.resize(doc_slots as usize, 0);
         }
-        let mut keys: Vec<(Vec<u8>, TermAcc)> = self.terms.into_iter().collect();
-        keys.sort_unstable_by(|a, b| a.0.cmp(&b.0));
+        let keys: Vec<(Vec<u8>, TermAcc)> = self.terms.into_iter().collect();
+        let mut order: Vec<u32> = (0..keys.len() as u32).collect();
+        crate::sort_by_bytes(&mut order, &|i| &keys[i as usize].0);
         let mut dict = DictWriter::new();
         let mut post = Vec::new();
         let mut pos = Vec::new();
         let mut dl = Vec::new();
-        for (key, acc) in &keys {
+        for (key, acc) in order.iter().map(|&i| &keys[i as usize]) {
             if key.len() > MAX_KEY {
                 continue; // unreachable: tokens are at most 255 bytes
             }

@@ -40,3 +40,11 @@ pub use error::TextError;
 pub use index::{BuildOptions, IndexBuilder, Sections, TEXT_VERSION, TextIndex, TextMeta, kinds};
 pub use query::{Clause, Query};
 pub use search::{Bm25, CHECK_EVERY, Clock, Corpus, Deadline, Hit, SearchParams, SearchResult, SearchStats};
+
+/// Sorts `order` (indexes) by the bytes `key` gives for each, ascending — the one byte-order
+/// sort of the crates (text terms, keyword dictionaries), through a `dyn` key so that the wasm
+/// package holds one copy of the sort routine for all of them. Equal keys keep no particular
+/// order: callers' keys are distinct.
+pub fn sort_by_bytes<'a>(order: &mut [u32], key: &dyn Fn(u32) -> &'a [u8]) {
+    order.sort_unstable_by(|&a, &b| key(a).cmp(key(b)));
+}

@@ -4,7 +4,7 @@ use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
-use shoal_core::{Collection, MAX_LIMIT, SearchRequest, SearchResponse};
+use shoal_core::{Collection, MAX_LIMIT, PointId, SearchRequest, SearchResponse};
 
 use super::{ms, print};
 use crate::input::VectorFile;
@@ -199,8 +199,8 @@ fn base_queries(args: &SearchArgs, col: &Collection, labels: Option<&[&str]>) ->
     let q = &args.query;
     let limit = args.limit.unwrap_or(10);
     let by_id = |id: u64, name: String| -> Result<Query, HostError> {
-        let vector = col.vector(id).ok_or_else(|| {
-            let why = if col.codes_only() && col.contains(id) {
+        let vector = col.vector(PointId::Num(id)).ok_or_else(|| {
+            let why = if col.codes_only() && col.contains(PointId::Num(id)) {
                 "has no stored vector (codes-only segment)"
             } else {
                 "is not in"
@@ -273,7 +273,7 @@ fn batch(args: &SearchArgs, col: &Collection, path: &Path, filter: Option<serde_
         col.search_into(r, &mut out)?;
         if let Some((ids, width)) = &truth {
             let want = &ids[i * width..i * width + k];
-            hits += out.iter().filter(|p| want.contains(&p.id)).count();
+            hits += out.iter().filter(|p| p.id.as_num().is_some_and(|id| want.contains(&id))).count();
         }
     }
     let mut passes = Vec::new();
@@ -362,7 +362,8 @@ fn table(out: &mut String, res: &SearchResponse, labels: Option<&[&str]>) {
     for (rank, p) in res.points.iter().enumerate() {
         let _ = write!(out, "{:>4}  {:>id_width$}  {:>10.6}", rank + 1, p.id, p.score);
         if let Some(labels) = labels {
-            let label = usize::try_from(p.id).ok().and_then(|i| labels.get(i)).copied().unwrap_or("");
+            let label =
+                p.id.as_num().and_then(|i| usize::try_from(i).ok()).and_then(|i| labels.get(i)).copied().unwrap_or("");
             let _ = write!(out, "  {label}");
         }
         if let Some(payload) = p.payload.as_ref().filter(|_| payloads) {

@@ -4,6 +4,7 @@
 use std::borrow::Cow;
 
 use serde_json::Value;
+use shoal_core::PointId;
 
 /// The batch magic.
 pub const MAGIC: &[u8; 4] = b"SHB1";
@@ -13,6 +14,8 @@ pub const HEADER: usize = 16;
 pub const MAX_POINTS: usize = 1_000_000;
 /// Flag bit: payload lines follow the vectors.
 pub const FLAG_PAYLOADS: u32 = 1;
+/// Flag bit: some id is a UUID; the ids are an id block ([`encode_ids`]) instead of `n` `u64`.
+pub const FLAG_UUIDS: u32 = 2;
 
 /// A parsed batch: ids and vectors borrowed from the body when it is aligned, copied once when
 /// it is not.
@@ -21,7 +24,7 @@ pub struct Batch<'a> {
     /// Vector dimension.
     pub dim: usize,
     /// Point ids.
-    pub ids: Cow<'a, [u64]>,
+    pub ids: Vec<PointId>,
     /// `ids.len() * dim` floats, row-major.
     pub vectors: Cow<'a, [f32]>,
     /// One payload per point, or none.
@@ -63,12 +66,13 @@ pub fn parse(body: &[u8]) -> Result<Batch<'_>, String> {
     if dim == 0 || dim > 65_536 {
         return Err(format!("binary batch: dim {dim} is not in 1..=65536"));
     }
-    if flags & !FLAG_PAYLOADS != 0 {
+    if flags & !(FLAG_PAYLOADS | FLAG_UUIDS) != 0 {
         return Err(format!("binary batch: unknown flags {flags:#x}"));
     }
     // n <= 1e6 and dim <= 65536: these fit in 64 bits; checked for 32-bit targets.
     let too_big = || "binary batch: count x dim is too large for this machine".to_string();
-    let ids_end = n.checked_mul(8).and_then(|b| b.checked_add(HEADER)).ok_or_else(too_big)?;
+    let id_bytes = if flags & FLAG_UUIDS != 0 { id_block_len(n) } else { n * 8 };
+    let ids_end = id_bytes.checked_add(HEADER).ok_or_else(too_big)?;
     let vec_end =
         n.checked_mul(dim).and_then(|f| f.checked_mul(4)).and_then(|b| b.checked_add(ids_end)).ok_or_else(too_big)?;
     if body.len() < vec_end {
@@ -84,12 +88,61 @@ pub fn parse(body: &[u8]) -> Result<Batch<'_>, String> {
     } else {
         Vec::new()
     };
-    Ok(Batch {
-        dim,
-        ids: cast_or_copy(&body[HEADER..ids_end]),
-        vectors: cast_or_copy(&body[ids_end..vec_end]),
-        payloads,
-    })
+    let ids = if flags & FLAG_UUIDS != 0 {
+        parse_ids(&body[HEADER..ids_end], n).map_err(|e| format!("binary batch: {e}"))?
+    } else {
+        cast_or_copy::<u64>(&body[HEADER..ids_end]).iter().map(|&id| PointId::Num(id)).collect()
+    };
+    Ok(Batch { dim, ids, vectors: cast_or_copy(&body[ids_end..vec_end]), payloads })
+}
+
+/// Bytes of the id block of `n` ids: `n` `u64`, `⌈n/64⌉` kind words, `n` UUIDs.
+pub fn id_block_len(n: usize) -> usize {
+    8 * n + 8 * n.div_ceil(64) + 16 * n
+}
+
+/// Appends the id block of `ids` (some of them UUIDs), the segment format's three id arrays:
+/// `n` `u64` (the integer, `0` for a UUID), `⌈n/64⌉` `u64` words (bit `i % 64` of word `i / 64`
+/// set when id `i` is a UUID) and `n` UUIDs (zeros for an integer), all little-endian.
+pub fn encode_ids(ids: &[PointId], out: &mut Vec<u8>) {
+    for id in ids {
+        out.extend_from_slice(&id.as_num().unwrap_or(0).to_le_bytes());
+    }
+    for chunk in ids.chunks(64) {
+        let word = chunk.iter().enumerate().fold(0u64, |w, (i, id)| w | u64::from(id.as_num().is_none()) << i);
+        out.extend_from_slice(&word.to_le_bytes());
+    }
+    for id in ids {
+        out.extend_from_slice(match id {
+            PointId::Uuid(u) => u,
+            PointId::Num(_) => &[0; 16],
+        });
+    }
+}
+
+/// Parses an id block of `n` ids ([`encode_ids`]; exactly [`id_block_len`] bytes). One encoding
+/// per id list: bits past `n`, or a slot of the other kind that is not zero, are refused.
+pub fn parse_ids(bytes: &[u8], n: usize) -> Result<Vec<PointId>, String> {
+    if bytes.len() != id_block_len(n) {
+        return Err(format!("id block: {} bytes for {n} ids", bytes.len()));
+    }
+    let (nums, rest) = bytes.split_at(8 * n);
+    let (kinds, uuids) = rest.split_at(8 * n.div_ceil(64));
+    let word = |i: usize| u64::from_le_bytes(kinds[8 * i..8 * i + 8].try_into().expect("8 bytes"));
+    if !n.is_multiple_of(64) && word(n / 64) >> (n % 64) != 0 {
+        return Err("id block: kind bits past the last id".into());
+    }
+    (0..n)
+        .map(|i| {
+            let num = u64::from_le_bytes(nums[8 * i..8 * i + 8].try_into().expect("8 bytes"));
+            let uuid: [u8; 16] = uuids[16 * i..16 * i + 16].try_into().expect("16 bytes");
+            match word(i / 64) >> (i % 64) & 1 {
+                1 if num == 0 => Ok(PointId::Uuid(uuid)),
+                0 if uuid == [0; 16] => Ok(PointId::Num(num)),
+                _ => Err(format!("id block: id {i} has a slot of the other kind that is not zero")),
+            }
+        })
+        .collect()
 }
 
 fn parse_lines(bytes: &[u8], n: usize) -> Result<Vec<Value>, String> {
@@ -113,17 +166,23 @@ fn parse_lines(bytes: &[u8], n: usize) -> Result<Vec<Value>, String> {
     Ok(out)
 }
 
-/// Encodes a batch (the JSON upsert routes log this form).
-pub fn encode(dim: usize, ids: &[u64], vectors: &[f32], payloads: &[Value]) -> Vec<u8> {
+/// Encodes a batch (the JSON upsert routes log this form): integer ids as `n` `u64`, or an id
+/// block ([`FLAG_UUIDS`]) when some id is a UUID.
+pub fn encode(dim: usize, ids: &[PointId], vectors: &[f32], payloads: &[Value]) -> Vec<u8> {
     let n = ids.len();
-    let mut out = Vec::with_capacity(HEADER + 8 * n + 4 * vectors.len());
+    let uuids = ids.iter().any(|id| id.as_num().is_none());
+    let mut out = Vec::with_capacity(HEADER + id_block_len(n) + 4 * vectors.len());
     out.extend_from_slice(MAGIC);
     out.extend_from_slice(&(dim as u32).to_le_bytes());
     out.extend_from_slice(&(n as u32).to_le_bytes());
-    let flags = if payloads.is_empty() { 0 } else { FLAG_PAYLOADS };
+    let flags = if payloads.is_empty() { 0 } else { FLAG_PAYLOADS } | if uuids { FLAG_UUIDS } else { 0 };
     out.extend_from_slice(&flags.to_le_bytes());
-    for id in ids {
-        out.extend_from_slice(&id.to_le_bytes());
+    if uuids {
+        encode_ids(ids, &mut out);
+    } else {
+        for id in ids {
+            out.extend_from_slice(&id.as_num().unwrap_or(0).to_le_bytes());
+        }
     }
     for x in vectors {
         out.extend_from_slice(&x.to_le_bytes());
@@ -142,7 +201,7 @@ mod tests {
 
     #[test]
     fn round_trips_with_and_without_payloads() {
-        let ids = [7u64, 1 << 40];
+        let ids = [PointId::Num(7), PointId::Num(1 << 40)];
         let v = [1.0f32, -2.5, 0.0, 3.25];
         let docs = [json!({"tag": "a"}), Value::Null];
         for payloads in [&[][..], &docs[..]] {
@@ -158,13 +217,40 @@ mod tests {
     }
 
     #[test]
+    fn mixed_ids_round_trip_through_the_id_block() {
+        let u = |b: u8| PointId::Uuid([b; 16]);
+        let ids: Vec<PointId> = (0..130u64).map(|i| if i % 3 == 0 { PointId::Num(i) } else { u(i as u8) }).collect();
+        let v: Vec<f32> = (0..130).map(|i| i as f32).collect();
+        let bytes = encode(1, &ids, &v, &[]);
+        assert_eq!(u32::from_le_bytes(bytes[12..16].try_into().unwrap()), FLAG_UUIDS);
+        let b = parse(&bytes).unwrap();
+        assert_eq!((b.ids, &b.vectors[..]), (ids.clone(), &v[..]));
+        // Integer-only batches keep today's bytes: `n` u64 ids, no flag.
+        let nums = encode(1, &[PointId::Num(5)], &[1.0], &[]);
+        assert_eq!(nums.len(), HEADER + 8 + 4);
+        // Each non-canonical block is refused: a kind bit past the ids, a UUID row with an
+        // integer, an integer row with UUID bytes.
+        let at = HEADER + 8 * 130;
+        let mut past = bytes.clone();
+        past[at + 16 + 7] |= 0x80;
+        let mut num_on_uuid = bytes.clone();
+        num_on_uuid[HEADER + 8] = 1;
+        let mut uuid_on_num = bytes.clone();
+        uuid_on_num[at + 24] = 1;
+        for (bad, want) in [(past, "past the last id"), (num_on_uuid, "other kind"), (uuid_on_num, "other kind")] {
+            let err = parse(&bad).unwrap_err();
+            assert!(err.contains(want), "{err:?} should mention {want:?}");
+        }
+    }
+
+    #[test]
     fn malformed_batches_are_refused() {
-        let good = encode(2, &[1, 2], &[0.0; 4], &[]);
-        let with_docs = encode(2, &[1, 2], &[0.0; 4], &[json!({}), json!({})]);
+        let good = encode(2, &[PointId::Num(1), PointId::Num(2)], &[0.0; 4], &[]);
+        let with_docs = encode(2, &[PointId::Num(1), PointId::Num(2)], &[0.0; 4], &[json!({}), json!({})]);
         let mut bad_magic = good.clone();
         bad_magic[0] = b'X';
         let mut bad_flags = good.clone();
-        bad_flags[12] = 2;
+        bad_flags[12] = 4;
         let mut zero = good.clone();
         zero[8..12].copy_from_slice(&0u32.to_le_bytes());
         let cases: Vec<(Vec<u8>, &str)> = vec![
@@ -194,7 +280,7 @@ mod tests {
             magic in proptest::prelude::any::<bool>(),
             n in 0u32..4,
             dim in 0u32..4,
-            flags in 0u32..3,
+            flags in 0u32..5,
             tail in proptest::collection::vec(proptest::prelude::any::<u8>(), 0..256),
         ) {
             let mut bytes = if magic { MAGIC.to_vec() } else { b"SHB0".to_vec() };
@@ -213,7 +299,8 @@ mod tests {
         /// batch of the announced shape.
         #[test]
         fn damaged_batches_never_panic(n in 1usize..5, dim in 1usize..4, cut in 0usize..200, at in 0usize..200, bit in 0u8..8) {
-            let ids: Vec<u64> = (0..n as u64).collect();
+            let ids: Vec<PointId> =
+                (0..n as u64).map(|i| if i % 2 == 1 { PointId::Uuid([i as u8; 16]) } else { PointId::Num(i) }).collect();
             let v: Vec<f32> = (0..n * dim).map(|i| i as f32).collect();
             let docs: Vec<Value> = (0..n).map(|i| serde_json::json!({"i": i})).collect();
             let good = encode(dim, &ids, &v, &docs);

@@ -5,6 +5,8 @@ use std::fs::{File, OpenOptions};
 use std::io::{self, BufReader, Read, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
 
+use shoal_core::PointId;
+
 /// File header: magic, version, reserved.
 const FILE_MAGIC: &[u8; 8] = b"SHOALWAL";
 const VERSION: u32 = 1;
@@ -273,23 +275,38 @@ pub fn replay(
     }
 }
 
-/// The body of a delete record.
-pub fn delete_body(ids: &[u64]) -> Vec<u8> {
-    let mut out = Vec::with_capacity(4 + 8 * ids.len());
-    out.extend_from_slice(&(ids.len() as u32).to_le_bytes());
-    ids.iter().for_each(|id| out.extend_from_slice(&id.to_le_bytes()));
+/// Bit 31 of a delete record's count: the ids are an id block (some are UUIDs).
+const DELETE_UUIDS: u32 = 1 << 31;
+
+/// The body of a delete record: `count` (u32) then `count` `u64` ids; when some id is a UUID,
+/// `count | 1 << 31` then the batch's id block (`batch::encode_ids`), which a host without
+/// UUIDs refuses as a malformed record (never skips).
+pub fn delete_body(ids: &[PointId]) -> Vec<u8> {
+    let uuids = ids.iter().any(|id| id.as_num().is_none());
+    let mut out = Vec::with_capacity(4 + crate::server::batch::id_block_len(ids.len()));
+    let count = ids.len() as u32 | if uuids { DELETE_UUIDS } else { 0 };
+    out.extend_from_slice(&count.to_le_bytes());
+    if uuids {
+        crate::server::batch::encode_ids(ids, &mut out);
+    } else {
+        ids.iter().for_each(|id| out.extend_from_slice(&id.as_num().unwrap_or(0).to_le_bytes()));
+    }
     out
 }
 
 /// Parses the body of a delete record.
-pub fn parse_delete(body: &[u8]) -> Result<Vec<u64>, String> {
-    let n = body.get(..4).map(|b| u32::from_le_bytes(b.try_into().unwrap()) as usize);
-    match n {
-        Some(n) if body.len() == 4 + 8 * n => {
-            Ok(body[4..].chunks_exact(8).map(|c| u64::from_le_bytes(c.try_into().unwrap())).collect())
-        }
-        _ => Err("write-ahead log: malformed delete record".into()),
+pub fn parse_delete(body: &[u8]) -> Result<Vec<PointId>, String> {
+    let malformed = || "write-ahead log: malformed delete record".to_string();
+    let count = body.get(..4).map(|b| u32::from_le_bytes(b.try_into().unwrap())).ok_or_else(malformed)?;
+    let n = (count & !DELETE_UUIDS) as usize;
+    if count & DELETE_UUIDS != 0 {
+        return crate::server::batch::parse_ids(&body[4..], n)
+            .map_err(|e| format!("write-ahead log: delete record: {e}"));
     }
+    if body.len() != 4 + 8 * n {
+        return Err(malformed());
+    }
+    Ok(body[4..].chunks_exact(8).map(|c| PointId::Num(u64::from_le_bytes(c.try_into().unwrap()))).collect())
 }
 
 #[cfg(test)]
@@ -322,7 +339,7 @@ mod tests {
         std::fs::create_dir_all(&dir).unwrap();
         let mut w = WalWriter::create(&dir, 3, true).unwrap();
         w.append(Kind::Upsert, b"first").unwrap();
-        w.append(Kind::Delete, &delete_body(&[1, 2])).unwrap();
+        w.append(Kind::Delete, &delete_body(&[PointId::Num(1), PointId::Num(2)])).unwrap();
         w.append(Kind::Schema, b"{}").unwrap();
         let full = w.len();
         drop(w);

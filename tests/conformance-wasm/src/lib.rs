@@ -27,7 +27,19 @@ pub fn encode(kernels: &str, out: &shoal_testkit::scenario::Output) -> Vec<u8> {
     buf.extend_from_slice(&(kernels.len() as u32).to_le_bytes());
     buf.extend_from_slice(kernels.as_bytes());
     buf.extend_from_slice(&(out.ids.len() as u32).to_le_bytes());
-    out.ids.iter().for_each(|x| buf.extend_from_slice(&x.to_le_bytes()));
+    // Each id: a kind byte (0 integer, 1 UUID), then its 8 (little-endian) or 16 bytes.
+    for id in &out.ids {
+        match id {
+            shoal_core::PointId::Num(n) => {
+                buf.push(0);
+                buf.extend_from_slice(&n.to_le_bytes());
+            }
+            shoal_core::PointId::Uuid(u) => {
+                buf.push(1);
+                buf.extend_from_slice(u);
+            }
+        }
+    }
     buf.extend_from_slice(&(out.score_bits.len() as u32).to_le_bytes());
     out.score_bits.iter().for_each(|x| buf.extend_from_slice(&x.to_le_bytes()));
     buf.extend_from_slice(&(out.counts.len() as u32).to_le_bytes());
@@ -69,7 +81,7 @@ static GLOBAL: shoal_testkit::counting::Counting = shoal_testkit::counting::Coun
 /// counter would be broken). Zero is the expected answer.
 #[unsafe(no_mangle)]
 pub extern "C" fn shoal_zero_alloc_check() -> u32 {
-    use shoal_core::{Collection, CollectionConfig, IndexKind, IvfParams, Metric, SearchRequest};
+    use shoal_core::{Collection, CollectionConfig, IndexKind, IvfParams, Metric, PointId, SearchRequest};
     use shoal_testkit::counting::allocations;
     let dim = 40;
     let data = shoal_testkit::clustered_vectors(1, 3000, dim, 16);
@@ -82,7 +94,7 @@ pub extern "C" fn shoal_zero_alloc_check() -> u32 {
         col.insert(&ids[..2500], &data[..2500 * dim]).expect("insert");
         col.seal_with(index).unwrap();
         col.insert(&ids[2500..], &data[2500 * dim..]).expect("insert");
-        col.delete(&[1, 2600]).unwrap();
+        col.delete(&[PointId::Num(1), PointId::Num(2600)]).unwrap();
         let requests: Vec<SearchRequest> =
             queries.chunks_exact(dim).map(|q| SearchRequest::nearest(q.to_vec(), 10)).collect();
         let mut out = Vec::new();

@@ -6,6 +6,7 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
+use shoal_core::PointId;
 use shoal_testkit::scenario::{CONFIGS, Output, check_digest};
 
 /// Builds the conformance wasm module with or without SIMD128 and returns its path.
@@ -49,7 +50,12 @@ fn decode(buf: &[u8]) -> (String, Output) {
     let n = r.u32() as usize;
     let name = String::from_utf8(r.bytes(n)).unwrap();
     let n = r.u32() as usize;
-    let ids = r.bytes(n * 8).chunks_exact(8).map(|c| u64::from_le_bytes(c.try_into().unwrap())).collect();
+    let ids = (0..n)
+        .map(|_| match r.bytes(1)[0] {
+            0 => PointId::Num(u64::from_le_bytes(r.bytes(8).try_into().unwrap())),
+            _ => PointId::Uuid(r.bytes(16).try_into().unwrap()),
+        })
+        .collect();
     let n = r.u32() as usize;
     let score_bits = r.bytes(n * 4).chunks_exact(4).map(|c| u32::from_le_bytes(c.try_into().unwrap())).collect();
     let n = r.u32() as usize;
@@ -70,9 +76,9 @@ fn decode(buf: &[u8]) -> (String, Output) {
 #[test]
 fn encoding_round_trips() {
     let out = Output {
-        ids: vec![1, u64::MAX],
-        score_bits: vec![7, 8],
-        counts: vec![2],
+        ids: vec![PointId::Num(1), PointId::Uuid([7; 16]), PointId::Num(u64::MAX)],
+        score_bits: vec![7, 8, 9],
+        counts: vec![3],
         segment: vec![1, 2, 3],
         manifests: vec!["{}".into(), "x".into()],
     };

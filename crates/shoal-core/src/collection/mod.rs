@@ -10,7 +10,7 @@ use alloc::sync::Arc;
 use alloc::vec::Vec;
 
 use serde_json::Value;
-use shoal_format::AlignedBytes;
+use shoal_format::{AlignedBytes, PointId};
 use shoal_index::ivf::IvfScratch;
 use shoal_index::{Candidate, FlatScratch, Metric, TopK, normalize};
 use shoal_kernels::Kernels;
@@ -42,10 +42,10 @@ pub struct CollectionConfig {
 /// How the ids of a reserved batch are encoded when it is committed.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum IdEncoding {
-    /// Each slot holds a `u64`.
+    /// Each slot of [`Collection::pending_ids`] holds a `u64`.
     U64,
-    /// Each slot holds the bits of an `f64` (a JavaScript number) that must be an integer in
-    /// `0..=2^53`; commit converts it in place.
+    /// Each slot of [`Collection::pending_ids`] holds the bits of an `f64` (a JavaScript
+    /// number) that must be an integer in `0..=2^53`.
     F64,
 }
 
@@ -76,8 +76,8 @@ pub(crate) struct Part {
     pub(crate) changed: bool,
 }
 
-/// A set of points (external `u64` id + vector, and a JSON payload when the collection has a
-/// schema) that can be searched.
+/// A set of points (external id — an integer or a UUID, [`PointId`] — + vector, and a JSON
+/// payload when the collection has a schema) that can be searched.
 ///
 /// Inserting an id that exists replaces the old point (upsert). The points live in sealed
 /// segments (a set, in order) and a mutable segment; internal ids, which break score ties,
@@ -307,12 +307,12 @@ impl Collection {
     }
 
     /// Whether a live point has external id `id`.
-    pub fn contains(&self, id: u64) -> bool {
+    pub fn contains(&self, id: PointId) -> bool {
         self.mutable.index.contains_key(&id) || self.sealed_row(id).is_some()
     }
 
     /// The segment and row holding the live sealed point `id`.
-    fn sealed_row(&self, id: u64) -> Option<(usize, usize)> {
+    fn sealed_row(&self, id: PointId) -> Option<(usize, usize)> {
         self.parts
             .iter()
             .enumerate()
@@ -332,7 +332,7 @@ impl Collection {
 
     /// The stored vector of a live point (normalised for cosine); `None` also for the points
     /// of a codes-only segment, which keeps no vectors.
-    pub fn vector(&self, id: u64) -> Option<&[f32]> {
+    pub fn vector(&self, id: PointId) -> Option<&[f32]> {
         if let Some(&row) = self.mutable.index.get(&id) {
             let row = row as usize;
             return Some(&self.mutable.vectors[row * self.dim..(row + 1) * self.dim]);
@@ -353,7 +353,7 @@ impl Collection {
     }
 
     /// The payload of a live point (`{}` when it has none).
-    pub fn payload(&self, id: u64) -> Option<Value> {
+    pub fn payload(&self, id: PointId) -> Option<Value> {
         if let Some(&row) = self.mutable.index.get(&id) {
             return Some(self.payload_of(self.sealed_rows() + row as usize));
         }
@@ -374,32 +374,39 @@ impl Collection {
     }
 
     /// The external id of an internal id.
-    fn external_id(&self, internal: usize) -> u64 {
+    fn external_id(&self, internal: usize) -> PointId {
         match self.locate(internal) {
-            Loc::Sealed(p, row) => self.parts[p].seg.ids()[row],
+            Loc::Sealed(p, row) => self.parts[p].seg.id(row),
             Loc::Mutable(row) => self.mutable.ids[row],
         }
     }
 
-    /// Inserts (or replaces) points: `vectors` holds `ids.len() * dim` floats, row-major.
+    /// Inserts (or replaces) points with integer ids: `vectors` holds `ids.len() * dim`
+    /// floats, row-major.
     ///
     /// All input is checked before anything changes: on error the collection is as before.
     pub fn insert(&mut self, ids: &[u64], vectors: &[f32]) -> Result<(), Error> {
         self.insert_with_payloads(ids, vectors, &[])
     }
 
-    /// Inserts (or replaces, payload included) points with their payloads: none (`&[]`), or
-    /// one JSON object (or `null`) per point, checked against the schema.
+    /// [`insert`](Self::insert) with payloads: none (`&[]`), or one JSON object (or `null`) per
+    /// point, checked against the schema.
+    pub fn insert_with_payloads(&mut self, ids: &[u64], vectors: &[f32], payloads: &[Value]) -> Result<(), Error> {
+        let ids: Vec<PointId> = ids.iter().map(|&id| PointId::Num(id)).collect();
+        self.upsert(&ids, vectors, payloads)
+    }
+
+    /// Inserts (or replaces, payload included) points with ids of either kind, integers and
+    /// UUIDs mixed, and their payloads: none (`&[]`), or one JSON object (or `null`) per point.
     ///
     /// All input is checked before anything changes: on error the collection is as before.
-    pub fn insert_with_payloads(&mut self, ids: &[u64], vectors: &[f32], payloads: &[Value]) -> Result<(), Error> {
-        self.check_insert(ids, vectors, payloads, None)?;
+    pub fn upsert(&mut self, ids: &[PointId], vectors: &[f32], payloads: &[Value]) -> Result<(), Error> {
+        self.check_insert(ids.len(), vectors, payloads, None)?;
         // `reserve` without its zero fill: the batch is appended straight from the slices.
         self.mutable.discard_pending(self.dim);
-        self.mutable.ids.extend_from_slice(ids);
         self.mutable.vectors.extend_from_slice(vectors);
         self.mutable.reserved = true;
-        self.commit_checked(IdEncoding::U64, payloads, true).map(|_| ())
+        self.commit_checked(IdEncoding::U64, payloads, Some(ids)).map(|_| ())
     }
 
     /// Checks an insert without making it: the errors [`insert_with_payloads`] would give for
@@ -412,23 +419,23 @@ impl Collection {
     /// [`extend_schema`]: Self::extend_schema
     pub fn check_insert(
         &self,
-        ids: &[u64],
+        points: usize,
         vectors: &[f32],
         payloads: &[Value],
         schema: Option<&Schema>,
     ) -> Result<(), Error> {
         self.writable("insert")?;
-        if Some(vectors.len()) != ids.len().checked_mul(self.dim) {
-            return Err(Error::LengthMismatch { ids: ids.len(), floats: vectors.len(), dim: self.dim });
+        if Some(vectors.len()) != points.checked_mul(self.dim) {
+            return Err(Error::LengthMismatch { ids: points, floats: vectors.len(), dim: self.dim });
         }
         match schema {
-            Some(s) => check_payloads_against(s, ids.len(), payloads)?,
-            None => self.check_payloads(ids.len(), payloads)?,
+            Some(s) => check_payloads_against(s, points, payloads)?,
+            None => self.check_payloads(points, payloads)?,
         }
         if let Some(at) = first_non_finite(vectors) {
             return Err(Error::NonFinite { point: at / self.dim, element: at % self.dim });
         }
-        self.check_capacity(ids.len())
+        self.check_capacity(points)
     }
 
     /// Checks that `n` more rows fit: internal ids are `u32`.
@@ -440,13 +447,14 @@ impl Collection {
         }
     }
 
-    /// Reserves a batch of `n` points to be filled in place through [`pending_ids`] and
-    /// [`pending_vectors`] and made visible by [`commit`]. A batch reserved before and not
-    /// committed is dropped.
+    /// Reserves a batch of `n` points with integer ids to be filled in place through
+    /// [`pending_ids`] and [`pending_vectors`] and made visible by [`commit`]. A batch reserved
+    /// before and not committed is dropped.
     ///
     /// [`pending_ids`]: Self::pending_ids
     /// [`pending_vectors`]: Self::pending_vectors
     /// [`commit`]: Self::commit
+    /// A batch of UUID (or mixed) ids is committed with [`commit_points`](Self::commit_points).
     pub fn reserve(&mut self, n: usize) -> Result<(), Error> {
         self.writable("insert")?;
         self.mutable.discard_pending(self.dim);
@@ -461,16 +469,17 @@ impl Collection {
         }
         let more = floats - self.mutable.vectors.len();
         grow(&mut self.mutable.vectors, more)?;
+        grow(&mut self.mutable.pending_nums, n)?;
+        self.mutable.pending_nums.resize(n, 0);
         grow(&mut self.mutable.ids, n)?;
-        self.mutable.ids.resize(self.mutable.rows() + n, 0);
         self.mutable.vectors.resize(floats, 0.0);
         self.mutable.reserved = true;
         Ok(())
     }
 
-    /// Ids of the reserved batch, to fill in place.
+    /// Integer ids of the reserved batch, to fill in place.
     pub fn pending_ids(&mut self) -> &mut [u64] {
-        &mut self.mutable.ids[self.mutable.committed..]
+        &mut self.mutable.pending_nums
     }
 
     /// Vectors of the reserved batch (row-major), to fill in place.
@@ -488,22 +497,55 @@ impl Collection {
     /// [`commit`](Self::commit) with payloads: none (`&[]`), or one JSON object (or `null`) per
     /// reserved point, checked against the schema before anything becomes visible.
     pub fn commit_with_payloads(&mut self, ids: IdEncoding, payloads: &[Value]) -> Result<usize, Error> {
-        self.commit_checked(ids, payloads, false)
+        self.commit_checked(ids, payloads, None)
     }
 
-    /// Commits; `checked`: the batch (`u64` ids) already passed [`check_insert`](Self::check_insert).
-    fn commit_checked(&mut self, ids: IdEncoding, payloads: &[Value], checked: bool) -> Result<usize, Error> {
+    /// [`commit_with_payloads`](Self::commit_with_payloads) with the batch's ids given here, of
+    /// either kind, mixed (the reserved id slots are ignored): one per reserved point.
+    pub fn commit_points(&mut self, ids: &[PointId], payloads: &[Value]) -> Result<usize, Error> {
         if !self.mutable.reserved {
             return Err(Error::NoPendingBatch);
         }
-        if !checked {
-            let n = self.mutable.ids.len() - self.mutable.committed;
-            if let Err(e) = self.check_payloads(n, payloads).and_then(|()| self.check_pending(ids)) {
-                self.mutable.discard_pending(self.dim);
-                return Err(e);
-            }
+        let n = self.mutable.vectors.len() / self.dim - self.mutable.committed;
+        let checked = if ids.len() != n {
+            Err(Error::InvalidRequest(format!("commit: {} ids for a batch of {n} points", ids.len())))
+        } else {
+            self.check_payloads(n, payloads).and_then(|()| self.check_pending(IdEncoding::U64))
+        };
+        if let Err(e) = checked {
+            self.mutable.discard_pending(self.dim);
+            return Err(e);
+        }
+        self.commit_checked(IdEncoding::U64, payloads, Some(ids))
+    }
+
+    /// Commits; `given`: the batch's ids, which already passed [`check_insert`](Self::check_insert)
+    /// with its vectors and payloads (`None`: the reserved batch, checked here).
+    fn commit_checked(
+        &mut self,
+        ids: IdEncoding,
+        payloads: &[Value],
+        given: Option<&[PointId]>,
+    ) -> Result<usize, Error> {
+        if !self.mutable.reserved {
+            return Err(Error::NoPendingBatch);
         }
         let (first, dim) = (self.mutable.committed, self.dim);
+        match given {
+            Some(given) => {
+                self.mutable.ids.extend_from_slice(given);
+                self.mutable.pending_nums.clear();
+            }
+            None => {
+                let n = self.mutable.vectors.len() / dim - first;
+                if let Err(e) = self.check_payloads(n, payloads).and_then(|()| self.check_pending(ids)) {
+                    self.mutable.discard_pending(dim);
+                    return Err(e);
+                }
+                let m = &mut self.mutable;
+                m.ids.extend(m.pending_nums.drain(..).map(PointId::Num));
+            }
+        }
         let end = self.mutable.ids.len();
         if let Some(schema) = &self.schema {
             if payloads.is_empty() {
@@ -551,7 +593,7 @@ impl Collection {
     fn check_pending(&mut self, ids: IdEncoding) -> Result<(), Error> {
         let first = self.mutable.committed;
         if ids == IdEncoding::F64 {
-            for (point, slot) in self.mutable.ids[first..].iter_mut().enumerate() {
+            for (point, slot) in self.mutable.pending_nums.iter_mut().enumerate() {
                 let x = f64::from_bits(*slot);
                 // `x == x as u64 as f64` rejects fractions; the range check rejects the rest.
                 if !(0.0..=MAX_SAFE_INTEGER).contains(&x) || x != (x as u64) as f64 {
@@ -569,7 +611,7 @@ impl Collection {
     }
 
     /// Deletes the live sealed row of `id`, if any; returns whether there was one.
-    fn delete_sealed(&mut self, id: u64) -> bool {
+    fn delete_sealed(&mut self, id: PointId) -> bool {
         match self.sealed_row(id) {
             Some((p, row)) => {
                 let part = &mut self.parts[p];
@@ -581,32 +623,32 @@ impl Collection {
     }
 
     /// Deletes points by id; returns how many existed. A codes-only collection refuses.
-    pub fn delete(&mut self, ids: &[u64]) -> Result<usize, Error> {
+    pub fn delete(&mut self, ids: &[PointId]) -> Result<usize, Error> {
         self.writable("delete")?;
         Ok(ids.iter().filter(|&&id| self.mutable.delete(id) || self.delete_sealed(id)).count())
     }
 
     /// The ids of the live points that pass `filter` (Qdrant's filter JSON; `None` or `null`:
-    /// every live point), ascending. For counting, scrolling and deleting by filter.
-    pub fn matching_ids(&self, filter: Option<&Value>) -> Result<Vec<u64>, Error> {
+    /// every live point), ascending ([`PointId`] order: integers, then UUIDs). For counting,
+    /// scrolling and deleting by filter.
+    pub fn matching_ids(&self, filter: Option<&Value>) -> Result<Vec<PointId>, Error> {
         let filter = self.parse_filter(filter)?;
         let filter = filter.as_ref();
         let mut ids = Vec::new();
         for part in &self.parts {
-            let seg_ids = part.seg.ids();
+            let seg = &part.seg;
             match filter {
-                None => ids
-                    .extend(seg_ids.iter().enumerate().filter(|&(r, _)| !part.deleted.contains(r)).map(|(_, &id)| id)),
+                None => ids.extend((0..seg.rows()).filter(|&r| !part.deleted.contains(r)).map(|r| seg.id(r))),
                 Some(f) => {
-                    let view = part.seg.payload();
-                    let compiled = view.as_ref().map(|v| self.compile_filter(&part.seg, v, f)).transpose()?;
-                    ids.extend(self.sealed_matching(part, compiled.as_ref(), f).iter().map(|r| seg_ids[r as usize]));
+                    let view = seg.payload();
+                    let compiled = view.as_ref().map(|v| self.compile_filter(seg, v, f)).transpose()?;
+                    ids.extend(self.sealed_matching(part, compiled.as_ref(), f).iter().map(|r| seg.id(r as usize)));
                 }
             }
         }
         let m = &self.mutable;
         ids.extend((0..m.rows()).filter(|&r| m.passes(r, filter)).map(|r| m.ids[r]));
-        ids.sort_unstable();
+        crate::ids::sort_ids(&mut ids);
         Ok(ids)
     }
 

@@ -17,7 +17,7 @@ use alloc::sync::Arc;
 use alloc::vec::Vec;
 
 use serde_json::Value;
-use shoal_format::AlignedBytes;
+use shoal_format::{AlignedBytes, PointId};
 use shoal_index::{Flat, Metric, Rows};
 use shoal_kernels::Kernels;
 use shoal_payload::{PayloadView, Schema};
@@ -38,7 +38,7 @@ pub struct SealSnapshot {
     rows: usize,
     /// Which of them were deleted then.
     deleted: Bitset,
-    ids: Vec<u64>,
+    ids: Vec<PointId>,
     vectors: Vec<f32>,
     docs: Option<(Schema, Vec<Value>)>,
     dim: usize,
@@ -136,7 +136,7 @@ impl MergeSnapshot {
             starts.push(total);
             total += live.len();
             let vectors = seg.vectors().ok_or(Error::CodesOnly("merge"))?;
-            parts.push(MergePart { ids: seg.ids(), vectors, live, view: seg.payload() });
+            parts.push(MergePart { seg, vectors, live, view: seg.payload() });
         }
         starts.push(total);
         let extra = self.extra.as_ref().map(SealSnapshot::source);
@@ -149,7 +149,7 @@ impl MergeSnapshot {
 
 /// One input of a merge: its rows where they are, and which of them are live.
 struct MergePart<'a> {
-    ids: &'a [u64],
+    seg: &'a SealedSegment,
     vectors: &'a [f32],
     live: Vec<u32>,
     view: Option<PayloadView<'a>>,
@@ -190,9 +190,9 @@ impl Rows for MergeSource<'_> {
 }
 
 impl Source for MergeSource<'_> {
-    fn id(&self, i: usize) -> u64 {
+    fn id(&self, i: usize) -> PointId {
         match self.locate(i) {
-            (p, j) if p < self.parts.len() => self.parts[p].ids[self.parts[p].live[j] as usize],
+            (p, j) if p < self.parts.len() => self.parts[p].seg.id(self.parts[p].live[j] as usize),
             (_, j) => self.extra.as_ref().expect("rows past the inputs are unsealed").id(j),
         }
     }
@@ -533,7 +533,7 @@ impl Collection {
         for (&p, (_, before)) in positions.iter().zip(&snap.inputs) {
             let part = &self.parts[p];
             for row in part.deleted.iter().filter(|&r| !before.contains(r)) {
-                if let Some(r) = seg.row_of(part.seg.ids()[row]) {
+                if let Some(r) = seg.row_of(part.seg.id(row)) {
                     deleted.insert(r);
                 }
             }
@@ -674,43 +674,54 @@ impl Collection {
     }
 
     /// Checks that no external id is live in two segments (a set breaking the rule would
-    /// answer with duplicates). Each segment's `ID_INDEX` lists its ids in order, so a merge of
-    /// those lists (live rows only) meets a duplicate as two equal heads: no map of every id
-    /// (one took ~16 bytes per point when a server opened its collections).
+    /// answer with duplicates). Each segment's `ID_INDEX` and `UUID_INDEX` list its ids in
+    /// order, so a merge of those lists (live rows only) meets a duplicate as two equal heads:
+    /// no map of every id (one took ~16 bytes per point when a server opened its collections).
     fn check_unique_ids(&self) -> Result<(), Error> {
-        use alloc::collections::BinaryHeap;
-        use core::cmp::Reverse;
-
         if self.parts.len() < 2 {
             return Ok(());
         }
-        let lists: Vec<_> = self.parts.iter().map(|p| (p.seg.id_index(), &p.deleted, p.seg.rows())).collect();
-        // The position of part `i`'s next live entry at or after `at`.
-        let next_live = |i: usize, mut at: usize| {
-            let (index, deleted, rows) = lists[i];
-            while at < index.len() && (index[at].row as usize >= rows || deleted.contains(index[at].row as usize)) {
-                at += 1;
-            }
-            at
-        };
-        let mut heads = BinaryHeap::new();
-        for (i, (index, _, _)) in lists.iter().enumerate() {
-            let at = next_live(i, 0);
-            if at < index.len() {
-                heads.push(Reverse((index[at].id, i, at)));
-            }
-        }
-        while let Some(Reverse((id, i, at))) = heads.pop() {
-            if heads.peek().is_some_and(|Reverse((next, _, _))| *next == id) {
-                return Err(Error::BadSet(format!("id {id} is live in two segments")));
-            }
-            let at = next_live(i, at + 1);
-            if at < lists[i].0.len() {
-                heads.push(Reverse((lists[i].0[at].id, i, at)));
-            }
-        }
-        Ok(())
+        let nums = self.parts.iter().map(|p| (p.seg.id_index(), &p.deleted, p.seg.rows())).collect();
+        unique_live(nums, &|e| (PointId::Num(e.id), e.row))?;
+        let uuids = self.parts.iter().map(|p| (p.seg.uuid_index(), &p.deleted, p.seg.rows())).collect();
+        unique_live(uuids, &|e| (PointId::Uuid(e.uuid), e.row))
     }
+}
+
+/// Merges sorted id lists `(entries, deleted rows, rows)` of the set's segments, live rows only,
+/// and fails on an id that two of them hold. `key` gives an entry's id and row.
+fn unique_live<E>(lists: Vec<(&[E], &Bitset, usize)>, key: &dyn Fn(&E) -> (PointId, u32)) -> Result<(), Error> {
+    use alloc::collections::BinaryHeap;
+    use core::cmp::Reverse;
+
+    // The position of list `i`'s next live entry at or after `at`.
+    let next_live = |i: usize, mut at: usize| {
+        let (index, deleted, rows) = lists[i];
+        while at < index.len() && {
+            let row = key(&index[at]).1 as usize;
+            row >= rows || deleted.contains(row)
+        } {
+            at += 1;
+        }
+        at
+    };
+    let mut heads = BinaryHeap::new();
+    for (i, (index, _, _)) in lists.iter().enumerate() {
+        let at = next_live(i, 0);
+        if at < index.len() {
+            heads.push(Reverse((key(&index[at]).0, i, at)));
+        }
+    }
+    while let Some(Reverse((id, i, at))) = heads.pop() {
+        if heads.peek().is_some_and(|Reverse((next, _, _))| *next == id) {
+            return Err(Error::BadSet(format!("id {id} is live in two segments")));
+        }
+        let at = next_live(i, at + 1);
+        if at < lists[i].0.len() {
+            heads.push(Reverse((key(&lists[i].0[at]).0, i, at)));
+        }
+    }
+    Ok(())
 }
 
 /// The mutable segment without its first `n` rows (those a seal took): the later rows move to

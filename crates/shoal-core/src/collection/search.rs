@@ -456,7 +456,7 @@ pub(super) fn sealed_passes(
 ) -> bool {
     match (compiled, filter) {
         (Some(c), _) => c.matches(row),
-        (None, Some(f)) => reference::matches(f, &Value::Null, seg.ids()[row as usize]),
+        (None, Some(f)) => reference::matches(f, &Value::Null, seg.id(row as usize)),
         (None, None) => true,
     }
 }

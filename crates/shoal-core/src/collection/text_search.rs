@@ -4,6 +4,7 @@
 
 use alloc::vec::Vec;
 
+use shoal_format::PointId;
 use shoal_index::Metric;
 use shoal_index::order::{f32_key, f32_of};
 use shoal_payload::Filter;
@@ -103,7 +104,7 @@ impl Collection {
         }
         // Best score first, ties by internal id (< 2^32): sorted as one u64 per hit.
         let mut keys: Vec<u64> = hits.iter().map(|&(i, score)| u64::from(!f32_key(score)) << 32 | i as u64).collect();
-        keys.sort_unstable();
+        shoal_format::sort_u64(&mut keys);
         hits.clear();
         hits.extend(keys.iter().take(k).map(|&key| (key as u32 as usize, f32_of(!((key >> 32) as u32)))));
         stats.exact = !partial;
@@ -132,8 +133,8 @@ impl Collection {
         };
         let mut vpoints = Vec::new();
         let mut stats = self.search_vector(&vreq, vector, filter, &mut vpoints)?;
-        let vector: Vec<(u64, f32)> = vpoints.iter().map(|p| (p.id, p.score)).collect();
-        let text: Vec<(u64, f32)> = text_hits.iter().map(|&(i, s)| (self.external_id(i), s)).collect();
+        let vector: Vec<(PointId, f32)> = vpoints.iter().map(|p| (p.id, p.score)).collect();
+        let text: Vec<(PointId, f32)> = text_hits.iter().map(|&(i, s)| (self.external_id(i), s)).collect();
         let fusion = match req.fusion.as_deref() {
             Some("weighted") => text::Fusion::Weighted { alpha: req.alpha.unwrap_or(0.5) },
             _ => text::Fusion::Rrf,

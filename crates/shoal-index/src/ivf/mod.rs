@@ -191,6 +191,26 @@ fn keep_best(cands: &mut Vec<Estimate>, order: &mut Vec<u64>, depth: usize) -> f
     crate::order::f32_of((cut >> 32) as u32)
 }
 
+/// Sorts `cands` (distinct rows) by lower bound (`f32::total_cmp` order, NaN as `+inf`), then
+/// row — with the plain integer sort only (a comparator's sort is one more sort routine in the
+/// wasm package): `(lower, row)` keys sorted, each candidate found again by its row in the
+/// sorted `(row, index)` keys. `order`, `by_row` and `sorted` are scratch.
+fn sort_by_lower(cands: &mut Vec<Estimate>, order: &mut Vec<u64>, by_row: &mut Vec<u64>, sorted: &mut Vec<Estimate>) {
+    let lower = |e: &Estimate| if e.lower.is_nan() { f32::INFINITY } else { e.lower };
+    order.clear();
+    order.extend(cands.iter().map(|e| u64::from(crate::order::f32_key(lower(e))) << 32 | u64::from(e.row)));
+    shoal_format::sort_u64(order);
+    by_row.clear();
+    by_row.extend(cands.iter().enumerate().map(|(i, e)| u64::from(e.row) << 32 | i as u64));
+    shoal_format::sort_u64(by_row);
+    sorted.clear();
+    sorted.extend(order.iter().map(|&k| {
+        let at = by_row.partition_point(|&r| r >> 32 < k & 0xFFFF_FFFF);
+        cands[(by_row[at] & 0xFFFF_FFFF) as usize]
+    }));
+    core::mem::swap(cands, sorted);
+}
+
 /// Reusable buffers of one query; sized on first use, then reused without allocating.
 #[derive(Debug, Default)]
 pub struct IvfScratch {
@@ -206,6 +226,10 @@ pub struct IvfScratch {
     cands: Vec<Estimate>,
     /// `(key, row)` of the candidates as integers, for selecting the best.
     order: Vec<u64>,
+    /// `(row, index)` of the candidates as integers, and the candidates in their final order
+    /// ([`sort_by_lower`]).
+    by_row: Vec<u64>,
+    sorted: Vec<Estimate>,
     xbar: Vec<f32>,
     part_terms: Vec<f32>,
     one: [f32; 1],
@@ -282,7 +306,7 @@ impl Bounds {
         let key =
             |k: f32, id: u64| u64::from(crate::order::f32_key(if k.is_nan() { f32::INFINITY } else { k })) << 32 | id;
         out.extend(self.cands.iter().filter(|c| c.1 <= t).map(|&(k, _, id)| key(k, id)));
-        out.sort_unstable();
+        shoal_format::sort_u64(out);
         out.dedup();
         out.iter_mut().for_each(|k| *k &= u64::from(u32::MAX));
     }
@@ -378,7 +402,7 @@ impl IvfIndex {
         if nprobe < nlist {
             s.probes.select_nth_unstable(nprobe - 1);
         }
-        s.probes[..nprobe].sort_unstable();
+        shoal_format::sort_u64(&mut s.probes[..nprobe]);
         if q.probe_ratio > 0.0 && metric != Metric::Dot {
             let limit = probe_distance(s.probes[0]) * q.probe_ratio;
             let within = s.probes[..q.nprobe.clamp(1, nlist)].partition_point(|&p| probe_distance(p) <= limit);
@@ -405,7 +429,7 @@ impl IvfIndex {
                 break;
             }
             if pi == nprobe {
-                s.probes[nprobe..].sort_unstable();
+                shoal_format::sort_u64(&mut s.probes[nprobe..]);
             }
             let p = s.probes[pi] as u32 as usize;
             let (r0, r1) = (data.offsets[p] as usize, data.offsets[p + 1] as usize);
@@ -477,10 +501,7 @@ impl IvfIndex {
         if s.cands.len() > depth {
             keep_best(&mut s.cands, &mut s.order, depth);
         }
-        s.cands.sort_unstable_by(|a, b| {
-            let lower = |e: &Estimate| if e.lower.is_nan() { f32::INFINITY } else { e.lower };
-            lower(a).total_cmp(&lower(b)).then(a.row.cmp(&b.row))
-        });
+        sort_by_lower(&mut s.cands, &mut s.order, &mut s.by_row, &mut s.sorted);
         let bits = data.bits;
         let exb = ex_code_bytes(padded, bits);
         let qnorm = if bits > 1 && metric != Metric::L2 { libm::sqrtf(kernels.dot(&s.qrot, &s.qrot)) } else { 0.0 };

@@ -22,7 +22,7 @@ use axum::extract::{Path, State};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post, put};
 use serde_json::{Map, Value, json};
-use shoal_core::{FieldType, Metric, SearchParams, SearchRequest};
+use shoal_core::{FieldType, Metric, PointId, SearchParams, SearchRequest};
 
 use self::bodies::{refuse, refuse_shard_key, with_vector};
 use super::batch::Batch;
@@ -353,15 +353,30 @@ async fn create_index(State(app): Shared, Path(name): Path<String>, body: Body) 
     .await
 }
 
-/// A point id: an unsigned integer.
-fn point_id(v: &Value, at: &str) -> Result<u64, ApiError> {
-    match v {
-        Value::Number(n) => n.as_u64().ok_or_else(|| ApiError::bad_request(format!("{at}: ids are unsigned integers"))),
-        Value::String(_) => Err(ApiError::bad_request(format!(
-            "{at}: Shoal point ids are unsigned integers (UUID ids are not supported)"
-        ))),
-        _ => Err(ApiError::bad_request(format!("{at}: expected an unsigned integer id"))),
+/// A point id: an unsigned integer, or a string holding a UUID (Qdrant's forms).
+fn point_id(v: &Value, at: &str) -> Result<PointId, ApiError> {
+    shoal_payload::point_id_from_json(v).ok_or_else(|| {
+        let mut e = ApiError::bad_request(format!(
+            "{at}: a point id is an unsigned integer or a UUID string, not {}",
+            truncated_json(v)
+        ));
+        e.code = "invalid_id";
+        e
+    })
+}
+
+/// `v` as JSON, cut to 60 bytes for an error message.
+fn truncated_json(v: &Value) -> String {
+    let mut text = v.to_string();
+    if text.len() > 60 {
+        let mut cut = 57;
+        while !text.is_char_boundary(cut) {
+            cut -= 1;
+        }
+        text.truncate(cut);
+        text.push_str("...");
     }
+    text
 }
 
 /// A point's vector: a list of numbers, or `{"": [...]}` (the unnamed vector).
@@ -442,7 +457,7 @@ async fn upsert(State(app): Shared, Path(name): Path<String>, body: Body) -> Res
         if payloads.iter().all(Value::is_null) {
             payloads.clear();
         }
-        let batch = Batch { dim, ids: ids.into(), vectors: vectors.into(), payloads };
+        let batch = Batch { dim, ids, vectors: vectors.into(), payloads };
         store.upsert(&batch, None)?;
         Ok(update_result())
     })
@@ -502,13 +517,13 @@ impl PayloadSel {
 }
 
 /// A record of `store`'s point `id`: `{"id", "payload", "vector"}`.
-fn record(col: &shoal_core::Collection, id: u64, sel: &PayloadSel, with_vector: bool) -> Value {
+fn record(col: &shoal_core::Collection, id: PointId, sel: &PayloadSel, with_vector: bool) -> Value {
     let payload = if sel.wanted() { sel.apply(col.payload(id).unwrap_or(Value::Null)) } else { Value::Null };
     let vector = if with_vector { col.vector(id).map_or(Value::Null, |v| json!(v)) } else { Value::Null };
     json!({"id": id, "payload": payload, "vector": vector})
 }
 
-fn ids_of(list: &[Value], at: &str) -> Result<Vec<u64>, ApiError> {
+fn ids_of(list: &[Value], at: &str) -> Result<Vec<PointId>, ApiError> {
     list.iter().enumerate().map(|(i, x)| point_id(x, &format!("{at}[{i}]"))).collect()
 }
 
@@ -529,7 +544,14 @@ async fn retrieve_one(State(app): Shared, Path((name, id)): Path<(String, String
     respond(async {
         let started = Instant::now();
         let store = app.get(&name)?;
-        let id: u64 = id.parse().map_err(|_| ApiError::bad_request("point ids are unsigned integers"))?;
+        let id = PointId::parse_path(&id).ok_or_else(|| {
+            let mut e = ApiError::bad_request(format!(
+                "point id {:?} is neither an unsigned integer nor a UUID",
+                id.chars().take(60).collect::<String>()
+            ));
+            e.code = "invalid_id";
+            e
+        })?;
         let rec = blocking(move || {
             let col = store.read();
             if !col.contains(id) {
@@ -703,7 +725,7 @@ async fn scroll(State(app): Shared, Path(name): Path<String>, body: Body) -> Res
         refuse("order_by", &body.order_by, "points come in id order")?;
         let limit = body.limit.unwrap_or(10).clamp(1, 10_000) as usize;
         let from = match &body.offset {
-            None | Some(Value::Null) => 0,
+            None | Some(Value::Null) => PointId::Num(0),
             Some(v) => point_id(v, "offset")?,
         };
         let sel = PayloadSel::parse(body.with_payload.as_ref(), true)?;
@@ -732,7 +754,7 @@ async fn delete_points(State(app): Shared, Path(name): Path<String>, body: Body)
 
 /// The points a delete or a payload change applies to: ids (`Some`), or every point passing
 /// the filter (`None`), which must be a non-empty object.
-fn selector(points: &Option<Vec<Value>>, filter: &Option<Value>) -> Result<Option<Vec<u64>>, ApiError> {
+fn selector(points: &Option<Vec<Value>>, filter: &Option<Value>) -> Result<Option<Vec<PointId>>, ApiError> {
     match (points, filter) {
         (Some(p), None) => Ok(Some(ids_of(p, "points")?)),
         // `{}` would match every point: Qdrant refuses that, so does Shoal.

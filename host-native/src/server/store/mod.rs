@@ -17,7 +17,7 @@ use std::sync::{Arc, Condvar, Mutex, RwLock};
 
 use serde_json::{Value, json};
 use shoal_core::set::{Manifest, parse_live_name, parse_segment_name};
-use shoal_core::{Collection, CollectionConfig, IndexKind, Metric, Schema, SealedSegment};
+use shoal_core::{Collection, CollectionConfig, IndexKind, Metric, PointId, Schema, SealedSegment};
 use shoal_format::AlignedBytes;
 
 use super::batch::{self, Batch};
@@ -268,7 +268,7 @@ fn apply(col: &mut Collection, kind: Kind, body: &[u8]) -> Result<u64, String> {
     match kind {
         Kind::Upsert => {
             let b = batch::parse(body)?;
-            col.insert_with_payloads(&b.ids, &b.vectors, &b.payloads).map_err(|e| e.to_string())?;
+            col.upsert(&b.ids, &b.vectors, &b.payloads).map_err(|e| e.to_string())?;
             Ok(b.ids.len() as u64)
         }
         Kind::Delete => {
@@ -454,7 +454,7 @@ impl Store {
                 return Err(ApiError::core(shoal_core::Error::DimensionMismatch { expected: col.dim(), found: b.dim }));
             }
             let extended = if self.meta.dynamic { infer_schema(col.schema(), &b.payloads) } else { None };
-            col.check_insert(&b.ids, &b.vectors, &b.payloads, extended.as_ref()).map_err(ApiError::core)?;
+            col.check_insert(b.ids.len(), &b.vectors, &b.payloads, extended.as_ref()).map_err(ApiError::core)?;
             extended
         };
         if let Some(schema) = &extended {
@@ -476,7 +476,7 @@ impl Store {
             col.extend_schema(schema).map_err(ApiError::core)?;
         }
         logged?;
-        col.insert_with_payloads(&b.ids, &b.vectors, &b.payloads).map_err(ApiError::core)?;
+        col.upsert(&b.ids, &b.vectors, &b.payloads).map_err(ApiError::core)?;
         drop(col);
         drop(wal);
         let unsealed = self.unsealed.fetch_add(b.ids.len() as u64, Ordering::Relaxed) + b.ids.len() as u64;
@@ -490,7 +490,7 @@ impl Store {
     /// read and the write. Returns how many points changed.
     pub fn edit_payloads(
         self: &Arc<Self>,
-        ids: Option<&[u64]>,
+        ids: Option<&[PointId]>,
         filter: Option<&Value>,
         edit: impl Fn(Value) -> Value,
     ) -> Result<usize, ApiError> {
@@ -514,7 +514,7 @@ impl Store {
             };
             // Logged as one batch of the points with their vectors: as many as replay takes,
             // and a bounded copy of vectors built under the log's lock.
-            let bytes = ids.len().saturating_mul(8 + 4 * col.dim());
+            let bytes = ids.len().saturating_mul(32 + 4 * col.dim());
             if ids.len() > batch::MAX_POINTS || bytes > MAX_PAYLOAD_EDIT_BYTES {
                 return Err(ApiError::bad_request(format!(
                     "{} points to change in one request: a payload change rewrites each point with its \
@@ -534,7 +534,7 @@ impl Store {
             if payloads.iter().all(Value::is_null) {
                 payloads.clear();
             }
-            Batch { dim: col.dim(), ids: ids.into(), vectors: vectors.into(), payloads }
+            Batch { dim: col.dim(), ids, vectors: vectors.into(), payloads }
         };
         if batch.ids.is_empty() {
             return Ok(0);
@@ -545,7 +545,7 @@ impl Store {
     }
 
     /// Deletes points by id, or every point passing `filter`; returns how many existed.
-    pub fn delete(&self, ids: Option<&[u64]>, filter: Option<&Value>) -> Result<usize, ApiError> {
+    pub fn delete(&self, ids: Option<&[PointId]>, filter: Option<&Value>) -> Result<usize, ApiError> {
         let mut wal = self.lock_wal()?;
         self.writable("delete")?;
         let ids = match (ids, filter) {
@@ -733,23 +733,29 @@ mod tests {
         old.insert_with_payloads(&[1, 2], &[0.0, 0.0, 1.0, 1.0], &[json!({"w": 5}), json!({"w": 6})]).unwrap();
         std::fs::write(dir.path("segment-0000000003.shoal"), old.to_bytes().unwrap()).unwrap();
         let mut wal = WalWriter::create(&dir.0, 3, true).unwrap();
-        wal.append(Kind::Upsert, &batch::encode(2, &[3], &[2.0, 2.0], &[json!({"w": 9})])).unwrap();
+        wal.append(Kind::Upsert, &batch::encode(2, &[PointId::Num(3)], &[2.0, 2.0], &[json!({"w": 9})])).unwrap();
         drop(wal);
         let store = Arc::new(Store::open(dir.0.clone(), "legacy", opts()).unwrap());
         assert!(dir.path("manifest.json").exists() && !dir.path("segment-0000000003.shoal").exists());
         let col = store.read();
         assert_eq!(col.len(), 3);
-        assert_eq!((col.payload(1), col.payload(3)), (Some(json!({"w": 5})), Some(json!({"w": 9}))));
+        assert_eq!(
+            (col.payload(PointId::Num(1)), col.payload(PointId::Num(3))),
+            (Some(json!({"w": 5})), Some(json!({"w": 9})))
+        );
         drop(col);
         // Sealed and merged into one segment, the payloads stay.
         store.seal().unwrap();
         store.merge(&[0, 1]).unwrap();
         let col = store.read();
         assert_eq!(col.segment_count(), 1);
-        assert_eq!((col.payload(2), col.payload(3)), (Some(json!({"w": 6})), Some(json!({"w": 9}))));
+        assert_eq!(
+            (col.payload(PointId::Num(2)), col.payload(PointId::Num(3))),
+            (Some(json!({"w": 6})), Some(json!({"w": 9})))
+        );
         drop(col);
         drop(store);
         let again = Store::open(dir.0.clone(), "legacy", opts()).unwrap();
-        assert_eq!(again.read().payload(1), Some(json!({"w": 5})));
+        assert_eq!(again.read().payload(PointId::Num(1)), Some(json!({"w": 5})));
     }
 }
