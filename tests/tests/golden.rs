@@ -34,6 +34,7 @@ golden_files![
     "v1-payload",
     "v1-payload-direct",
     "v1-payload-counted",
+    "v1-uuid",
 ];
 
 /// The bytes of golden file `file` (`NAME.shoal` or `NAME.expected.json`).
@@ -318,4 +319,69 @@ fn the_compiled_in_list_names_every_golden_file() {
             assert!(read_golden(&format!("{name}.expected.json")) == *expected, "{name}.expected.json");
         }
     }
+}
+
+/// The ids of `v1-uuid`: row `i` of the v1 input has an integer id when `i % 3 == 0` (`0`
+/// among them), a UUID otherwise (the nil UUID and the largest among them), and row 4 the
+/// largest integer.
+fn uuid_golden_ids(n: usize) -> Vec<PointId> {
+    (0..n as u64)
+        .map(|i| match i {
+            1 => PointId::Uuid([0; 16]),
+            2 => PointId::Uuid([0xff; 16]),
+            4 => PointId::Num(u64::MAX),
+            _ if i % 3 == 0 => PointId::Num(i),
+            _ => {
+                let mut u = [0u8; 16];
+                u[..8].copy_from_slice(&i.wrapping_mul(0x9e37_79b9_7f4a_7c15).to_be_bytes());
+                u[8..].copy_from_slice(&(!i).to_be_bytes());
+                PointId::Uuid(u)
+            }
+        })
+        .collect()
+}
+
+/// Searches (default settings and exact), a `has_id` filter naming ids of both kinds, and
+/// every id in `PointId` order.
+fn uuid_results(col: &Collection, dim: usize) -> serde_json::Value {
+    let mut out = vec![results(col, dim)];
+    let ids = uuid_golden_ids(col.len());
+    let filter = serde_json::json!({"should": [{"has_id": [ids[0], ids[1], ids[2], ids[4], ids[7], 999]}]});
+    let q = uniform_vectors(0xd1ce, 1, dim);
+    let mut req = SearchRequest::nearest(q, 10);
+    req.filter = Some(filter);
+    out.push(serde_json::json!(
+        col.search(&req).unwrap().points.iter().map(|p| (p.id, p.score.to_bits())).collect::<Vec<_>>()
+    ));
+    out.push(serde_json::json!(col.matching_ids(None).unwrap()));
+    serde_json::Value::from(out)
+}
+
+/// `v1-uuid`: a segment of mixed ids (header flag bit 0, sections `UUIDS`, `ID_KINDS`,
+/// `UUID_INDEX`) with an IVF index; the current writer reproduces it.
+#[test]
+fn v1_uuid_golden_file_reads_verifies_and_searches_the_same() {
+    let (dim, metric, _, vectors) = golden_v1_input();
+    let ids = uuid_golden_ids(vectors.len() / dim);
+    let build = || {
+        let mut col = Collection::new(CollectionConfig { dim, metric }).unwrap();
+        col.upsert(&ids, &vectors, &[]).unwrap();
+        col.seal_with(IndexKind::IvfRabitq(IvfParams { partitions: Some(4), seed: 7, bits: 1, codes_only: false }))
+            .unwrap();
+        col
+    };
+    if std::env::var_os("SHOAL_WRITE_GOLDEN").is_some() {
+        let mut col = build();
+        std::fs::write(golden("v1-uuid.shoal"), col.to_bytes().unwrap()).unwrap();
+        let expected = serde_json::to_vec_pretty(&uuid_results(&col, dim)).unwrap();
+        std::fs::write(golden("v1-uuid.expected.json"), expected).unwrap();
+    }
+    let bytes = read_golden("v1-uuid.shoal");
+    assert_eq!(u32::from_le_bytes(bytes[12..16].try_into().unwrap()), shoal_format::FLAG_UUID_IDS);
+    let col = Collection::from_bytes(&bytes).unwrap();
+    col.verify().unwrap();
+    assert!(ids.iter().all(|&id| col.contains(id)));
+    let expected: serde_json::Value = serde_json::from_slice(&read_golden("v1-uuid.expected.json")).unwrap();
+    assert_eq!(uuid_results(&col, dim), expected, "v1-uuid: results changed");
+    assert!(build().to_bytes().unwrap() == &bytes[..], "v1-uuid: the writer no longer reproduces the golden bytes");
 }
