@@ -88,7 +88,10 @@ export class Collection {
    * `fields` declares payload fields: `{ title: "text", tag: "keyword", year: "integer" }`
    * (types `keyword`, `integer`, `float`, `bool`, `text`, and `text_en`: full text searched by
    * English stems, so `runs` finds `running`); without it points carry no payload.
-   * @param {{ dim: number, metric?: "l2" | "dot" | "cosine", fields?: Record<string, FieldType> }} config
+   * With `nested: true` a payload is any JSON object (stored as it is), filter keys are JSON
+   * paths (`metadata.topic`, `tags[].name`) and `nested` conditions apply; `fields` then
+   * declare paths (`keyword`, `integer`, `float`, `bool`).
+   * @param {{ dim: number, metric?: "l2" | "dot" | "cosine", fields?: Record<string, FieldType>, nested?: boolean }} config
    */
   constructor(config) {
     const g = wasmGlue();
@@ -96,7 +99,10 @@ export class Collection {
     if (wrapped) {
       this.#w = wrapped;
     } else {
-      const { dim, metric = "l2", fields } = config ?? {};
+      const { dim, metric = "l2", fields, nested = false } = config ?? {};
+      if (typeof nested !== "boolean") {
+        throw new ShoalError("invalid_config", "invalid collection config: nested must be a boolean");
+      }
       if (!Number.isInteger(dim) || dim < 1 || dim > 65536) {
         throw new ShoalError("invalid_config", "invalid collection config: dim must be an integer in 1..=65536");
       }
@@ -111,7 +117,7 @@ export class Collection {
         }
         fieldsJson = JSON.stringify(fields);
       }
-      this.#w = call(() => new g.WasmCollection(dim, metric, fieldsJson));
+      this.#w = call(() => new g.WasmCollection(dim, metric, fieldsJson, nested));
     }
     this.#dim = this.#w.dim();
   }
@@ -205,7 +211,7 @@ export class Collection {
   insert({ ids, vectors, payloads } = /** @type {any} */ ({})) {
     this.#get();
     const norm = normalizeIds(ids);
-    const n = "big" in norm ? norm.big.length : "numbers" in norm ? norm.numbers.length : ids.length;
+    const n = "big" in norm ? norm.big.length : "numbers" in norm ? norm.numbers.length : norm.n;
     const vec = toFloat32(vectors, "length_mismatch", "vectors");
     if (vec.length !== n * this.#dim) {
       throw new ShoalError(

@@ -98,6 +98,9 @@ export interface CollectionConfig {
   metric?: Metric;
   /** Payload fields; without them points carry no payload. */
   fields?: Record<string, FieldType>;
+  /** Nested payloads: any JSON object is a payload, filter keys are JSON paths
+   * (`metadata.topic`, `tags[].name`), `nested` conditions apply; `fields` declare paths. */
+  nested?: boolean;
 }
 
 /** A reserved batch: views straight into wasm memory. Make no other Shoal call between
@@ -137,7 +140,20 @@ export interface Filter {
 }
 
 /** One condition of a filter. */
-export type Condition = MatchCondition | RangeCondition | IsEmptyCondition | IsNullCondition | HasIdCondition | Filter;
+export type Condition =
+  | MatchCondition
+  | RangeCondition
+  | IsEmptyCondition
+  | IsNullCondition
+  | HasIdCondition
+  | NestedCondition
+  | Filter;
+
+/** Collections with nested payloads: some element of the array(s) at `key` satisfies the whole
+ * `filter`, its keys resolved inside that element. */
+export interface NestedCondition {
+  nested: { key: string; filter: Filter };
+}
 
 /** A value a `match` compares with: a keyword, an integer or a bool (of the field's type). */
 export type MatchValue = string | number | boolean;

@@ -53,7 +53,7 @@ export function isIdArray(ids) {
  * text (`json`), a list of BigInts checked and converted to a `BigUint64Array`, anything else
  * (numbers) as an array-like of numbers that the wasm side checks.
  * @param {any} ids
- * @returns {{ big: BigUint64Array } | { numbers: ArrayLike<number> } | { json: string }}
+ * @returns {{ big: BigUint64Array } | { numbers: ArrayLike<number> } | { json: string, n: number }}
  */
 export function normalizeIds(ids) {
   if (typeof ids === "number" || typeof ids === "bigint" || typeof ids === "string") ids = [ids];
@@ -68,7 +68,7 @@ export function normalizeIds(ids) {
     // UUIDs (any form Qdrant reads), mixed with integers: checked by the wasm side.
     const json = new Array(ids.length);
     for (let i = 0; i < ids.length; i++) json[i] = idJson(ids[i], `id of point ${i}`);
-    return { json: `[${json.join(",")}]` };
+    return { json: `[${json.join(",")}]`, n: ids.length };
   }
   if (Array.isArray(ids) && ids.some((x) => typeof x === "bigint")) {
     const big = new BigUint64Array(ids.length);

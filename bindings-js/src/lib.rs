@@ -164,17 +164,18 @@ fn now_micros() -> u64 {
 impl WasmCollection {
     /// An empty collection of `dim`-dimensional vectors compared with `metric`
     /// (`"l2"`, `"dot"` or `"cosine"`); `fields`, when given, is the payload schema as JSON
-    /// (`{"tag": "keyword", "year": "integer"}`).
+    /// (`{"tag": "keyword", "year": "integer"}`); `nested`: payloads are any JSON objects and
+    /// `fields` declare paths (`docs/format.md`, "Nested payloads").
     #[wasm_bindgen(constructor)]
-    pub fn new(dim: usize, metric: &str, fields: Option<String>) -> Result<WasmCollection, JsValue> {
+    pub fn new(dim: usize, metric: &str, fields: Option<String>, nested: bool) -> Result<WasmCollection, JsValue> {
         let metric = Metric::parse(metric)
             .ok_or_else(|| js_error(&Error::InvalidConfig("metric must be \"l2\", \"dot\" or \"cosine\"")))?;
         let config = CollectionConfig { dim, metric };
-        let inner = match fields {
+        let inner = match fields.as_deref().or(nested.then_some("{}")) {
             None => Collection::new(config),
             Some(json) => serde_json::from_slice(json.as_bytes())
                 .map_err(|_| Error::InvalidConfig("fields must be an object of field name -> type"))
-                .and_then(|v| Collection::parse_schema(&v))
+                .and_then(|v| if nested { Collection::parse_nested_schema(&v) } else { Collection::parse_schema(&v) })
                 .and_then(|schema| Collection::with_schema(config, schema)),
         }
         .map_err(|e| js_error(&e))?;
@@ -375,7 +376,10 @@ impl WasmCollection {
             }
             None => {
                 all = self.inner.matching_ids(req.get("filter")).map_err(|e| js_error(&e))?;
-                let after = req.get("after").and_then(point_id_from_json);
+                let after = match req.get("after").filter(|a| !a.is_null()) {
+                    None => None,
+                    Some(a) => Some(point_id_from_json(a).ok_or_else(|| js_error(&Error::InvalidId { point: 0 }))?),
+                };
                 let start = after.map_or(0, |a| all.partition_point(|&id| id <= a));
                 let limit = req.get("limit").and_then(Value::as_u64).map_or(all.len(), |l| l as usize);
                 &all[start..all.len().min(start.saturating_add(limit))]

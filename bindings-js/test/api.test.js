@@ -732,7 +732,9 @@ describe("bad input throws a ShoalError and changes nothing", () => {
     rejects(col, () => col.insert({ ids: [1, NaN], vectors: v2 }), "invalid_id");
     rejects(col, () => col.insert({ ids: [1n, -2n], vectors: v2 }), "invalid_id");
     rejects(col, () => col.insert({ ids: [1n, 2n ** 64n], vectors: v2 }), "invalid_id");
-    rejects(col, () => col.insert({ ids: "12", vectors: v2 }), "invalid_id");
+    // Strings are UUIDs: one that is not (a decimal string) is invalid_id.
+    rejects(col, () => col.insert({ ids: ["12", 2], vectors: v2 }), "invalid_id");
+    rejects(col, () => col.insert({ ids: [1, "5c56c793-69f3-4fbf-87e6"], vectors: v2 }), "invalid_id");
     // Through the batch path with number ids.
     rejects(
       col,

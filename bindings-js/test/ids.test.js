@@ -92,6 +92,15 @@ describe("UUID ids", () => {
     expect(got.sort()).toEqual(live.sort());
   });
 
+  it("one UUID alone is an id list of one; scroll refuses a malformed after", () => {
+    const col = build();
+    const u = uuidOf(5000);
+    expect(col.insert({ ids: u, vectors: new Float32Array(dim), payloads: [{ n: 5000 }] })).toBe(1);
+    expect(col.get(u)[0].payload).toEqual({ n: 5000 });
+    expect(col.delete(u)).toBe(1);
+    expectShoalError(() => col.scroll({ after: "not-a-uuid" }), "invalid_id");
+  });
+
   it("a malformed id is invalid_id and changes nothing", () => {
     const col = build();
     const bad = [ids[1].slice(0, 35), "not-a-uuid", `${ids[1]} `, -1, 1.5];

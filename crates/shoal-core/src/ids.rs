@@ -225,6 +225,14 @@ pub(crate) fn write_index(n: usize, id: impl Fn(usize) -> PointId, layout: &Layo
 /// sorted and made distinct, the UUIDs grouped by them (a counting sort), then each group of
 /// two or more ordered by its second halves, which are distinct within a group.
 pub(crate) fn uuid_order(uuids: &[[u8; 16]]) -> Vec<u32> {
+    debug_assert!(
+        {
+            let mut all = uuids.to_vec();
+            all.sort_unstable();
+            all.windows(2).all(|w| w[0] != w[1])
+        },
+        "uuid_order takes distinct UUIDs"
+    );
     let half = |u: &[u8; 16], at: usize| u64::from_be_bytes(u[at..at + 8].try_into().expect("8 bytes"));
     let mut his: Vec<u64> = uuids.iter().map(|u| half(u, 0)).collect();
     shoal_format::sort_u64(&mut his);

@@ -44,10 +44,13 @@ impl Mutable {
         self.committed
     }
 
-    /// Whether committed row `row` is live and passes `filter` (checked on its JSON payload).
-    pub(crate) fn passes(&self, row: usize, filter: Option<&Filter>) -> bool {
+    /// Whether committed row `row` is live and passes `filter` (checked on its JSON payload;
+    /// `nested`: the collection's payloads are nested, keys are paths).
+    pub(crate) fn passes(&self, row: usize, filter: Option<&Filter>, nested: bool) -> bool {
         !self.deleted.contains(row)
-            && filter.is_none_or(|f| reference::matches(f, self.payloads.get(row).unwrap_or(&NULL), self.ids[row]))
+            && filter.is_none_or(|f| {
+                reference::matches_in(f, self.payloads.get(row).unwrap_or(&NULL), self.ids[row], nested)
+            })
     }
 
     pub(crate) fn live(&self) -> usize {

@@ -1,7 +1,7 @@
 use alloc::format;
 use alloc::string::String;
 use alloc::vec::Vec;
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
 
 use crate::Error;
 use shoal_format::PointId;
@@ -23,71 +23,50 @@ pub const MAX_OFFSET: usize = 100_000;
 /// assert_eq!(req.limit, 5);
 /// assert!(shoal_core::SearchRequest::from_json(r#"{"vector": [1], "limt": 5}"#).is_err());
 /// ```
-#[derive(Clone, Debug, Default, PartialEq, Deserialize)]
-#[serde(deny_unknown_fields)]
+#[derive(Clone, Debug, Default, PartialEq)]
 pub struct SearchRequest {
     /// Query vector.
-    #[serde(default)]
     pub vector: Option<Vec<f32>>,
     /// Full-text query over the collection's `text` fields: words (any may match), `+word`
     /// (must), `-word` (must not), `"a phrase"`; BM25-ranked. With `vector` too, the two
     /// rankings are fused.
-    #[serde(default)]
     pub text: Option<String>,
     /// Number of results, 1..=[`MAX_LIMIT`]; default 10.
-    #[serde(default = "default_limit")]
     pub limit: usize,
     /// Results to skip, 0..=[`MAX_OFFSET`].
-    #[serde(default)]
     pub offset: usize,
     /// Payload filter in Qdrant's language (`must`, `should`, `must_not`, `min_should`;
     /// `match` value/any/except, `range`, `is_empty`, `is_null`, `has_id`), checked against the
     /// collection's schema when the search runs.
-    #[serde(default)]
     pub filter: Option<serde_json::Value>,
     /// Index parameters.
-    #[serde(default)]
     pub params: SearchParams,
     /// How a request with `vector` and `text` fuses the two rankings: `"rrf"` (reciprocal
     /// rank fusion, the default) or `"weighted"` (each ranking's scores scaled to 0..=1, then
     /// summed with the weights `alpha` and `1 - alpha`).
-    #[serde(default)]
     pub fusion: Option<String>,
     /// Weight of the vector ranking in `"weighted"` fusion, 0..=1 (default 0.5); the text
     /// ranking gets `1 - alpha`.
-    #[serde(default)]
     pub alpha: Option<f32>,
     /// BM25 term frequency saturation of the text search, 0..=[`MAX_BM25_K1`] (default 1.2).
-    #[serde(default)]
     pub bm25_k1: Option<f32>,
     /// BM25 length normalisation of the text search, 0..=1 (default 0.75).
-    #[serde(default)]
     pub bm25_b: Option<f32>,
     /// Whether to return each point's stored payload object (`{}` when it has none).
-    #[serde(default)]
     pub with_payload: bool,
     /// Time budget in milliseconds for the text search: when it runs out the best results
     /// found so far come back with `partial: true` (the host must supply a clock).
-    #[serde(default)]
     pub timeout_ms: Option<u64>,
 }
 
-fn default_limit() -> usize {
-    10
-}
-
 /// Index parameters of a request.
-#[derive(Clone, Debug, Default, PartialEq, Deserialize)]
-#[serde(deny_unknown_fields)]
+#[derive(Clone, Debug, Default, PartialEq)]
 pub struct SearchParams {
     /// Scan every point exactly even when an approximate index exists.
-    #[serde(default)]
     pub exact: bool,
     /// Partitions to probe in an IVF index.
-    #[serde(default)]
     pub nprobe: Option<u32>,
     /// Candidates re-ranked exactly per result.
-    #[serde(default)]
     pub rerank: Option<u32>,
 }
 
@@ -98,10 +77,92 @@ impl SearchRequest {
         // `from_slice`, never `from_str`, in every crate of the wasm package: the two are
         // separate instantiations of serde_json's parser (2.2 KB gzipped), and on text that is
         // already UTF-8 they give the same results.
-        let req: SearchRequest =
+        let v: serde_json::Value =
             serde_json::from_slice(json.as_bytes()).map_err(|e| Error::InvalidRequest(format!("{e}")))?;
+        let req = SearchRequest::from_value(&v)?;
         req.check()?;
         Ok(req)
+    }
+
+    /// The request from decoded JSON (read field by field through `serde_json::Value`, not
+    /// derived code: the npm package's size budget). Unknown fields are refused by name; `null`
+    /// is "absent" for the optional fields.
+    fn from_value(v: &serde_json::Value) -> Result<SearchRequest, Error> {
+        use serde_json::Value;
+        let bad = |m: String| Error::InvalidRequest(m);
+        const KEYS: [&str; 12] = [
+            "vector",
+            "text",
+            "limit",
+            "offset",
+            "filter",
+            "params",
+            "fusion",
+            "alpha",
+            "bm25_k1",
+            "bm25_b",
+            "with_payload",
+            "timeout_ms",
+        ];
+        let o = object(v, "request", &KEYS)?;
+        let get = |k: &str| o.get(k).filter(|x| !x.is_null());
+        let wrong = |k: &str, want: &str| bad(format!("invalid type for `{k}`: expected {want}"));
+        // A JSON number as f32, as serde reads one: integers cast once, others through f64;
+        // beyond f32's range (JSON has no infinities) it is no f32.
+        let f32_of = |x: &Value| match x {
+            Value::Number(n) => Some(match (n.as_u64(), n.as_i64()) {
+                (Some(u), _) => u as f32,
+                (_, Some(i)) => i as f32,
+                _ => n.as_f64()? as f32,
+            })
+            .filter(|f| f.is_finite()),
+            _ => None,
+        };
+        let float = |k: &str| get(k).map(|x| f32_of(x).ok_or_else(|| wrong(k, "a number"))).transpose();
+        let uint = |m: &serde_json::Map<String, Value>, k: &str| {
+            m.get(k)
+                .filter(|x| !x.is_null())
+                .map(|x| x.as_u64().ok_or_else(|| wrong(k, "an unsigned integer")))
+                .transpose()
+        };
+        let string =
+            |k: &str| get(k).map(|x| x.as_str().map(String::from).ok_or_else(|| wrong(k, "a string"))).transpose();
+        let flag = |m: &serde_json::Map<String, Value>, k: &str| {
+            m.get(k).filter(|x| !x.is_null()).map_or(Ok(false), |x| x.as_bool().ok_or_else(|| wrong(k, "a bool")))
+        };
+        let vector = match get("vector") {
+            None => None,
+            Some(x) => Some(
+                x.as_array()
+                    .and_then(|a| a.iter().map(f32_of).collect::<Option<Vec<f32>>>())
+                    .ok_or_else(|| wrong("vector", "an array of numbers"))?,
+            ),
+        };
+        let params = match get("params") {
+            None => SearchParams::default(),
+            Some(p) => {
+                let p = object(p, "params", &["exact", "nprobe", "rerank"])?;
+                let small = |k: &str| uint(p, k)?.map(|x| u32::try_from(x).map_err(|_| wrong(k, "a u32"))).transpose();
+                SearchParams { exact: flag(p, "exact")?, nprobe: small("nprobe")?, rerank: small("rerank")? }
+            }
+        };
+        let size = |k: &str, default: usize| {
+            uint(o, k)?.map_or(Ok(default), |x| usize::try_from(x).map_err(|_| wrong(k, "a smaller integer")))
+        };
+        Ok(SearchRequest {
+            vector,
+            text: string("text")?,
+            limit: size("limit", 10)?,
+            offset: size("offset", 0)?,
+            filter: get("filter").cloned(),
+            params,
+            fusion: string("fusion")?,
+            alpha: float("alpha")?,
+            bm25_k1: float("bm25_k1")?,
+            bm25_b: float("bm25_b")?,
+            with_payload: flag(o, "with_payload")?,
+            timeout_ms: uint(o, "timeout_ms")?,
+        })
     }
 
     /// A request for the `limit` nearest neighbours of `vector`.
@@ -156,6 +217,21 @@ pub struct ScoredPoint {
     /// The stored payload object, when the request asked `with_payload`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub payload: Option<serde_json::Value>,
+}
+
+/// The object `v` (`what` names it in errors) with no key outside `keys`.
+fn object<'v>(
+    v: &'v serde_json::Value,
+    what: &str,
+    keys: &[&str],
+) -> Result<&'v serde_json::Map<String, serde_json::Value>, Error> {
+    let o = v.as_object().ok_or_else(|| Error::InvalidRequest(format!("{what}: expected an object")))?;
+    match o.keys().find(|k| !keys.contains(&k.as_str())) {
+        Some(k) => {
+            Err(Error::InvalidRequest(format!("{what}: unknown field `{k}`, expected one of `{}`", keys.join("`, `"))))
+        }
+        None => Ok(o),
+    }
 }
 
 /// What a search did.

@@ -27,23 +27,6 @@ pub enum IndexKind {
     IvfRabitq(IvfParams),
 }
 
-/// The JSON form of seal options, shared by every host:
-/// `{"index": "flat" | "ivf-rabitq", "partitions": 512, "seed": 7, "bits": 1, "codes_only": false}`.
-#[derive(serde::Deserialize)]
-#[serde(deny_unknown_fields)]
-struct SealOptions {
-    #[serde(default)]
-    index: Option<alloc::string::String>,
-    #[serde(default)]
-    partitions: Option<u32>,
-    #[serde(default)]
-    seed: Option<u64>,
-    #[serde(default)]
-    bits: Option<u8>,
-    #[serde(default)]
-    codes_only: Option<bool>,
-}
-
 impl IndexKind {
     /// The seal options as JSON (`{}` for flat), as [`from_json`](Self::from_json) reads them.
     pub fn to_json(&self) -> serde_json::Value {
@@ -70,32 +53,57 @@ impl IndexKind {
     /// assert!(IndexKind::from_json(r#"{"index": "hnsw"}"#).is_err());
     /// ```
     pub fn from_json(json: &str) -> Result<IndexKind, Error> {
-        let o: SealOptions = serde_json::from_slice(json.as_bytes())
-            .map_err(|e| Error::InvalidRequest(alloc::format!("seal options: {e}")))?;
-        let ivf_only = o.partitions.is_some() || o.seed.is_some() || o.bits.is_some() || o.codes_only.is_some();
-        match o.index.as_deref() {
+        // Read through `serde_json::Value` (not derived code: the npm package's size budget).
+        let bad = |m: alloc::string::String| Error::InvalidRequest(alloc::format!("seal options: {m}"));
+        let v: serde_json::Value = serde_json::from_slice(json.as_bytes()).map_err(|e| bad(alloc::format!("{e}")))?;
+        let obj = v.as_object().ok_or_else(|| bad("expected an object".into()))?;
+        const KEYS: [&str; 5] = ["index", "partitions", "seed", "bits", "codes_only"];
+        if let Some(k) = obj.keys().find(|k| !KEYS.contains(&k.as_str())) {
+            return Err(bad(alloc::format!(
+                "unknown field `{k}`, expected one of `index`, `partitions`, `seed`, `bits`, `codes_only`"
+            )));
+        }
+        let field = |k: &str| obj.get(k).filter(|v| !v.is_null());
+        let uint = |k: &str, max: u64| match field(k) {
+            None => Ok(None),
+            Some(v) => {
+                v.as_u64().filter(|&x| x <= max).map(Some).ok_or_else(|| bad(alloc::format!("invalid {k}: {v}")))
+            }
+        };
+        let index = match field("index") {
+            None => None,
+            Some(v) => Some(v.as_str().ok_or_else(|| bad(alloc::format!("invalid index: {v}")))?),
+        };
+        let codes_only = match field("codes_only") {
+            None => None,
+            Some(v) => Some(v.as_bool().ok_or_else(|| bad(alloc::format!("invalid codes_only: {v}")))?),
+        };
+        let (partitions, seed) = (uint("partitions", u32::MAX.into())?, uint("seed", u64::MAX)?);
+        let bits = uint("bits", u8::MAX.into())?;
+        let ivf_only = partitions.is_some() || seed.is_some() || bits.is_some() || codes_only.is_some();
+        match index {
             None | Some("flat") if !ivf_only => Ok(IndexKind::Flat),
             None | Some("flat") => Err(Error::InvalidRequest(
                 "seal options: partitions, seed, bits and codes_only need index \"ivf-rabitq\"".into(),
             )),
             Some("ivf-rabitq") => {
-                if o.bits.is_some_and(|b| !(1..=8).contains(&b)) {
+                if bits.is_some_and(|b| !(1..=8).contains(&b)) {
                     return Err(Error::InvalidRequest("seal options: bits must be 1..=8".into()));
                 }
-                if o.partitions == Some(0) {
+                if partitions == Some(0) {
                     return Err(Error::InvalidRequest("seal options: partitions must be at least 1".into()));
                 }
-                let codes_only = o.codes_only.unwrap_or(false);
-                if codes_only && o.bits.is_none_or(|b| b < 2) {
+                let codes_only = codes_only.unwrap_or(false);
+                if codes_only && bits.is_none_or(|b| b < 2) {
                     return Err(Error::InvalidRequest(
                         "seal options: codes_only ranks by the extra bits: it needs bits 2..=8".into(),
                     ));
                 }
                 let d = IvfParams::default();
                 Ok(IndexKind::IvfRabitq(IvfParams {
-                    partitions: o.partitions.map(|p| p as usize),
-                    seed: o.seed.unwrap_or(d.seed),
-                    bits: o.bits.map_or(d.bits, |b| b as u32),
+                    partitions: partitions.map(|p| p as usize),
+                    seed: seed.unwrap_or(d.seed),
+                    bits: bits.map_or(d.bits, |b| b as u32),
                     codes_only,
                 }))
             }
@@ -414,6 +422,9 @@ fn open_payload(reader: &SegmentReader<'_>, rows: usize) -> Result<Option<Payloa
     ];
     let found = kinds.map(|k| reader.section(k));
     if found.iter().all(Option::is_none) {
+        if reader.header().flags & shoal_format::FLAG_NESTED_PAYLOAD != 0 {
+            return Err(bad("PAYLOAD", "nested payloads without payload sections"));
+        }
         return Ok(None);
     }
     let [Some(fields), Some(columns), Some(dicts), Some(postings), Some(docs)] = found else {
@@ -423,9 +434,15 @@ fn open_payload(reader: &SegmentReader<'_>, rows: usize) -> Result<Option<Payloa
     if view.rows() as usize != rows {
         return Err(bad("PAYLOAD_DOCS", "payload rows differ from the segment rows"));
     }
+    // Nested payloads (header flag bit 3): documents only, no columns in this version.
+    let schema = if reader.header().flags & shoal_format::FLAG_NESTED_PAYLOAD != 0 {
+        if !view.schema().is_empty() {
+            return Err(bad("PAYLOAD_FIELDS", "columns in a segment with nested payloads"));
+        }
+        Schema::nested::<&str>(&[]).expect("no fields")
+    } else {
+        view.schema().clone()
+    };
     let base = reader.bytes();
-    Ok(Some(PayloadRanges {
-        schema: view.schema().clone(),
-        sections: [fields, columns, dicts, postings, docs].map(|s| range_of(base, s)),
-    }))
+    Ok(Some(PayloadRanges { schema, sections: [fields, columns, dicts, postings, docs].map(|s| range_of(base, s)) }))
 }

@@ -12,8 +12,11 @@ use serde_json::{Map, Value};
 use crate::Error;
 use crate::bitset::Bitset;
 
-/// The manifest layout this code reads and writes (`shoal_manifest`).
+/// The manifest layout of a collection that uses no feature (`shoal_manifest`).
 pub const MANIFEST_VERSION: u32 = 1;
+/// The manifest layout of a collection with features (`docs/format.md`, "Named vectors",
+/// "Configuration"): nested payloads, in this version.
+pub const MANIFEST_VERSION_FEATURES: u32 = 2;
 
 /// The manifest of a segment set: the collection's configuration and its segments, in set
 /// order. Written as compact JSON with sorted keys, so the same set gives the same bytes on
@@ -37,6 +40,8 @@ pub struct Manifest {
     pub segments: Vec<SegmentEntry>,
     /// Native host only: the first log generation whose writes are not in the segments.
     pub wal: Option<u64>,
+    /// Whether payloads are nested (`"payload": "nested"`, layout 2).
+    pub nested: bool,
 }
 
 /// One segment of a [`Manifest`].
@@ -109,16 +114,33 @@ impl Manifest {
     /// Parses and checks a manifest (structure, version, names and counts; not the files).
     pub fn from_json(bytes: &[u8]) -> Result<Manifest, Error> {
         let v: Value = serde_json::from_slice(bytes).map_err(|e| bad(format!("manifest: {e}")))?;
-        let keys = ["shoal_manifest", "generation", "dim", "metric", "fields", "index", "segments"];
-        let o = object(&v, "manifest", &keys, &["wal"])?;
+        let layout = v.get("shoal_manifest").and_then(Value::as_u64);
+        // Layout 2 keeps the vector's settings under `vectors` (one named "" in this version).
+        let (o, vector) = if layout == Some(u64::from(MANIFEST_VERSION_FEATURES)) {
+            let keys = ["shoal_manifest", "generation", "fields", "payload", "segments", "sparse_vectors", "vectors"];
+            let o = object(&v, "manifest", &keys, &["wal"])?;
+            let vectors = object(&o["vectors"], "manifest: vectors", &[""], &[])?;
+            if !o["sparse_vectors"].as_object().is_some_and(Map::is_empty) {
+                return Err(bad("manifest: sparse vectors are not supported by this version".into()));
+            }
+            if o["payload"] != "nested" && o["payload"] != "flat" {
+                return Err(bad("manifest: payload must be \"flat\" or \"nested\"".into()));
+            }
+            (o, object(&vectors[""], "manifest: vector \"\"", &["dim", "metric", "index"], &[])?)
+        } else {
+            let keys = ["shoal_manifest", "generation", "dim", "metric", "fields", "index", "segments"];
+            let o = object(&v, "manifest", &keys, &["wal"])?;
+            (o, o)
+        };
         let segments = o["segments"].as_array().ok_or_else(|| bad("manifest: segments must be an array".into()))?;
         let m = Manifest {
             shoal_manifest: u32::try_from(uint(o, "manifest", "shoal_manifest")?).unwrap_or(u32::MAX),
             generation: uint(o, "manifest", "generation")?,
-            dim: usize::try_from(uint(o, "manifest", "dim")?).unwrap_or(usize::MAX),
-            metric: string(o, "manifest", "metric")?,
+            dim: usize::try_from(uint(vector, "manifest", "dim")?).unwrap_or(usize::MAX),
+            metric: string(vector, "manifest", "metric")?,
             fields: o["fields"].clone(),
-            index: o["index"].clone(),
+            index: vector["index"].clone(),
+            nested: o.get("payload").is_some_and(|p| p == "nested"),
             segments: segments
                 .iter()
                 .enumerate()
@@ -126,8 +148,14 @@ impl Manifest {
                 .collect::<Result<_, _>>()?,
             wal: o.get("wal").map(|_| uint(o, "manifest", "wal")).transpose()?,
         };
-        if m.shoal_manifest != MANIFEST_VERSION {
-            return Err(bad(format!("manifest: layout {} (this reader knows {MANIFEST_VERSION})", m.shoal_manifest)));
+        if m.shoal_manifest != MANIFEST_VERSION && m.shoal_manifest != MANIFEST_VERSION_FEATURES {
+            return Err(bad(format!(
+                "manifest: layout {} (this reader knows {MANIFEST_VERSION} and {MANIFEST_VERSION_FEATURES})",
+                m.shoal_manifest
+            )));
+        }
+        if (m.shoal_manifest == MANIFEST_VERSION_FEATURES) != m.nested {
+            return Err(bad("manifest: layout 2 is for collections with nested payloads".into()));
         }
         if !m.fields.is_object() || !m.index.is_object() {
             return Err(bad("manifest: `fields` and `index` must be objects".into()));
@@ -155,20 +183,26 @@ impl Manifest {
         Ok(m)
     }
 
-    /// The manifest as compact JSON (keys sorted), then a line break. Written by hand (the
-    /// names are ASCII by construction, `metric` one of three words): less code in the package.
+    /// The manifest as compact JSON (keys sorted), then a line break: layout 1, or layout 2
+    /// with nested payloads. Written by hand (the names are ASCII by construction, `metric`
+    /// one of three words): less code in the package.
     pub fn to_json(&self) -> Vec<u8> {
         use core::fmt::Write;
         let mut out = String::new();
-        let _ = write!(
-            out,
-            "{{\"dim\":{},\"fields\":{},\"generation\":{},\"index\":{},\"metric\":{},\"segments\":[",
-            self.dim,
-            self.fields,
-            self.generation,
-            self.index,
-            Value::from(self.metric.as_str())
-        );
+        let metric = Value::from(self.metric.as_str());
+        if self.nested {
+            let _ = write!(
+                out,
+                "{{\"fields\":{},\"generation\":{},\"payload\":\"nested\",\"segments\":[",
+                self.fields, self.generation
+            );
+        } else {
+            let _ = write!(
+                out,
+                "{{\"dim\":{},\"fields\":{},\"generation\":{},\"index\":{},\"metric\":{metric},\"segments\":[",
+                self.dim, self.fields, self.generation, self.index
+            );
+        }
         for (i, seg) in self.segments.iter().enumerate() {
             let live = match &seg.live {
                 Some(l) => format!("{{\"file\":{},\"rows\":{}}}", Value::from(l.file.as_str()), l.rows),
@@ -184,7 +218,15 @@ impl Manifest {
                 Value::from(seg.table_crc.as_str())
             );
         }
-        let _ = write!(out, "],\"shoal_manifest\":{}", self.shoal_manifest);
+        if self.nested {
+            let _ = write!(
+                out,
+                "],\"shoal_manifest\":{MANIFEST_VERSION_FEATURES},\"sparse_vectors\":{{}},\"vectors\":{{\"\":{{\"dim\":{},\"index\":{},\"metric\":{metric}}}}}",
+                self.dim, self.index
+            );
+        } else {
+            let _ = write!(out, "],\"shoal_manifest\":{}", self.shoal_manifest);
+        }
         if let Some(w) = self.wal {
             let _ = write!(out, ",\"wal\":{w}");
         }
@@ -435,9 +477,32 @@ mod tests {
                 live: Some(LiveEntry { file: live_name(&file, 9), rows: 8 }),
             }],
             wal: Some(4),
+            nested: false,
         };
         let json = m.to_json();
         assert_eq!(Manifest::from_json(&json).unwrap(), m);
+        // Nested payloads: layout 2, the vector's settings under `vectors`.
+        let nested = Manifest { shoal_manifest: MANIFEST_VERSION_FEATURES, nested: true, ..m.clone() };
+        let text = String::from_utf8(nested.to_json()).unwrap();
+        assert!(
+            text.starts_with(r#"{"fields":{"tag":"keyword"},"generation":9,"payload":"nested","segments":["#),
+            "{text}"
+        );
+        assert!(
+            text.ends_with(concat!(
+                r#""shoal_manifest":2,"sparse_vectors":{},"vectors":{"":{"dim":4,"index":{},"metric":"l2"}},"wal":4}"#,
+                "\n"
+            )),
+            "{text}"
+        );
+        assert_eq!(Manifest::from_json(text.as_bytes()).unwrap(), nested);
+        for bad_text in [
+            text.replace(r#""payload":"nested""#, r#""payload":"flat""#),
+            text.replace(r#""sparse_vectors":{}"#, r#""sparse_vectors":{"s":{}}"#),
+            text.replace(r#"{"":{"dim""#, r#"{"text":{"dim""#),
+        ] {
+            assert!(matches!(Manifest::from_json(bad_text.as_bytes()), Err(Error::BadSet(_))), "{bad_text}");
+        }
         let text = core::str::from_utf8(&json).unwrap();
         for (from, to) in [
             ("\"01020304\"", "\"01020305\""),

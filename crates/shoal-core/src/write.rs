@@ -159,9 +159,10 @@ fn prepare(
     }
     planned.extend(prepared.extra().iter().map(|&(kind, bytes)| (kind, SECTION_OPTIONAL, bytes.len() as u64)));
     prepared.layout = Layout::new(&planned);
-    if uuids > 0 {
-        prepared.layout.set_flags(FLAG_UUID_IDS);
-    }
+    let nested = schema.is_some_and(Schema::is_nested);
+    prepared.layout.set_flags(
+        if uuids > 0 { FLAG_UUID_IDS } else { 0 } | if nested { shoal_format::FLAG_NESTED_PAYLOAD } else { 0 },
+    );
     Ok(prepared)
 }
 

@@ -88,16 +88,13 @@ impl PointId {
         out
     }
 
-    /// Parses an id in a URL path: a decimal `u64` first (no sign, no leading `+`), then a UUID.
+    /// Parses an id in a URL path as Qdrant does: as a `u64` first (Rust's integer syntax: an
+    /// optional `+`, decimal digits, leading zeros allowed), then as a UUID.
     pub fn parse_path(s: &str) -> Option<PointId> {
-        if !s.is_empty()
-            && s.len() <= 20
-            && s.bytes().all(|c| c.is_ascii_digit())
-            && let Ok(n) = s.parse::<u64>()
-        {
-            return Some(PointId::Num(n));
+        match s.parse::<u64>() {
+            Ok(n) => Some(PointId::Num(n)),
+            Err(_) => PointId::parse_uuid(s).map(PointId::Uuid),
         }
-        PointId::parse_uuid(s).map(PointId::Uuid)
     }
 }
 
@@ -242,12 +239,15 @@ mod tests {
         assert_eq!(PointId::parse_path("42"), Some(PointId::Num(42)));
         assert_eq!(PointId::parse_path("18446744073709551615"), Some(PointId::Num(u64::MAX)));
         assert_eq!(PointId::parse_path("18446744073709551616"), None);
-        assert_eq!(PointId::parse_path("+42"), None);
+        assert_eq!(PointId::parse_path("+42"), Some(PointId::Num(42)));
         assert_eq!(PointId::parse_path("-1"), None);
-        // 32 digits are too long for a number: a UUID.
-        let mut u = [0u8; 16];
-        u[15] = 0x42;
-        assert_eq!(PointId::parse_path("00000000000000000000000000000042"), Some(PointId::Uuid(u)));
+        // 32 decimal digits are a number first, as in Qdrant (`u64::from_str` before a UUID).
+        assert_eq!(PointId::parse_path("00000000000000000000000000000042"), Some(PointId::Num(42)));
+        assert_eq!(PointId::parse_path("0000000000000000000000000000004a"), {
+            let mut u = [0u8; 16];
+            u[15] = 0x4a;
+            Some(PointId::Uuid(u))
+        });
         assert_eq!(PointId::parse_path(CANON), PointId::parse_uuid(CANON).map(PointId::Uuid));
     }
 }

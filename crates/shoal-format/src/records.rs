@@ -35,8 +35,11 @@ pub const KIND_UUID_INDEX: u32 = 7;
 /// Header flag bit 0: some row's id is a UUID (sections [`KIND_UUIDS`], [`KIND_ID_KINDS`],
 /// [`KIND_UUID_INDEX`]).
 pub const FLAG_UUID_IDS: u32 = 1;
+/// Header flag bit 3: payloads are nested (any JSON object, filter keys are paths); the
+/// payload sections hold documents and no columns in this version.
+pub const FLAG_NESTED_PAYLOAD: u32 = 8;
 /// Every header flag this build reads.
-pub const KNOWN_FLAGS: u32 = FLAG_UUID_IDS;
+pub const KNOWN_FLAGS: u32 = FLAG_UUID_IDS | FLAG_NESTED_PAYLOAD;
 
 /// Section kind (optional): [`IvfMeta`].
 pub const KIND_IVF_META: u32 = 16;

@@ -122,6 +122,10 @@ pub enum FilterErrorKind {
     BadMinCount,
     /// Nesting deeper than [`crate::MAX_FILTER_DEPTH`].
     TooDeep,
+    /// A `nested` condition in a collection with flat payloads.
+    NestedOnly,
+    /// A key that is not a JSON path (nested payloads), or `has_id` inside `nested`.
+    BadPath(String),
 }
 
 impl FilterError {
@@ -150,6 +154,10 @@ impl fmt::Display for FilterError {
             }
             FilterErrorKind::BadMinCount => write!(f, "{p}: min_count must be a non-negative integer"),
             FilterErrorKind::TooDeep => write!(f, "{p}: filter nested too deeply (max {})", crate::MAX_FILTER_DEPTH),
+            FilterErrorKind::NestedOnly => {
+                write!(f, "{p}: `nested` conditions need a collection with nested payloads")
+            }
+            FilterErrorKind::BadPath(why) => write!(f, "{p}: {why}"),
         }
     }
 }

@@ -171,6 +171,9 @@ enum Node {
     IsNull(usize),
     /// Sorted rows.
     Rows(Vec<u32>),
+    /// Nested payloads: a filter evaluated on the row's stored document, with the rows its
+    /// `has_id` ids have in this segment.
+    Doc(Filter, Vec<(PointId, u32)>),
     Bool {
         must: Vec<Node>,
         should: Vec<Node>,
@@ -225,7 +228,8 @@ impl<'a> PayloadView<'a> {
         row_of: &dyn Fn(PointId) -> Option<u32>,
     ) -> Result<CompiledFilter<'v, 'a>, FilterError> {
         filter.validate(schema)?;
-        let root = compile_filter(self, filter, row_of);
+        let root =
+            if schema.is_nested() { compile_nested(filter, row_of) } else { compile_filter(self, filter, row_of) };
         Ok(CompiledFilter { view: self, root })
     }
 }
@@ -238,6 +242,25 @@ fn compile_filter(view: &PayloadView<'_>, f: &Filter, row_of: &dyn Fn(PointId) -
         must_not: list(&f.must_not),
         min_should: f.min_should.as_ref().map(|m| (list(&m.conditions), m.min_count)),
     }
+}
+
+/// A filter over nested payloads: evaluated on each row's stored document (one parse per row
+/// checked), with the rows of its `has_id` ids resolved here. (Paths are not columns in this
+/// version.)
+fn compile_nested(f: &Filter, row_of: &dyn Fn(PointId) -> Option<u32>) -> Node {
+    fn ids(f: &Filter, row_of: &dyn Fn(PointId) -> Option<u32>, out: &mut Vec<(PointId, u32)>) {
+        let lists = [&f.must, &f.should, &f.must_not];
+        for c in lists.into_iter().flatten().chain(f.min_should.iter().flat_map(|m| &m.conditions)) {
+            match c {
+                Condition::HasId(list) => out.extend(list.iter().filter_map(|&id| Some((id, row_of(id)?)))),
+                Condition::Filter(inner) => ids(inner, row_of, out),
+                _ => {}
+            }
+        }
+    }
+    let mut rows = Vec::new();
+    ids(f, row_of, &mut rows);
+    Node::Doc(f.clone(), rows)
 }
 
 fn literal_code(field: &FieldView<'_>, l: &Literal) -> Option<u32> {
@@ -279,6 +302,8 @@ fn compile_condition(view: &PayloadView<'_>, c: &Condition, row_of: &dyn Fn(Poin
             rows.dedup();
             Node::Rows(rows)
         }
+        // Refused by validation in flat mode.
+        Condition::Nested { .. } => Node::Const(false),
         // A field this view does not have (see `compile_for`) holds no value on its rows.
         Condition::IsEmpty(k) => field_index(k).map_or(Node::Const(true), Node::IsEmpty),
         Condition::IsNull(k) => field_index(k).map_or(Node::Const(false), Node::IsNull),
@@ -326,6 +351,7 @@ fn eval(view: &PayloadView<'_>, n: &Node, row: u32) -> bool {
         Node::IsEmpty(f) => view.field(*f).column.is_empty(row),
         Node::IsNull(f) => view.field(*f).column.is_null(row),
         Node::Rows(rows) => rows.binary_search(&row).is_ok(),
+        Node::Doc(f, ids) => doc_passes(view, f, ids, row),
         Node::Bool { .. } => eval_bool(view, n, None, row),
     }
 }
@@ -356,6 +382,8 @@ fn estimate(view: &PayloadView<'_>, n: &Node) -> Cardinality {
     match n {
         Node::Const(b) => Cardinality::exact(if *b { total } else { 0 }),
         Node::Rows(r) => Cardinality::exact(r.len() as u64),
+        // Counted as matching everything: a vector search then checks only its candidates.
+        Node::Doc(..) => Cardinality::new(0, total, total),
         Node::IsNull(f) => Cardinality::exact(view.field(*f).column.meta.null_points as u64),
         Node::IsEmpty(f) => {
             let m = view.field(*f).column.meta;
@@ -445,7 +473,12 @@ fn matching(view: &PayloadView<'_>, n: &Node) -> Bitset {
         }
         Node::Rows(rows) => {
             let mut b = Bitset::empty(total);
-            rows.iter().for_each(|&r| b.insert(r));
+            rows.iter().filter(|&&r| r < total).for_each(|&r| b.insert(r));
+            b
+        }
+        Node::Doc(f, ids) => {
+            let mut b = Bitset::empty(total);
+            (0..total).filter(|&r| doc_passes(view, f, ids, r)).for_each(|r| b.insert(r));
             b
         }
         Node::Any { field, codes } => {
@@ -560,4 +593,12 @@ impl<'v, 'a> CompiledFilter<'v, 'a> {
     pub fn matching_points(&self) -> Bitset {
         matching(self.view, &self.root)
     }
+}
+
+/// Whether row `row`'s stored document passes `f` (nested mode; `ids`: the rows of its
+/// `has_id` ids). A document that cannot be read (a damaged file, which `verify` reports)
+/// passes nothing.
+fn doc_passes(view: &PayloadView<'_>, f: &Filter, ids: &[(PointId, u32)], row: u32) -> bool {
+    let has_id = |list: &[PointId]| ids.iter().any(|&(id, r)| r == row && list.contains(&id));
+    view.document(row).is_ok_and(|doc| crate::reference::matches_by(f, &doc, &has_id, true))
 }

@@ -55,6 +55,15 @@ pub enum Condition {
     HasId(Vec<PointId>),
     /// A nested filter.
     Filter(Filter),
+    /// Qdrant's `nested` (nested payloads only): some element of the array(s) at `key` (with
+    /// or without a trailing `[]`) satisfies the whole `filter`, its keys resolved inside that
+    /// element.
+    Nested {
+        /// The path of the array(s).
+        key: String,
+        /// The filter each element is checked against.
+        filter: Filter,
+    },
 }
 
 /// The test of a field condition; on a multi-valued field it holds when **any** value passes.
@@ -142,8 +151,12 @@ impl Filter {
     }
 
     /// Checks every condition against `schema` (unknown field, operator or value not fitting
-    /// the field's type).
+    /// the field's type). In nested mode every key must be a JSON path, any value fits any
+    /// path, and `has_id` may not appear inside `nested`.
     pub fn validate(&self, schema: &Schema) -> Result<(), FilterError> {
+        if schema.is_nested() {
+            return validate_paths(self, "filter", false);
+        }
         validate_filter(self, schema, "filter")
     }
 }
@@ -240,6 +253,20 @@ fn parse_condition(v: &Value, path: &str, depth: usize) -> Result<Condition, Fil
                 let key = only_key(o, &p)?;
                 return Ok(if k == "is_empty" { Condition::IsEmpty(key) } else { Condition::IsNull(key) });
             }
+            "nested" => {
+                let o = val
+                    .as_object()
+                    .ok_or_else(|| err(&p, FilterErrorKind::Expected("{\"key\": ..., \"filter\": ...}")))?;
+                if let Some(k) = o.keys().find(|k| !matches!(k.as_str(), "key" | "filter")) {
+                    return Err(err(&format!("{p}.{k}"), FilterErrorKind::UnknownOperator(k.clone())));
+                }
+                let key = key_of(o, &p)?;
+                let inner = o
+                    .get("filter")
+                    .ok_or_else(|| err(&format!("{p}.filter"), FilterErrorKind::Expected("a filter")))?;
+                let filter = parse_filter(inner, &format!("{p}.filter"), depth + 1)?;
+                return Ok(Condition::Nested { key, filter });
+            }
             "has_id" => {
                 let items = val.as_array().ok_or_else(|| err(&p, FilterErrorKind::Expected("an array of ids")))?;
                 let ids = items
@@ -260,7 +287,10 @@ fn parse_condition(v: &Value, path: &str, depth: usize) -> Result<Condition, Fil
         return Ok(Condition::Filter(parse_filter(v, path, depth + 1)?));
     }
     let unknown = obj.keys().find(|k| {
-        !matches!(k.as_str(), "must" | "should" | "must_not" | "min_should" | "is_empty" | "is_null" | "has_id")
+        !matches!(
+            k.as_str(),
+            "must" | "should" | "must_not" | "min_should" | "is_empty" | "is_null" | "has_id" | "nested"
+        )
     });
     match unknown {
         Some(k) => Err(err(&format!("{path}.{k}"), FilterErrorKind::UnknownOperator(k.clone()))),
@@ -358,9 +388,35 @@ fn validate_filter(f: &Filter, schema: &Schema, path: &str) -> Result<(), Filter
     Ok(())
 }
 
+/// Nested mode: every key a path, no `has_id` inside `nested` (errors name the key at `path`).
+fn validate_paths(f: &Filter, path: &str, in_nested: bool) -> Result<(), FilterError> {
+    let bad = |why: String| err(path, FilterErrorKind::BadPath(why));
+    let lists = [&f.must, &f.should, &f.must_not];
+    for c in lists.into_iter().flatten().chain(f.min_should.iter().flat_map(|m| &m.conditions)) {
+        let key = match c {
+            Condition::Filter(inner) => {
+                validate_paths(inner, path, in_nested)?;
+                continue;
+            }
+            Condition::HasId(_) if in_nested => return Err(bad("has_id is not allowed inside nested".into())),
+            Condition::HasId(_) => continue,
+            Condition::IsEmpty(k) | Condition::IsNull(k) | Condition::Field { key: k, .. } => k,
+            Condition::Nested { key, filter } => {
+                validate_paths(filter, path, true)?;
+                key
+            }
+        };
+        if crate::path::parse(key).is_none() {
+            return Err(bad(format!("{key:?} is not a JSON path")));
+        }
+    }
+    Ok(())
+}
+
 fn validate_condition(c: &Condition, schema: &Schema, path: &str) -> Result<(), FilterError> {
     match c {
         Condition::Filter(f) => validate_filter(f, schema, path),
+        Condition::Nested { .. } => Err(err(&format!("{path}.nested"), FilterErrorKind::NestedOnly)),
         Condition::HasId(_) => Ok(()),
         Condition::IsEmpty(k) => field_of(schema, k, &format!("{path}.is_empty")).map(|_| ()),
         Condition::IsNull(k) => field_of(schema, k, &format!("{path}.is_null")).map(|_| ()),

@@ -32,6 +32,7 @@ pub mod column;
 mod error;
 mod eval;
 mod filter;
+pub mod path;
 pub mod reference;
 mod schema;
 mod store;

@@ -110,6 +110,9 @@ pub fn valid_field_name(name: &str) -> bool {
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Schema {
     fields: Vec<(String, FieldType)>,
+    /// Nested mode (`docs/format.md`, "Nested payloads"): documents are any JSON objects, keys
+    /// in filters are paths, and `fields` are the paths declared for indexing.
+    nested: bool,
 }
 
 impl Schema {
@@ -144,7 +147,35 @@ impl Schema {
         {
             return Err(PayloadError::new(format!("schema.{}", other.0), PayloadErrorKind::MixedText));
         }
-        Ok(Schema { fields: out })
+        Ok(Schema { fields: out, nested: false })
+    }
+
+    /// A nested-mode schema (`docs/format.md`, "Nested payloads"): payloads are any JSON
+    /// objects, filter keys are paths, and `fields` declare paths for indexing (keys and `[]`,
+    /// no `[n]`; `keyword`, `integer`, `float` or `bool` — text paths are not supported yet).
+    /// Indexes on paths are recorded but not built in this version: conditions on nested
+    /// collections are evaluated on the stored documents, with the same answers.
+    pub fn nested<S: AsRef<str>>(fields: &[(S, FieldType)]) -> Result<Schema, PayloadError> {
+        let mut schema = Schema::new(fields)?;
+        for (name, ty) in &schema.fields {
+            let steps = crate::path::parse(name);
+            if steps.is_none_or(|s| s.iter().any(|s| matches!(s, crate::path::Step::Index(_)))) {
+                return Err(PayloadError::new(format!("schema.{name}"), PayloadErrorKind::BadFieldName));
+            }
+            if ty.is_text() {
+                return Err(PayloadError::new(
+                    format!("schema.{name}"),
+                    PayloadErrorKind::UnknownType(ty.name().into()),
+                ));
+            }
+        }
+        schema.nested = true;
+        Ok(schema)
+    }
+
+    /// Whether this is a nested-mode schema ([`Schema::nested`]).
+    pub fn is_nested(&self) -> bool {
+        self.nested
     }
 
     /// Parses `{"name": "type", ...}`.
@@ -174,9 +205,10 @@ impl Schema {
         self.fields.len()
     }
 
-    /// Whether no field is declared.
+    /// Whether no field is declared in a flat schema: points carry no payload (a nested schema
+    /// always holds documents).
     pub fn is_empty(&self) -> bool {
-        self.fields.is_empty()
+        self.fields.is_empty() && !self.nested
     }
 
     /// The field's position (in name order) and type.

@@ -171,6 +171,8 @@ pub struct PayloadBuilder {
 impl PayloadBuilder {
     /// An empty builder for `schema`.
     pub fn new(schema: Schema) -> PayloadBuilder {
+        // Nested mode keeps documents only: its paths are not columns in this version.
+        let schema = if schema.is_nested() { Schema::nested::<&str>(&[]).expect("no fields") } else { schema };
         let fields = (0..schema.len()).map(|_| FieldAcc { row_offsets: vec![0], ..FieldAcc::default() }).collect();
         PayloadBuilder { schema, fields, doc_offsets: vec![0], doc_bytes: Vec::new() }
     }

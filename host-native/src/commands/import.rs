@@ -55,6 +55,7 @@ pub fn run(args: &ImportArgs) -> Result<(), HostError> {
         index,
         on_disk: !args.in_ram,
         dynamic: false,
+        payload: col.nested().then(|| "nested".to_string()),
     };
     bar.set_message("copying the segment into the data folder");
     std::fs::create_dir_all(args.data.join("collections")).map_err(|e| HostError::io(&args.data, "create", e))?;

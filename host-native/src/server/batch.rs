@@ -129,6 +129,9 @@ pub fn parse_ids(bytes: &[u8], n: usize) -> Result<Vec<PointId>, String> {
     let (nums, rest) = bytes.split_at(8 * n);
     let (kinds, uuids) = rest.split_at(8 * n.div_ceil(64));
     let word = |i: usize| u64::from_le_bytes(kinds[8 * i..8 * i + 8].try_into().expect("8 bytes"));
+    if (0..n.div_ceil(64)).all(|i| word(i) == 0) {
+        return Err("id block: no id is a UUID (integer ids are written as n u64)".into());
+    }
     if !n.is_multiple_of(64) && word(n / 64) >> (n % 64) != 0 {
         return Err("id block: kind bits past the last id".into());
     }
@@ -237,7 +240,18 @@ mod tests {
         num_on_uuid[HEADER + 8] = 1;
         let mut uuid_on_num = bytes.clone();
         uuid_on_num[at + 24] = 1;
-        for (bad, want) in [(past, "past the last id"), (num_on_uuid, "other kind"), (uuid_on_num, "other kind")] {
+        // An id block of integers only: the same ids have one encoding, without the flag.
+        let mut flagged = nums.clone();
+        flagged[12] = FLAG_UUIDS as u8;
+        let mut block = Vec::new();
+        encode_ids(&[PointId::Num(5)], &mut block);
+        flagged.splice(HEADER..HEADER + 8, block);
+        for (bad, want) in [
+            (past, "past the last id"),
+            (num_on_uuid, "other kind"),
+            (uuid_on_num, "other kind"),
+            (flagged, "no id is a UUID"),
+        ] {
             let err = parse(&bad).unwrap_err();
             assert!(err.contains(want), "{err:?} should mention {want:?}");
         }

@@ -372,4 +372,19 @@ mod tests {
         assert!(!end.torn);
         std::fs::remove_dir_all(&dir).unwrap();
     }
+
+    #[test]
+    fn delete_records_round_trip_and_keep_one_encoding() {
+        let nums = [PointId::Num(1), PointId::Num(u64::MAX)];
+        assert_eq!(delete_body(&nums).len(), 4 + 16);
+        assert_eq!(parse_delete(&delete_body(&nums)).unwrap(), nums);
+        let mixed = [PointId::Num(3), PointId::Uuid([9; 16])];
+        assert_eq!(parse_delete(&delete_body(&mixed)).unwrap(), mixed);
+        // The UUID form of integer-only ids, and an empty one, are refused.
+        let mut flagged = (2u32 | DELETE_UUIDS).to_le_bytes().to_vec();
+        crate::server::batch::encode_ids(&nums, &mut flagged);
+        assert!(parse_delete(&flagged).is_err());
+        assert!(parse_delete(&DELETE_UUIDS.to_le_bytes()).is_err());
+        assert!(parse_delete(&[1, 0, 0]).is_err());
+    }
 }

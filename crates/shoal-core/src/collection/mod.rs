@@ -198,9 +198,23 @@ impl Collection {
         Schema::from_value(json).map_err(Error::InvalidSchema)
     }
 
+    /// Parses the declared paths of a collection with nested payloads (`{"metadata.topic":
+    /// "keyword"}`; any JSON object is a payload, filter keys are paths) for
+    /// [`with_schema`](Self::with_schema). `{}` declares none.
+    pub fn parse_nested_schema(json: &serde_json::Value) -> Result<Schema, Error> {
+        let flat = Schema::from_value(json).map_err(Error::InvalidSchema)?;
+        let fields: Vec<(&str, shoal_payload::FieldType)> = flat.fields().collect();
+        Schema::nested(&fields).map_err(Error::InvalidSchema)
+    }
+
     /// The payload fields (`None` when points carry no payload).
     pub fn schema(&self) -> Option<&Schema> {
         self.schema.as_ref()
+    }
+
+    /// Whether payloads are nested (any JSON object; filter keys are paths).
+    pub fn nested(&self) -> bool {
+        self.schema.as_ref().is_some_and(Schema::is_nested)
     }
 
     /// Overrides the planner of filtered searches: scan a sealed segment's matching points
@@ -647,7 +661,7 @@ impl Collection {
             }
         }
         let m = &self.mutable;
-        ids.extend((0..m.rows()).filter(|&r| m.passes(r, filter)).map(|r| m.ids[r]));
+        ids.extend((0..m.rows()).filter(|&r| m.passes(r, filter, self.nested())).map(|r| m.ids[r]));
         crate::ids::sort_ids(&mut ids);
         Ok(ids)
     }
@@ -658,6 +672,14 @@ impl Collection {
     ///
     /// On error (a field missing or retyped) the collection is as before.
     pub fn extend_schema(&mut self, schema: Schema) -> Result<(), Error> {
+        // A collection keeps its payload mode: the fields of a nested one are paths.
+        let schema = match &self.schema {
+            Some(old) if old.is_nested() && !schema.is_nested() => {
+                let fields: Vec<(&str, shoal_payload::FieldType)> = schema.fields().collect();
+                Schema::nested(&fields).map_err(Error::InvalidSchema)?
+            }
+            _ => schema,
+        };
         if let Some(old) = &self.schema {
             for (name, ty) in old.fields() {
                 if schema.field(name).map(|(_, t)| t) != Some(ty) {

@@ -597,8 +597,9 @@ impl Collection {
                 live,
             });
         }
+        let nested = self.schema.as_ref().is_some_and(Schema::is_nested);
         let manifest = Manifest {
-            shoal_manifest: set::MANIFEST_VERSION,
+            shoal_manifest: if nested { set::MANIFEST_VERSION_FEATURES } else { set::MANIFEST_VERSION },
             generation,
             dim: self.dim,
             metric: self.metric.name().into(),
@@ -609,6 +610,7 @@ impl Collection {
             index: self.index.to_json(),
             segments,
             wal,
+            nested,
         };
         let captured = self.parts.iter().map(|p| (p.number, p.deleted.count())).collect();
         Checkpoint { manifest, live_files, captured }
@@ -640,7 +642,11 @@ impl Collection {
             "cosine" => Metric::Cosine,
             m => return Err(Error::BadSet(format!("manifest: unknown metric {m:?}"))),
         };
-        let schema = Collection::parse_schema(&manifest.fields)?;
+        let schema = if manifest.nested {
+            Collection::parse_nested_schema(&manifest.fields)?
+        } else {
+            Collection::parse_schema(&manifest.fields)?
+        };
         let index = IndexKind::from_json(&manifest.index.to_string())?;
         let mut col = Collection::with_schema(crate::CollectionConfig { dim: manifest.dim, metric }, schema)?;
         col.index = index;

@@ -193,7 +193,7 @@ impl Collection {
         let m = &self.mutable;
         if m.rows() > 0 {
             // The mutable segment is always scanned exactly; its filter runs on the JSON.
-            let skip = |r: usize| !m.passes(r, filter);
+            let skip = |r: usize| !m.passes(r, filter, self.nested());
             let skip: Option<&dyn Fn(usize) -> bool> = (m.deleted.count() > 0 || filter.is_some()).then_some(&skip);
             scan.scan(&m.vectors[..m.rows() * self.dim], self.sealed_rows() as u64, skip, flat, topk);
             stats.scanned += m.rows() as u64;

@@ -94,7 +94,7 @@ impl Collection {
                 }
                 None => {
                     let m = &self.mutable;
-                    run(&|row: u32| (row as usize) < m.rows() && m.passes(row as usize, filter))?
+                    run(&|row: u32| (row as usize) < m.rows() && m.passes(row as usize, filter, self.nested()))?
                 }
             };
             partial |= res.partial;

@@ -192,6 +192,7 @@ fn create_meta(body: bodies::CreateCollection) -> Result<Meta, ApiError> {
     refuse("metadata", &body.metadata, "collection metadata is not stored")?;
     refuse("init_from", &body.init_from, "create the collection, then copy the points")?;
     // Qdrant's `vectors` object or Shoal's top-level `dim` and `metric`, each with its `on_disk`.
+    let qdrant_shape = body.vectors.is_some();
     let (dim, metric, on_disk) = match body.vectors {
         Some(v) => {
             if body.dim.is_some() || body.metric.is_some() || body.on_disk.is_some() {
@@ -247,13 +248,18 @@ fn create_meta(body: bodies::CreateCollection) -> Result<Meta, ApiError> {
     // bits settle most candidates without reading their vector from disk: ~4x fewer reads on
     // the RAM experiment's data), 1-bit codes when they are in RAM.
     let index = body.index.unwrap_or_else(|| json!({"index": "ivf-rabitq", "bits": if on_disk { 4 } else { 1 }}));
+    // Qdrant's shape makes a collection as Qdrant does: nested payloads (any JSON object,
+    // filters by path, indexes declared with `PUT .../index`); Shoal's shape declares flat
+    // fields (or, without them, takes new top-level fields as they come).
+    let qdrant = qdrant_shape && body.fields.is_none();
     Ok(Meta {
         dim: dim as usize,
         metric,
-        dynamic: body.fields.is_none(),
+        dynamic: body.fields.is_none() && !qdrant,
         fields: body.fields.unwrap_or_else(|| json!({})),
         index,
         on_disk,
+        payload: qdrant.then(|| "nested".to_string()),
     })
 }
 

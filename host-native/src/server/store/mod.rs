@@ -44,10 +44,15 @@ pub struct Meta {
     /// Full vectors memory-mapped (true) or read into RAM (false).
     #[serde(default = "yes")]
     pub on_disk: bool,
-    /// Unknown payload fields add themselves to the schema (as Qdrant collections do) instead
-    /// of being refused.
+    /// Unknown payload fields add themselves to the schema (as Qdrant collections did before
+    /// nested payloads) instead of being refused.
     #[serde(default)]
     pub dynamic: bool,
+    /// `"nested"`: payloads are any JSON objects and `fields` are declared paths
+    /// (`docs/format.md`, "Nested payloads"); absent: flat fields. Written only when nested,
+    /// so a collection without the feature keeps today's file.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub payload: Option<String>,
 }
 
 fn empty_object() -> Value {
@@ -70,7 +75,12 @@ impl Meta {
         if self.dim == 0 || self.dim > 65_536 {
             return Err(ApiError::bad_request(format!("dim {} is not in 1..=65536", self.dim)));
         }
-        let schema = Collection::parse_schema(&self.fields).map_err(ApiError::core)?;
+        let schema = match self.payload.as_deref() {
+            None | Some("flat") => Collection::parse_schema(&self.fields),
+            Some("nested") => Collection::parse_nested_schema(&self.fields),
+            Some(other) => return Err(ApiError::bad_request(format!("payload {other:?}: expected flat or nested"))),
+        }
+        .map_err(ApiError::core)?;
         let index = IndexKind::from_json(&self.index.to_string()).map_err(ApiError::core)?;
         if matches!(index, IndexKind::IvfRabitq(p) if p.codes_only) {
             // A served collection takes writes and reseals; a codes-only segment cannot be
@@ -725,8 +735,15 @@ mod tests {
     #[test]
     fn an_old_single_segment_folder_moves_to_a_set_with_its_schema_and_payloads() {
         let dir = shoal_testkit::TempDir::new("store", "legacy");
-        let meta =
-            Meta { dim: 2, metric: "l2".into(), fields: json!({}), index: json!({}), on_disk: true, dynamic: true };
+        let meta = Meta {
+            dim: 2,
+            metric: "l2".into(),
+            fields: json!({}),
+            index: json!({}),
+            on_disk: true,
+            dynamic: true,
+            payload: None,
+        };
         std::fs::write(dir.path("collection.json"), serde_json::to_vec(&meta).unwrap()).unwrap();
         let schema = Schema::from_json(r#"{"w": "integer"}"#).unwrap();
         let mut old = Collection::with_schema(CollectionConfig { dim: 2, metric: Metric::L2 }, schema).unwrap();
