@@ -187,7 +187,9 @@ async fn create(State(app): Shared, Path(name): Path<String>, body: Body) -> Res
 
 fn create_meta(body: bodies::CreateCollection) -> Result<Meta, ApiError> {
     refuse("sharding_method", &body.sharding_method, "a collection is one shard")?;
-    refuse("sparse_vectors", &body.sparse_vectors, "sparse vectors are not supported yet")?;
+    // `{}` (no sparse vector, as LangChain's dense mode sends) is what a collection has.
+    let sparse = body.sparse_vectors.as_ref().filter(|v| !v.as_object().is_some_and(Map::is_empty)).cloned();
+    refuse("sparse_vectors", &sparse, "sparse vectors are not supported yet")?;
     refuse("strict_mode_config", &body.strict_mode_config, "no strict mode")?;
     refuse("metadata", &body.metadata, "collection metadata is not stored")?;
     refuse("init_from", &body.init_from, "create the collection, then copy the points")?;
