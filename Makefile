@@ -157,11 +157,13 @@ test-edge: build-js setup-edge
 	node bindings-js/test/edge/run.mjs
 
 # The demo page (examples/gcide) in headless Chromium beside `shoal serve` holding the same
-# segment: typed, filtered, vector and "similar to" queries answered identically by both.
+# segment: typed, filtered, vector and "similar to" queries answered identically by both; then
+# LangChain.js's QdrantVectorStore against `shoal serve` with the demo's embeddings.
 test-demo: build-js setup-edge setup-demo
 	$(CARGO) build -p shoal-host
 	scripts/gcide-demo-data.sh target/debug/shoal
 	node examples/gcide/test.mjs
+	node host-native/tests/langchain_compat.mjs
 
 ## ---- demo ----------------------------------------------------------------------------
 
