@@ -38,7 +38,8 @@ function fixtureIds(/** @type {string[]} */ ids) {
 /** Replays a fixture; returns what it produced in the fixture's own shape. */
 function replay(fx) {
   const fields = fx.fields ?? undefined;
-  let col = new Collection({ dim: fx.dim, metric: fx.metric, fields });
+  const nested = fx.nested ?? false;
+  let col = new Collection({ dim: fx.dim, metric: fx.metric, fields, nested });
   const filters = fx.filters ?? [];
   const texts = fx.texts ?? [];
   const out = { ids: [], scoreBits: [], counts: [], manifests: [] };

@@ -112,7 +112,7 @@ mod native {
     use shoal_payload::{Filter, reference};
     use shoal_testkit::oracle;
     use shoal_testkit::scenario::{
-        FIELDS, FILTERS, Op, Output, Scenario, TEXTS, filter_of, live_points_at_searches, text_of,
+        FIELDS, FILTERS, NESTED_FILTERS, Op, Output, Scenario, TEXTS, filter_of, live_points_at_searches, text_of,
     };
 
     fn workspace_root() -> PathBuf {
@@ -136,8 +136,9 @@ mod native {
                     None => live.points.clone(),
                     Some(f) => {
                         let f = Filter::from_value(&f).unwrap();
-                        let pass =
-                            |(p, doc): &(&(PointId, Vec<f32>), &serde_json::Value)| reference::matches(&f, doc, p.0);
+                        let pass = |(p, doc): &(&(PointId, Vec<f32>), &serde_json::Value)| {
+                            reference::matches_in(&f, doc, p.0, c.nested)
+                        };
                         live.points.iter().zip(&live.payloads).filter(pass).map(|(p, _)| p.clone()).collect()
                     }
                 };
@@ -164,7 +165,7 @@ mod native {
         assert_eq!(at, out.ids.len());
         let plain = (0..c.queries).filter(|&q| text_of(&c, q).is_none()).count();
         assert!(checked >= plain, "{}: at least the first search is exact", c.name);
-        assert_eq!(text_results > 0, c.payloads, "{}: text and hybrid queries find points", c.name);
+        assert_eq!(text_results > 0, c.payloads && !c.nested, "{}: text and hybrid queries find points", c.name);
     }
 
     /// Writes `target/conformance/<name>.json` and `<name>.shoal` for the Node conformance tests.
@@ -206,12 +207,15 @@ mod native {
             "ops": ops,
             "queries": floats(&s.queries),
             // Query q uses filters[q % filters.length] (null: none).
-            "fields": if c.payloads { serde_json::from_str::<Value>(FIELDS).unwrap() } else { Value::Null },
+            // Nested configurations: payloads are any objects, no declared fields, no text.
+            "nested": c.nested,
+            "fields": if c.payloads && !c.nested { serde_json::from_str::<Value>(FIELDS).unwrap() } else { Value::Null },
             // ... and texts[q % texts.length] ("": none), alone when floor(q / texts.length) is odd.
-            "texts": if c.payloads { TEXTS.to_vec() } else { Vec::new() },
+            "texts": if c.payloads && !c.nested { TEXTS.to_vec() } else { Vec::new() },
             // (The configuration's own filters: `has_id` with UUIDs where its ids are UUIDs.)
             "filters": if c.payloads {
-                (0..FILTERS.len()).map(|q| filter_of(&c, q).unwrap_or(Value::Null)).collect::<Vec<_>>()
+                let n = if c.nested { NESTED_FILTERS.len() } else { FILTERS.len() };
+                (0..n).map(|q| filter_of(&c, q).unwrap_or(Value::Null)).collect::<Vec<_>>()
             } else {
                 Vec::new()
             },

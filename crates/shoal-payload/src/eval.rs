@@ -171,9 +171,6 @@ enum Node {
     IsNull(usize),
     /// Sorted rows.
     Rows(Vec<u32>),
-    /// Nested payloads: a filter evaluated on the row's stored document, with the rows its
-    /// `has_id` ids have in this segment.
-    Doc(Filter, Vec<(PointId, u32)>),
     Bool {
         must: Vec<Node>,
         should: Vec<Node>,
@@ -203,6 +200,9 @@ enum Node {
 pub struct CompiledFilter<'v, 'a> {
     view: &'v PayloadView<'a>,
     root: Node,
+    /// Nested payloads: the filter, evaluated on each row's stored document, and the rows its
+    /// `has_id` ids have in this segment (`root` is unused).
+    doc: Option<(&'v Filter, Vec<(PointId, u32)>)>,
 }
 
 impl<'a> PayloadView<'a> {
@@ -210,7 +210,7 @@ impl<'a> PayloadView<'a> {
     /// external ids of `has_id` to rows (`None`: not in this segment).
     pub fn compile<'v>(
         &'v self,
-        filter: &Filter,
+        filter: &'v Filter,
         row_of: &dyn Fn(PointId) -> Option<u32>,
     ) -> Result<CompiledFilter<'v, 'a>, FilterError> {
         self.compile_for(filter, self.schema(), row_of)
@@ -223,14 +223,16 @@ impl<'a> PayloadView<'a> {
     /// `is_null` do not.
     pub fn compile_for<'v>(
         &'v self,
-        filter: &Filter,
+        filter: &'v Filter,
         schema: &Schema,
         row_of: &dyn Fn(PointId) -> Option<u32>,
     ) -> Result<CompiledFilter<'v, 'a>, FilterError> {
         filter.validate(schema)?;
-        let root =
-            if schema.is_nested() { compile_nested(filter, row_of) } else { compile_filter(self, filter, row_of) };
-        Ok(CompiledFilter { view: self, root })
+        if schema.is_nested() {
+            let doc = Some((filter, has_id_rows(filter, row_of)));
+            return Ok(CompiledFilter { view: self, root: Node::Const(true), doc });
+        }
+        Ok(CompiledFilter { view: self, root: compile_filter(self, filter, row_of), doc: None })
     }
 }
 
@@ -244,23 +246,22 @@ fn compile_filter(view: &PayloadView<'_>, f: &Filter, row_of: &dyn Fn(PointId) -
     }
 }
 
-/// A filter over nested payloads: evaluated on each row's stored document (one parse per row
-/// checked), with the rows of its `has_id` ids resolved here. (Paths are not columns in this
-/// version.)
-fn compile_nested(f: &Filter, row_of: &dyn Fn(PointId) -> Option<u32>) -> Node {
-    fn ids(f: &Filter, row_of: &dyn Fn(PointId) -> Option<u32>, out: &mut Vec<(PointId, u32)>) {
+/// Nested payloads: the rows of the filter's `has_id` ids in this segment (the filter itself
+/// is evaluated on each row's stored document; paths are not columns in this version).
+fn has_id_rows(f: &Filter, row_of: &dyn Fn(PointId) -> Option<u32>) -> Vec<(PointId, u32)> {
+    fn walk(f: &Filter, row_of: &dyn Fn(PointId) -> Option<u32>, out: &mut Vec<(PointId, u32)>) {
         let lists = [&f.must, &f.should, &f.must_not];
         for c in lists.into_iter().flatten().chain(f.min_should.iter().flat_map(|m| &m.conditions)) {
             match c {
                 Condition::HasId(list) => out.extend(list.iter().filter_map(|&id| Some((id, row_of(id)?)))),
-                Condition::Filter(inner) => ids(inner, row_of, out),
+                Condition::Filter(inner) => walk(inner, row_of, out),
                 _ => {}
             }
         }
     }
     let mut rows = Vec::new();
-    ids(f, row_of, &mut rows);
-    Node::Doc(f.clone(), rows)
+    walk(f, row_of, &mut rows);
+    rows
 }
 
 fn literal_code(field: &FieldView<'_>, l: &Literal) -> Option<u32> {
@@ -351,7 +352,6 @@ fn eval(view: &PayloadView<'_>, n: &Node, row: u32) -> bool {
         Node::IsEmpty(f) => view.field(*f).column.is_empty(row),
         Node::IsNull(f) => view.field(*f).column.is_null(row),
         Node::Rows(rows) => rows.binary_search(&row).is_ok(),
-        Node::Doc(f, ids) => doc_passes(view, f, ids, row),
         Node::Bool { .. } => eval_bool(view, n, None, row),
     }
 }
@@ -382,8 +382,6 @@ fn estimate(view: &PayloadView<'_>, n: &Node) -> Cardinality {
     match n {
         Node::Const(b) => Cardinality::exact(if *b { total } else { 0 }),
         Node::Rows(r) => Cardinality::exact(r.len() as u64),
-        // Counted as matching everything: a vector search then checks only its candidates.
-        Node::Doc(..) => Cardinality::new(0, total, total),
         Node::IsNull(f) => Cardinality::exact(view.field(*f).column.meta.null_points as u64),
         Node::IsEmpty(f) => {
             let m = view.field(*f).column.meta;
@@ -474,11 +472,6 @@ fn matching(view: &PayloadView<'_>, n: &Node) -> Bitset {
         Node::Rows(rows) => {
             let mut b = Bitset::empty(total);
             rows.iter().filter(|&&r| r < total).for_each(|&r| b.insert(r));
-            b
-        }
-        Node::Doc(f, ids) => {
-            let mut b = Bitset::empty(total);
-            (0..total).filter(|&r| doc_passes(view, f, ids, r)).for_each(|r| b.insert(r));
             b
         }
         Node::Any { field, codes } => {
@@ -581,17 +574,32 @@ impl<'v, 'a> CompiledFilter<'v, 'a> {
     /// Whether `row` passes (rows beyond the segment never do).
     #[inline]
     pub fn matches(&self, row: u32) -> bool {
-        row < self.view.rows() && eval(self.view, &self.root, row)
+        row < self.view.rows()
+            && match &self.doc {
+                Some((f, ids)) => doc_passes(self.view, f, ids, row),
+                None => eval(self.view, &self.root, row),
+            }
     }
 
     /// Bounds on the number of matching rows, from the index sizes alone (no scan).
     pub fn estimate_cardinality(&self) -> Cardinality {
-        estimate(self.view, &self.root)
+        match self.doc {
+            // Counted as matching everything: a vector search then checks only its candidates.
+            Some(_) => Cardinality::new(0, u64::from(self.view.rows()), u64::from(self.view.rows())),
+            None => estimate(self.view, &self.root),
+        }
     }
 
     /// Every matching row, from the value → rows indexes (columns only for `is_empty`).
     pub fn matching_points(&self) -> Bitset {
-        matching(self.view, &self.root)
+        match &self.doc {
+            Some(_) => {
+                let mut b = Bitset::empty(self.view.rows());
+                (0..self.view.rows()).filter(|&r| self.matches(r)).for_each(|r| b.insert(r));
+                b
+            }
+            None => matching(self.view, &self.root),
+        }
     }
 }
 

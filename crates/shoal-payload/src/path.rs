@@ -29,50 +29,37 @@ fn bare(c: char) -> bool {
 
 /// Parses a path; `None` when it is not one (empty, a bad step, longer than [`MAX_PATH`]).
 pub fn parse(path: &str) -> Option<Vec<Step>> {
-    if path.is_empty() || path.len() > MAX_PATH {
-        return None;
-    }
     let mut steps = Vec::new();
     let mut rest = path;
-    let mut first = true;
-    while !rest.is_empty() {
+    while !rest.is_empty() || steps.is_empty() {
         if let Some(r) = rest.strip_prefix('[') {
-            let end = r.find(']')?;
-            let inner = &r[..end];
-            steps.push(if inner.is_empty() {
-                Step::All
-            } else if inner.bytes().all(|b| b.is_ascii_digit()) && (inner == "0" || !inner.starts_with('0')) {
-                Step::Index(inner.parse().ok()?)
-            } else {
-                return None;
+            let (inner, after) = r.split_once(']')?;
+            steps.push(match inner {
+                "" => Step::All,
+                // Decimal digits, no leading zero (`usize` parsing alone would take `+1`, `01`).
+                _ if inner.bytes().all(|b| b.is_ascii_digit()) && (inner == "0" || !inner.starts_with('0')) => {
+                    Step::Index(inner.parse().ok()?)
+                }
+                _ => return None,
             });
-            rest = &r[end + 1..];
-            first = false;
+            rest = after;
             continue;
         }
-        if !first {
+        if !steps.is_empty() {
             rest = rest.strip_prefix('.')?;
         }
-        first = false;
-        if let Some(r) = rest.strip_prefix('"') {
-            let end = r.find('"')?;
-            let key = &r[..end];
-            if key.contains('\\') {
-                return None;
-            }
-            steps.push(Step::Key(key.into()));
-            rest = &r[end + 1..];
-        } else {
-            let end = rest.find(|c: char| !bare(c)).unwrap_or(rest.len());
-            if end == 0 {
-                return None;
-            }
-            steps.push(Step::Key(rest[..end].into()));
-            rest = &rest[end..];
+        let (key, after) = match rest.strip_prefix('"') {
+            Some(r) => r.split_once('"').filter(|(k, _)| !k.contains('\\'))?,
+            None => rest.split_at(rest.find(|c: char| !bare(c)).unwrap_or(rest.len())),
+        };
+        if key.is_empty() && !rest.starts_with('"') {
+            return None;
         }
+        steps.push(Step::Key(key.into()));
+        rest = after;
     }
     // A path starts with a key.
-    matches!(steps.first(), Some(Step::Key(_))).then_some(steps)
+    (path.len() <= MAX_PATH && matches!(steps[0], Step::Key(_))).then_some(steps)
 }
 
 /// The values `steps` reach in `doc`, in document order.

@@ -61,7 +61,9 @@ pub fn json_type_name(v: &Value) -> &'static str {
 /// Rewrites the numbers of `doc`'s typed fields in one canonical form, so the same payload
 /// stores the same bytes whichever language wrote it (JavaScript writes `2.0` as `2`): values
 /// of `float` fields become `f64` numbers, integral values of `integer` fields `i64` numbers.
-/// Other values are left alone (validation is [`parse_payload`]'s business).
+/// Other values are left alone (validation is [`parse_payload`]'s business). In a nested
+/// schema every number at any depth takes JavaScript's form: an integral float of magnitude at
+/// most 2^53 becomes that integer.
 ///
 /// ```
 /// let schema = shoal_payload::Schema::from_json(r#"{"price": "float", "n": "integer"}"#).unwrap();
@@ -70,7 +72,11 @@ pub fn json_type_name(v: &Value) -> &'static str {
 /// assert_eq!(doc.to_string(), r#"{"n":3,"other":1,"price":[0.0,2.5]}"#);
 /// ```
 pub fn canonicalize(schema: &Schema, doc: &mut Value) {
-    let Some(obj) = doc.as_object_mut().filter(|_| !schema.is_nested()) else { return };
+    if schema.is_nested() {
+        integral_numbers(doc);
+        return;
+    }
+    let Some(obj) = doc.as_object_mut() else { return };
     for (name, v) in obj.iter_mut() {
         let fix: fn(&serde_json::Number) -> Option<Value> = match schema.field(name) {
             Some((_, FieldType::Float)) => {
@@ -90,6 +96,24 @@ pub fn canonicalize(schema: &Schema, doc: &mut Value) {
                 *x = c;
             }
         }
+    }
+}
+
+/// Nested documents' one form of a number, whatever language wrote it: a float with an
+/// integral value of magnitude at most 2^53 is written as that integer (`3.0` → `3`, `-0.0` →
+/// `0`), as JavaScript, which has no other form, writes it. Walks every level.
+fn integral_numbers(v: &mut Value) {
+    match v {
+        Value::Number(n) if n.is_f64() => {
+            const LIMIT: f64 = 9_007_199_254_740_992.0;
+            // (`no_std`: no `fract`; `as i64` is exact on integral values within ±2^53.)
+            if let Some(x) = n.as_f64().filter(|&x| (-LIMIT..=LIMIT).contains(&x) && (x as i64) as f64 == x) {
+                *v = Value::from(x as i64);
+            }
+        }
+        Value::Array(a) => a.iter_mut().for_each(integral_numbers),
+        Value::Object(o) => o.values_mut().for_each(integral_numbers),
+        _ => {}
     }
 }
 

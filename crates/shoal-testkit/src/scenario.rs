@@ -40,6 +40,39 @@ pub struct Config {
     /// Whether two ids in three are UUIDs ([`point_id`]): ids of both kinds mixed in every
     /// batch, segment and filter.
     pub uuids: bool,
+    /// With `payloads`: nested payloads ([`nested_payload`], [`NESTED_FILTERS`]; no text).
+    pub nested: bool,
+}
+
+/// The filters of nested configurations (query `q` uses `NESTED_FILTERS[q % len]`): JSON paths
+/// into objects and arrays of objects, `nested`, `is_empty` / `is_null` over paths, `has_id`.
+pub const NESTED_FILTERS: [&str; 8] = [
+    "null",
+    r#"{"must_not": [{"key": "meta.color", "match": {"value": "red"}}]}"#,
+    r#"{"must": [{"key": "meta.n", "range": {"gte": 10, "lt": 60}}], "must_not": [{"key": "meta.tags", "match": {"any": ["x"]}}]}"#,
+    r#"{"must": [{"key": "items[].k", "match": {"value": "b"}}, {"key": "items[].v", "range": {"gte": 3}}]}"#,
+    r#"{"must": [{"nested": {"key": "items", "filter": {"must": [{"key": "k", "match": {"value": "b"}}, {"key": "v", "range": {"gte": 3}}]}}}]}"#,
+    r#"{"should": [{"is_empty": {"key": "meta.tags"}}, {"is_null": {"key": "meta.flag"}}, {"has_id": [3, 700, 1201, 9007199254740992]}]}"#,
+    r#"{"must": [{"key": "items[0].k", "match": {"any": ["a", "c"]}}], "must_not": [{"is_empty": {"key": "items"}}]}"#,
+    r#"{"min_should": {"conditions": [{"key": "meta.color", "match": {"any": ["red", "blue"]}}, {"key": "meta.n", "range": {"gt": 50}}, {"key": "items[].v", "match": {"value": 2}}], "min_count": 2}}"#,
+];
+
+/// The payload of point `id` in a nested configuration: [`payload`] under `meta`, beside an
+/// array of objects (`items`, 0–3 of them) for paths with `[]` and `nested` conditions.
+pub fn nested_payload(id: u64, step: usize) -> Value {
+    let flat = payload(id, step);
+    if flat.is_null() {
+        return Value::Null;
+    }
+    let n = flat["n"].as_u64().unwrap_or(0);
+    const KEYS: [&str; 3] = ["a", "b", "c"];
+    let items: Vec<Value> = (0..id.wrapping_add(step as u64) % 4)
+        .map(|j| {
+            let k = KEYS[((n + j) % 3) as usize];
+            json!({"k": k, "v": (n + 2 * j) % 7})
+        })
+        .collect();
+    json!({"meta": flat, "items": items})
 }
 
 /// The id the scenario gives its point number `n`: `n` itself, or with [`Config::uuids`] for
@@ -147,7 +180,7 @@ pub fn request_of(config: &Config, q: usize, v: &[f32]) -> SearchRequest {
 
 /// The text of query `q` of a configuration, if it has one.
 pub fn text_of(config: &Config, q: usize) -> Option<&'static str> {
-    Some(TEXTS[q % TEXTS.len()]).filter(|t| config.payloads && !t.is_empty())
+    Some(TEXTS[q % TEXTS.len()]).filter(|t| config.payloads && !config.nested && !t.is_empty())
 }
 
 /// The filter of query `q` (`None` for no filter) of a configuration.
@@ -155,7 +188,8 @@ pub fn filter_of(config: &Config, q: usize) -> Option<Value> {
     if !config.payloads {
         return None;
     }
-    let mut f: Value = serde_json::from_str(FILTERS[q % FILTERS.len()]).expect("valid filter JSON");
+    let list: &[&str] = if config.nested { &NESTED_FILTERS } else { &FILTERS };
+    let mut f: Value = serde_json::from_str(list[q % list.len()]).expect("valid filter JSON");
     if config.uuids {
         // `has_id` names the same points, by their ids of either kind.
         for c in f.get_mut("should").and_then(Value::as_array_mut).into_iter().flatten() {
@@ -171,7 +205,7 @@ pub fn filter_of(config: &Config, q: usize) -> Option<Value> {
 
 /// The configurations every target runs: each metric, GloVe's 50-d, an odd dimension whose
 /// tail splits a SIMD register, and a common embedding size.
-pub const CONFIGS: [Config; 8] = [
+pub const CONFIGS: [Config; 9] = [
     Config {
         name: "l2-50",
         metric: Metric::L2,
@@ -184,6 +218,7 @@ pub const CONFIGS: [Config; 8] = [
         ivf_bits: 1,
         codes_only: false,
         uuids: false,
+        nested: false,
     },
     Config {
         name: "dot-131",
@@ -197,6 +232,7 @@ pub const CONFIGS: [Config; 8] = [
         ivf_bits: 1,
         codes_only: false,
         uuids: false,
+        nested: false,
     },
     Config {
         name: "cosine-384",
@@ -210,6 +246,7 @@ pub const CONFIGS: [Config; 8] = [
         ivf_bits: 1,
         codes_only: false,
         uuids: false,
+        nested: false,
     },
     Config {
         name: "cosine-50",
@@ -223,6 +260,7 @@ pub const CONFIGS: [Config; 8] = [
         ivf_bits: 1,
         codes_only: false,
         uuids: false,
+        nested: false,
     },
     Config {
         name: "ivf-l2-64",
@@ -236,6 +274,7 @@ pub const CONFIGS: [Config; 8] = [
         ivf_bits: 3,
         codes_only: true,
         uuids: false,
+        nested: false,
     },
     Config {
         name: "ivf-cosine-50",
@@ -249,6 +288,7 @@ pub const CONFIGS: [Config; 8] = [
         ivf_bits: 1,
         codes_only: true,
         uuids: false,
+        nested: false,
     },
     Config {
         name: "ivf-dot-200",
@@ -262,6 +302,7 @@ pub const CONFIGS: [Config; 8] = [
         ivf_bits: 8,
         codes_only: true,
         uuids: false,
+        nested: false,
     },
     Config {
         name: "uuid-ivf-l2-40",
@@ -275,6 +316,21 @@ pub const CONFIGS: [Config; 8] = [
         ivf_bits: 1,
         codes_only: false,
         uuids: true,
+        nested: false,
+    },
+    Config {
+        name: "nested-dot-24",
+        metric: Metric::Dot,
+        dim: 24,
+        queries: 400,
+        k: 10,
+        seed: 9,
+        ivf_partitions: Some(6),
+        payloads: true,
+        ivf_bits: 2,
+        codes_only: false,
+        uuids: false,
+        nested: true,
     },
 ];
 
@@ -433,7 +489,8 @@ fn insert_op(
         all_ids.push(id);
         vectors.extend_from_slice(&v);
     }
-    let payloads = if config.payloads { all_ids.iter().map(|&id| payload(id, step)).collect() } else { Vec::new() };
+    let doc = if config.nested { nested_payload } else { payload };
+    let payloads = if config.payloads { all_ids.iter().map(|&id| doc(id, step)).collect() } else { Vec::new() };
     Op::Insert { ids: all_ids.iter().map(|&n| point_id(config, n)).collect(), vectors, payloads }
 }
 
@@ -492,7 +549,9 @@ pub fn scenario(config: Config) -> Scenario {
 pub fn run(s: &Scenario, kernels: Kernels) -> Output {
     let c = s.config;
     let config = CollectionConfig { dim: c.dim, metric: c.metric };
-    let mut col = if c.payloads {
+    let mut col = if c.payloads && c.nested {
+        Collection::with_schema(config, Collection::parse_nested_schema(&json!({})).expect("valid"))
+    } else if c.payloads {
         let fields: Value = serde_json::from_str(FIELDS).expect("valid fields JSON");
         Collection::with_schema(config, Collection::parse_schema(&fields).expect("valid fields"))
     } else {

@@ -140,7 +140,7 @@ impl Collection {
         &self,
         seg: &SealedSegment,
         view: &'v PayloadView<'a>,
-        filter: &Filter,
+        filter: &'v Filter,
     ) -> Result<CompiledFilter<'v, 'a>, Error> {
         let schema = self.schema.as_ref().unwrap_or_else(|| view.schema());
         view.compile_for(filter, schema, &|id| seg.row_of(id).map(|r| r as u32))
