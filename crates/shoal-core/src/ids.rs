@@ -176,45 +176,39 @@ pub(crate) fn planned_index(n: usize, uuids: usize) -> Vec<(u32, u32, u64)> {
 /// Writes `ID_INDEX` and, with UUIDs, the UUID sections of `n` rows whose ids `id` gives
 /// (`IDS`, already written, holds `0` for UUID rows), as `layout` planned them.
 pub(crate) fn write_index(n: usize, id: impl Fn(usize) -> PointId, layout: &Layout, file: &mut [u8]) {
-    let uuid_rows = layout.has(KIND_UUIDS);
-    {
-        let index: &mut [IdEntry] = bytemuck::cast_slice_mut(&mut file[layout.range(KIND_ID_INDEX)]);
-        let mut at = 0;
-        for row in 0..n {
-            if let PointId::Num(x) = id(row) {
-                index[at] = IdEntry { id: x, row: row as u32, reserved: 0 };
-                at += 1;
-            }
+    let id_index = layout.range(KIND_ID_INDEX);
+    if !layout.has(KIND_UUIDS) {
+        // Integer ids only: `ID_INDEX` from `IDS` as written (planned before it).
+        let (head, rest) = file.split_at_mut(id_index.start);
+        let ids: &[u64] = bytemuck::cast_slice(&head[layout.range(KIND_IDS)]);
+        let index: &mut [IdEntry] = bytemuck::cast_slice_mut(&mut rest[..id_index.len()]);
+        for (row, (e, &x)) in index.iter_mut().zip(ids).enumerate() {
+            *e = IdEntry { id: x, row: row as u32, reserved: 0 };
         }
         sort_id_entries(index);
-    }
-    if !uuid_rows {
         return;
     }
-    {
-        let (uuids, kinds) = (layout.range(KIND_UUIDS), layout.range(KIND_ID_KINDS));
-        let uuids: &mut [[u8; 16]] = bytemuck::cast_slice_mut(&mut file[uuids]);
-        for (row, slot) in uuids.iter_mut().enumerate() {
-            if let PointId::Uuid(u) = id(row) {
-                *slot = u;
-            }
-        }
-        let words: &mut [u64] = bytemuck::cast_slice_mut(&mut file[kinds]);
-        for row in 0..n {
-            if let PointId::Uuid(_) = id(row) {
-                words[row / 64] |= 1 << (row % 64);
-            }
-        }
-    }
-    let mut entries = Vec::new();
+    // One pass over the ids: the UUID slots written, the kind bits and both indexes' entries
+    // kept (the bits are ⌈n/64⌉ words, copied in after).
+    let (mut nums, mut entries) = (Vec::new(), Vec::new());
+    let mut words = alloc::vec![0u64; n.div_ceil(64)];
+    let uuids: &mut [[u8; 16]] = bytemuck::cast_slice_mut(&mut file[layout.range(KIND_UUIDS)]);
     for row in 0..n {
-        if let PointId::Uuid(u) = id(row) {
-            entries.push(UuidEntry { uuid: u, row: row as u32, reserved: 0 });
+        match id(row) {
+            PointId::Num(x) => nums.push(IdEntry { id: x, row: row as u32, reserved: 0 }),
+            PointId::Uuid(u) => {
+                uuids[row] = u;
+                words[row / 64] |= 1 << (row % 64);
+                entries.push(UuidEntry { uuid: u, row: row as u32, reserved: 0 });
+            }
         }
     }
-    let uuids: Vec<[u8; 16]> = entries.iter().map(|e| e.uuid).collect();
+    bytemuck::cast_slice_mut::<u8, u64>(&mut file[layout.range(KIND_ID_KINDS)]).copy_from_slice(&words);
+    sort_id_entries(&mut nums);
+    bytemuck::cast_slice_mut::<u8, IdEntry>(&mut file[id_index]).copy_from_slice(&nums);
+    let order = uuid_order(&entries.iter().map(|e| e.uuid).collect::<Vec<_>>());
     let index: &mut [UuidEntry] = bytemuck::cast_slice_mut(&mut file[layout.range(KIND_UUID_INDEX)]);
-    for (slot, i) in index.iter_mut().zip(uuid_order(&uuids)) {
+    for (slot, i) in index.iter_mut().zip(order) {
         *slot = entries[i as usize];
     }
 }
