@@ -9,7 +9,6 @@ against a brute-force cosine ranking computed here.
 """
 
 import logging
-import math
 import shutil
 import sys
 import tempfile
@@ -17,7 +16,7 @@ import warnings
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench"))
-import datasets  # noqa: E402  (bench/datasets.py: GCIDE and wordllama, offline)
+from gcide_compat import cosine, definitions, embed  # noqa: E402
 from shoal_server import Server  # noqa: E402
 
 from langchain_core.embeddings import Embeddings  # noqa: E402
@@ -33,24 +32,17 @@ warnings.filterwarnings("ignore", message="Api key is used with an insecure conn
 class WordLlamaEmbeddings(Embeddings):
     """wordllama's mean-pooled token vectors, as floats."""
 
-    def __init__(self):
-        self.wl = datasets.load_wordllama(install=False)
-
     def embed_documents(self, texts):
-        return [[float(x) for x in row] for row in self.wl.embed(texts, norm=False)]
+        return embed(texts)
 
     def embed_query(self, text):
-        return self.embed_documents([text])[0]
-
-
-def cosine(a, b):
-    return sum(x * y for x, y in zip(a, b)) / math.sqrt(sum(x * x for x in a) * sum(y * y for y in b))
+        return embed([text])[0]
 
 
 def main():
     binary = sys.argv[1]
-    entries = [(e[0], e[1]) for e in datasets.read_gcide()[0][:N]]
-    texts = [text[:300] for _, text in entries]
+    entries = definitions(N)
+    texts = [text for _, text in entries]
     metadatas = [{"headword": head, "letter": head[:1].lower(), "details": {"length": len(text)}}
                  for head, text in entries]
     embeddings = WordLlamaEmbeddings()

@@ -10,7 +10,6 @@ data and model), each answer checked against a brute-force cosine ranking comput
 
 import json
 import logging
-import math
 import shutil
 import sys
 import tempfile
@@ -18,7 +17,7 @@ import warnings
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench"))
-import datasets  # noqa: E402  (bench/datasets.py: GCIDE and wordllama, offline)
+from gcide_compat import cosine, definitions, embed  # noqa: E402
 from shoal_server import Server  # noqa: E402
 
 from llama_index.core import Document, Settings, StorageContext, VectorStoreIndex  # noqa: E402
@@ -30,13 +29,6 @@ from qdrant_client import QdrantClient  # noqa: E402
 N = 1200
 logging.getLogger("httpx").setLevel(logging.WARNING)
 warnings.filterwarnings("ignore", message="Api key is used with an insecure connection")
-WL = datasets.load_wordllama(install=False)
-
-
-def embed(texts):
-    return [[float(x) for x in row] for row in WL.embed(texts, norm=False)]
-
-
 class WordLlamaEmbedding(BaseEmbedding):
     """wordllama's mean-pooled token vectors."""
 
@@ -53,13 +45,9 @@ class WordLlamaEmbedding(BaseEmbedding):
         return embed(texts)
 
 
-def cosine(a, b):
-    return sum(x * y for x, y in zip(a, b)) / math.sqrt(sum(x * x for x in a) * sum(y * y for y in b))
-
-
 def main():
     binary = sys.argv[1]
-    entries = [(e[0], e[1][:300]) for e in datasets.read_gcide()[0][:N]]
+    entries = definitions(N)
     Settings.embed_model = WordLlamaEmbedding()
     Settings.llm = None
     docs = []
