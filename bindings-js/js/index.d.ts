@@ -187,26 +187,44 @@ export interface HasIdCondition {
 }
 
 /** The search request (shoal-core's `SearchRequest`, the same JSON on every host). Unknown fields are rejected (`invalid_request`). */
-export interface SearchRequest {
+export interface SearchRequest extends PrefetchRequest {
+  /** 0..=100000, default 0. */
+  offset?: number;
+  with_payload?: boolean;
+  timeout_ms?: number;
+}
+
+/** A search whose results a request fuses or re-scores (`prefetch`), and what every request
+ * shares with it. */
+export interface PrefetchRequest {
   vector?: Float32Array | readonly number[];
   text?: string;
   /** 1..=10000, default 10. */
   limit?: number;
-  /** 0..=100000, default 0. */
-  offset?: number;
-  /** Only points passing this filter. */
+  /** Only points passing this filter (and the filters of the requests above). */
   filter?: Filter | null;
   params?: SearchParams;
-  /** With `vector` and `text`: `"rrf"` (reciprocal rank fusion, the default) or `"weighted"`
-   * (each ranking's scores scaled to 0..=1 and summed with weights `alpha`, `1 - alpha`). */
-  fusion?: "rrf" | "weighted";
+  /** Searches whose results this request fuses (without `vector`) or re-scores exactly by its
+   * `vector` (at most 16 per level, nested at most 4 deep). */
+  prefetch?: readonly PrefetchRequest[];
+  /** How rankings are fused (`vector` and `text`, or the prefetches): `"rrf"` (reciprocal rank
+   * fusion, the default), `"dbsf"` (each ranking's scores normalised by mean ± 3 standard
+   * deviations, then summed) or, for `vector` + `text`, `"weighted"` (each ranking's scores
+   * scaled to 0..=1 and summed with weights `alpha`, `1 - alpha`). */
+  fusion?: "rrf" | "dbsf" | "weighted";
+  /** Reciprocal rank fusion's `k` (default 61): a ranking adds `1 / ((p + 1) / w + k - 1)` at
+   * 0-based position `p`. */
+  rrf_k?: number;
+  /** Reciprocal rank fusion's weights `w`, one per ranking (default 1; `<= 0` adds nothing). */
+  weights?: readonly number[];
   /** Weight of the vector ranking in `"weighted"` fusion, 0..=1, default 0.5. */
   alpha?: number;
   /** BM25 parameters of the text search: `k1` (default 1.2, 0..=1000), `b` (default 0.75, 0..=1). */
   bm25_k1?: number;
   bm25_b?: number;
-  with_payload?: boolean;
-  timeout_ms?: number;
+  /** Leave out results worse than this: for an `l2` vector ranking a squared distance above it,
+   * otherwise a score below it. */
+  score_threshold?: number;
 }
 
 export interface ScoredPoint {

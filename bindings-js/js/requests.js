@@ -7,11 +7,13 @@ import { toFloat32, userIds } from "./values.js";
  * JSON text of a request or filter, BigInts (ids beyond 2^53, e.g. in `has_id`) written as the
  * integers they are, which `JSON.stringify` alone refuses: each becomes a string marked with a
  * NUL and a random tag (so no text of the request passes for one), replaced by its digits after.
+ * Typed arrays (a prefetch's `Float32Array` vector) are written as arrays of their numbers.
  * @param {any} value
  */
 export function toJson(value) {
   let mark = "";
   const text = JSON.stringify(value, (_, x) => {
+    if (ArrayBuffer.isView(x) && !(x instanceof DataView)) return Array.from(/** @type {any} */ (x));
     if (typeof x !== "bigint") return x;
     if (x < 0n) return Number(x); // not an id: the engine names the error
     mark ||= `\u0000${Math.random().toString(36).slice(2)}:`;

@@ -525,14 +525,14 @@ impl SearchOutput {
 
     /// The search statistics as JSON.
     pub fn stats_json(&self) -> String {
-        serde_json::to_string(&self.res.stats).expect("stats always serialise")
+        serde_json::to_string(&self.res.stats).unwrap_or_default() // cannot fail
     }
 
     /// The payloads aligned with [`ids`](Self::ids) as a JSON array, when the request asked
     /// `with_payload`.
     pub fn payloads_json(&self) -> Option<String> {
         let all: Option<Vec<&serde_json::Value>> = self.res.points.iter().map(|p| p.payload.as_ref()).collect();
-        all.filter(|a| !a.is_empty()).map(|a| serde_json::to_string(&a).expect("JSON values serialise"))
+        all.filter(|a| !a.is_empty()).map(|a| serde_json::to_string(&a).unwrap_or_default() /* cannot fail */)
     }
 }
 

@@ -42,6 +42,7 @@ function replay(fx) {
   let col = new Collection({ dim: fx.dim, metric: fx.metric, fields, nested });
   const filters = fx.filters ?? [];
   const texts = fx.texts ?? [];
+  const requests = fx.requests ?? [];
   const out = { ids: [], scoreBits: [], counts: [], manifests: [] };
   const queries = Float32Array.from(fx.queries);
   const nq = queries.length / fx.dim;
@@ -82,12 +83,15 @@ function replay(fx) {
           const filter = filters.length > 0 ? filters[q % filters.length] : null;
           const text = texts.length > 0 ? texts[q % texts.length] : "";
           const alone = text !== "" && Math.floor(q / texts.length) % 2 === 1;
-          const res = col.search({
-            ...(alone ? {} : { vector: queries.subarray(q * fx.dim, (q + 1) * fx.dim) }),
-            limit: fx.k,
-            ...(filter === null ? {} : { filter }),
-            ...(text === "" ? {} : { text }),
-          });
+          const res =
+            requests.length > 0
+              ? col.search(requests[q])
+              : col.search({
+                  ...(alone ? {} : { vector: queries.subarray(q * fx.dim, (q + 1) * fx.dim) }),
+                  limit: fx.k,
+                  ...(filter === null ? {} : { filter }),
+                  ...(text === "" ? {} : { text }),
+                });
           out.counts.push(res.points.length);
           for (const p of res.points) {
             out.ids.push(typeof p.id === "string" ? p.id : BigInt(p.id));

@@ -28,6 +28,7 @@ import warnings
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench"))
 from shoal_server import Server  # noqa: E402  (the repository's bench/ helpers)
 
+import numpy  # noqa: E402  (qdrant-client's own dependency)
 from qdrant_client import QdrantClient
 from qdrant_client.http import models as m
 from qdrant_client.http.exceptions import UnexpectedResponse
@@ -137,6 +138,8 @@ def run(url):
     res = client.query_points("shop", query=q, limit=2, with_payload=False)
     assert all(p.payload is None and p.vector is None for p in res.points), res
 
+    prefetch_fusion(client, vectors, payload)
+
     # Retrieve, count, scroll.
     got = client.retrieve("shop", ids=[3, 7, 999], with_payload=True, with_vectors=False)
     assert [(r.id, r.payload) for r in got] == [(3, payload[3]), (7, payload[7])]
@@ -208,6 +211,83 @@ def run(url):
     assert client.delete_collection("geo")
     assert not client.collection_exists("geo")
     client.close()
+
+
+def fused(lists, rrf_k=None, weights=None):
+    """Qdrant's fusion formulas in float32, literally: RRF (k, weights) when rrf_k is given,
+    else DBSF; each list is [(id, score)] best first. Fused score descending, then the best
+    position, then the id."""
+    f32 = numpy.float32
+    sums, best = {}, {}
+    for li, points in enumerate(lists):
+        if rrf_k is not None:
+            w = f32(1.0 if weights is None else weights[li])
+            terms = [f32(0.0) if w <= 0 else f32(1.0) / (f32(p + 1) / w + f32(rrf_k) - f32(1.0))
+                     for p in range(len(points))]
+        elif len(points) == 1:
+            terms = [f32(0.5)]
+        else:
+            scores = [f32(s) for _, s in points]
+            mean, agg = f32(0.0), f32(0.0)
+            for j, s in enumerate(scores, 1):
+                d = s - mean
+                mean = mean + d / f32(j)
+                agg = agg + d * (s - mean)
+            sigma = numpy.sqrt(agg / f32(len(scores) - 1))
+            lo, hi = mean - f32(3.0) * sigma, mean + f32(3.0) * sigma
+            terms = [f32(0.5) if lo == hi else (s - lo) / (hi - lo) for s in scores]
+        for p, ((i, _), t) in enumerate(zip(points, terms)):
+            sums[i] = sums[i] + t if i in sums else t
+            best[i] = min(best.get(i, p), p)
+    return sorted(sums.items(), key=lambda kv: (-kv[1], best[kv[0]], kv[0]))
+
+
+def prefetch_fusion(client, vectors, payload):
+    """The Query API's prefetch: each prefetch equals brute force under its filter and the
+    query's; RRF (Qdrant's k = 2, and k with weights) and DBSF equal the formulas over them;
+    a vector query re-scores the prefetched points exactly."""
+    q1 = [0.9, 0.1, -0.3, 0.2, 0.0, -0.6]
+    q2 = [-0.2, 0.7, 0.4, -0.1, 0.8, 0.3]
+    q3 = [0.1, 0.1, 0.1, 0.1, 0.1, 0.1]
+    cheap = m.Filter(must=[m.FieldCondition(key="price", range=m.Range(lte=20.0))])
+    red = m.Filter(must=[m.FieldCondition(key="color", match=m.MatchValue(value="red"))])
+
+    def brute(q, keep, n):
+        ids = [i for i in sorted(vectors) if keep(i) and payload[i]["price"] <= 20.0]
+        return sorted(ids, key=lambda i: -cosine(q, vectors[i]))[:n]
+
+    pre = [m.Prefetch(query=q1, filter=red, limit=20), m.Prefetch(query=q2, limit=15)]
+    alone = [client.query_points("shop", query=q1, query_filter=m.Filter(must=[cheap, red]), limit=20).points,
+             client.query_points("shop", query=q2, query_filter=cheap, limit=15).points]
+    assert [p.id for p in alone[0]] == brute(q1, lambda i: payload[i]["color"] == "red", 20)
+    assert [p.id for p in alone[1]] == brute(q2, lambda i: True, 15)
+    lists = [[(p.id, p.score) for p in a] for a in alone]
+    for query, want in [(m.FusionQuery(fusion=m.Fusion.RRF), fused(lists, rrf_k=2)),
+                        (m.RrfQuery(rrf=m.Rrf(k=60, weights=[2.0, 0.5])), fused(lists, rrf_k=60, weights=[2.0, 0.5])),
+                        (m.FusionQuery(fusion=m.Fusion.DBSF), fused(lists))]:
+        res = client.query_points("shop", prefetch=pre, query=query, query_filter=cheap, limit=12, offset=2,
+                                  with_payload=True).points
+        got = [(p.id, p.score) for p in res]
+        assert [i for i, _ in got] == [i for i, _ in want[2:14]], (query, got, want[2:14])
+        assert all(abs(a - float(b)) <= 1e-6 for (_, a), (_, b) in zip(got, want[2:14])), (got, want)
+        assert all(p.payload == payload[p.id] for p in res)
+    # A vector query re-scores the union exactly (cosine), best first.
+    union = {p.id for a in alone for p in a}
+    res = client.query_points("shop", prefetch=pre, query=q3, query_filter=cheap, limit=10).points
+    assert [p.id for p in res] == sorted(union, key=lambda i: -cosine(q3, vectors[i]))[:10]
+    assert all(abs(p.score - cosine(q3, vectors[p.id])) < 1e-5 for p in res)
+    # Nested: an inner fusion prefetched by an outer one; a threshold inside a prefetch.
+    inner = m.Prefetch(prefetch=pre, query=m.FusionQuery(fusion=m.Fusion.DBSF), limit=10)
+    low = m.Prefetch(query=q3, limit=30, score_threshold=0.5)
+    res = client.query_points("shop", prefetch=[inner, low], query=m.FusionQuery(fusion=m.Fusion.RRF),
+                              query_filter=cheap, limit=8).points
+    low_alone = [(p.id, p.score) for p in client.query_points("shop", query=q3, query_filter=cheap, limit=30,
+                                                                score_threshold=0.5).points]
+    assert low_alone and low_alone[-1][1] >= 0.5
+    want = fused([fused(lists)[:10], low_alone], rrf_k=2)[:8]
+    assert [p.id for p in res] == [i for i, _ in want], (res, want)
+    expect_error(lambda: client.query_points("shop", prefetch=pre, query=m.RrfQuery(rrf=m.Rrf(weights=[1.0]))),
+                 400, "weights")
 
 
 def nested_payloads(client):

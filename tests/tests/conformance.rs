@@ -112,7 +112,8 @@ mod native {
     use shoal_payload::{Filter, reference};
     use shoal_testkit::oracle;
     use shoal_testkit::scenario::{
-        FIELDS, FILTERS, NESTED_FILTERS, Op, Output, Scenario, TEXTS, filter_of, live_points_at_searches, text_of,
+        FIELDS, FILTERS, NESTED_FILTERS, Op, Output, Scenario, TEXTS, filter_of, fusion_request,
+        live_points_at_searches, text_of,
     };
 
     fn workspace_root() -> PathBuf {
@@ -142,9 +143,10 @@ mod native {
                         live.points.iter().zip(&live.payloads).filter(pass).map(|(p, _)| p.clone()).collect()
                     }
                 };
-                if text_of(&c, qi).is_some() {
-                    // Text and hybrid searches: cross-target identity is checked here; their
-                    // results against a naive BM25 are the business of the text tests.
+                if c.fusion || text_of(&c, qi).is_some() {
+                    // Text, hybrid and fused searches: cross-target identity is checked here;
+                    // their results against a naive BM25 and the fusion formulas are the
+                    // business of the text and prefetch tests.
                     assert!(n <= c.k);
                     text_results += n;
                     continue;
@@ -163,7 +165,7 @@ mod native {
             }
         }
         assert_eq!(at, out.ids.len());
-        let plain = (0..c.queries).filter(|&q| text_of(&c, q).is_none()).count();
+        let plain = (0..c.queries).filter(|&q| !c.fusion && text_of(&c, q).is_none()).count();
         assert!(checked >= plain, "{}: at least the first search is exact", c.name);
         assert_eq!(text_results > 0, c.payloads && !c.nested, "{}: text and hybrid queries find points", c.name);
     }
@@ -216,6 +218,12 @@ mod native {
             "filters": if c.payloads {
                 let n = if c.nested { NESTED_FILTERS.len() } else { FILTERS.len() };
                 (0..n).map(|q| filter_of(&c, q).unwrap_or(Value::Null)).collect::<Vec<_>>()
+            } else {
+                Vec::new()
+            },
+            // Fusion configurations: query q is requests[q], whole (its vectors included).
+            "requests": if c.fusion {
+                s.queries.chunks_exact(c.dim).enumerate().map(|(q, v)| fusion_request(&c, q, v)).collect::<Vec<_>>()
             } else {
                 Vec::new()
             },

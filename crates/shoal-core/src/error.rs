@@ -4,7 +4,7 @@ use shoal_format::FormatError;
 use shoal_payload::{LayoutError, PayloadError};
 
 /// Everything that can go wrong in the core. Every variant leaves the collection unchanged.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Clone, PartialEq)]
 #[non_exhaustive]
 pub enum Error {
     /// The segment bytes are not a valid container, or a section is inconsistent.
@@ -153,5 +153,13 @@ impl From<FormatError> for Error {
 impl From<LayoutError> for Error {
     fn from(e: LayoutError) -> Self {
         Error::PayloadLayout(e)
+    }
+}
+
+/// The message, as [`Display`](fmt::Display) writes it (no derived `Debug`: the wasm package
+/// carries no string escaping for it).
+impl fmt::Debug for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Display::fmt(self, f)
     }
 }

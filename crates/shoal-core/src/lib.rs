@@ -26,6 +26,7 @@ mod bitset;
 mod build;
 mod collection;
 mod error;
+mod fusion;
 mod ids;
 mod mutable;
 mod pool;
@@ -43,8 +44,10 @@ pub use collection::{
     SealSnapshot, SegmentInfo,
 };
 pub use error::Error;
+pub use fusion::{DEFAULT_RRF_K, FUSION_DEPTH, RRF_K};
 pub use request::{
-    MAX_BM25_K1, MAX_LIMIT, MAX_OFFSET, ScoredPoint, SearchParams, SearchRequest, SearchResponse, SearchStats,
+    MAX_BM25_K1, MAX_LIMIT, MAX_OFFSET, MAX_PREFETCH, MAX_PREFETCH_DEPTH, ScoredPoint, SearchParams, SearchRequest,
+    SearchResponse, SearchStats,
 };
 pub use sealed::{IndexKind, PayloadInput, SealedSegment, SegmentBytes};
 pub use shoal_format::{AlignedBytes, FormatError, PointId};
@@ -54,4 +57,3 @@ pub use shoal_index::progress::{Progress, Quiet};
 pub use shoal_kernels::Kernels;
 pub use shoal_payload::{FieldType, Filter, FilterError, LayoutError, PayloadError, Schema, point_id_from_json};
 pub use shoal_text::Clock;
-pub use text::{FUSION_DEPTH, RRF_K};

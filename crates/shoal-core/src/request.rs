@@ -15,6 +15,10 @@ pub const MAX_TEXT_BYTES: usize = 16 * 1024;
 pub const MAX_BM25_K1: f32 = 1000.0;
 /// Largest `offset` a request may ask for.
 pub const MAX_OFFSET: usize = 100_000;
+/// Most `prefetch` entries at one level of a request.
+pub const MAX_PREFETCH: usize = 16;
+/// Deepest nesting of `prefetch` (a request's prefetches are level 1).
+pub const MAX_PREFETCH_DEPTH: usize = 4;
 
 /// The search request, one JSON shape for every host.
 ///
@@ -41,13 +45,31 @@ pub struct SearchRequest {
     pub filter: Option<serde_json::Value>,
     /// Index parameters.
     pub params: SearchParams,
-    /// How a request with `vector` and `text` fuses the two rankings: `"rrf"` (reciprocal
-    /// rank fusion, the default) or `"weighted"` (each ranking's scores scaled to 0..=1, then
-    /// summed with the weights `alpha` and `1 - alpha`).
+    /// Searches whose results this request fuses (without `vector`) or re-scores exactly by
+    /// its `vector`: each one a request of its own (`vector`, `text` or both, or a `prefetch`
+    /// of its own, at most [`MAX_PREFETCH_DEPTH`] deep, at most [`MAX_PREFETCH`] per level;
+    /// `filter`, `limit` — default 10 —, `params`, `score_threshold`, fusion settings; not
+    /// `offset`, `with_payload` or `timeout_ms`, which are the top request's). This request's
+    /// filter applies to every one of them, as well as their own.
+    pub prefetch: Vec<SearchRequest>,
+    /// How rankings are fused — a request's `vector` and `text`, or its `prefetch` results:
+    /// `"rrf"` (reciprocal rank fusion, the default), `"dbsf"` (distribution-based score
+    /// fusion: each ranking's scores normalised by its mean ± 3 standard deviations, then
+    /// summed) or, for `vector` + `text` only, `"weighted"` (each ranking's scores scaled to
+    /// 0..=1, then summed with the weights `alpha` and `1 - alpha`).
     pub fusion: Option<String>,
+    /// `k` of reciprocal rank fusion (at least 1; default [`DEFAULT_RRF_K`](crate::DEFAULT_RRF_K)):
+    /// a ranking adds `1 / ((p + 1) / w + k - 1)` at 0-based position `p`.
+    pub rrf_k: Option<u32>,
+    /// Weights `w` of reciprocal rank fusion, one per ranking (`vector` then `text`, or one per
+    /// `prefetch`); default 1 each; a weight `<= 0` adds nothing.
+    pub weights: Option<Vec<f32>>,
     /// Weight of the vector ranking in `"weighted"` fusion, 0..=1 (default 0.5); the text
     /// ranking gets `1 - alpha`.
     pub alpha: Option<f32>,
+    /// Results scoring worse than this are left out: for an `l2` vector search, a squared
+    /// distance above it; otherwise a score (similarity, BM25, fused) below it.
+    pub score_threshold: Option<f32>,
     /// BM25 term frequency saturation of the text search, 0..=[`MAX_BM25_K1`] (default 1.2).
     pub bm25_k1: Option<f32>,
     /// BM25 length normalisation of the text search, 0..=1 (default 0.75).
@@ -85,22 +107,27 @@ impl SearchRequest {
     }
 
     /// The request from decoded JSON (read field by field through `serde_json::Value`, not
-    /// derived code: the npm package's size budget). Unknown fields are refused by name; `null`
-    /// is "absent" for the optional fields.
+    /// derived code: the npm package's size budget). Unknown fields are refused by name;
+    /// `null` is "absent" for the optional fields. (What a prefetch may not set is refused by
+    /// [`check`](Self::check).)
     fn from_value(v: &serde_json::Value) -> Result<SearchRequest, Error> {
         use serde_json::Value;
         let bad = |m: String| Error::InvalidRequest(m);
-        const KEYS: [&str; 12] = [
+        const KEYS: [&str; 16] = [
             "vector",
             "text",
             "limit",
-            "offset",
             "filter",
             "params",
+            "prefetch",
             "fusion",
+            "rrf_k",
+            "weights",
             "alpha",
             "bm25_k1",
             "bm25_b",
+            "score_threshold",
+            "offset",
             "with_payload",
             "timeout_ms",
         ];
@@ -130,13 +157,25 @@ impl SearchRequest {
         let flag = |m: &serde_json::Map<String, Value>, k: &str| {
             m.get(k).filter(|x| !x.is_null()).map_or(Ok(false), |x| x.as_bool().ok_or_else(|| wrong(k, "a bool")))
         };
-        let vector = match get("vector") {
-            None => None,
-            Some(x) => Some(
-                x.as_array()
-                    .and_then(|a| a.iter().map(f32_of).collect::<Option<Vec<f32>>>())
-                    .ok_or_else(|| wrong("vector", "an array of numbers"))?,
-            ),
+        let numbers = |k: &str| {
+            get(k)
+                .map(|x| {
+                    x.as_array()
+                        .and_then(|a| a.iter().map(f32_of).collect::<Option<Vec<f32>>>())
+                        .ok_or_else(|| wrong(k, "an array of numbers"))
+                })
+                .transpose()
+        };
+        let prefetch = match get("prefetch") {
+            None => Vec::new(),
+            Some(Value::Array(a)) => {
+                let mut all = Vec::with_capacity(a.len());
+                for p in a {
+                    all.push(SearchRequest::from_value(p)?);
+                }
+                all
+            }
+            Some(_) => return Err(wrong("prefetch", "an array of requests")),
         };
         let params = match get("params") {
             None => SearchParams::default(),
@@ -150,14 +189,18 @@ impl SearchRequest {
             uint(o, k)?.map_or(Ok(default), |x| usize::try_from(x).map_err(|_| wrong(k, "a smaller integer")))
         };
         Ok(SearchRequest {
-            vector,
+            vector: numbers("vector")?,
             text: string("text")?,
             limit: size("limit", 10)?,
             offset: size("offset", 0)?,
             filter: get("filter").cloned(),
             params,
+            prefetch,
             fusion: string("fusion")?,
+            rrf_k: uint(o, "rrf_k")?.map(|x| u32::try_from(x).map_err(|_| wrong("rrf_k", "a u32"))).transpose()?,
+            weights: numbers("weights")?,
             alpha: float("alpha")?,
+            score_threshold: float("score_threshold")?,
             bm25_k1: float("bm25_k1")?,
             bm25_b: float("bm25_b")?,
             with_payload: flag(o, "with_payload")?,
@@ -172,6 +215,20 @@ impl SearchRequest {
 
     /// Checks the limits and the capabilities this build has.
     pub fn check(&self) -> Result<(), Error> {
+        self.check_at(0)
+    }
+
+    /// [`check`](Self::check) of a request at `depth` (a prefetch below the top request).
+    fn check_at(&self, depth: usize) -> Result<(), Error> {
+        if !self.prefetch.is_empty() && (depth >= MAX_PREFETCH_DEPTH || self.prefetch.len() > MAX_PREFETCH) {
+            // (The numbers are MAX_PREFETCH and MAX_PREFETCH_DEPTH: a test holds them equal.)
+            return Err(Error::InvalidRequest("prefetch: at most 16 per level, nested at most 4 deep".into()));
+        }
+        if depth > 0 && (self.offset > 0 || self.with_payload || self.timeout_ms.is_some()) {
+            return Err(Error::InvalidRequest(
+                "prefetch: offset, with_payload and timeout_ms are the top request's".into(),
+            ));
+        }
         if self.limit == 0 || self.limit > MAX_LIMIT {
             return Err(Error::InvalidRequest(format!("limit must be in 1..={MAX_LIMIT}, got {}", self.limit)));
         }
@@ -181,16 +238,23 @@ impl SearchRequest {
         if self.params.nprobe == Some(0) || self.params.rerank == Some(0) {
             return Err(Error::InvalidRequest(String::from("params.nprobe and params.rerank must be at least 1")));
         }
-        if let Some(f) = self.fusion.as_deref().filter(|&f| f != "rrf" && f != "weighted") {
-            return Err(Error::InvalidRequest(format!("fusion must be \"rrf\" or \"weighted\", got {f:?}")));
+        if let Some(f) = self.fusion.as_deref().filter(|&f| f != "rrf" && f != "weighted" && f != "dbsf") {
+            return Err(Error::InvalidRequest(format!(
+                "fusion must be \"rrf\", \"dbsf\" or \"weighted\", got \"{f}\""
+            )));
         }
-        if let Some(a) = self.alpha {
-            if self.fusion.as_deref() != Some("weighted") {
-                return Err(Error::InvalidRequest(String::from("alpha goes with fusion \"weighted\"")));
-            }
-            if !(0.0..=1.0).contains(&a) {
-                return Err(Error::InvalidRequest(String::from("alpha must be in 0..=1")));
-            }
+        let fusion = self.fusion.as_deref().unwrap_or("rrf");
+        if self.alpha.is_some() && fusion != "weighted" {
+            return Err(Error::InvalidRequest(String::from("alpha goes with fusion \"weighted\"")));
+        }
+        if self.alpha.is_some_and(|a| !(0.0..=1.0).contains(&a)) {
+            return Err(Error::InvalidRequest(String::from("alpha must be in 0..=1")));
+        }
+        if (self.rrf_k.is_some() || self.weights.is_some()) && fusion != "rrf" {
+            return Err(Error::InvalidRequest(String::from("rrf_k and weights go with fusion \"rrf\"")));
+        }
+        if self.rrf_k == Some(0) {
+            return Err(Error::InvalidRequest(String::from("rrf_k must be at least 1")));
         }
         if self.bm25_k1.is_some_and(|k1| !(0.0..=MAX_BM25_K1).contains(&k1))
             || self.bm25_b.is_some_and(|b| !(0.0..=1.0).contains(&b))
@@ -203,7 +267,30 @@ impl SearchRequest {
         if self.timeout_ms == Some(0) {
             return Err(Error::InvalidRequest(String::from("timeout_ms must be at least 1")));
         }
-        Ok(())
+        self.prefetch.iter().try_for_each(|p| p.check_at(depth + 1))
+    }
+
+    /// Checks what the request asks for as a whole, once its `vector` is set (a host may set it
+    /// after parsing): what it ranks by, and that fusion settings have rankings to fuse.
+    pub(crate) fn check_shape(&self) -> Result<(), Error> {
+        let bad = |m: &str| Err(Error::InvalidRequest(String::from(m)));
+        let fusing = self.fusion.is_some() || self.rrf_k.is_some() || self.weights.is_some();
+        let lists = match (&self.vector, &self.text, self.prefetch.len()) {
+            (_, Some(_), 1..) => return bad("`text` and `prefetch` do not go together"),
+            (Some(_), None, 1..) if fusing => return bad("`vector` with `prefetch` re-scores: no fusion settings"),
+            (Some(_), None, 1..) => 0,
+            (None, None, 0) => return bad("give `vector`, `text`, both, or `prefetch`"),
+            (Some(_), Some(_), 0) => 2,
+            (_, _, 0) if fusing => return bad("fusion needs both `vector` and `text`, or `prefetch`"),
+            (_, _, n) => n,
+        };
+        if self.fusion.as_deref() == Some("weighted") && !self.prefetch.is_empty() {
+            return bad("fusion \"weighted\" fuses `vector` and `text`");
+        }
+        if self.weights.as_ref().is_some_and(|w| w.len() != lists) {
+            return Err(Error::InvalidRequest(format!("weights: give one per ranking fused ({lists})")));
+        }
+        self.prefetch.iter().try_for_each(SearchRequest::check_shape)
     }
 }
 
@@ -261,6 +348,8 @@ pub struct SearchResponse {
 impl SearchResponse {
     /// The response as JSON, the shape every host returns.
     pub fn to_json(&self) -> String {
-        serde_json::to_string(self).expect("a response always serialises")
+        // Cannot fail (string keys, finite numbers); `unwrap_or_default` keeps serde_json::Error's
+        // Debug (and core's string escaping) out of the wasm package.
+        serde_json::to_string(self).unwrap_or_default()
     }
 }

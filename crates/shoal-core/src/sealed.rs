@@ -108,7 +108,7 @@ impl IndexKind {
                 }))
             }
             Some(other) => Err(Error::InvalidRequest(alloc::format!(
-                "seal options: unknown index {other:?} (expected \"flat\" or \"ivf-rabitq\")"
+                "seal options: unknown index \"{other}\" (expected \"flat\" or \"ivf-rabitq\")"
             ))),
         }
     }

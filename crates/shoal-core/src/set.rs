@@ -76,10 +76,10 @@ fn bad(what: String) -> Error {
 fn object<'v>(v: &'v Value, what: &str, required: &[&str], optional: &[&str]) -> Result<&'v Map<String, Value>, Error> {
     let o = v.as_object().ok_or_else(|| bad(format!("{what}: expected an object")))?;
     if let Some(k) = o.keys().find(|k| !required.contains(&k.as_str()) && !optional.contains(&k.as_str())) {
-        return Err(bad(format!("{what}: unknown key {k:?}")));
+        return Err(bad(format!("{what}: unknown key \"{k}\"")));
     }
     if let Some(k) = required.iter().find(|k| !o.contains_key(**k)) {
-        return Err(bad(format!("{what}: missing key {k:?}")));
+        return Err(bad(format!("{what}: missing key \"{k}\"")));
     }
     Ok(o)
 }

@@ -1,7 +1,7 @@
 use core::fmt;
 
 /// Why a byte buffer is not a valid segment container.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Clone, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum FormatError {
     /// The buffer is shorter than a structure it must hold.
@@ -78,3 +78,11 @@ impl fmt::Display for FormatError {
 }
 
 impl core::error::Error for FormatError {}
+
+/// The message, as [`Display`](fmt::Display) writes it (no derived `Debug`: the wasm package
+/// carries no string escaping for it).
+impl fmt::Debug for FormatError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Display::fmt(self, f)
+    }
+}

@@ -7,7 +7,7 @@ use crate::schema::FieldType;
 
 /// Why a schema or a payload document was rejected. `path` names the offending place, e.g.
 /// `schema.year` or `payload.tags[2]`.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Clone, PartialEq, Eq)]
 pub struct PayloadError {
     /// Where in the input the problem is.
     pub path: String,
@@ -62,7 +62,7 @@ impl fmt::Display for PayloadError {
                 write!(f, "{p}: a field name must be 1..=255 bytes without control characters")
             }
             PayloadErrorKind::UnknownType(t) => {
-                write!(f, "{p}: unknown field type {t:?} (keyword, integer, float, bool, text, text_en)")
+                write!(f, "{p}: unknown field type \"{t}\" (keyword, integer, float, bool, text, text_en)")
             }
             PayloadErrorKind::UnknownField => write!(f, "{p}: field is not declared in the schema"),
             PayloadErrorKind::WrongType { expected, found } => {
@@ -81,7 +81,7 @@ impl fmt::Display for PayloadError {
 impl core::error::Error for PayloadError {}
 
 /// Why a filter was rejected. `path` names the offending place, e.g. `filter.must[1].range`.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Clone, PartialEq, Eq)]
 pub struct FilterError {
     /// Where in the filter the problem is.
     pub path: String,
@@ -140,12 +140,12 @@ impl fmt::Display for FilterError {
         match &self.kind {
             FilterErrorKind::InvalidJson(m) => write!(f, "{p}: invalid JSON: {m}"),
             FilterErrorKind::Expected(what) => write!(f, "{p}: expected {what}"),
-            FilterErrorKind::UnknownOperator(k) => write!(f, "{p}: unknown key {k:?}"),
+            FilterErrorKind::UnknownOperator(k) => write!(f, "{p}: unknown key \"{k}\""),
             FilterErrorKind::AmbiguousCondition => write!(
                 f,
                 "{p}: a condition is exactly one of: a nested filter, {{key, match}}, {{key, range}}, is_empty, is_null, has_id"
             ),
-            FilterErrorKind::UnknownField(k) => write!(f, "{p}: unknown field {k:?}"),
+            FilterErrorKind::UnknownField(k) => write!(f, "{p}: unknown field \"{k}\""),
             FilterErrorKind::TypeMismatch { field_type, operator } => {
                 write!(f, "{p}: {operator} is not supported on a {} field", field_type.name())
             }
@@ -165,7 +165,7 @@ impl fmt::Display for FilterError {
 impl core::error::Error for FilterError {}
 
 /// Why payload section bytes could not be read.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Clone, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum LayoutError {
     /// The bytes end before a structure they must hold.
@@ -220,3 +220,27 @@ impl fmt::Display for LayoutError {
 }
 
 impl core::error::Error for LayoutError {}
+
+/// The message, as [`Display`](fmt::Display) writes it (no derived `Debug`: the wasm package
+/// carries no string escaping for it).
+impl fmt::Debug for PayloadError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Display::fmt(self, f)
+    }
+}
+
+/// The message, as [`Display`](fmt::Display) writes it (no derived `Debug`: the wasm package
+/// carries no string escaping for it).
+impl fmt::Debug for FilterError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Display::fmt(self, f)
+    }
+}
+
+/// The message, as [`Display`](fmt::Display) writes it (no derived `Debug`: the wasm package
+/// carries no string escaping for it).
+impl fmt::Debug for LayoutError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Display::fmt(self, f)
+    }
+}

@@ -407,7 +407,7 @@ fn validate_paths(f: &Filter, path: &str, in_nested: bool) -> Result<(), FilterE
             }
         };
         if crate::path::parse(key).is_none() {
-            return Err(bad(format!("{key:?} is not a JSON path")));
+            return Err(bad(format!("\"{key}\" is not a JSON path")));
         }
     }
     Ok(())

@@ -29,3 +29,64 @@ pub fn top_k<I: Copy>(metric: Metric, points: &[(I, Vec<f32>)], query: &[f32], k
     scored.sort_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)));
     scored.into_iter().take(k).map(|(key, _, id)| (id, if metric == Metric::L2 { key } else { -key })).collect()
 }
+
+/// How [`fused`] fuses: reciprocal rank fusion (`k`, optional weights) or DBSF.
+#[derive(Clone, Copy, Debug)]
+pub enum Fused<'w> {
+    /// `1 / ((p + 1) / w + k - 1)` at 0-based position `p`, 0 when `w <= 0`.
+    Rrf { k: u32, weights: Option<&'w [f32]> },
+    /// Each ranking's scores normalised by its mean ± 3 sample standard deviations.
+    Dbsf,
+}
+
+/// The fusion formulas of `docs/format.md` ("Fusion") written out literally, sharing no code
+/// with the collection's: each ranking `(points best first, lower_is_better)` adds its terms to
+/// a list of sums in ranking order, then a comparator sort — fused score descending, best
+/// position, id.
+pub fn fused(
+    fusion: Fused<'_>,
+    rankings: &[(&[(shoal_format::PointId, f32)], bool)],
+) -> Vec<(shoal_format::PointId, f32)> {
+    let mut sums: Vec<(shoal_format::PointId, f32, usize)> = Vec::new();
+    for (l, &(points, lower)) in rankings.iter().enumerate() {
+        let fin = |s: f32| match s {
+            s if s.is_nan() && lower => f32::MAX,
+            s if s.is_nan() => -f32::MAX,
+            f32::INFINITY => f32::MAX,
+            f32::NEG_INFINITY => -f32::MAX,
+            s => s,
+        };
+        let scores: Vec<f32> = points.iter().map(|p| if lower { -fin(p.1) } else { fin(p.1) }).collect();
+        let n = scores.len();
+        let (mut mean, mut a) = (0.0f32, 0.0f32);
+        for j in 1..=n {
+            let d = scores[j - 1] - mean;
+            mean += d / j as f32;
+            a += d * (scores[j - 1] - mean);
+        }
+        let sigma = (a / (n as f32 - 1.0)).sqrt();
+        for (p, &(id, _)) in points.iter().enumerate() {
+            let term = match fusion {
+                Fused::Rrf { k, weights } => {
+                    let w = weights.map_or(1.0, |w| w[l]);
+                    if w <= 0.0 { 0.0 } else { 1.0 / ((p + 1) as f32 / w + k as f32 - 1.0) }
+                }
+                Fused::Dbsf if n == 1 => 0.5,
+                Fused::Dbsf => {
+                    let (lo, hi) = (mean - 3.0 * sigma, mean + 3.0 * sigma);
+                    let x = if lo == hi { 0.5 } else { (scores[p] - lo) / (hi - lo) };
+                    if x.is_nan() { 0.0 } else { x }
+                }
+            };
+            match sums.iter_mut().find(|s| s.0 == id) {
+                Some(s) => {
+                    s.1 += term;
+                    s.2 = s.2.min(p);
+                }
+                None => sums.push((id, term, p)),
+            }
+        }
+    }
+    sums.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.2.cmp(&b.2)).then(a.0.cmp(&b.0)));
+    sums.into_iter().map(|(id, s, _)| (id, s)).collect()
+}

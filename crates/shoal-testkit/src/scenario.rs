@@ -42,6 +42,9 @@ pub struct Config {
     pub uuids: bool,
     /// With `payloads`: nested payloads ([`nested_payload`], [`NESTED_FILTERS`]; no text).
     pub nested: bool,
+    /// Queries are prefetches fused (RRF with `k` and weights, DBSF, nested), re-scored, or
+    /// thresholded ([`fusion_request`]).
+    pub fusion: bool,
 }
 
 /// The filters of nested configurations (query `q` uses `NESTED_FILTERS[q % len]`): JSON paths
@@ -168,12 +171,48 @@ pub fn payload(id: u64, step: usize) -> Value {
 
 /// The request of query `q` (vector `v`) of a configuration: its filter, text and vector.
 pub fn request_of(config: &Config, q: usize, v: &[f32]) -> SearchRequest {
+    if config.fusion {
+        let json = fusion_request(config, q, v).to_string();
+        return SearchRequest::from_json(&json).expect("a valid fusion request");
+    }
     let mut req = SearchRequest { filter: filter_of(config, q), ..SearchRequest::nearest(v.to_vec(), config.k) };
     if let Some(text) = text_of(config, q) {
         req.text = Some(text.into());
         if (q / TEXTS.len()) % 2 == 1 {
             req.vector = None;
         }
+    }
+    req
+}
+
+/// The request of query `q` (vector `v`) of a fusion configuration, whole (the fixtures carry it
+/// as it is): prefetches of vector and text searches fused by RRF (`k` 2, then `k` 5 with
+/// weights) and DBSF (also nested in another prefetch), re-scored by a vector, and a threshold
+/// — with the query's filter at the top, and another vector `w` (`v` reversed).
+pub fn fusion_request(config: &Config, q: usize, v: &[f32]) -> Value {
+    let w: Vec<f32> = v.iter().rev().copied().collect();
+    let t = TEXTS[q % TEXTS.len()];
+    let t = if t.is_empty() { "whale" } else { t };
+    let k = config.k;
+    let mut req = match q % 5 {
+        0 => json!({"prefetch": [{"vector": v, "limit": 20}, {"text": t, "limit": 15}], "rrf_k": 2, "limit": k}),
+        1 => json!({
+            "prefetch": [{"vector": v, "limit": 30}, {"vector": w, "limit": 20, "params": {"exact": true}}],
+            "fusion": "dbsf", "limit": k, "offset": 2,
+        }),
+        2 => json!({"vector": w, "prefetch": [{"vector": v, "limit": 25}, {"text": t, "limit": 25}], "limit": k}),
+        3 => json!({"vector": v, "text": t, "rrf_k": 5, "weights": [2.0, 0.5], "limit": k}),
+        _ => json!({
+            "prefetch": [
+                {"prefetch": [{"vector": v, "limit": 10}, {"vector": w, "limit": 10}], "fusion": "dbsf", "limit": 15},
+                {"text": t, "limit": 10, "score_threshold": 0.5},
+                {"vector": v, "limit": 12, "score_threshold": 0.0},
+            ],
+            "limit": k,
+        }),
+    };
+    if let Some(f) = filter_of(config, q) {
+        req["filter"] = f;
     }
     req
 }
@@ -205,7 +244,7 @@ pub fn filter_of(config: &Config, q: usize) -> Option<Value> {
 
 /// The configurations every target runs: each metric, GloVe's 50-d, an odd dimension whose
 /// tail splits a SIMD register, and a common embedding size.
-pub const CONFIGS: [Config; 9] = [
+pub const CONFIGS: [Config; 10] = [
     Config {
         name: "l2-50",
         metric: Metric::L2,
@@ -219,6 +258,7 @@ pub const CONFIGS: [Config; 9] = [
         codes_only: false,
         uuids: false,
         nested: false,
+        fusion: false,
     },
     Config {
         name: "dot-131",
@@ -233,6 +273,7 @@ pub const CONFIGS: [Config; 9] = [
         codes_only: false,
         uuids: false,
         nested: false,
+        fusion: false,
     },
     Config {
         name: "cosine-384",
@@ -247,6 +288,7 @@ pub const CONFIGS: [Config; 9] = [
         codes_only: false,
         uuids: false,
         nested: false,
+        fusion: false,
     },
     Config {
         name: "cosine-50",
@@ -261,6 +303,7 @@ pub const CONFIGS: [Config; 9] = [
         codes_only: false,
         uuids: false,
         nested: false,
+        fusion: false,
     },
     Config {
         name: "ivf-l2-64",
@@ -275,6 +318,7 @@ pub const CONFIGS: [Config; 9] = [
         codes_only: true,
         uuids: false,
         nested: false,
+        fusion: false,
     },
     Config {
         name: "ivf-cosine-50",
@@ -289,6 +333,7 @@ pub const CONFIGS: [Config; 9] = [
         codes_only: true,
         uuids: false,
         nested: false,
+        fusion: false,
     },
     Config {
         name: "ivf-dot-200",
@@ -303,6 +348,7 @@ pub const CONFIGS: [Config; 9] = [
         codes_only: true,
         uuids: false,
         nested: false,
+        fusion: false,
     },
     Config {
         name: "uuid-ivf-l2-40",
@@ -317,6 +363,7 @@ pub const CONFIGS: [Config; 9] = [
         codes_only: false,
         uuids: true,
         nested: false,
+        fusion: false,
     },
     Config {
         name: "nested-dot-24",
@@ -333,6 +380,22 @@ pub const CONFIGS: [Config; 9] = [
         codes_only: false,
         uuids: false,
         nested: true,
+        fusion: false,
+    },
+    Config {
+        name: "fusion-cosine-16",
+        metric: Metric::Cosine,
+        dim: 16,
+        queries: 150,
+        k: 10,
+        seed: 10,
+        ivf_partitions: Some(4),
+        payloads: true,
+        ivf_bits: 1,
+        codes_only: false,
+        uuids: false,
+        nested: false,
+        fusion: true,
     },
 ];
 

@@ -1,6 +1,7 @@
 //! The collection: a set of sealed segments ([`Part`]s, in set order) plus the mutable segment
 //! that takes new points. This file holds the set, id lookups and writes; searching is in
-//! `search.rs` (vectors, filters, the planner), `text_search.rs` (BM25 with the set's
+//! `query.rs` (the request as a whole: prefetches, fusion, thresholds), `search.rs` (vectors,
+//! filters, the planner), `text_search.rs` (BM25 with the set's
 //! statistics, hybrid fusion) and `lazy.rs` (lazy re-ranking of codes-only segments); seals,
 //! merges and persistence in `seal.rs`.
 
@@ -24,6 +25,7 @@ use crate::text;
 use crate::{Error, IndexKind, SealedSegment, SegmentBytes};
 
 mod lazy;
+mod query;
 mod seal;
 mod search;
 mod text_search;
@@ -331,6 +333,14 @@ impl Collection {
             .iter()
             .enumerate()
             .find_map(|(i, p)| p.seg.row_of(id).filter(|&r| !p.deleted.contains(r)).map(|r| (i, r)))
+    }
+
+    /// The internal id of the live point `id`.
+    fn internal_of(&self, id: PointId) -> Option<usize> {
+        match self.mutable.index.get(&id) {
+            Some(&row) => Some(self.sealed_rows() + row as usize),
+            None => self.sealed_row(id).map(|(p, row)| self.parts[p].base + row),
+        }
     }
 
     /// Where internal id `internal` lives.

@@ -604,7 +604,7 @@ impl Collection {
             dim: self.dim,
             metric: self.metric.name().into(),
             fields: match &self.schema {
-                Some(schema) => serde_json::from_slice(schema.to_json().as_bytes()).expect("a schema's JSON parses"),
+                Some(schema) => serde_json::from_slice(schema.to_json().as_bytes()).unwrap_or_default(), // it parses
                 None => Value::Object(serde_json::Map::new()),
             },
             index: self.index.to_json(),
@@ -640,7 +640,7 @@ impl Collection {
             "l2" => Metric::L2,
             "dot" => Metric::Dot,
             "cosine" => Metric::Cosine,
-            m => return Err(Error::BadSet(format!("manifest: unknown metric {m:?}"))),
+            m => return Err(Error::BadSet(format!("manifest: unknown metric \"{m}\""))),
         };
         let schema = if manifest.nested {
             Collection::parse_nested_schema(&manifest.fields)?

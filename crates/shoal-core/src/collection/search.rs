@@ -9,9 +9,8 @@ use shoal_index::ivf::{Bounds, IvfData, IvfIndex, IvfQuery, IvfScratch, IvfSearc
 use shoal_index::{Candidate, FlatScan, FlatScratch, TopK, normalize};
 use shoal_payload::{CompiledFilter, Filter, PayloadView, Schema, reference};
 
-use super::text_search::TextRanking;
 use super::{Collection, FILTER_EXACT_DIVISOR, FILTER_EXACT_PER_RESULT, Part, QueryScratch, first_non_finite};
-use crate::{Error, ScoredPoint, SealedSegment, SearchRequest, SearchResponse, SearchStats};
+use crate::{Error, ScoredPoint, SealedSegment, SearchRequest, SearchStats};
 
 /// Rows per batch-kernel call when scoring chosen rows exactly (a filter's few matches).
 const EXACT_BLOCK: usize = 32;
@@ -41,53 +40,28 @@ impl Collection {
         Ok(())
     }
 
-    /// Runs a search request.
-    pub fn search(&self, req: &SearchRequest) -> Result<SearchResponse, Error> {
-        let mut points = Vec::new();
-        req.check()?;
-        // Not in `check`: a host may set `vector` after parsing the JSON.
-        if req.fusion.is_some() && (req.vector.is_none() || req.text.is_none()) {
-            return Err(Error::InvalidRequest("fusion needs both `vector` and `text`".into()));
-        }
-        let filter = self.parse_filter(req.filter.as_ref())?;
-        let filter = filter.as_ref();
-        let (stats, partial) = match (&req.vector, &req.text) {
-            (Some(v), None) => (self.search_vector(req, v, filter, &mut points)?, false),
-            (None, Some(_)) => {
-                let k = req.offset + req.limit;
-                let TextRanking { hits, partial, stats } = self.text_ranking(req, filter, k)?;
-                points.extend(hits.into_iter().skip(req.offset).map(|(internal, score)| ScoredPoint {
-                    id: self.external_id(internal),
-                    score,
-                    payload: None,
-                }));
-                (stats, partial)
-            }
-            (Some(v), Some(_)) => self.search_hybrid(req, v, filter, &mut points)?,
-            (None, None) => return Err(Error::InvalidRequest("give `vector`, `text` or both".into())),
-        };
-        if req.with_payload && req.text.is_some() {
-            for p in &mut points {
-                p.payload = Some(self.payload(p.id).unwrap_or(Value::Null));
-            }
-        }
-        Ok(SearchResponse { points, partial, stats })
-    }
-
     /// Runs a search request, writing the results into `out` (cleared first). Query buffers come
     /// from the collection's scratch pool: once they and `out` have grown to size, a search
     /// without a filter allocates nothing (natively, a set of several segments searched in
     /// parallel allocates each segment's short list of results).
     ///
-    /// This is the vector search alone: a request with `text` goes through [`search`](Self::search).
+    /// This is the vector search alone: a request with `text` or `prefetch` goes through
+    /// [`search`](Self::search).
     pub fn search_into(&self, req: &SearchRequest, out: &mut Vec<ScoredPoint>) -> Result<SearchStats, Error> {
         req.check()?;
-        if req.text.is_some() {
-            return Err(Error::InvalidRequest("`text` requests go through search(), not search_into()".into()));
+        if req.text.is_some() || !req.prefetch.is_empty() || req.fusion.is_some() {
+            return Err(Error::InvalidRequest(
+                "`text` and `prefetch` requests go through search(), not search_into()".into(),
+            ));
         }
         let vector = req.vector.as_deref().ok_or_else(|| Error::InvalidRequest("missing field `vector`".into()))?;
         let filter = self.parse_filter(req.filter.as_ref())?;
-        self.search_vector(req, vector, filter.as_ref(), out)
+        let stats = self.search_vector(req, vector, filter.as_ref(), out)?;
+        if let Some(t) = req.score_threshold {
+            let l2 = self.metric == shoal_index::Metric::L2;
+            out.retain(|p| if l2 { p.score <= t } else { p.score >= t });
+        }
+        Ok(stats)
     }
 
     /// The vector search of a checked request with its parsed filter (`req.vector` and

@@ -1,11 +1,9 @@
 //! Text and hybrid requests: BM25 in every segment with the set's statistics (documents,
 //! lengths and document frequencies summed over all segments, `docs/format.md`, "Statistics
-//! shared by the set"), merged by score, and fused with the vector ranking.
+//! shared by the set"), merged by score (`query.rs` fuses it with a vector ranking).
 
 use alloc::vec::Vec;
 
-use shoal_format::PointId;
-use shoal_index::Metric;
 use shoal_index::order::{f32_key, f32_of};
 use shoal_payload::Filter;
 use shoal_text::{Corpus, Deadline, Query, TextError, TextIndex};
@@ -13,7 +11,7 @@ use shoal_text::{Corpus, Deadline, Query, TextError, TextIndex};
 use super::Collection;
 use super::search::sealed_passes;
 use crate::text;
-use crate::{Error, ScoredPoint, SearchRequest, SearchStats};
+use crate::{Error, SearchRequest, SearchStats};
 
 /// The text ranking of a request: `(internal id, BM25 score)` best first, whether the
 /// deadline fired, and counters.
@@ -36,19 +34,20 @@ impl Collection {
     }
 
     /// The text ranking of a request: up to `k` `(internal id, BM25 score)` pairs, best first
-    /// (ties by internal id), from every segment, with the request's filter and deadline, and
-    /// whether the deadline fired.
+    /// (ties by internal id), from every segment, with the request's filter and the deadline
+    /// `timeout_ms` after now, and whether the deadline fired.
     pub(super) fn text_ranking(
         &self,
         req: &SearchRequest,
         filter: Option<&Filter>,
         k: usize,
+        timeout_ms: Option<u64>,
     ) -> Result<TextRanking, Error> {
         let text = req.text.as_deref().unwrap_or("");
         if !self.schema.as_ref().is_some_and(text::has_text) {
             return Err(Error::InvalidRequest("`text`: the collection has no text fields".into()));
         }
-        let deadline = match (req.timeout_ms, &self.clock) {
+        let deadline = match (timeout_ms, &self.clock) {
             (None, _) => None,
             (Some(ms), Some(clock)) => Some(Deadline::after(clock.as_ref(), ms.saturating_mul(1000))),
             (Some(_), None) => return Err(Error::Unsupported("timeout_ms on a host without a clock")),
@@ -109,45 +108,5 @@ impl Collection {
         hits.extend(keys.iter().take(k).map(|&key| (key as u32 as usize, f32_of(!((key >> 32) as u32)))));
         stats.exact = !partial;
         Ok(TextRanking { hits, partial, stats })
-    }
-
-    /// A request with both `vector` and `text`: each ranking to [`FUSION_DEPTH`](text::FUSION_DEPTH)
-    /// (or `offset + limit`) results with the filter applied to both, fused by reciprocal rank
-    /// or by weighted scores ([`text::fuse`]).
-    pub(super) fn search_hybrid(
-        &self,
-        req: &SearchRequest,
-        vector: &[f32],
-        filter: Option<&Filter>,
-        out: &mut Vec<ScoredPoint>,
-    ) -> Result<(SearchStats, bool), Error> {
-        let depth = (req.offset + req.limit).clamp(text::FUSION_DEPTH, crate::MAX_LIMIT);
-        let TextRanking { hits: text_hits, partial, stats: tstats } = self.text_ranking(req, filter, depth)?;
-        // The vector ranking: the request's index parameters, `depth` results, no payloads.
-        let vreq = SearchRequest {
-            limit: depth,
-            offset: 0,
-            with_payload: false,
-            params: req.params.clone(),
-            ..SearchRequest::default()
-        };
-        let mut vpoints = Vec::new();
-        let mut stats = self.search_vector(&vreq, vector, filter, &mut vpoints)?;
-        let vector: Vec<(PointId, f32)> = vpoints.iter().map(|p| (p.id, p.score)).collect();
-        let text: Vec<(PointId, f32)> = text_hits.iter().map(|&(i, s)| (self.external_id(i), s)).collect();
-        let fusion = match req.fusion.as_deref() {
-            Some("weighted") => text::Fusion::Weighted { alpha: req.alpha.unwrap_or(0.5) },
-            _ => text::Fusion::Rrf,
-        };
-        let fused = text::fuse(fusion, &vector, self.metric == Metric::L2, &text);
-        out.clear();
-        out.extend(fused.into_iter().skip(req.offset).take(req.limit).map(|(id, score)| ScoredPoint {
-            id,
-            score,
-            payload: None,
-        }));
-        stats.scanned += tstats.scanned;
-        stats.exact &= tstats.exact;
-        Ok((stats, partial))
     }
 }

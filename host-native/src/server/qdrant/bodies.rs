@@ -161,8 +161,30 @@ pub struct QueryRequest {
     pub with_payload: Option<Value>,
     /// Not supported.
     pub shard_key: Option<Value>,
-    /// Not supported (yet).
+    /// Searches whose results `query` fuses or re-scores: a [`Prefetch`] or a list of them.
     pub prefetch: Option<Value>,
+    /// Not supported.
+    pub lookup_from: Option<Value>,
+}
+
+/// Qdrant's `Prefetch`: a search whose results the query above it fuses or re-scores.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Prefetch {
+    /// Its own prefetches.
+    pub prefetch: Option<Value>,
+    /// A vector, `{"nearest": vector}`, `{"fusion": ...}` or `{"rrf": ...}`.
+    pub query: Option<Value>,
+    /// The vector to search: only the unnamed one (`""`).
+    pub using: Option<String>,
+    /// A filter (the filters above it apply too).
+    pub filter: Option<Value>,
+    /// Search settings.
+    pub params: Option<SearchParams>,
+    /// Results must score at least this (Euclid: at most this distance).
+    pub score_threshold: Option<f64>,
+    /// Results (default 10).
+    pub limit: Option<u64>,
     /// Not supported.
     pub lookup_from: Option<Value>,
 }

@@ -3,13 +3,14 @@
 //!
 //! Request bodies are typed (`bodies.rs`): a field Qdrant does not define, or one Shoal does
 //! not support, is a 400 naming it; `docs/qdrant-compat.md` lists every endpoint and option.
-//! Differences, each an explicit 400 rather than a silent change: point ids are unsigned
-//! integers (no UUIDs); one unnamed vector per point; payload values are keywords, integers,
-//! floats, bools or text (no nested objects, geo or datetime). Collections created through
-//! this API take new payload fields as they come (typed by their first value, as Qdrant's
-//! payload indexes are); `PUT .../index` declares a field's type up front (needed for `text`).
+//! The search calls (`query` with `prefetch` and fusion, `search`, their batches) are in
+//! `search.rs`. Point ids are integers or UUIDs; one unnamed vector per point (named and sparse
+//! vectors are not supported yet: an explicit 400). Collections created with Qdrant's shape
+//! have nested payloads (any JSON object, filters by path); `PUT .../index` declares a path's
+//! type.
 
 mod bodies;
+mod search;
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -22,9 +23,10 @@ use axum::extract::{Path, State};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post, put};
 use serde_json::{Map, Value, json};
-use shoal_core::{FieldType, Metric, PointId, SearchParams, SearchRequest};
+use shoal_core::{FieldType, PointId};
 
 use self::bodies::{refuse, refuse_shard_key, with_vector};
+use self::search::{query, query_batch, search, search_batch};
 use super::batch::Batch;
 use super::store::{Meta, Store};
 use super::{ApiError, AppState, blocking, json_response, ok, parse_json};
@@ -575,140 +577,6 @@ async fn retrieve_one(State(app): Shared, Path((name, id)): Path<(String, String
         Ok(ok(rec, started))
     })
     .await
-}
-
-/// What a search call asks besides its vector (the fields `query` and `search` share).
-struct SearchOpts {
-    filter: Option<Value>,
-    params: Option<bodies::SearchParams>,
-    limit: Option<u64>,
-    offset: Option<u64>,
-    with_payload: Option<Value>,
-    with_vector: Option<Value>,
-    score_threshold: Option<f64>,
-}
-
-/// Runs a vector search for the Qdrant routes: `{"id", "version", "score", "payload", "vector"}`
-/// per result. Euclid scores are distances (Shoal's `l2` is squared).
-fn run_search(store: &Store, vector: Vec<f32>, opts: SearchOpts) -> Result<Vec<Value>, ApiError> {
-    let sel = PayloadSel::parse(opts.with_payload.as_ref(), false)?;
-    let with_vector = with_vector(&opts.with_vector)?;
-    let params = opts.params.unwrap_or_default();
-    params.check()?;
-    let req = SearchRequest {
-        vector: Some(vector),
-        limit: opts.limit.unwrap_or(10) as usize,
-        offset: opts.offset.unwrap_or(0) as usize,
-        filter: opts.filter.filter(|f| !f.is_null()),
-        params: SearchParams { exact: params.exact.unwrap_or(false), nprobe: params.nprobe, rerank: params.rerank },
-        ..SearchRequest::default()
-    };
-    let threshold = opts.score_threshold;
-    let col = store.read();
-    let res = col.search(&req).map_err(ApiError::core)?;
-    let euclid = col.metric() == Metric::L2;
-    Ok(res
-        .points
-        .iter()
-        .map(|p| (p, if euclid { p.score.max(0.0).sqrt() } else { p.score }))
-        .filter(|(_, s)| threshold.is_none_or(|t| if euclid { f64::from(*s) <= t } else { f64::from(*s) >= t }))
-        .map(|(p, score)| {
-            let mut r = record(&col, p.id, &sel, with_vector);
-            r["score"] = json!(score);
-            r["version"] = json!(0);
-            r
-        })
-        .collect())
-}
-
-/// `POST /collections/{name}/points/query`: `{"query": [...] | {"nearest": [...]}, "using": "",
-/// "filter", "limit", "offset", "with_payload", "with_vector", "params", "score_threshold"}`.
-async fn query(State(app): Shared, Path(name): Path<String>, body: Body) -> Response {
-    on_json(app, name, body, |store, body: bodies::QueryRequest| Ok(json!({"points": run_query(&store, body)?}))).await
-}
-
-/// `POST /collections/{name}/points/query/batch`: `{"searches": [QueryRequest, ...]}`, a
-/// `{"points"}` per search, in order.
-async fn query_batch(State(app): Shared, Path(name): Path<String>, body: Body) -> Response {
-    on_json(app, name, body, |store, body: bodies::QueryBatch| {
-        answer_each(body.searches, |q| Ok(json!({"points": run_query(&store, q)?})))
-    })
-    .await
-}
-
-/// The answers of a batch's `searches`, in order; an error names the search it came from.
-fn answer_each<T>(searches: Vec<T>, answer: impl Fn(T) -> Result<Value, ApiError>) -> Result<Value, ApiError> {
-    let answers = searches.into_iter().enumerate().map(|(i, q)| answer(q).map_err(|e| e.at(&format!("searches[{i}]"))));
-    answers.collect::<Result<Vec<_>, _>>().map(Value::Array)
-}
-
-/// The results of one `QueryRequest`.
-fn run_query(store: &Store, body: bodies::QueryRequest) -> Result<Vec<Value>, ApiError> {
-    refuse_shard_key(&body.shard_key)?;
-    refuse("prefetch", &body.prefetch, "prefetch and fusion are not supported yet")?;
-    refuse("lookup_from", &body.lookup_from, "vectors come from the query itself")?;
-    if let Some(name) = body.using.as_deref().filter(|n| !n.is_empty()) {
-        return Err(ApiError::bad_request(format!(
-            "using: no vector named {name:?} (named vectors are not supported: the one vector is \"\")"
-        )));
-    }
-    let q = match &body.query {
-        Some(Value::Object(o)) if o.len() == 1 && o.contains_key("nearest") => &o["nearest"],
-        Some(Value::Object(o)) => {
-            let kind = o.keys().next().map_or("{}", String::as_str);
-            return Err(ApiError::bad_request(format!(
-                "query.{kind}: not supported by Shoal (a query is a vector or {{\"nearest\": vector}})"
-            )));
-        }
-        Some(q @ Value::Array(_)) => q,
-        Some(Value::Number(_) | Value::String(_)) => {
-            return Err(ApiError::bad_request("query: a point id is not supported by Shoal (give the query vector)"));
-        }
-        _ => return Err(ApiError::bad_request("query: missing (give the query vector)")),
-    };
-    let mut vector = Vec::new();
-    vector_of(q, "query", &mut vector)?;
-    let opts = SearchOpts {
-        filter: body.filter,
-        params: body.params,
-        limit: body.limit,
-        offset: body.offset,
-        with_payload: body.with_payload,
-        with_vector: body.with_vector,
-        score_threshold: body.score_threshold,
-    };
-    run_search(store, vector, opts)
-}
-
-/// `POST /collections/{name}/points/search` (Qdrant's older search call).
-async fn search(State(app): Shared, Path(name): Path<String>, body: Body) -> Response {
-    on_json(app, name, body, |store, body: bodies::SearchRequest| Ok(Value::Array(run_old_search(&store, body)?))).await
-}
-
-/// `POST /collections/{name}/points/search/batch`: `{"searches": [SearchRequest, ...]}`, a
-/// list of results per search, in order.
-async fn search_batch(State(app): Shared, Path(name): Path<String>, body: Body) -> Response {
-    on_json(app, name, body, |store, body: bodies::SearchBatch| {
-        answer_each(body.searches, |q| Ok(Value::Array(run_old_search(&store, q)?)))
-    })
-    .await
-}
-
-/// The results of one (older) `SearchRequest`.
-fn run_old_search(store: &Store, body: bodies::SearchRequest) -> Result<Vec<Value>, ApiError> {
-    refuse_shard_key(&body.shard_key)?;
-    let mut vector = Vec::new();
-    vector_of(&body.vector, "vector", &mut vector)?;
-    let opts = SearchOpts {
-        filter: body.filter,
-        params: body.params,
-        limit: body.limit,
-        offset: body.offset,
-        with_payload: body.with_payload,
-        with_vector: body.with_vector,
-        score_threshold: body.score_threshold,
-    };
-    run_search(store, vector, opts)
 }
 
 /// `POST /collections/{name}/points/count`: `{"filter", "exact"}`.

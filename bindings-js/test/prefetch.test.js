@@ -1,0 +1,105 @@
+// Prefetch and fusion through the npm API: prefetches given with Float32Array vectors, fused by
+// RRF (k, weights) and DBSF, equal to the formulas (in f32, Math.fround) over the same searches
+// made alone with the outer filter; a vector re-scores the prefetched points exactly; bad
+// shapes are invalid_request.
+import { beforeAll, describe, expect, it } from "vitest";
+import { Collection, init } from "../js/index.js";
+import { expectShoalError } from "./expect-error.js";
+import { randomVectors } from "./scenario.mjs";
+
+beforeAll(async () => {
+  await init();
+});
+
+const f = Math.fround;
+
+/** The fusion formulas of docs/format.md, in f32: lists of {id, score} best first. */
+function fused(lists, { k, weights, dbsf, lower = [] }) {
+  const sums = new Map();
+  lists.forEach((list, l) => {
+    let terms;
+    if (!dbsf) {
+      const w = f(weights ? weights[l] : 1);
+      terms = list.map((_, p) => (w <= 0 ? 0 : f(1 / f(f(f(p + 1) / w) + f(k) - 1))));
+    } else if (list.length === 1) {
+      terms = [0.5];
+    } else {
+      const s = list.map((x) => (lower[l] ? -x.score : x.score));
+      let mean = 0;
+      let agg = 0;
+      s.forEach((x, j) => {
+        const d = f(x - mean);
+        mean = f(mean + f(d / (j + 1)));
+        agg = f(agg + f(d * f(x - mean)));
+      });
+      const sigma = f(Math.sqrt(f(agg / (s.length - 1))));
+      const lo = f(mean - f(3 * sigma));
+      const hi = f(mean + f(3 * sigma));
+      terms = s.map((x) => (lo === hi ? 0.5 : f(f(x - lo) / f(hi - lo))));
+    }
+    list.forEach((x, p) => {
+      const e = sums.get(x.id);
+      if (e) {
+        e.score = f(e.score + terms[p]);
+        e.best = Math.min(e.best, p);
+      } else sums.set(x.id, { id: x.id, score: terms[p], best: p });
+    });
+  });
+  return [...sums.values()].sort((a, b) => b.score - a.score || a.best - b.best || a.id - b.id);
+}
+
+describe("prefetch and fusion", () => {
+  const dim = 8;
+  const n = 500;
+  const vectors = randomVectors(n, dim, 11);
+  const payloads = Array.from({ length: n }, (_, i) => ({ tag: ["a", "b", "c"][i % 3], year: 1990 + (i % 40) }));
+  const query = (seed) => randomVectors(1, dim, seed);
+  const recent = { must: [{ key: "year", range: { gte: 2000 } }] };
+  const tagA = { must: [{ key: "tag", match: { value: "a" } }] };
+
+  for (const sealed of [false, true]) {
+    it(`fuses prefetched searches as the formulas say (${sealed ? "sealed" : "unsealed"})`, () => {
+      const col = new Collection({ dim, metric: "l2", fields: { tag: "keyword", year: "integer" } });
+      col.insert({ ids: Float64Array.from({ length: n }, (_, i) => i), vectors, payloads });
+      if (sealed) col.seal({ index: "ivf-rabitq" });
+      const [q1, q2, q3] = [query(1), query(2), query(3)];
+      const alone = [
+        col.search({ vector: q1, limit: 30, filter: { must: [recent, tagA] } }).points,
+        col.search({ vector: q2, limit: 20, filter: recent, params: { exact: true } }).points,
+      ];
+      const prefetch = [
+        { vector: q1, limit: 30, filter: tagA },
+        { vector: q2, limit: 20, params: { exact: true } },
+      ];
+      for (const [extra, how] of [
+        [{}, { k: 61 }],
+        [{ rrf_k: 2, weights: [2, 0.5] }, { k: 2, weights: [2, 0.5] }],
+        [{ fusion: "dbsf" }, { dbsf: true, lower: [true, true] }],
+      ]) {
+        const res = col.search({ prefetch, filter: recent, limit: 10, offset: 1, with_payload: true, ...extra });
+        const want = fused(alone, how).slice(1, 11);
+        expect(res.points.map((p) => [p.id, p.score])).toEqual(want.map((p) => [p.id, p.score]));
+        expect(res.points.every((p) => p.payload.year >= 2000)).toBe(true);
+      }
+      // A vector re-scores the union exactly: the same as an exact search restricted to it.
+      const union = [...new Set(alone.flat().map((p) => p.id))];
+      const rescored = col.search({ vector: q3, prefetch, filter: recent, limit: 10 });
+      const exact = col.search({ vector: q3, limit: 10, params: { exact: true }, filter: { must: [{ has_id: union }] } });
+      expect(rescored.points).toEqual(exact.points);
+      // A threshold on squared distances.
+      const t = exact.points[4].score;
+      const cut = col.search({ vector: q3, limit: 10, params: { exact: true }, score_threshold: t });
+      expect(cut.points.every((p) => p.score <= t)).toBe(true);
+    });
+  }
+
+  it("refuses requests that do not say how to rank", () => {
+    const col = new Collection({ dim, metric: "dot" });
+    col.insert({ ids: [1, 2], vectors: randomVectors(2, dim, 4) });
+    const v = query(5);
+    expect(expectShoalError(() => col.search({ prefetch: [{ vector: v }], text: "x" }), "invalid_request").message).toContain("`text` and `prefetch`");
+    expect(expectShoalError(() => col.search({ prefetch: [{ vector: v }, { vector: v }], weights: [1] }), "invalid_request").message).toContain("weights");
+    expect(expectShoalError(() => col.search({ prefetch: [{ vector: v, offset: 2 }] }), "invalid_request").message).toContain("top request");
+    expect(expectShoalError(() => col.search({ vector: v, fusion: "dbsf" }), "invalid_request").message).toContain("fusion needs both");
+  });
+});

@@ -1,0 +1,253 @@
+//! Qdrant's search calls as Shoal's search requests: `points/query` — a vector, or `prefetch`
+//! searches fused (`{"fusion": "rrf" | "dbsf"}`, `{"rrf": {"k", "weights"}}`) or re-scored by a
+//! vector — `points/search`, and their batches.
+
+use axum::extract::{Path, State};
+use axum::response::Response;
+use serde_json::{Value, json};
+use shoal_core::{Metric, SearchParams, SearchRequest};
+
+use super::bodies::{self, refuse, refuse_shard_key, with_vector};
+use super::{Body, PayloadSel, Shared, on_json, record, vector_of};
+use crate::server::ApiError;
+use crate::server::store::Store;
+
+/// Qdrant's default `k` of reciprocal rank fusion (Shoal's own requests default to 61).
+const QDRANT_RRF_K: u32 = 2;
+
+/// `POST /collections/{name}/points/query`: `{"query": vector | {"nearest": vector} |
+/// {"fusion": "rrf" | "dbsf"} | {"rrf": {"k", "weights"}}, "prefetch", "using": "", "filter",
+/// "limit", "offset", "with_payload", "with_vector", "params", "score_threshold"}`.
+pub(super) async fn query(State(app): Shared, Path(name): Path<String>, body: Body) -> Response {
+    on_json(app, name, body, |store, body: bodies::QueryRequest| Ok(json!({"points": run_query(&store, body)?}))).await
+}
+
+/// `POST /collections/{name}/points/query/batch`: `{"searches": [QueryRequest, ...]}`, a
+/// `{"points"}` per search, in order.
+pub(super) async fn query_batch(State(app): Shared, Path(name): Path<String>, body: Body) -> Response {
+    on_json(app, name, body, |store, body: bodies::QueryBatch| {
+        answer_each(body.searches, |q| Ok(json!({"points": run_query(&store, q)?})))
+    })
+    .await
+}
+
+/// `POST /collections/{name}/points/search` (Qdrant's older search call).
+pub(super) async fn search(State(app): Shared, Path(name): Path<String>, body: Body) -> Response {
+    on_json(app, name, body, |store, body: bodies::SearchRequest| Ok(Value::Array(run_old_search(&store, body)?))).await
+}
+
+/// `POST /collections/{name}/points/search/batch`: `{"searches": [SearchRequest, ...]}`, a
+/// list of results per search, in order.
+pub(super) async fn search_batch(State(app): Shared, Path(name): Path<String>, body: Body) -> Response {
+    on_json(app, name, body, |store, body: bodies::SearchBatch| {
+        answer_each(body.searches, |q| Ok(Value::Array(run_old_search(&store, q)?)))
+    })
+    .await
+}
+
+/// The answers of a batch's `searches`, in order; an error names the search it came from.
+fn answer_each<T>(searches: Vec<T>, answer: impl Fn(T) -> Result<Value, ApiError>) -> Result<Value, ApiError> {
+    let answers = searches.into_iter().enumerate().map(|(i, q)| answer(q).map_err(|e| e.at(&format!("searches[{i}]"))));
+    answers.collect::<Result<Vec<_>, _>>().map(Value::Array)
+}
+
+/// What a response carries besides ids and scores.
+struct Output<'a> {
+    with_payload: Option<&'a Value>,
+    with_vector: &'a Option<Value>,
+    score_threshold: Option<f64>,
+}
+
+/// The results of one `QueryRequest`.
+fn run_query(store: &Store, body: bodies::QueryRequest) -> Result<Vec<Value>, ApiError> {
+    refuse_shard_key(&body.shard_key)?;
+    let out = Output {
+        with_payload: body.with_payload.as_ref(),
+        with_vector: &body.with_vector,
+        score_threshold: body.score_threshold,
+    };
+    let top = bodies::Prefetch {
+        prefetch: body.prefetch,
+        query: body.query,
+        using: body.using,
+        filter: body.filter,
+        params: body.params,
+        // Applied to the answer as Qdrant states it (distances, not squared).
+        score_threshold: None,
+        limit: body.limit,
+        lookup_from: body.lookup_from,
+    };
+    answer(
+        store,
+        |euclid| {
+            let mut req = stage(top, euclid)?;
+            req.offset = body.offset.unwrap_or(0) as usize;
+            Ok(req)
+        },
+        out,
+    )
+}
+
+/// The results of one (older) `SearchRequest`.
+fn run_old_search(store: &Store, body: bodies::SearchRequest) -> Result<Vec<Value>, ApiError> {
+    refuse_shard_key(&body.shard_key)?;
+    let mut vector = Vec::new();
+    vector_of(&body.vector, "vector", &mut vector)?;
+    let params = core_params(body.params)?;
+    let out = Output {
+        with_payload: body.with_payload.as_ref(),
+        with_vector: &body.with_vector,
+        score_threshold: body.score_threshold,
+    };
+    answer(
+        store,
+        |_| {
+            Ok(SearchRequest {
+                vector: Some(vector),
+                limit: body.limit.unwrap_or(10) as usize,
+                offset: body.offset.unwrap_or(0) as usize,
+                filter: body.filter.filter(|f| !f.is_null()),
+                params,
+                ..SearchRequest::default()
+            })
+        },
+        out,
+    )
+}
+
+/// Qdrant's search params as Shoal's (what Shoal does not support refused).
+fn core_params(params: Option<bodies::SearchParams>) -> Result<SearchParams, ApiError> {
+    let p = params.unwrap_or_default();
+    p.check()?;
+    Ok(SearchParams { exact: p.exact.unwrap_or(false), nprobe: p.nprobe, rerank: p.rerank })
+}
+
+/// Runs the request `build` makes (told whether the collection's metric is Euclid) and
+/// answers Qdrant's `ScoredPoint`s: `{"id", "version", "score", "payload", "vector"}`. When the
+/// request ranks by a vector, Euclid scores are distances (Shoal's `l2` is squared); fused
+/// scores are as fused. The threshold applies to those scores.
+fn answer(
+    store: &Store,
+    build: impl FnOnce(bool) -> Result<SearchRequest, ApiError>,
+    out: Output<'_>,
+) -> Result<Vec<Value>, ApiError> {
+    let sel = PayloadSel::parse(out.with_payload, false)?;
+    let with_vector = with_vector(out.with_vector)?;
+    let col = store.read();
+    let euclid = col.metric() == Metric::L2;
+    let req = build(euclid)?;
+    let res = col.search(&req).map_err(ApiError::core)?;
+    let distances = euclid && req.vector.is_some();
+    let threshold = out.score_threshold;
+    Ok(res
+        .points
+        .iter()
+        .map(|p| (p, if distances { p.score.max(0.0).sqrt() } else { p.score }))
+        .filter(|(_, s)| threshold.is_none_or(|t| if distances { f64::from(*s) <= t } else { f64::from(*s) >= t }))
+        .map(|(p, score)| {
+            let mut r = record(&col, p.id, &sel, with_vector);
+            r["score"] = json!(score);
+            r["version"] = json!(0);
+            r
+        })
+        .collect())
+}
+
+/// Qdrant's `Prefetch` (or the query part of a `QueryRequest`) as Shoal's request: what it
+/// ranks by, its own prefetches, filter, params, limit and threshold (a Euclid distance
+/// squared, as Shoal's `l2` scores are). Their number and depth are checked by the search.
+fn stage(p: bodies::Prefetch, euclid: bool) -> Result<SearchRequest, ApiError> {
+    refuse("lookup_from", &p.lookup_from, "vectors come from the query itself")?;
+    if let Some(name) = p.using.as_deref().filter(|n| !n.is_empty()) {
+        return Err(ApiError::bad_request(format!(
+            "using: no vector named {name:?} (named vectors are not supported yet: the one vector is \"\")"
+        )));
+    }
+    let prefetch: Vec<Value> = match p.prefetch {
+        None | Some(Value::Null) => Vec::new(),
+        Some(Value::Array(a)) => a,
+        Some(one @ Value::Object(_)) => vec![one],
+        Some(_) => return Err(ApiError::bad_request("prefetch: expected a prefetch object or a list of them")),
+    };
+    let mut req = SearchRequest {
+        limit: p.limit.unwrap_or(10) as usize,
+        filter: p.filter.filter(|f| !f.is_null()),
+        params: core_params(p.params)?,
+        ..SearchRequest::default()
+    };
+    for (i, v) in prefetch.into_iter().enumerate() {
+        let at = format!("prefetch[{i}]");
+        let sub: bodies::Prefetch =
+            serde_json::from_value(v).map_err(|e| ApiError::bad_request(format!("{at}: {e}")))?;
+        req.prefetch.push(stage(sub, euclid).map_err(|e| e.at(&at))?);
+    }
+    let fusion = |req: &mut SearchRequest, name: &str, k: Option<u32>, weights: Option<Vec<f32>>| {
+        req.fusion = Some(name.into());
+        req.rrf_k = k;
+        req.weights = weights;
+    };
+    match &p.query {
+        None | Some(Value::Null) => return Err(ApiError::bad_request("query: missing (give a vector or a fusion)")),
+        Some(Value::Object(o)) if o.len() == 1 && o.contains_key("nearest") => {
+            req.vector = Some(query_vector(&o["nearest"], "query.nearest")?);
+        }
+        Some(Value::Object(o)) if o.len() == 1 && o.contains_key("fusion") => match o["fusion"].as_str() {
+            Some("rrf") => fusion(&mut req, "rrf", Some(QDRANT_RRF_K), None),
+            Some("dbsf") => fusion(&mut req, "dbsf", None, None),
+            _ => return Err(ApiError::bad_request("query.fusion: expected \"rrf\" or \"dbsf\"")),
+        },
+        Some(Value::Object(o)) if o.len() == 1 && o.contains_key("rrf") => {
+            let (k, weights) = rrf_params(&o["rrf"])?;
+            fusion(&mut req, "rrf", Some(k.unwrap_or(QDRANT_RRF_K)), weights);
+        }
+        Some(Value::Object(o)) => {
+            let kind = o.keys().next().map_or("{}", String::as_str);
+            return Err(ApiError::bad_request(format!(
+                "query.{kind}: not supported by Shoal (a query is a vector, {{\"nearest\": vector}}, {{\"fusion\": \"rrf\" | \"dbsf\"}} or {{\"rrf\": {{\"k\", \"weights\"}}}})"
+            )));
+        }
+        Some(Value::Number(_) | Value::String(_)) => {
+            return Err(ApiError::bad_request("query: a point id is not supported by Shoal (give the query vector)"));
+        }
+        Some(q) => req.vector = Some(query_vector(q, "query")?),
+    }
+    req.score_threshold =
+        p.score_threshold.map(|t| if euclid && req.vector.is_some() { (t * t) as f32 } else { t as f32 });
+    Ok(req)
+}
+
+/// A dense query vector.
+fn query_vector(v: &Value, at: &str) -> Result<Vec<f32>, ApiError> {
+    let mut vector = Vec::new();
+    vector_of(v, at, &mut vector)?;
+    Ok(vector)
+}
+
+/// `{"k": integer >= 1, "weights": [number, ...]}` (both optional).
+fn rrf_params(v: &Value) -> Result<(Option<u32>, Option<Vec<f32>>), ApiError> {
+    let bad = |m: &str| ApiError::bad_request(format!("query.rrf: {m}"));
+    let o = v.as_object().ok_or_else(|| bad("expected {\"k\", \"weights\"}"))?;
+    if let Some(key) = o.keys().find(|k| *k != "k" && *k != "weights") {
+        return Err(bad(&format!("unknown field `{key}`, expected `k` or `weights`")));
+    }
+    let k = match o.get("k") {
+        None | Some(Value::Null) => None,
+        Some(k) => Some(
+            k.as_u64()
+                .and_then(|k| u32::try_from(k).ok())
+                .filter(|&k| k >= 1)
+                .ok_or_else(|| bad("k must be an integer >= 1"))?,
+        ),
+    };
+    let weights = match o.get("weights") {
+        None | Some(Value::Null) => None,
+        Some(Value::Array(a)) => Some(
+            a.iter()
+                .map(|w| w.as_f64().map(|w| w as f32).filter(|w| w.is_finite()))
+                .collect::<Option<Vec<f32>>>()
+                .ok_or_else(|| bad("weights must be numbers"))?,
+        ),
+        Some(_) => return Err(bad("weights must be a list of numbers")),
+    };
+    Ok((k, weights))
+}
