@@ -161,12 +161,14 @@ test-edge: build-js setup-edge
 
 # The demo page (examples/gcide) in headless Chromium beside `shoal serve` holding the same
 # segment: typed, filtered, vector and "similar to" queries answered identically by both; then
-# LangChain.js's QdrantVectorStore against `shoal serve` with the demo's embeddings.
+# LangChain.js's QdrantVectorStore and the official Qdrant JS client against `shoal serve` with
+# the demo's embeddings.
 test-demo: build-js setup-edge setup-demo
 	$(CARGO) build -p shoal-host
 	scripts/gcide-demo-data.sh target/debug/shoal
 	node examples/gcide/test.mjs
 	node host-native/tests/langchain_compat.mjs
+	node host-native/tests/qdrant_js_compat.mjs
 
 ## ---- demo ----------------------------------------------------------------------------
 

@@ -5,48 +5,12 @@
 import { beforeAll, describe, expect, it } from "vitest";
 import { Collection, init } from "../js/index.js";
 import { expectShoalError } from "./expect-error.js";
+import { fused } from "./fusion.mjs";
 import { randomVectors } from "./scenario.mjs";
 
 beforeAll(async () => {
   await init();
 });
-
-const f = Math.fround;
-
-/** The fusion formulas of docs/format.md, in f32: lists of {id, score} best first. */
-function fused(lists, { k, weights, dbsf, lower = [] }) {
-  const sums = new Map();
-  lists.forEach((list, l) => {
-    let terms;
-    if (!dbsf) {
-      const w = f(weights ? weights[l] : 1);
-      terms = list.map((_, p) => (w <= 0 ? 0 : f(1 / f(f(f(p + 1) / w) + f(k) - 1))));
-    } else if (list.length === 1) {
-      terms = [0.5];
-    } else {
-      const s = list.map((x) => (lower[l] ? -x.score : x.score));
-      let mean = 0;
-      let agg = 0;
-      s.forEach((x, j) => {
-        const d = f(x - mean);
-        mean = f(mean + f(d / (j + 1)));
-        agg = f(agg + f(d * f(x - mean)));
-      });
-      const sigma = f(Math.sqrt(f(agg / (s.length - 1))));
-      const lo = f(mean - f(3 * sigma));
-      const hi = f(mean + f(3 * sigma));
-      terms = s.map((x) => (lo === hi ? 0.5 : f(f(x - lo) / f(hi - lo))));
-    }
-    list.forEach((x, p) => {
-      const e = sums.get(x.id);
-      if (e) {
-        e.score = f(e.score + terms[p]);
-        e.best = Math.min(e.best, p);
-      } else sums.set(x.id, { id: x.id, score: terms[p], best: p });
-    });
-  });
-  return [...sums.values()].sort((a, b) => b.score - a.score || a.best - b.best || a.id - b.id);
-}
 
 describe("prefetch and fusion", () => {
   const dim = 8;

@@ -15,7 +15,7 @@ use shoal_testkit::{Rng, clustered_vectors};
 const DIM: usize = 8;
 const WORDS: [&str; 8] = ["whale", "ocean", "salt", "river", "fish", "reef", "tide", "storm"];
 
-/// 900 points: 400 in each of two IVF segments, 100 unsealed; ids 0, 3, 6, ...
+/// 900 points: 400 in each of two IVF segments, 100 unsealed; point `i` has id [`id`]`(i)`
 /// with a tag, a year and a title of three words.
 fn collection(metric: Metric) -> Collection {
     let schema = Schema::from_json(r#"{"title": "text", "tag": "keyword", "year": "integer"}"#).unwrap();
@@ -29,10 +29,10 @@ fn collection(metric: Metric) -> Collection {
             json!({"title": title.join(" "), "tag": tag, "year": 1990 + i % 40})
         })
         .collect();
-    let ids: Vec<u64> = (0..900).map(|i| i * 3).collect();
+    let ids: Vec<PointId> = (0..900).map(id).collect();
     let ivf = IndexKind::IvfRabitq(IvfParams { partitions: Some(8), ..IvfParams::default() });
     for (i, r) in [0..400, 400..800, 800..900].into_iter().enumerate() {
-        col.insert_with_payloads(&ids[r.clone()], &vectors[r.start * DIM..r.end * DIM], &docs[r]).unwrap();
+        col.upsert(&ids[r.clone()], &vectors[r.start * DIM..r.end * DIM], &docs[r]).unwrap();
         match i {
             0 => col.seal_with(ivf).unwrap(),
             1 => col.seal(),
@@ -41,6 +41,27 @@ fn collection(metric: Metric) -> Collection {
     }
     assert_eq!(col.segment_count(), 2);
     col
+}
+
+/// Point `i`'s id: a UUID for every third point (ids of both kinds in every list fused and
+/// re-scored), else `3 i`.
+fn id(i: u64) -> PointId {
+    if i % 3 == 1 {
+        let mut u = [0u8; 16];
+        u[8..].copy_from_slice(&(i * 7919).to_be_bytes());
+        u[0] = (i % 5) as u8; // not in id order
+        PointId::Uuid(u)
+    } else {
+        PointId::Num(i * 3)
+    }
+}
+
+/// The tag of point `id` (`["a", "b", "c"][i % 3]`).
+fn tag_of(id: PointId) -> u64 {
+    match id {
+        PointId::Num(n) => (n / 3) % 3,
+        PointId::Uuid(_) => 1,
+    }
 }
 
 fn req(v: Value) -> SearchRequest {
@@ -170,7 +191,8 @@ fn prefetches_nest_and_filters_reach_every_level() {
     let want: Vec<(PointId, f32)> =
         fused(Fused::Rrf { k: 61, weights: None }, &[(&inner_fused, false), (&c, true)]).into_iter().take(10).collect();
     assert_eq!(bits(&results(&col, &req(r))), bits(&want));
-    assert!(want.iter().all(|p| p.0.as_num().unwrap() % 3 == 0 && (p.0.as_num().unwrap() / 3) % 3 != 2));
+    assert!(want.iter().all(|p| tag_of(p.0) != 2));
+    assert!(want.iter().any(|p| matches!(p.0, PointId::Uuid(_))) && want.iter().any(|p| p.0.as_num().is_some()));
 }
 
 #[test]

@@ -393,7 +393,7 @@ pub const CONFIGS: [Config; 10] = [
         payloads: true,
         ivf_bits: 1,
         codes_only: false,
-        uuids: false,
+        uuids: true,
         nested: false,
         fusion: true,
     },

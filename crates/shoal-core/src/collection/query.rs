@@ -13,6 +13,7 @@ use shoal_payload::Filter;
 use super::Collection;
 use super::text_search::TextRanking;
 use crate::fusion::{DEFAULT_RRF_K, FUSION_DEPTH, Fusion, Ranking, fuse};
+use crate::mutable::IdMap;
 use crate::{Error, ScoredPoint, SearchRequest, SearchResponse, SearchStats};
 
 /// What the searches of one request did, summed over its prefetches.
@@ -164,11 +165,10 @@ impl Collection {
         ids: impl Iterator<Item = PointId>,
         out: &mut Vec<ScoredPoint>,
     ) -> Result<SearchStats, Error> {
-        let mut ids: Vec<PointId> = ids.collect();
-        crate::ids::sort_ids(&mut ids);
-        ids.dedup();
-        let mut rows = Vec::with_capacity(ids.len());
-        for &id in &ids {
+        // Each point once (the order does not matter: ties break by internal id).
+        let mut seen = IdMap::default();
+        let mut rows = Vec::new();
+        for id in ids.filter(|&id| seen.insert(id, 0).is_none()) {
             let (internal, v) =
                 self.internal_of(id).zip(self.vector(id)).ok_or(Error::CodesOnly("re-scoring by a vector"))?;
             rows.push((internal, v));
