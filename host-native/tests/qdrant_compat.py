@@ -206,7 +206,7 @@ def run(url):
     expect_error(lambda: wrong.get_collections(), 401, "api-key")
 
     uuid_ids(client)
-    nested_payloads(client)
+    nested_payloads(client, url)
 
     assert client.delete_collection("geo")
     assert not client.collection_exists("geo")
@@ -290,7 +290,7 @@ def prefetch_fusion(client, vectors, payload):
                  400, "weights")
 
 
-def nested_payloads(client):
+def nested_payloads(client, url):
     """Payloads as LangChain and LlamaIndex write them (objects in objects, arrays of objects),
     stored faithfully and filtered by path, with and without `nested` — each answer checked
     against a direct evaluation here."""
@@ -324,6 +324,27 @@ def nested_payloads(client):
     assert count(tight) < count(loose)
     hits = client.query_points("docs", query=[1, 0, 0], query_filter=tight, limit=50, with_payload=True).points
     assert hits and all(any(a["name"] == "a1" and a["main"] for a in p.payload["metadata"]["authors"]) for p in hits)
+    # Set payload with a `key` (a JSON path): merged into the object(s) there, created as needed.
+    client.set_payload("docs", payload={"checked": True}, points=[4], key="metadata.review", wait=True)
+    client.set_payload("docs", payload={"seen": 1}, points=[4, 5], key="metadata.authors[]", wait=True)
+    client.set_payload("docs", payload={"n": 2}, points=[4], key="extra[2]", wait=True)
+    want4 = json.loads(json.dumps(docs[4]))
+    want4["metadata"]["review"] = {"checked": True}
+    for a in want4["metadata"]["authors"]:
+        a["seen"] = 1
+    want4["extra"] = [None, None, {"n": 2}]
+    assert client.retrieve("docs", ids=[4])[0].payload == want4, client.retrieve("docs", ids=[4])[0].payload
+    assert all(a.get("seen") == 1 for a in client.retrieve("docs", ids=[5])[0].payload["metadata"]["authors"])
+    reviewed = m.Filter(must=[m.FieldCondition(key="metadata.review.checked", match=m.MatchValue(value=True))])
+    assert count(reviewed) == 1
+    for i in (4, 5):  # as before, for what follows
+        client.overwrite_payload("docs", payload=docs[i], points=[i], wait=True)
+    # A collection of Shoal's flat fields has no paths to set into.
+    assert http(url, "PUT", "/collections/flat", {"dim": 3, "metric": "cosine", "fields": {"a": "keyword"}})[0] == 200
+    assert http(url, "PUT", "/collections/flat/points", {"points": [{"id": 1, "vector": [1, 0, 0]}]})[0] == 200
+    status, res = http(url, "POST", "/collections/flat/points/payload", {"payload": {"a": "x"}, "points": [1], "key": "b"})
+    assert status == 400 and "flat fields" in res["status"]["error"], res
+    assert http(url, "DELETE", "/collections/flat")[0] == 200
     client.delete("docs", points_selector=m.FilterSelector(filter=topic))
     assert client.count("docs").count == 120 - 40
     assert client.delete_collection("docs")

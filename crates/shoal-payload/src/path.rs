@@ -80,10 +80,101 @@ pub fn resolve<'d>(doc: &'d Value, steps: &[Step]) -> Vec<&'d Value> {
     now
 }
 
+/// Largest array index [`set_at`] grows an array to (its padding is `null`s).
+pub const MAX_SET_INDEX: usize = 65_535;
+
+/// Merges the keys of `src` into the object(s) `steps` name in `doc` — Qdrant's set payload
+/// with a `key`: a missing key or a value of another kind on the way becomes an object (an
+/// array for `[n]`, grown with `null`s to hold element `n`; an array for `[]`, left empty when
+/// it was not one); `[]` applies the rest to every element. `doc` must be an object (the
+/// payload), and `steps` start with a key. An index past [`MAX_SET_INDEX`] returns `false`,
+/// with `doc` unchanged.
+pub fn set_at(
+    doc: &mut serde_json::Map<alloc::string::String, Value>,
+    steps: &[Step],
+    src: &serde_json::Map<alloc::string::String, Value>,
+) -> bool {
+    if steps.iter().any(|s| matches!(s, Step::Index(i) if *i > MAX_SET_INDEX)) {
+        return false;
+    }
+    let Some((Step::Key(first), rest)) = steps.split_first() else { return false };
+    set_in(doc.entry(first.as_str()).or_insert(Value::Null), rest, src);
+    true
+}
+
+fn set_in(at: &mut Value, steps: &[Step], src: &serde_json::Map<alloc::string::String, Value>) {
+    match steps.split_first() {
+        None => {
+            if !at.is_object() {
+                *at = Value::Object(serde_json::Map::new());
+            }
+            if let Value::Object(o) = at {
+                o.extend(src.iter().map(|(k, v)| (k.clone(), v.clone())));
+            }
+        }
+        Some((Step::Key(k), rest)) => {
+            if !at.is_object() {
+                *at = Value::Object(serde_json::Map::new());
+            }
+            if let Value::Object(o) = at {
+                set_in(o.entry(k.as_str()).or_insert(Value::Null), rest, src);
+            }
+        }
+        Some((Step::Index(i), rest)) => {
+            if !at.is_array() {
+                *at = Value::Array(Vec::new());
+            }
+            if let Value::Array(a) = at {
+                if a.len() <= *i {
+                    a.resize(i + 1, Value::Null);
+                }
+                set_in(&mut a[*i], rest, src);
+            }
+        }
+        Some((Step::All, rest)) => match at {
+            Value::Array(a) => a.iter_mut().for_each(|v| set_in(v, rest, src)),
+            other => *other = Value::Array(Vec::new()),
+        },
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use serde_json::json;
+
+    /// Qdrant's own cases (`json_path/set.rs`), with the same results.
+    #[test]
+    fn set_at_merges_into_the_objects_a_path_names() {
+        let set = |doc: Value, path: &str, src: Value| {
+            let (Value::Object(mut d), Value::Object(s)) = (doc, src) else { panic!("objects") };
+            assert!(set_at(&mut d, &parse(path).unwrap(), &s));
+            Value::Object(d)
+        };
+        let doc = json!({"a": {"b": [{"c": 1}, {"c": 2}, {"d": {"e": 3}}]}, "f": 3, "g": ["g0", "g1", "g2"]});
+        assert_eq!(set(doc.clone(), "a", json!({"b": 5})), json!({"a": {"b": 5}, "f": 3, "g": ["g0", "g1", "g2"]}));
+        let mut want = doc.clone();
+        want["a"]["b"][1]["c"] = json!(5);
+        assert_eq!(set(doc.clone(), "a.b[1]", json!({"c": 5})), want);
+        assert_eq!(set(doc.clone(), "a.b[1]", json!({})), doc);
+        assert_eq!(set(json!({}), "key1.key2", json!({"c": 1})), json!({"key1": {"key2": {"c": 1}}}));
+        assert_eq!(
+            set(json!({}), "key1.key2[3]", json!({"c": 1})),
+            json!({"key1": {"key2": [null, null, null, {"c": 1}]}})
+        );
+        assert_eq!(set(json!({}), "key1.key2[].key3", json!({"c": 1})), json!({"key1": {"key2": []}}));
+        assert_eq!(set(json!({"a": 10}), "a.b.c", json!({"x": 1})), json!({"a": {"b": {"c": {"x": 1}}}}));
+        // `[]` reaches every element.
+        let tags = json!({"tags": [{"n": 1}, {"n": 2}]});
+        assert_eq!(
+            set(tags, "tags[]", json!({"seen": true})),
+            json!({"tags": [{"n": 1, "seen": true}, {"n": 2, "seen": true}]})
+        );
+        // An index past the limit changes nothing.
+        let mut d = serde_json::Map::new();
+        assert!(!set_at(&mut d, &parse("a[65536]").unwrap(), &serde_json::Map::new()));
+        assert!(d.is_empty());
+    }
 
     fn key(k: &str) -> Step {
         Step::Key(k.into())

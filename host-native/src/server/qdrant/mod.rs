@@ -642,18 +642,37 @@ fn selector(points: &Option<Vec<Value>>, filter: &Option<Value>) -> Result<Optio
 }
 
 /// `POST /collections/{name}/points/payload`: sets the given keys of the points' payloads
-/// (the other keys stay).
+/// (the other keys stay); with `key` (a JSON path, nested collections only), merges them into
+/// the object(s) at that path instead, as Qdrant does (`shoal_payload::path::set_at`).
 async fn set_payload(State(app): Shared, Path(name): Path<String>, body: Body) -> Response {
     on_json(app, name, body, |store, body: bodies::SetPayload| {
         refuse_shard_key(&body.shard_key)?;
-        refuse("key", &body.key, "payloads are flat: set top-level keys")?;
+        let steps = match &body.key {
+            None | Some(Value::Null) => None,
+            Some(_) if !store.read().nested() => {
+                return Err(ApiError::bad_request(
+                    "key: not supported by Shoal on a collection of flat fields (set top-level keys)",
+                ));
+            }
+            Some(Value::String(key)) => Some(
+                shoal_payload::path::parse(key)
+                    .filter(|s| !s.iter().any(|s| matches!(s, shoal_payload::path::Step::Index(i) if *i > shoal_payload::path::MAX_SET_INDEX)))
+                    .ok_or_else(|| ApiError::bad_request(format!("key: {key:?} is not a JSON path (or an index is past 65535)")))?,
+            ),
+            Some(_) => return Err(ApiError::bad_request("key: expected a JSON path string")),
+        };
         let ids = selector(&body.points, &body.filter)?;
         store.edit_payloads(ids.as_deref(), body.filter.as_ref(), |old| {
             let mut doc = match old {
                 Value::Object(m) => m,
                 _ => Map::new(),
             };
-            doc.extend(body.payload.clone());
+            match &steps {
+                Some(steps) => {
+                    shoal_payload::path::set_at(&mut doc, steps, &body.payload);
+                }
+                None => doc.extend(body.payload.clone()),
+            }
             Value::Object(doc)
         })?;
         Ok(update_result())
@@ -665,7 +684,7 @@ async fn set_payload(State(app): Shared, Path(name): Path<String>, body: Body) -
 async fn overwrite_payload(State(app): Shared, Path(name): Path<String>, body: Body) -> Response {
     on_json(app, name, body, |store, body: bodies::SetPayload| {
         refuse_shard_key(&body.shard_key)?;
-        refuse("key", &body.key, "payloads are flat: give the whole payload")?;
+        refuse("key", &body.key, "an overwrite replaces the whole payload")?;
         let ids = selector(&body.points, &body.filter)?;
         store.edit_payloads(ids.as_deref(), body.filter.as_ref(), |_| Value::Object(body.payload.clone()))?;
         Ok(update_result())
