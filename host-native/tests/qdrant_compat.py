@@ -324,6 +324,18 @@ def nested_payloads(client, url):
     assert count(tight) < count(loose)
     hits = client.query_points("docs", query=[1, 0, 0], query_filter=tight, limit=50, with_payload=True).points
     assert hits and all(any(a["name"] == "a1" and a["main"] for a in p.payload["metadata"]["authors"]) for p in hits)
+    # with_payload include / exclude by JSON path, as Qdrant selects.
+    got = client.retrieve("docs", ids=[4], with_payload=m.PayloadSelectorInclude(include=["metadata.topic",
+                                                                                         "metadata.authors[].name"]))
+    want = {"metadata": {"topic": docs[4]["metadata"]["topic"],
+                         "authors": [{"name": a["name"]} for a in docs[4]["metadata"]["authors"]]}}
+    assert got[0].payload == want, got[0].payload
+    got = client.retrieve("docs", ids=[4], with_payload=m.PayloadSelectorExclude(exclude=["metadata.authors[].main",
+                                                                                         "page_content"]))
+    want = {"metadata": {**docs[4]["metadata"], "authors": [{"name": a["name"]} for a in docs[4]["metadata"]["authors"]]}}
+    assert got[0].payload == want, got[0].payload
+    hits = client.query_points("docs", query=[1, 0, 0], limit=3, with_payload=["metadata.year"]).points
+    assert all(h.payload == {"metadata": {"year": docs[h.id]["metadata"]["year"]}} for h in hits), hits
     # Set payload with a `key` (a JSON path): merged into the object(s) there, created as needed.
     client.set_payload("docs", payload={"checked": True}, points=[4], key="metadata.review", wait=True)
     client.set_payload("docs", payload={"seen": 1}, points=[4, 5], key="metadata.authors[]", wait=True)

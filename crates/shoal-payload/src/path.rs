@@ -138,10 +138,87 @@ fn set_in(at: &mut Value, steps: &[Step], src: &serde_json::Map<alloc::string::S
     }
 }
 
+/// The part of `doc` whose paths `keep` accepts, as Qdrant selects payload keys (`with_payload`
+/// include / exclude): every value is offered with its path — keys, and [`Step::All`] for an
+/// array element — before its children; a value kept keeps those of its children that are kept
+/// too (scalars whole).
+pub fn select(
+    doc: &serde_json::Map<alloc::string::String, Value>,
+    keep: &dyn Fn(&[Step]) -> bool,
+) -> serde_json::Map<alloc::string::String, Value> {
+    let mut path = Vec::new();
+    let mut out = serde_json::Map::new();
+    for (k, v) in doc {
+        path.push(Step::Key(k.clone()));
+        if keep(&path) {
+            out.insert(k.clone(), select_in(v, &mut path, keep));
+        }
+        path.pop();
+    }
+    out
+}
+
+fn select_in(v: &Value, path: &mut Vec<Step>, keep: &dyn Fn(&[Step]) -> bool) -> Value {
+    match v {
+        Value::Object(o) => {
+            let mut out = serde_json::Map::new();
+            for (k, x) in o {
+                path.push(Step::Key(k.clone()));
+                if keep(path) {
+                    out.insert(k.clone(), select_in(x, path, keep));
+                }
+                path.pop();
+            }
+            Value::Object(out)
+        }
+        Value::Array(a) => {
+            path.push(Step::All);
+            // Every element has the same path: all are kept, or none.
+            let out = if keep(path) { a.iter().map(|x| select_in(x, path, keep)).collect() } else { Vec::new() };
+            path.pop();
+            Value::Array(out)
+        }
+        other => other.clone(),
+    }
+}
+
+/// Whether a value at `path` is kept by the include pattern `pattern`: one is a prefix of the
+/// other, step by step (Qdrant's rule: `a.b` keeps `a` — with only its `b` — and all of `a.b`).
+pub fn included(pattern: &[Step], path: &[Step]) -> bool {
+    pattern.iter().zip(path).all(|(a, b)| a == b)
+}
+
+/// Whether a value at `path` is removed by the exclude pattern `pattern`: the pattern is a
+/// prefix of the path (Qdrant's rule).
+pub fn excluded(pattern: &[Step], path: &[Step]) -> bool {
+    path.starts_with(pattern)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn include_and_exclude_select_by_path_as_qdrant() {
+        let doc = json!({"a": {"b": [{"c": 1}, {"c": 2}, {"d": {"e": 3}}]}, "f": 3, "g": ["g0", "g1", "g2"]});
+        let Value::Object(doc) = doc else { panic!("an object") };
+        let inc = |ps: &[&str]| {
+            let ps: Vec<Vec<Step>> = ps.iter().map(|p| parse(p).unwrap()).collect();
+            Value::Object(select(&doc, &|path| ps.iter().any(|p| included(p, path))))
+        };
+        let exc = |ps: &[&str]| {
+            let ps: Vec<Vec<Step>> = ps.iter().map(|p| parse(p).unwrap()).collect();
+            Value::Object(select(&doc, &|path| !ps.iter().any(|p| excluded(p, path))))
+        };
+        // Qdrant's own case (`json_path/filter.rs`).
+        assert_eq!(inc(&["a.b[].c"]), json!({"a": {"b": [{"c": 1}, {"c": 2}, {}]}}));
+        assert_eq!(inc(&["f", "g"]), json!({"f": 3, "g": ["g0", "g1", "g2"]}));
+        assert_eq!(inc(&["a"]), json!({"a": {"b": [{"c": 1}, {"c": 2}, {"d": {"e": 3}}]}}));
+        assert_eq!(inc(&["nope"]), json!({}));
+        assert_eq!(exc(&["a.b[].c", "g"]), json!({"a": {"b": [{}, {}, {"d": {"e": 3}}]}, "f": 3}));
+        assert_eq!(exc(&["a"]), json!({"f": 3, "g": ["g0", "g1", "g2"]}));
+    }
 
     /// Qdrant's own cases (`json_path/set.rs`), with the same results.
     #[test]

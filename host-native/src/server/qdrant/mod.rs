@@ -514,11 +514,24 @@ impl PayloadSel {
         !matches!(self, PayloadSel::None)
     }
 
-    fn apply(&self, doc: Value) -> Value {
+    /// The selected part of a stored payload: top-level keys of a collection of flat fields;
+    /// JSON paths of a nested collection, selected as Qdrant does (`a.b` keeps `a` with only
+    /// its `b`; a pattern that is not a path selects nothing).
+    fn apply(&self, doc: Value, nested: bool) -> Value {
+        use shoal_payload::path;
         let Value::Object(mut m) = doc else { return json!({}) };
+        let paths = |names: &[String]| names.iter().filter_map(|n| path::parse(n)).collect::<Vec<_>>();
         match self {
             PayloadSel::None => return Value::Null,
             PayloadSel::All => {}
+            PayloadSel::Include(keep) if nested => {
+                let ps = paths(keep);
+                m = path::select(&m, &|at| ps.iter().any(|p| path::included(p, at)));
+            }
+            PayloadSel::Exclude(drop) if nested => {
+                let ps = paths(drop);
+                m = path::select(&m, &|at| !ps.iter().any(|p| path::excluded(p, at)));
+            }
             PayloadSel::Include(keep) => m.retain(|k, _| keep.contains(k)),
             PayloadSel::Exclude(drop) => m.retain(|k, _| !drop.contains(k)),
         }
@@ -528,7 +541,8 @@ impl PayloadSel {
 
 /// A record of `store`'s point `id`: `{"id", "payload", "vector"}`.
 fn record(col: &shoal_core::Collection, id: PointId, sel: &PayloadSel, with_vector: bool) -> Value {
-    let payload = if sel.wanted() { sel.apply(col.payload(id).unwrap_or(Value::Null)) } else { Value::Null };
+    let payload =
+        if sel.wanted() { sel.apply(col.payload(id).unwrap_or(Value::Null), col.nested()) } else { Value::Null };
     let vector = if with_vector { col.vector(id).map_or(Value::Null, |v| json!(v)) } else { Value::Null };
     json!({"id": id, "payload": payload, "vector": vector})
 }
