@@ -1,7 +1,7 @@
 use core::fmt;
 
 /// Why text-index bytes or builder input were rejected.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Clone, Copy, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum TextError {
     /// The bytes end before a structure they must hold.
@@ -34,6 +34,14 @@ impl fmt::Display for TextError {
 }
 
 impl core::error::Error for TextError {}
+
+/// The message, as [`Display`](fmt::Display) writes it (no derived `Debug`: the wasm package
+/// carries no string escaping for it).
+impl fmt::Debug for TextError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Display::fmt(self, f)
+    }
+}
 
 pub(crate) const fn corrupt(what: &'static str, reason: &'static str) -> TextError {
     TextError::Corrupt { what, reason }
