@@ -5,7 +5,8 @@ const f = Math.fround;
 /**
  * The fusion formulas of docs/format.md ("Fusion"), in f32 (Math.fround after every operation):
  * `lists` of `{ id, score }` best first; RRF with `k` and optional `weights`, or DBSF (`dbsf`;
- * `lower[l]` when list `l` holds distances). Fused score descending, then the best position, then
+ * `lower[l]` when list `l` holds squared distances). (Terms are finite for the inputs the tests
+ * give; the engine also clamps overflowing terms and sums to ±f32::MAX.) Fused score descending, then the best position, then
  * the id.
  * @param {{ id: any, score: number }[][]} lists
  * @param {{ k?: number, weights?: number[], dbsf?: boolean, lower?: boolean[] }} how
@@ -20,7 +21,8 @@ export function fused(lists, { k, weights, dbsf, lower = [] }) {
     } else if (list.length === 1) {
       terms = [0.5];
     } else {
-      const s = list.map((x) => (lower[l] ? -x.score : x.score));
+      // Squared distances enter as negated distances.
+      const s = list.map((x) => (lower[l] ? -f(Math.sqrt(Math.max(x.score, 0))) : x.score));
       let mean = 0;
       let agg = 0;
       s.forEach((x, j) => {

@@ -190,6 +190,8 @@ def run(url):
     res = client.query_points("geo", query=[0, 0], limit=2)
     assert [(p.id, round(p.score, 5)) for p in res.points] == [(1, 0.0), (2, 5.0)], res
 
+    euclid_fusion(client)
+
     # Errors: typed 4xx, nothing written.
     expect_error(lambda: client.upsert("shop", points=[m.PointStruct(id=1, vector=[1.0, 2.0])]), 400, "dimension")
     expect_error(lambda: client.upsert("shop", points=[m.PointStruct(id="5c56c793-69f3-4fbf-87e6",
@@ -288,6 +290,34 @@ def prefetch_fusion(client, vectors, payload):
     assert [p.id for p in res] == [i for i, _ in want], (res, want)
     expect_error(lambda: client.query_points("shop", prefetch=pre, query=m.RrfQuery(rrf=m.Rrf(weights=[1.0]))),
                  400, "weights")
+
+
+def euclid_fusion(client):
+    """On a Euclid collection, prefetches rank by distance (smaller first) and DBSF fuses the
+    negated distances, so the nearest points of both lists come first; a negative distance
+    threshold keeps nothing."""
+    rng = random.Random(21)
+    assert client.create_collection("euclid", vectors_config=m.VectorParams(size=3, distance=m.Distance.EUCLID))
+    pts = {i: [rng.uniform(-1, 1) for _ in range(3)] for i in range(80)}
+    client.upsert("euclid", points=[m.PointStruct(id=i, vector=v) for i, v in pts.items()], wait=True)
+    qa, qb = [0.2, 0.1, -0.3], [0.25, 0.05, -0.2]
+    dist = lambda q, v: math.sqrt(sum((a - b) ** 2 for a, b in zip(q, v)))
+    alone = [client.query_points("euclid", query=q, limit=12).points for q in (qa, qb)]
+    for a, q in zip(alone, (qa, qb)):
+        assert [p.id for p in a] == sorted(pts, key=lambda i: dist(q, pts[i]))[:12]
+    pre = [m.Prefetch(query=qa, limit=12), m.Prefetch(query=qb, limit=12)]
+    res = client.query_points("euclid", prefetch=pre, query=m.FusionQuery(fusion=m.Fusion.DBSF), limit=6).points
+    want = fused([[(p.id, -p.score) for p in a] for a in alone])[:6]
+    assert [p.id for p in res] == [i for i, _ in want], (res, want)
+    assert all(abs(p.score - float(s)) <= 1e-6 for p, (_, s) in zip(res, want))
+    # Fusing two identical lists keeps their order (Qdrant's DBSF fix for distances).
+    twice = client.query_points("euclid", prefetch=[pre[0], pre[0]], query=m.FusionQuery(fusion=m.Fusion.DBSF),
+                                limit=12).points
+    assert [p.id for p in twice] == [p.id for p in alone[0]]
+    none = client.query_points("euclid", prefetch=[m.Prefetch(query=qa, limit=12, score_threshold=-1.0), pre[1]],
+                               query=m.FusionQuery(fusion=m.Fusion.RRF), limit=12).points
+    assert [p.id for p in none] == [p.id for p in alone[1]], "a negative distance threshold keeps nothing"
+    assert client.delete_collection("euclid")
 
 
 def nested_payloads(client, url):

@@ -125,7 +125,7 @@ try {
   ]) {
     const res = await client.query("gcide", { prefetch, query, filter: short, limit: 8 });
     const want = fused(alone, how).slice(0, 8);
-    const close = res.points.every((p, i) => Math.abs(p.score - want[i].score) <= 1e-6);
+    const close = res.points.length === want.length && res.points.every((p, i) => Math.abs(p.score - want[i].score) <= 1e-6);
     check(`query: prefetch fused by ${JSON.stringify(query)}`, same(res.points.map((p) => p.id), want.map((p) => p.id)) && close);
   }
   const union = new Set(alone.flat().map((p) => p.id));

@@ -78,9 +78,14 @@ fn terms(fusion: &Fusion<'_>, list: usize, ranking: &Ranking<'_>, out: &mut Vec<
             }));
         }
         Fusion::Dbsf => {
-            // Larger is better: squared distances enter negated.
+            // Larger is better: squared distances enter as negated distances (Qdrant's Euclid
+            // scores, whose order its fix of DBSF for distances keeps).
             let lower = ranking.lower_is_better;
-            out.extend(points.iter().map(|&(_, s)| if lower { -finite(s, true) } else { finite(s, false) }));
+            out.extend(
+                points
+                    .iter()
+                    .map(|&(_, s)| if lower { -libm::sqrtf(finite(s, true).max(0.0)) } else { finite(s, false) }),
+            );
             if out.len() < 2 {
                 out.iter_mut().for_each(|s| *s = 0.5);
                 return;
@@ -114,6 +119,9 @@ pub(crate) fn fuse(fusion: &Fusion<'_>, rankings: &[Ranking<'_>]) -> Vec<(PointI
     let mut t = Vec::new();
     for (list, ranking) in rankings.iter().enumerate() {
         terms(fusion, list, ranking, &mut t);
+        // Every term finite (NaN as 0, infinities as ±f32::MAX: a weight far above `k` or a
+        // tiny spread can overflow), and so is every sum below.
+        t.iter_mut().for_each(|x| *x = if x.is_nan() { 0.0 } else { x.clamp(-f32::MAX, f32::MAX) });
         for (p, (&(id, _), &term)) in ranking.points.iter().zip(&t).enumerate() {
             let p = p as u32;
             match at.entry(id) {
@@ -138,6 +146,9 @@ pub(crate) fn fuse(fusion: &Fusion<'_>, rankings: &[Ranking<'_>]) -> Vec<(PointI
         fused.iter().map(|&(id, _, p)| u64::from(p) << 32 | ids.binary_search(&id).unwrap_or(0) as u64).collect();
     shoal_format::sort_u64(&mut ties);
     // `ids` now gives each entry by its place.
+    for f in &mut fused {
+        f.1 = f.1.clamp(-f32::MAX, f32::MAX);
+    }
     let entry = |tie: u64| &fused[at[&ids[tie as u32 as usize]] as usize];
     let mut keys: Vec<u64> =
         ties.iter().enumerate().map(|(n, &tie)| u64::from(!f32_key(entry(tie).1)) << 32 | n as u64).collect();
@@ -238,12 +249,15 @@ mod tests {
         let same = vec![(n(9), 4.0), (n(8), 4.0)];
         let fused = fuse(&Fusion::Dbsf, &lists(&[one, same]));
         assert_eq!(fused, [(n(9), 1.0), (n(8), 0.5)]);
-        let d = [(n(1), 1.0), (n(2), 2.0), (n(3), 3.0)];
+        let d = [(n(1), 1.0), (n(2), 4.0), (n(3), 9.0)]; // squared: distances 1, 2, 3
         let fused = fuse(&Fusion::Dbsf, &[Ranking { points: &d, lower_is_better: true }]);
         assert_eq!(fused, [(n(1), 4.0 / 6.0), (n(2), 0.5), (n(3), 2.0 / 6.0)]);
         // Overflow to infinity normalises to NaN, which counts as 0.
         let big = vec![(n(1), f32::MAX), (n(2), -f32::MAX)];
         assert_eq!(fuse(&Fusion::Dbsf, &lists(&[big])), [(n(1), 0.0), (n(2), 0.0)]);
+        // A weight far above k: the term overflows, and counts as f32::MAX.
+        let fused = fuse(&Fusion::Rrf { k: 1, weights: Some(&[2e7]) }, &lists(&[ranked(&[4])]));
+        assert_eq!(fused, [(n(4), f32::MAX)]);
     }
 
     fn score() -> impl proptest::strategy::Strategy<Value = f32> {

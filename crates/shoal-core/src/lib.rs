@@ -46,8 +46,8 @@ pub use collection::{
 pub use error::Error;
 pub use fusion::{DEFAULT_RRF_K, FUSION_DEPTH, RRF_K};
 pub use request::{
-    MAX_BM25_K1, MAX_LIMIT, MAX_OFFSET, MAX_PREFETCH, MAX_PREFETCH_DEPTH, ScoredPoint, SearchParams, SearchRequest,
-    SearchResponse, SearchStats,
+    MAX_BM25_K1, MAX_LIMIT, MAX_OFFSET, MAX_PREFETCH, MAX_PREFETCH_DEPTH, MAX_PREFETCH_TOTAL, ScoredPoint,
+    SearchParams, SearchRequest, SearchResponse, SearchStats,
 };
 pub use sealed::{IndexKind, PayloadInput, SealedSegment, SegmentBytes};
 pub use shoal_format::{AlignedBytes, FormatError, PointId};

@@ -19,6 +19,8 @@ pub const MAX_OFFSET: usize = 100_000;
 pub const MAX_PREFETCH: usize = 16;
 /// Deepest nesting of `prefetch` (a request's prefetches are level 1).
 pub const MAX_PREFETCH_DEPTH: usize = 4;
+/// Most `prefetch` entries in one request, all levels together.
+pub const MAX_PREFETCH_TOTAL: usize = 64;
 
 /// The search request, one JSON shape for every host.
 ///
@@ -215,7 +217,23 @@ impl SearchRequest {
 
     /// Checks the limits and the capabilities this build has.
     pub fn check(&self) -> Result<(), Error> {
+        fn count(r: &SearchRequest) -> usize {
+            r.prefetch.iter().map(|p| 1 + count(p)).sum()
+        }
+        if count(self) > MAX_PREFETCH_TOTAL {
+            // (The number is MAX_PREFETCH_TOTAL: a test holds them equal.)
+            return Err(Error::InvalidRequest("prefetch: at most 64 in a request, all levels together".into()));
+        }
         self.check_at(0)
+    }
+
+    /// Whether the request is a vector search alone (no `text`, `prefetch` or fusion settings).
+    pub(crate) fn is_vector_only(&self) -> bool {
+        self.text.is_none()
+            && self.prefetch.is_empty()
+            && self.fusion.is_none()
+            && self.rrf_k.is_none()
+            && self.weights.is_none()
     }
 
     /// [`check`](Self::check) of a request at `depth` (a prefetch below the top request).

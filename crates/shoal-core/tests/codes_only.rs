@@ -299,6 +299,22 @@ fn lazy_reranking_rejects_bad_input() {
     assert!(matches!(codes.search_reranked(&req, &rows, &nan), Err(Error::NonFinite { point: 0, element: 3 })));
     let text = SearchRequest::from_json(r#"{"text": "x", "limit": 3}"#).unwrap();
     assert!(codes.rerank_rows(&text, None).is_err());
+    // Prefetches and fusion settings are not a lazy search's: refused, never ignored.
+    let mut prefetched = req.clone();
+    prefetched.prefetch = vec![SearchRequest::nearest(q.to_vec(), 5)];
+    prefetched.vector = Some(q.to_vec());
+    assert!(matches!(codes.rerank_rows(&prefetched, None), Err(Error::InvalidRequest(_))));
+    assert!(matches!(codes.search_reranked(&prefetched, &rows, &picked), Err(Error::InvalidRequest(_))));
+    let mut rrf = req.clone();
+    rrf.rrf_k = Some(3);
+    assert!(matches!(codes.rerank_rows(&rrf, None), Err(Error::InvalidRequest(_))));
+    // A threshold applies to the re-ranked answer as to any search.
+    let all = codes.search_reranked(&req, &rows, &picked).unwrap().points;
+    let mut cut = req.clone();
+    cut.score_threshold = Some(all[2].score);
+    let kept = codes.search_reranked(&cut, &rows, &picked).unwrap().points;
+    assert_eq!(kept, all.iter().filter(|p| p.score <= all[2].score).cloned().collect::<Vec<_>>());
+    assert!(kept.len() >= 3 && kept.len() < all.len());
     let mut wrong = req.clone();
     wrong.vector = Some(vec![0.5; 15]);
     assert!(matches!(codes.rerank_rows(&wrong, None), Err(Error::DimensionMismatch { .. })));

@@ -6,8 +6,8 @@
 
 use serde_json::{Value, json};
 use shoal_core::{
-    Collection, CollectionConfig, Error, IndexKind, IvfParams, MAX_PREFETCH, MAX_PREFETCH_DEPTH, Metric, PointId,
-    Schema, SearchRequest,
+    Collection, CollectionConfig, Error, IndexKind, IvfParams, MAX_PREFETCH, MAX_PREFETCH_DEPTH, MAX_PREFETCH_TOTAL,
+    Metric, PointId, Schema, SearchRequest,
 };
 use shoal_testkit::oracle::{Fused, fused};
 use shoal_testkit::{Rng, clustered_vectors};
@@ -267,7 +267,31 @@ fn bad_prefetch_requests_are_typed_errors() {
         assert!(format!("{e}").contains(message), "{body}: {e}");
         assert!(matches!(e, Error::InvalidRequest(_) | Error::DimensionMismatch { .. }), "{body}: {e:?}");
     }
+    // The limits' edges: 4 deep, 16 at a level, 64 in all are taken; one more of each is not.
+    let chain = |depth: usize| (0..depth).fold(leaf.clone(), |inner, _| json!({"prefetch": [inner], "limit": 5}));
+    let wide = |n: usize| json!({"prefetch": vec![leaf.clone(); n], "limit": 5});
+    let total =
+        |n: usize| json!({"prefetch": vec![json!({"prefetch": vec![leaf.clone(); 15], "limit": 5}); n], "limit": 5});
+    for (body, ok) in [(chain(4), true), (chain(5), false), (wide(16), true), (wide(17), false), (total(4), true)] {
+        let parsed = SearchRequest::from_json(&body.to_string());
+        assert_eq!(parsed.is_ok(), ok, "{body}");
+        if ok {
+            col.search(&parsed.unwrap()).unwrap();
+        }
+    }
+    // 4 x (1 + 15) = 64 prefetches in all; 65 is one too many.
+    let mut over = total(4);
+    over["prefetch"].as_array_mut().unwrap().push(leaf.clone());
+    match SearchRequest::from_json(&over.to_string()) {
+        Err(Error::InvalidRequest(m)) => {
+            assert!(m.contains(&format!("at most {MAX_PREFETCH_TOTAL} in a request")), "{m}")
+        }
+        other => panic!("{other:?}"),
+    }
     // search_into is the vector search alone.
-    let r = SearchRequest::from_json(&json!({"prefetch": [leaf]}).to_string()).unwrap();
-    assert!(matches!(col.search_into(&r, &mut Vec::new()), Err(Error::InvalidRequest(_))));
+    for body in [json!({"prefetch": [leaf]}), json!({"vector": v, "rrf_k": 3}), json!({"vector": v, "weights": [1, 1]})]
+    {
+        let r = SearchRequest::from_json(&body.to_string()).unwrap();
+        assert!(matches!(col.search_into(&r, &mut Vec::new()), Err(Error::InvalidRequest(_))), "{body}");
+    }
 }

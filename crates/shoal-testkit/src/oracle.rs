@@ -39,7 +39,8 @@ pub enum Fused<'w> {
     Dbsf,
 }
 
-/// The fusion formulas of `docs/format.md` ("Fusion") written out literally, sharing no code
+/// The fusion formulas of `docs/format.md` ("Fusion") written out literally (terms and sums made
+/// finite), sharing no code
 /// with the collection's: each ranking `(points best first, lower_is_better)` adds its terms to
 /// a list of sums in ranking order, then a comparator sort — fused score descending, best
 /// position, id.
@@ -56,7 +57,9 @@ pub fn fused(
             f32::NEG_INFINITY => -f32::MAX,
             s => s,
         };
-        let scores: Vec<f32> = points.iter().map(|p| if lower { -fin(p.1) } else { fin(p.1) }).collect();
+        // Squared distances enter DBSF as negated distances.
+        let scores: Vec<f32> =
+            points.iter().map(|p| if lower { -fin(p.1).max(0.0).sqrt() } else { fin(p.1) }).collect();
         let n = scores.len();
         let (mut mean, mut a) = (0.0f32, 0.0f32);
         for j in 1..=n {
@@ -78,6 +81,7 @@ pub fn fused(
                     if x.is_nan() { 0.0 } else { x }
                 }
             };
+            let term = if term.is_nan() { 0.0 } else { term.clamp(-f32::MAX, f32::MAX) };
             match sums.iter_mut().find(|s| s.0 == id) {
                 Some(s) => {
                     s.1 += term;
@@ -86,6 +90,9 @@ pub fn fused(
                 None => sums.push((id, term, p)),
             }
         }
+    }
+    for s in &mut sums {
+        s.1 = s.1.clamp(-f32::MAX, f32::MAX);
     }
     sums.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.2.cmp(&b.2)).then(a.0.cmp(&b.0)));
     sums.into_iter().map(|(id, s, _)| (id, s)).collect()

@@ -67,6 +67,7 @@ impl Collection {
             self.push_exact(&s.query, &mut passing, &mut s.topk);
             s.topk.drain_sorted(&mut s.best);
             self.emit(req, &s.best, &mut points);
+            super::query::cut(&mut points, req.score_threshold, self.metric == shoal_index::Metric::L2);
             Ok::<_, Error>(SearchStats { scanned: rows.len() as u64, segments: 1, ..SearchStats::default() })
         })?;
         Ok(SearchResponse { points, partial: false, stats })
@@ -78,9 +79,9 @@ impl Collection {
         if !self.codes_only() || self.parts.len() != 1 {
             return Err(Error::InvalidRequest("lazy re-ranking is for codes-only collections (one segment)".into()));
         }
-        if req.text.is_some() || req.params.exact {
+        if !req.is_vector_only() || req.params.exact {
             return Err(Error::InvalidRequest(
-                "lazy re-ranking answers vector searches (no `text`, no `exact`)".into(),
+                "lazy re-ranking answers vector searches (no `text`, `prefetch`, fusion or `exact`)".into(),
             ));
         }
         req.vector.as_deref().ok_or_else(|| Error::InvalidRequest("missing field `vector`".into()))

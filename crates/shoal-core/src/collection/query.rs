@@ -9,6 +9,7 @@ use serde_json::Value;
 use shoal_format::PointId;
 use shoal_index::Metric;
 use shoal_payload::Filter;
+use shoal_text::Deadline;
 
 use super::Collection;
 use super::text_search::TextRanking;
@@ -39,7 +40,13 @@ impl Collection {
         // Not in `check`: a host may set `vector` after parsing the JSON.
         req.check_shape()?;
         let mut tally = Tally { stats: SearchStats { exact: true, ..SearchStats::default() }, partial: false };
-        let (mut points, _) = self.ranked(req, None, req, &mut tally)?;
+        // One deadline for the whole request, every text ranking in it.
+        let deadline = match (req.timeout_ms, &self.clock) {
+            (None, _) => None,
+            (Some(ms), Some(clock)) => Some(Deadline::after(clock.as_ref(), ms.saturating_mul(1000))),
+            (Some(_), None) => return Err(Error::Unsupported("timeout_ms on a host without a clock")),
+        };
+        let (mut points, _) = self.ranked(req, None, deadline, &mut tally)?;
         if req.with_payload {
             for p in points.iter_mut().filter(|p| p.payload.is_none()) {
                 p.payload = Some(self.payload(p.id).unwrap_or(Value::Null));
@@ -48,7 +55,8 @@ impl Collection {
         Ok(SearchResponse { points, partial: tally.partial, stats: tally.stats })
     }
 
-    /// The results of `req` (the top request or one of its prefetches, under `top`'s deadline),
+    /// The results of `req` (the top request or one of its prefetches, under the request's
+    /// `deadline`),
     /// best first, `offset` skipped, `score_threshold` applied, and whether lower scores are
     /// better (squared L2 distances). `outer` is the filter of the requests above it, which
     /// applies as well as its own.
@@ -56,7 +64,7 @@ impl Collection {
         &self,
         req: &SearchRequest,
         outer: Option<&Value>,
-        top: &SearchRequest,
+        deadline: Option<Deadline<'_>>,
         tally: &mut Tally,
     ) -> Result<(Vec<ScoredPoint>, bool), Error> {
         let both;
@@ -74,7 +82,7 @@ impl Collection {
         let hybrid = req.prefetch.is_empty() && req.vector.is_some() && req.text.is_some();
         let lower_is_better = if req.prefetch.is_empty() && !hybrid {
             let filter = self.parse_filter(filter_json)?;
-            self.leaf(req, filter.as_ref(), top, &mut points, tally)?
+            self.leaf(req, filter.as_ref(), deadline, &mut points, tally)?
         } else {
             // The rankings: the prefetches, or a hybrid request's vector and text searches, each
             // to `FUSION_DEPTH` results (or `offset + limit`).
@@ -99,7 +107,7 @@ impl Collection {
             };
             let mut lists = Vec::with_capacity(subs.len());
             for p in subs {
-                let (found, lower) = self.ranked(p, filter_json, top, tally)?;
+                let (found, lower) = self.ranked(p, filter_json, deadline, tally)?;
                 lists.push((found.iter().map(|p| (p.id, p.score)).collect::<Vec<(PointId, f32)>>(), lower));
             }
             match &req.vector {
@@ -126,9 +134,7 @@ impl Collection {
                 }
             }
         };
-        if let Some(t) = req.score_threshold {
-            points.retain(|p| if lower_is_better { p.score <= t } else { p.score >= t });
-        }
+        cut(&mut points, req.score_threshold, lower_is_better);
         Ok((points, lower_is_better))
     }
 
@@ -137,7 +143,7 @@ impl Collection {
         &self,
         req: &SearchRequest,
         filter: Option<&Filter>,
-        top: &SearchRequest,
+        deadline: Option<Deadline<'_>>,
         points: &mut Vec<ScoredPoint>,
         tally: &mut Tally,
     ) -> Result<bool, Error> {
@@ -146,7 +152,7 @@ impl Collection {
             return Ok(self.metric == Metric::L2);
         }
         let k = req.offset + req.limit;
-        let TextRanking { hits, partial, stats } = self.text_ranking(req, filter, k, top.timeout_ms)?;
+        let TextRanking { hits, partial, stats } = self.text_ranking(req, filter, k, deadline)?;
         points.extend(hits.into_iter().skip(req.offset).map(|(internal, score)| ScoredPoint {
             id: self.external_id(internal),
             score,
@@ -181,5 +187,14 @@ impl Collection {
             self.emit(req, &s.best, out);
             Ok(SearchStats { scanned: rows.len() as u64, estimated: 0, segments: 0, exact: true })
         })
+    }
+}
+
+/// Leaves out the points scoring worse than `threshold` (a squared distance above it when lower
+/// scores are better, else a score below it). The points are in score order, so this keeps a
+/// leading run, whether applied before or after an offset.
+pub(super) fn cut(points: &mut Vec<ScoredPoint>, threshold: Option<f32>, lower_is_better: bool) {
+    if let Some(t) = threshold {
+        points.retain(|p| if lower_is_better { p.score <= t } else { p.score >= t });
     }
 }

@@ -49,7 +49,7 @@ impl Collection {
     /// [`search`](Self::search).
     pub fn search_into(&self, req: &SearchRequest, out: &mut Vec<ScoredPoint>) -> Result<SearchStats, Error> {
         req.check()?;
-        if req.text.is_some() || !req.prefetch.is_empty() || req.fusion.is_some() {
+        if !req.is_vector_only() {
             return Err(Error::InvalidRequest(
                 "`text` and `prefetch` requests go through search(), not search_into()".into(),
             ));
@@ -57,10 +57,7 @@ impl Collection {
         let vector = req.vector.as_deref().ok_or_else(|| Error::InvalidRequest("missing field `vector`".into()))?;
         let filter = self.parse_filter(req.filter.as_ref())?;
         let stats = self.search_vector(req, vector, filter.as_ref(), out)?;
-        if let Some(t) = req.score_threshold {
-            let l2 = self.metric == shoal_index::Metric::L2;
-            out.retain(|p| if l2 { p.score <= t } else { p.score >= t });
-        }
+        super::query::cut(out, req.score_threshold, self.metric == shoal_index::Metric::L2);
         Ok(stats)
     }
 

@@ -34,24 +34,19 @@ impl Collection {
     }
 
     /// The text ranking of a request: up to `k` `(internal id, BM25 score)` pairs, best first
-    /// (ties by internal id), from every segment, with the request's filter and the deadline
-    /// `timeout_ms` after now, and whether the deadline fired.
+    /// (ties by internal id), from every segment, with the request's filter and `deadline`, and
+    /// whether the deadline fired.
     pub(super) fn text_ranking(
         &self,
         req: &SearchRequest,
         filter: Option<&Filter>,
         k: usize,
-        timeout_ms: Option<u64>,
+        deadline: Option<Deadline<'_>>,
     ) -> Result<TextRanking, Error> {
         let text = req.text.as_deref().unwrap_or("");
         if !self.schema.as_ref().is_some_and(text::has_text) {
             return Err(Error::InvalidRequest("`text`: the collection has no text fields".into()));
         }
-        let deadline = match (timeout_ms, &self.clock) {
-            (None, _) => None,
-            (Some(ms), Some(clock)) => Some(Deadline::after(clock.as_ref(), ms.saturating_mul(1000))),
-            (Some(_), None) => return Err(Error::Unsupported("timeout_ms on a host without a clock")),
-        };
         let mut stats = SearchStats { exact: true, ..SearchStats::default() };
         let mut hits: Vec<(usize, f32)> = Vec::new();
         let mut partial = false;

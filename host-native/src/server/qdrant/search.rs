@@ -211,8 +211,9 @@ fn stage(p: bodies::Prefetch, euclid: bool) -> Result<SearchRequest, ApiError> {
         }
         Some(q) => req.vector = Some(query_vector(q, "query")?),
     }
-    req.score_threshold =
-        p.score_threshold.map(|t| if euclid && req.vector.is_some() { (t * t) as f32 } else { t as f32 });
+    // A distance threshold as a squared one (negative: no point, as no distance is below it).
+    let squared = |t: f64| if t < 0.0 { -1.0 } else { (t * t) as f32 };
+    req.score_threshold = p.score_threshold.map(|t| if euclid && req.vector.is_some() { squared(t) } else { t as f32 });
     Ok(req)
 }
 
