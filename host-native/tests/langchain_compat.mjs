@@ -4,59 +4,31 @@
 // with real embeddings (the demo's wordllama model through examples/gcide/embed.js, over GCIDE
 // definitions), every answer checked against a brute-force cosine ranking computed here.
 //   node host-native/tests/langchain_compat.mjs   (after scripts/gcide-demo-data.sh)
-import { readFileSync } from "node:fs";
-import { homedir } from "node:os";
-import { dirname, join, resolve } from "node:path";
-import { fileURLToPath } from "node:url";
 import { Embeddings } from "@langchain/core/embeddings";
 import { QdrantVectorStore } from "@langchain/qdrant";
 import { check, finish } from "../../bindings-js/test/edge/checks.mjs";
 import { shoalServe } from "../../bindings-js/test/edge/serve.mjs";
-import { Embedder } from "../../examples/gcide/embed.js";
+import { cosine, embed, entries as gcide, root } from "./gcide_compat.mjs";
 
-const root = resolve(dirname(fileURLToPath(import.meta.url)), "../..");
-const cache = join(process.env.SHOAL_CACHE ?? join(homedir(), ".cache", "shoal"), "gcide-demo");
 const N = 1500;
-
-const dir = join(cache, "embed");
-const table = readFileSync(join(dir, "table.bin"));
-const embedder = new Embedder(
-  JSON.parse(readFileSync(join(dir, "tokenizer.json"), "utf8")),
-  table.buffer.slice(table.byteOffset, table.byteOffset + table.byteLength),
-);
 
 class GcideEmbeddings extends Embeddings {
   constructor() {
     super({});
   }
   async embedDocuments(texts) {
-    return texts.map((t) => Array.from(embedder.embed(t)));
+    return texts.map(embed);
   }
   async embedQuery(text) {
-    return Array.from(embedder.embed(text));
+    return embed(text);
   }
 }
 
-const entries = readFileSync(join(cache, "payloads.jsonl"), "utf8")
-  .split("\n")
-  .filter((l) => l.length > 0)
-  .slice(0, N)
-  .map((l) => JSON.parse(l));
+const entries = gcide(N);
 const texts = entries.map((e) => e.definition);
 const metadatas = entries.map((e) => ({ headword: e.headword, pos: e.pos, sizes: { letters: e.letters } }));
 const embeddings = new GcideEmbeddings();
 const vectors = await embeddings.embedDocuments(texts);
-const cosine = (a, b) => {
-  let d = 0;
-  let na = 0;
-  let nb = 0;
-  for (let i = 0; i < a.length; i++) {
-    d += a[i] * b[i];
-    na += a[i] * a[i];
-    nb += b[i] * b[i];
-  }
-  return d / Math.sqrt(na * nb);
-};
 async function brute(query, keep, k) {
   const q = await embeddings.embedQuery(query);
   return texts

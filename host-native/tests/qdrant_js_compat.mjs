@@ -6,33 +6,14 @@
 // definitions). Every search is checked against a brute-force cosine ranking computed here, and
 // every fusion against the formulas (bindings-js/test/fusion.mjs).
 //   node host-native/tests/qdrant_js_compat.mjs   (after scripts/gcide-demo-data.sh)
-import { readFileSync } from "node:fs";
-import { homedir } from "node:os";
-import { dirname, join, resolve } from "node:path";
-import { fileURLToPath } from "node:url";
 import { QdrantClient } from "@qdrant/js-client-rest";
 import { check, finish } from "../../bindings-js/test/edge/checks.mjs";
 import { shoalServe } from "../../bindings-js/test/edge/serve.mjs";
 import { fused } from "../../bindings-js/test/fusion.mjs";
-import { Embedder } from "../../examples/gcide/embed.js";
+import { cosine, embed, entries as gcide, root } from "./gcide_compat.mjs";
 
-const root = resolve(dirname(fileURLToPath(import.meta.url)), "../..");
-const cache = join(process.env.SHOAL_CACHE ?? join(homedir(), ".cache", "shoal"), "gcide-demo");
 const N = 1000;
-
-const dir = join(cache, "embed");
-const table = readFileSync(join(dir, "table.bin"));
-const embedder = new Embedder(
-  JSON.parse(readFileSync(join(dir, "tokenizer.json"), "utf8")),
-  table.buffer.slice(table.byteOffset, table.byteOffset + table.byteLength),
-);
-const embed = (/** @type {string} */ t) => Array.from(embedder.embed(t));
-
-const entries = readFileSync(join(cache, "payloads.jsonl"), "utf8")
-  .split("\n")
-  .filter((l) => l.length > 0)
-  .slice(0, N)
-  .map((l) => JSON.parse(l));
+const entries = gcide(N);
 // Every third point has a UUID id (as LangChain and LlamaIndex write them), the others integers.
 const uuid = (/** @type {number} */ i) => `00000000-0000-4000-8000-${i.toString(16).padStart(12, "0")}`;
 const ids = entries.map((_, i) => (i % 3 === 0 ? uuid(i) : i));
@@ -43,17 +24,6 @@ const payloads = entries.map((e) => ({
   meta: { letters: e.letters, tags: [{ name: e.pos, first: e.headword[0] }] },
 }));
 const at = new Map(ids.map((id, i) => [id, i]));
-const cosine = (/** @type {number[]} */ a, /** @type {number[]} */ b) => {
-  let d = 0;
-  let na = 0;
-  let nb = 0;
-  for (let i = 0; i < a.length; i++) {
-    d += a[i] * b[i];
-    na += a[i] * a[i];
-    nb += b[i] * b[i];
-  }
-  return d / Math.sqrt(na * nb);
-};
 /** The ids of the `k` points passing `keep` nearest to `q` by cosine. */
 const brute = (/** @type {number[]} */ q, /** @type {(i: number) => boolean} */ keep, /** @type {number} */ k) =>
   ids
