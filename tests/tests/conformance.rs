@@ -31,11 +31,11 @@ fn differences(a: &Output, b: &Output) -> usize {
     ids + scores + counts + seg
 }
 
-/// Runs every configuration with every variant: `[config][variant]`. Natively the runs are
-/// spread over the machine's cores (each run is deterministic on its own); wasm runs them in
-/// turn.
-fn run_all(variants: &[Kernels]) -> Vec<Vec<Output>> {
-    let jobs: Vec<(usize, usize)> = (0..CONFIGS.len()).flat_map(|c| (0..variants.len()).map(move |v| (c, v))).collect();
+/// Runs the configurations `which` with every variant: `[config][variant]`. Natively the runs
+/// are spread over the machine's cores (each run is deterministic on its own); wasm runs them
+/// in turn.
+fn run_all(which: &[usize], variants: &[Kernels]) -> Vec<Vec<Output>> {
+    let jobs: Vec<(usize, usize)> = which.iter().flat_map(|&c| (0..variants.len()).map(move |v| (c, v))).collect();
     let one = |(c, v): (usize, usize)| run(&scenario(CONFIGS[c]), variants[v]);
     #[cfg(not(target_family = "wasm"))]
     let outputs: Vec<Output> = {
@@ -61,46 +61,108 @@ fn run_all(variants: &[Kernels]) -> Vec<Vec<Output>> {
     #[cfg(target_family = "wasm")]
     let outputs: Vec<Output> = jobs.iter().map(|&job| one(job)).collect();
     let mut outputs = outputs.into_iter();
-    CONFIGS.iter().map(|_| outputs.by_ref().take(variants.len()).collect()).collect()
+    which.iter().map(|_| outputs.by_ref().take(variants.len()).collect()).collect()
 }
 
-#[test]
-fn every_kernel_variant_gives_the_committed_outputs() {
+/// Runs the configurations `which` with every kernel variant of the target: every variant
+/// equals the scalar one, and (unless `SHOAL_WRITE_GOLDEN` is set) the committed digests.
+/// Returns the scalar outputs.
+fn check_configs(which: &[usize]) -> Vec<Output> {
     let variants = variants::under_test("conformance");
     assert_eq!(variants[0].name(), "scalar");
-    let outputs = run_all(&variants);
+    let outputs = run_all(which, &variants);
     let write = std::env::var_os("SHOAL_WRITE_GOLDEN").is_some();
-    let mut digests = serde_json::Map::new();
-    for (config, outs) in CONFIGS.iter().zip(&outputs) {
-        let reference = &outs[0];
-        for (k, out) in variants.iter().zip(outs) {
-            assert_eq!(differences(out, reference), 0, "{}: kernels {} differ from scalar", config.name, k.name());
+    let mut reference = Vec::new();
+    for (&c, mut outs) in which.iter().zip(outputs) {
+        let config = &CONFIGS[c];
+        for (k, out) in variants.iter().zip(&outs) {
+            assert_eq!(differences(out, &outs[0]), 0, "{}: kernels {} differ from scalar", config.name, k.name());
         }
-        if write {
-            digests.insert(config.name.to_string(), reference.digest());
-        } else {
-            for (k, out) in variants.iter().zip(outs) {
+        if !write {
+            for (k, out) in variants.iter().zip(&outs) {
                 check_digest(config, k.name(), out);
             }
         }
-        #[cfg(not(target_family = "wasm"))]
-        {
-            let s = scenario(*config);
-            native::check_against_oracle(&s, reference);
-            native::write_fixture(&s, reference);
-        }
-    }
-    if write {
-        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("golden/conformance.json");
-        let mut text = serde_json::to_string_pretty(&serde_json::Value::Object(digests)).unwrap();
-        text.push('\n');
-        std::fs::write(path, text).unwrap();
+        reference.push(outs.swap_remove(0));
     }
     let line = variants::report("conformance", &variants);
     #[cfg(target_family = "wasm")]
     wasm_bindgen_test::console_log!("{line}");
     #[cfg(not(target_family = "wasm"))]
     let _ = line;
+    reference
+}
+
+/// Natively: every configuration at once (in parallel), then the oracle, the fixtures for the
+/// Node replay and, with `SHOAL_WRITE_GOLDEN`, the digests.
+#[cfg(not(target_family = "wasm"))]
+#[test]
+fn every_kernel_variant_gives_the_committed_outputs() {
+    let all: Vec<usize> = (0..CONFIGS.len()).collect();
+    let outputs = check_configs(&all);
+    let mut digests = serde_json::Map::new();
+    for (config, reference) in CONFIGS.iter().zip(&outputs) {
+        digests.insert(config.name.to_string(), reference.digest());
+        let s = scenario(*config);
+        native::check_against_oracle(&s, reference);
+        native::write_fixture(&s, reference);
+    }
+    if std::env::var_os("SHOAL_WRITE_GOLDEN").is_some() {
+        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("golden/conformance.json");
+        let mut text = serde_json::to_string_pretty(&serde_json::Value::Object(digests)).unwrap();
+        text.push('\n');
+        std::fs::write(path, text).unwrap();
+    }
+}
+
+/// In wasm: one test per configuration, each waiting for the next task (`setTimeout`) first,
+/// so that the page answers its driver between configurations: wasm-bindgen-test runs
+/// synchronous tests back to back in one call, and ChromeDriver gives up on a renderer silent
+/// for 30 s (the debug builds are slow).
+#[cfg(target_family = "wasm")]
+mod each_configuration {
+    use super::{CONFIGS, check_configs, test};
+
+    /// Resolves on the next task of the event loop (Node and browsers alike).
+    async fn next_task() {
+        let promise = js_sys::Promise::new(&mut |resolve, _| {
+            let global = js_sys::global();
+            let set_timeout = js_sys::Reflect::get(&global, &"setTimeout".into()).expect("setTimeout");
+            let set_timeout: js_sys::Function = set_timeout.into();
+            set_timeout.call2(&global, &resolve, &0.into()).expect("setTimeout call");
+        });
+        wasm_bindgen_futures::JsFuture::from(promise).await.expect("a timer resolves");
+    }
+
+    macro_rules! configuration_tests {
+        ($($name:ident = $i:expr),* $(,)?) => {
+            $(
+                #[test]
+                async fn $name() {
+                    next_task().await;
+                    check_configs(&[$i]);
+                }
+            )*
+            /// Every configuration has its test above.
+            #[test]
+            fn every_configuration_has_a_test() {
+                assert_eq!([$($i),*].len(), CONFIGS.len(), "add a test per configuration");
+            }
+        };
+    }
+
+    configuration_tests!(
+        config_0 = 0,
+        config_1 = 1,
+        config_2 = 2,
+        config_3 = 3,
+        config_4 = 4,
+        config_5 = 5,
+        config_6 = 6,
+        config_7 = 7,
+        config_8 = 8,
+        config_9 = 9,
+    );
 }
 
 /// The native-only parts: the brute-force oracle and the fixtures for the Node replay.
