@@ -379,6 +379,14 @@ def nested_payloads(client, url):
     assert all(a.get("seen") == 1 for a in client.retrieve("docs", ids=[5])[0].payload["metadata"]["authors"])
     reviewed = m.Filter(must=[m.FieldCondition(key="metadata.review.checked", match=m.MatchValue(value=True))])
     assert count(reviewed) == 1
+    # Bounded: a key nesting the payload past 64 levels, arrays grown past 1,024 elements, a
+    # with_payload key that is not a path — each a 400 that changes nothing.
+    before = client.retrieve("docs", ids=[4, 5])
+    expect_error(lambda: client.set_payload("docs", payload={"x": 1}, points=[4], key=".".join(["k"] * 70)),
+                 400, "64 levels")
+    expect_error(lambda: client.set_payload("docs", payload={"x": 1}, points=[4, 5], key="extra[1500]"), 400, "1024")
+    expect_error(lambda: client.retrieve("docs", ids=[4], with_payload=["metadata..topic"]), 400, "not a JSON path")
+    assert client.retrieve("docs", ids=[4, 5]) == before
     for i in (4, 5):  # as before, for what follows
         client.overwrite_payload("docs", payload=docs[i], points=[i], wait=True)
     # A collection of Shoal's flat fields has no paths to set into.

@@ -204,6 +204,11 @@ fn thresholds_and_hybrid_fusion_settings() {
     let cut = results(&col, &req(json!({"vector": query(8), "limit": 20, "score_threshold": t})));
     assert_eq!(bits(&cut), bits(&all.iter().copied().filter(|p| p.1 <= t).collect::<Vec<_>>()));
     assert!(cut.len() >= 10 && cut.len() < 20);
+    // `timeout_ms` bounds text rankings: a request without text needs no clock.
+    let timed = results(&col, &req(json!({"vector": query(8), "limit": 20, "timeout_ms": 5})));
+    assert_eq!(bits(&timed), bits(&all));
+    let timed_text = req(json!({"prefetch": [{"text": "salt"}], "timeout_ms": 5}));
+    assert!(matches!(col.search(&timed_text), Err(Error::Unsupported(_))), "text needs the host's clock");
     let mut into = Vec::new();
     col.search_into(&req(json!({"vector": query(8), "limit": 20, "score_threshold": t})), &mut into).unwrap();
     assert_eq!(into.iter().map(|p| (p.id, p.score)).collect::<Vec<_>>(), cut);

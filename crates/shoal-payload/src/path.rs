@@ -80,29 +80,32 @@ pub fn resolve<'d>(doc: &'d Value, steps: &[Step]) -> Vec<&'d Value> {
     now
 }
 
-/// Largest array index [`set_at`] grows an array to (its padding is `null`s).
-pub const MAX_SET_INDEX: usize = 65_535;
+/// Most array elements one [`set_at`] may add (`null` padding for `[n]`), all arrays together:
+/// a short path must not ask for an unbounded allocation.
+pub const MAX_SET_GROWTH: usize = 1024;
 
 /// Merges the keys of `src` into the object(s) `steps` name in `doc` — Qdrant's set payload
 /// with a `key`: a missing key or a value of another kind on the way becomes an object (an
 /// array for `[n]`, grown with `null`s to hold element `n`; an array for `[]`, left empty when
-/// it was not one); `[]` applies the rest to every element. `doc` must be an object (the
-/// payload), and `steps` start with a key. An index past [`MAX_SET_INDEX`] returns `false`,
-/// with `doc` unchanged.
+/// it was not one); `[]` applies the rest to every element. `steps` start with a key. Returns
+/// `false` when that would add more than [`MAX_SET_GROWTH`] array elements; `doc` may then be
+/// partly changed (use it on a copy).
 pub fn set_at(
     doc: &mut serde_json::Map<alloc::string::String, Value>,
     steps: &[Step],
     src: &serde_json::Map<alloc::string::String, Value>,
 ) -> bool {
-    if steps.iter().any(|s| matches!(s, Step::Index(i) if *i > MAX_SET_INDEX)) {
-        return false;
-    }
     let Some((Step::Key(first), rest)) = steps.split_first() else { return false };
-    set_in(doc.entry(first.as_str()).or_insert(Value::Null), rest, src);
-    true
+    let mut budget = MAX_SET_GROWTH;
+    set_in(doc.entry(first.as_str()).or_insert(Value::Null), rest, src, &mut budget)
 }
 
-fn set_in(at: &mut Value, steps: &[Step], src: &serde_json::Map<alloc::string::String, Value>) {
+fn set_in(
+    at: &mut Value,
+    steps: &[Step],
+    src: &serde_json::Map<alloc::string::String, Value>,
+    budget: &mut usize,
+) -> bool {
     match steps.split_first() {
         None => {
             if !at.is_object() {
@@ -111,30 +114,48 @@ fn set_in(at: &mut Value, steps: &[Step], src: &serde_json::Map<alloc::string::S
             if let Value::Object(o) = at {
                 o.extend(src.iter().map(|(k, v)| (k.clone(), v.clone())));
             }
+            true
         }
         Some((Step::Key(k), rest)) => {
             if !at.is_object() {
                 *at = Value::Object(serde_json::Map::new());
             }
-            if let Value::Object(o) = at {
-                set_in(o.entry(k.as_str()).or_insert(Value::Null), rest, src);
+            match at {
+                Value::Object(o) => set_in(o.entry(k.as_str()).or_insert(Value::Null), rest, src, budget),
+                _ => true,
             }
         }
         Some((Step::Index(i), rest)) => {
             if !at.is_array() {
                 *at = Value::Array(Vec::new());
             }
-            if let Value::Array(a) = at {
-                if a.len() <= *i {
-                    a.resize(i + 1, Value::Null);
+            let Value::Array(a) = at else { return true };
+            if a.len() <= *i {
+                let grow = i + 1 - a.len();
+                if grow > *budget {
+                    return false;
                 }
-                set_in(&mut a[*i], rest, src);
+                *budget -= grow;
+                a.resize(i + 1, Value::Null);
             }
+            set_in(&mut a[*i], rest, src, budget)
         }
         Some((Step::All, rest)) => match at {
-            Value::Array(a) => a.iter_mut().for_each(|v| set_in(v, rest, src)),
-            other => *other = Value::Array(Vec::new()),
+            Value::Array(a) => a.iter_mut().all(|v| set_in(v, rest, src, budget)),
+            other => {
+                *other = Value::Array(Vec::new());
+                true
+            }
         },
+    }
+}
+
+/// How deeply `v` nests (a scalar: 1; `[]` or `{}`: 1; `[[1]]`: 3).
+pub fn depth(v: &Value) -> usize {
+    match v {
+        Value::Array(a) => 1 + a.iter().map(depth).max().unwrap_or(0),
+        Value::Object(o) => 1 + o.values().map(depth).max().unwrap_or(0),
+        _ => 1,
     }
 }
 
@@ -247,10 +268,15 @@ mod tests {
             set(tags, "tags[]", json!({"seen": true})),
             json!({"tags": [{"n": 1, "seen": true}, {"n": 2, "seen": true}]})
         );
-        // An index past the limit changes nothing.
+        // Growth past the budget is refused: one index, or several together.
         let mut d = serde_json::Map::new();
-        assert!(!set_at(&mut d, &parse("a[65536]").unwrap(), &serde_json::Map::new()));
-        assert!(d.is_empty());
+        assert!(!set_at(&mut d, &parse("a[1024]").unwrap(), &serde_json::Map::new()));
+        assert!(set_at(&mut d, &parse("b[1023]").unwrap(), &serde_json::Map::new()));
+        assert!(!set_at(&mut d, &parse("c[600].d[600]").unwrap(), &serde_json::Map::new()));
+        let mut wide = json!({"a": [[], [], [], []]}).as_object().unwrap().clone();
+        assert!(!set_at(&mut wide, &parse("a[][300]").unwrap(), &serde_json::Map::new()));
+        assert_eq!(depth(&json!(1)), 1);
+        assert_eq!(depth(&json!({"a": [[1], {}]})), 4);
     }
 
     fn key(k: &str) -> Step {

@@ -40,8 +40,12 @@ impl Collection {
         // Not in `check`: a host may set `vector` after parsing the JSON.
         req.check_shape()?;
         let mut tally = Tally { stats: SearchStats { exact: true, ..SearchStats::default() }, partial: false };
-        // One deadline for the whole request, every text ranking in it.
-        let deadline = match (req.timeout_ms, &self.clock) {
+        // One deadline for the whole request, every text ranking in it (a request without text
+        // needs no clock: its budget does not apply).
+        fn has_text(r: &SearchRequest) -> bool {
+            r.text.is_some() || r.prefetch.iter().any(has_text)
+        }
+        let deadline = match (req.timeout_ms.filter(|_| has_text(req)), &self.clock) {
             (None, _) => None,
             (Some(ms), Some(clock)) => Some(Deadline::after(clock.as_ref(), ms.saturating_mul(1000))),
             (Some(_), None) => return Err(Error::Unsupported("timeout_ms on a host without a clock")),

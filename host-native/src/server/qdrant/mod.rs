@@ -510,16 +510,29 @@ impl PayloadSel {
         })
     }
 
+    /// Refuses a key that is not a JSON path, on a nested collection (as Qdrant refuses it).
+    fn check(&self, nested: bool) -> Result<(), ApiError> {
+        let names = match self {
+            PayloadSel::Include(n) | PayloadSel::Exclude(n) if nested => n,
+            _ => return Ok(()),
+        };
+        match names.iter().find(|n| shoal_payload::path::parse(n).is_none()) {
+            Some(bad) => Err(ApiError::bad_request(format!("with_payload: {bad:?} is not a JSON path"))),
+            None => Ok(()),
+        }
+    }
+
     fn wanted(&self) -> bool {
         !matches!(self, PayloadSel::None)
     }
 
     /// The selected part of a stored payload: top-level keys of a collection of flat fields;
     /// JSON paths of a nested collection, selected as Qdrant does (`a.b` keeps `a` with only
-    /// its `b`; a pattern that is not a path selects nothing).
+    /// its `b`).
     fn apply(&self, doc: Value, nested: bool) -> Value {
         use shoal_payload::path;
         let Value::Object(mut m) = doc else { return json!({}) };
+        // (`check` refused a pattern that is not a path.)
         let paths = |names: &[String]| names.iter().filter_map(|n| path::parse(n)).collect::<Vec<_>>();
         match self {
             PayloadSel::None => return Value::Null,
@@ -559,6 +572,7 @@ async fn retrieve(State(app): Shared, Path(name): Path<String>, body: Body) -> R
         let sel = PayloadSel::parse(body.with_payload.as_ref(), true)?;
         let with_vector = with_vector(&body.with_vector)?;
         let col = store.read();
+        sel.check(col.nested())?;
         Ok(ids.iter().filter(|&&id| col.contains(id)).map(|&id| record(&col, id, &sel, with_vector)).collect())
     })
     .await
@@ -621,6 +635,7 @@ async fn scroll(State(app): Shared, Path(name): Path<String>, body: Body) -> Res
         let sel = PayloadSel::parse(body.with_payload.as_ref(), true)?;
         let with_vector = with_vector(&body.with_vector)?;
         let col = store.read();
+        sel.check(col.nested())?;
         let ids = col.matching_ids(body.filter.as_ref()).map_err(ApiError::core)?;
         let start = ids.partition_point(|&id| id < from);
         let page = &ids[start..ids.len().min(start + limit)];
@@ -655,10 +670,16 @@ fn selector(points: &Option<Vec<Value>>, filter: &Option<Value>) -> Result<Optio
     }
 }
 
+/// Deepest a payload may nest after a change (a write-ahead log line must parse back: JSON
+/// parsers stop at 128 levels).
+const MAX_PAYLOAD_DEPTH: usize = 64;
+
 /// `POST /collections/{name}/points/payload`: sets the given keys of the points' payloads
 /// (the other keys stay); with `key` (a JSON path, nested collections only), merges them into
-/// the object(s) at that path instead, as Qdrant does (`shoal_payload::path::set_at`).
+/// the object(s) at that path instead, as Qdrant does (`shoal_payload::path::set_at`; arrays
+/// grow by at most `MAX_SET_GROWTH` elements, payloads nest at most `MAX_PAYLOAD_DEPTH` deep).
 async fn set_payload(State(app): Shared, Path(name): Path<String>, body: Body) -> Response {
+    use shoal_payload::path;
     on_json(app, name, body, |store, body: bodies::SetPayload| {
         refuse_shard_key(&body.shard_key)?;
         let steps = match &body.key {
@@ -669,9 +690,7 @@ async fn set_payload(State(app): Shared, Path(name): Path<String>, body: Body) -
                 ));
             }
             Some(Value::String(key)) => Some(
-                shoal_payload::path::parse(key)
-                    .filter(|s| !s.iter().any(|s| matches!(s, shoal_payload::path::Step::Index(i) if *i > shoal_payload::path::MAX_SET_INDEX)))
-                    .ok_or_else(|| ApiError::bad_request(format!("key: {key:?} is not a JSON path (or an index is past 65535)")))?,
+                path::parse(key).ok_or_else(|| ApiError::bad_request(format!("key: {key:?} is not a JSON path")))?,
             ),
             Some(_) => return Err(ApiError::bad_request("key: expected a JSON path string")),
         };
@@ -682,12 +701,22 @@ async fn set_payload(State(app): Shared, Path(name): Path<String>, body: Body) -
                 _ => Map::new(),
             };
             match &steps {
-                Some(steps) => {
-                    shoal_payload::path::set_at(&mut doc, steps, &body.payload);
+                Some(steps) if !path::set_at(&mut doc, steps, &body.payload) => {
+                    return Err(ApiError::bad_request(format!(
+                        "key: not supported by Shoal past {} new array elements per point (Qdrant grows arrays to any index)",
+                        path::MAX_SET_GROWTH
+                    )));
                 }
+                Some(_) => {}
                 None => doc.extend(body.payload.clone()),
             }
-            Value::Object(doc)
+            let doc = Value::Object(doc);
+            if path::depth(&doc) > MAX_PAYLOAD_DEPTH {
+                return Err(ApiError::bad_request(format!(
+                    "key: the payload would nest more than {MAX_PAYLOAD_DEPTH} levels deep"
+                )));
+            }
+            Ok(doc)
         })?;
         Ok(update_result())
     })
@@ -700,7 +729,7 @@ async fn overwrite_payload(State(app): Shared, Path(name): Path<String>, body: B
         refuse_shard_key(&body.shard_key)?;
         refuse("key", &body.key, "an overwrite replaces the whole payload")?;
         let ids = selector(&body.points, &body.filter)?;
-        store.edit_payloads(ids.as_deref(), body.filter.as_ref(), |_| Value::Object(body.payload.clone()))?;
+        store.edit_payloads(ids.as_deref(), body.filter.as_ref(), |_| Ok(Value::Object(body.payload.clone())))?;
         Ok(update_result())
     })
     .await
@@ -711,12 +740,14 @@ async fn delete_payload(State(app): Shared, Path(name): Path<String>, body: Body
     on_json(app, name, body, |store, body: bodies::DeletePayload| {
         refuse_shard_key(&body.shard_key)?;
         let ids = selector(&body.points, &body.filter)?;
-        store.edit_payloads(ids.as_deref(), body.filter.as_ref(), |old| match old {
-            Value::Object(mut m) => {
-                m.retain(|k, _| !body.keys.contains(k));
-                Value::Object(m)
-            }
-            other => other,
+        store.edit_payloads(ids.as_deref(), body.filter.as_ref(), |old| {
+            Ok(match old {
+                Value::Object(mut m) => {
+                    m.retain(|k, _| !body.keys.contains(k));
+                    Value::Object(m)
+                }
+                other => other,
+            })
         })?;
         Ok(update_result())
     })
@@ -728,7 +759,7 @@ async fn clear_payload(State(app): Shared, Path(name): Path<String>, body: Body)
     on_json(app, name, body, |store, body: bodies::Delete| {
         refuse_shard_key(&body.shard_key)?;
         let ids = selector(&body.points, &body.filter)?;
-        store.edit_payloads(ids.as_deref(), body.filter.as_ref(), |_| Value::Null)?;
+        store.edit_payloads(ids.as_deref(), body.filter.as_ref(), |_| Ok(Value::Null))?;
         Ok(update_result())
     })
     .await

@@ -497,12 +497,14 @@ impl Store {
     /// Rewrites the payloads of points — those of `ids` (each must exist), or every point
     /// passing `filter` — to `edit(old payload)`, keeping their vectors: an upsert of the same
     /// points, logged and applied under the log's lock, so no other write comes between the
-    /// read and the write. Returns how many points changed.
+    /// read and the write. An error of `edit`, or new payloads of more than
+    /// [`MAX_PAYLOAD_EDIT_BYTES`] in all (as JSON), changes nothing. Returns how many points
+    /// changed.
     pub fn edit_payloads(
         self: &Arc<Self>,
         ids: Option<&[PointId]>,
         filter: Option<&Value>,
-        edit: impl Fn(Value) -> Value,
+        edit: impl Fn(Value) -> Result<Value, ApiError>,
     ) -> Result<usize, ApiError> {
         self.wait_for_seal()?;
         let wal = self.lock_wal()?;
@@ -536,9 +538,17 @@ impl Store {
             }
             let mut vectors = Vec::with_capacity(ids.len() * col.dim());
             let mut payloads = Vec::with_capacity(ids.len());
+            let mut payload_bytes = 0usize;
             for &id in &ids {
                 vectors.extend_from_slice(col.vector(id).expect("a live point of a full collection has its vector"));
-                let new = edit(col.payload(id).unwrap_or(Value::Null));
+                let new = edit(col.payload(id).unwrap_or(Value::Null))?;
+                payload_bytes += serde_json::to_vec(&new).map_or(0, |b| b.len());
+                if payload_bytes > MAX_PAYLOAD_EDIT_BYTES {
+                    return Err(ApiError::bad_request(format!(
+                        "the changed payloads come to more than {} MiB in one request; change fewer points",
+                        MAX_PAYLOAD_EDIT_BYTES >> 20
+                    )));
+                }
                 payloads.push(if new.as_object().is_some_and(serde_json::Map::is_empty) { Value::Null } else { new });
             }
             if payloads.iter().all(Value::is_null) {
