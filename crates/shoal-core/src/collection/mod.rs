@@ -357,12 +357,15 @@ impl Collection {
     /// The stored vector of a live point (normalised for cosine); `None` also for the points
     /// of a codes-only segment, which keeps no vectors.
     pub fn vector(&self, id: PointId) -> Option<&[f32]> {
-        if let Some(&row) = self.mutable.index.get(&id) {
-            let row = row as usize;
-            return Some(&self.mutable.vectors[row * self.dim..(row + 1) * self.dim]);
+        self.vector_at(self.internal_of(id)?)
+    }
+
+    /// The stored vector of an internal id (`None` in a codes-only segment).
+    fn vector_at(&self, internal: usize) -> Option<&[f32]> {
+        match self.locate(internal) {
+            Loc::Sealed(p, row) => self.parts[p].seg.vector(row),
+            Loc::Mutable(row) => Some(&self.mutable.vectors[row * self.dim..(row + 1) * self.dim]),
         }
-        let (p, row) = self.sealed_row(id)?;
-        self.parts[p].seg.vector(row)
     }
 
     /// Whether the collection keeps index codes only (a codes-only segment, see
@@ -378,11 +381,7 @@ impl Collection {
 
     /// The payload of a live point (`{}` when it has none).
     pub fn payload(&self, id: PointId) -> Option<Value> {
-        if let Some(&row) = self.mutable.index.get(&id) {
-            return Some(self.payload_of(self.sealed_rows() + row as usize));
-        }
-        let (p, row) = self.sealed_row(id)?;
-        Some(self.payload_of(self.parts[p].base + row))
+        self.internal_of(id).map(|internal| self.payload_of(internal))
     }
 
     /// The stored payload of an internal id.

@@ -179,8 +179,8 @@ impl Collection {
         let mut seen = IdMap::default();
         let mut rows = Vec::new();
         for id in ids.filter(|&id| seen.insert(id, 0).is_none()) {
-            let (internal, v) =
-                self.internal_of(id).zip(self.vector(id)).ok_or(Error::CodesOnly("re-scoring by a vector"))?;
+            let internal = self.internal_of(id).ok_or(Error::CodesOnly("re-scoring by a vector"))?;
+            let v = self.vector_at(internal).ok_or(Error::CodesOnly("re-scoring by a vector"))?;
             rows.push((internal, v));
         }
         self.scratch.with(|s| {
