@@ -24,6 +24,7 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post, put};
 use serde_json::{Map, Value, json};
 use shoal_core::{FieldType, PointId};
+use shoal_payload::path::Step;
 
 use self::bodies::{refuse, refuse_shard_key, with_vector};
 use self::search::{query, query_batch, search, search_batch};
@@ -475,12 +476,15 @@ async fn upsert(State(app): Shared, Path(name): Path<String>, body: Body) -> Res
 }
 
 /// Which payload fields a response carries: `true`/`false`, a list of fields, or
-/// `{"include": [...]}` / `{"exclude": [...]}`.
+/// `{"include": [...]}` / `{"exclude": [...]}` — top-level keys, or on a nested collection JSON
+/// paths ([`on`](Self::on) parses them once per request).
 enum PayloadSel {
     None,
     All,
     Include(Vec<String>),
     Exclude(Vec<String>),
+    IncludePaths(Vec<Vec<Step>>),
+    ExcludePaths(Vec<Vec<Step>>),
 }
 
 impl PayloadSel {
@@ -510,41 +514,39 @@ impl PayloadSel {
         })
     }
 
-    /// Refuses a key that is not a JSON path, on a nested collection (as Qdrant refuses it).
-    fn check(&self, nested: bool) -> Result<(), ApiError> {
-        let names = match self {
-            PayloadSel::Include(n) | PayloadSel::Exclude(n) if nested => n,
-            _ => return Ok(()),
+    /// The selection for a collection: on a nested one the keys are JSON paths, parsed here
+    /// (a key that is not a path is refused, as Qdrant refuses it).
+    fn on(self, nested: bool) -> Result<PayloadSel, ApiError> {
+        let paths = |names: Vec<String>| {
+            names
+                .iter()
+                .map(|n| {
+                    shoal_payload::path::parse(n)
+                        .ok_or_else(|| ApiError::bad_request(format!("with_payload: {n:?} is not a JSON path")))
+                })
+                .collect::<Result<Vec<_>, _>>()
         };
-        match names.iter().find(|n| shoal_payload::path::parse(n).is_none()) {
-            Some(bad) => Err(ApiError::bad_request(format!("with_payload: {bad:?} is not a JSON path"))),
-            None => Ok(()),
-        }
+        Ok(match self {
+            PayloadSel::Include(n) if nested => PayloadSel::IncludePaths(paths(n)?),
+            PayloadSel::Exclude(n) if nested => PayloadSel::ExcludePaths(paths(n)?),
+            other => other,
+        })
     }
 
     fn wanted(&self) -> bool {
         !matches!(self, PayloadSel::None)
     }
 
-    /// The selected part of a stored payload: top-level keys of a collection of flat fields;
-    /// JSON paths of a nested collection, selected as Qdrant does (`a.b` keeps `a` with only
-    /// its `b`).
-    fn apply(&self, doc: Value, nested: bool) -> Value {
+    /// The selected part of a stored payload: top-level keys, or JSON paths selected as Qdrant
+    /// does (`a.b` keeps `a` with only its `b`).
+    fn apply(&self, doc: Value) -> Value {
         use shoal_payload::path;
         let Value::Object(mut m) = doc else { return json!({}) };
-        // (`check` refused a pattern that is not a path.)
-        let paths = |names: &[String]| names.iter().filter_map(|n| path::parse(n)).collect::<Vec<_>>();
         match self {
             PayloadSel::None => return Value::Null,
             PayloadSel::All => {}
-            PayloadSel::Include(keep) if nested => {
-                let ps = paths(keep);
-                m = path::select(&m, &|at| ps.iter().any(|p| path::included(p, at)));
-            }
-            PayloadSel::Exclude(drop) if nested => {
-                let ps = paths(drop);
-                m = path::select(&m, &|at| !ps.iter().any(|p| path::excluded(p, at)));
-            }
+            PayloadSel::IncludePaths(ps) => m = path::select(&m, &|at| ps.iter().any(|p| path::included(p, at))),
+            PayloadSel::ExcludePaths(ps) => m = path::select(&m, &|at| !ps.iter().any(|p| path::excluded(p, at))),
             PayloadSel::Include(keep) => m.retain(|k, _| keep.contains(k)),
             PayloadSel::Exclude(drop) => m.retain(|k, _| !drop.contains(k)),
         }
@@ -554,8 +556,7 @@ impl PayloadSel {
 
 /// A record of `store`'s point `id`: `{"id", "payload", "vector"}`.
 fn record(col: &shoal_core::Collection, id: PointId, sel: &PayloadSel, with_vector: bool) -> Value {
-    let payload =
-        if sel.wanted() { sel.apply(col.payload(id).unwrap_or(Value::Null), col.nested()) } else { Value::Null };
+    let payload = if sel.wanted() { sel.apply(col.payload(id).unwrap_or(Value::Null)) } else { Value::Null };
     let vector = if with_vector { col.vector(id).map_or(Value::Null, |v| json!(v)) } else { Value::Null };
     json!({"id": id, "payload": payload, "vector": vector})
 }
@@ -572,7 +573,7 @@ async fn retrieve(State(app): Shared, Path(name): Path<String>, body: Body) -> R
         let sel = PayloadSel::parse(body.with_payload.as_ref(), true)?;
         let with_vector = with_vector(&body.with_vector)?;
         let col = store.read();
-        sel.check(col.nested())?;
+        let sel = sel.on(col.nested())?;
         Ok(ids.iter().filter(|&&id| col.contains(id)).map(|&id| record(&col, id, &sel, with_vector)).collect())
     })
     .await
@@ -635,7 +636,7 @@ async fn scroll(State(app): Shared, Path(name): Path<String>, body: Body) -> Res
         let sel = PayloadSel::parse(body.with_payload.as_ref(), true)?;
         let with_vector = with_vector(&body.with_vector)?;
         let col = store.read();
-        sel.check(col.nested())?;
+        let sel = sel.on(col.nested())?;
         let ids = col.matching_ids(body.filter.as_ref()).map_err(ApiError::core)?;
         let start = ids.partition_point(|&id| id < from);
         let page = &ids[start..ids.len().min(start + limit)];

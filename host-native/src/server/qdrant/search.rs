@@ -134,7 +134,7 @@ fn answer(
     let sel = PayloadSel::parse(out.with_payload, false)?;
     let with_vector = with_vector(out.with_vector)?;
     let col = store.read();
-    sel.check(col.nested())?;
+    let sel = sel.on(col.nested())?;
     let euclid = col.metric() == Metric::L2;
     let req = build(euclid)?;
     let res = col.search(&req).map_err(ApiError::core)?;
