@@ -8,11 +8,13 @@ pub(crate) struct Bitset {
 }
 
 impl Bitset {
+    #[inline(always)]
     pub(crate) fn contains(&self, i: usize) -> bool {
         self.words.get(i / 64).is_some_and(|w| w & (1 << (i % 64)) != 0)
     }
 
     /// Inserts `i`; returns whether it was new.
+    #[inline(always)]
     pub(crate) fn insert(&mut self, i: usize) -> bool {
         if self.words.len() <= i / 64 {
             self.words.resize(i / 64 + 1, 0);
@@ -31,16 +33,6 @@ impl Bitset {
 
     /// The members, ascending.
     pub(crate) fn iter(&self) -> impl Iterator<Item = usize> + '_ {
-        self.words.iter().enumerate().flat_map(|(i, &w)| {
-            let mut w = w;
-            core::iter::from_fn(move || {
-                if w == 0 {
-                    return None;
-                }
-                let t = w.trailing_zeros() as usize;
-                w &= w - 1;
-                Some(i * 64 + t)
-            })
-        })
+        shoal_payload::BitIter::new(&self.words).map(|r| r as usize)
     }
 }

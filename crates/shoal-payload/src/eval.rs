@@ -51,7 +51,7 @@ impl Bitset {
     }
 
     /// Adds `row` (ignored when out of range).
-    #[inline]
+    #[inline(always)]
     pub fn insert(&mut self, row: u32) {
         if row < self.len {
             self.words[row as usize / 64] |= 1 << (row % 64);
@@ -74,7 +74,7 @@ impl Bitset {
     }
 
     /// Whether `row` is in the set.
-    #[inline]
+    #[inline(always)]
     pub fn contains(&self, row: u32) -> bool {
         row < self.len && self.words[row as usize / 64] >> (row % 64) & 1 == 1
     }
@@ -100,23 +100,48 @@ impl Bitset {
     }
 
     /// The rows, ascending.
-    pub fn iter(&self) -> impl Iterator<Item = u32> + '_ {
-        self.words.iter().enumerate().flat_map(|(i, &w)| {
-            let mut w = w;
-            core::iter::from_fn(move || {
-                if w == 0 {
-                    return None;
-                }
-                let t = w.trailing_zeros();
-                w &= w - 1;
-                Some(i as u32 * 64 + t)
-            })
-        })
+    pub fn iter(&self) -> BitIter<'_> {
+        BitIter::new(&self.words)
     }
 
     /// The rows as a sorted vector.
     pub fn to_rows(&self) -> Vec<u32> {
         self.iter().collect()
+    }
+}
+
+/// The set bits of a slice of `u64` words, ascending (bit `b` of word `i` is `64 * i + b`).
+#[derive(Clone, Debug)]
+pub struct BitIter<'a> {
+    words: &'a [u64],
+    base: u32,
+    word: u64,
+}
+
+impl<'a> BitIter<'a> {
+    /// The set bits of `words`.
+    pub fn new(words: &'a [u64]) -> BitIter<'a> {
+        match words.split_first() {
+            Some((&word, rest)) => BitIter { words: rest, base: 0, word },
+            None => BitIter { words, base: 0, word: 0 },
+        }
+    }
+}
+
+impl Iterator for BitIter<'_> {
+    type Item = u32;
+
+    #[inline(always)]
+    fn next(&mut self) -> Option<u32> {
+        while self.word == 0 {
+            let (&w, rest) = self.words.split_first()?;
+            self.words = rest;
+            self.word = w;
+            self.base = self.base.wrapping_add(64);
+        }
+        let t = self.word.trailing_zeros();
+        self.word &= self.word - 1;
+        Some(self.base + t)
     }
 }
 

@@ -40,7 +40,7 @@ mod table;
 mod values;
 
 pub use error::{FilterError, FilterErrorKind, LayoutError, PayloadError, PayloadErrorKind};
-pub use eval::{Bitset, Cardinality, CompiledFilter};
+pub use eval::{BitIter, Bitset, Cardinality, CompiledFilter};
 pub use filter::{Condition, FieldCheck, Filter, Literal, MAX_FILTER_DEPTH, MinShould, Range, point_id_from_json};
 pub use schema::{FieldType, MAX_FIELD_NAME, MAX_FIELDS, Schema, valid_field_name};
 pub use shoal_format::PointId;
