@@ -35,6 +35,7 @@ mod sealed;
 mod sections;
 pub mod set;
 mod source;
+mod sparse;
 mod text;
 mod write;
 
@@ -50,10 +51,11 @@ pub use request::{
     SearchParams, SearchRequest, SearchResponse, SearchStats,
 };
 pub use sealed::{IndexKind, PayloadInput, SealedSegment, SegmentBytes};
-pub use shoal_format::{AlignedBytes, FormatError, PointId};
+pub use shoal_format::{AlignedBytes, FormatError, MAX_SPARSE_VECTORS, PointId, SparseEntry};
 pub use shoal_index::Metric;
 pub use shoal_index::ivf::IvfParams;
 pub use shoal_index::progress::{Progress, Quiet};
 pub use shoal_kernels::Kernels;
 pub use shoal_payload::{FieldType, Filter, FilterError, LayoutError, PayloadError, Schema, point_id_from_json};
 pub use shoal_text::Clock;
+pub use sparse::{MAX_SPARSE_NAME, MAX_SPARSE_PAIRS, SparseSpec, SparseVector, dot as sparse_dot};

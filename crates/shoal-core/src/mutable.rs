@@ -36,6 +36,9 @@ pub(crate) struct Mutable {
     /// The text index of the committed rows (document = row) when the schema has text fields;
     /// rebuilt at every commit.
     pub(crate) text: Option<shoal_text::Sections>,
+    /// The committed rows' sparse vectors, one per sparse vector of the collection (each may
+    /// hold fewer rows than `committed`: the rows after hold no such vector).
+    pub(crate) sparse: Vec<crate::sparse::SparseRows>,
 }
 
 impl Mutable {

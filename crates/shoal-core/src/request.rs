@@ -33,6 +33,12 @@ pub const MAX_PREFETCH_TOTAL: usize = 64;
 pub struct SearchRequest {
     /// Query vector.
     pub vector: Option<Vec<f32>>,
+    /// Sparse query vector (`{"indices": [...], "values": [...]}`), searched in the sparse
+    /// vector named by `using`: a ranking of its own, like `vector` or `text`.
+    pub sparse: Option<crate::SparseVector>,
+    /// The vector searched: `""` (the default) is the dense vector, any other name a sparse
+    /// vector of the collection (with `sparse`).
+    pub using: Option<String>,
     /// Full-text query over the collection's `text` fields: words (any may match), `+word`
     /// (must), `-word` (must not), `"a phrase"`; BM25-ranked. With `vector` too, the two
     /// rankings are fused.
@@ -115,8 +121,10 @@ impl SearchRequest {
     fn from_value(v: &serde_json::Value) -> Result<SearchRequest, Error> {
         use serde_json::Value;
         let bad = |m: String| Error::InvalidRequest(m);
-        const KEYS: [&str; 16] = [
+        const KEYS: [&str; 18] = [
             "vector",
+            "sparse",
+            "using",
             "text",
             "limit",
             "filter",
@@ -190,8 +198,13 @@ impl SearchRequest {
         let size = |k: &str, default: usize| {
             uint(o, k)?.map_or(Ok(default), |x| usize::try_from(x).map_err(|_| wrong(k, "a smaller integer")))
         };
+        let sparse = get("sparse")
+            .map(|x| crate::SparseVector::from_value(x).map_err(|e| bad(format!("`sparse`: {e}"))))
+            .transpose()?;
         Ok(SearchRequest {
             vector: numbers("vector")?,
+            sparse,
+            using: string("using")?,
             text: string("text")?,
             limit: size("limit", 10)?,
             offset: size("offset", 0)?,
@@ -230,6 +243,8 @@ impl SearchRequest {
     /// Whether the request is a vector search alone (no `text`, `prefetch` or fusion settings).
     pub(crate) fn is_vector_only(&self) -> bool {
         self.text.is_none()
+            && self.sparse.is_none()
+            && self.using.as_deref().is_none_or(str::is_empty)
             && self.prefetch.is_empty()
             && self.fusion.is_none()
             && self.rrf_k.is_none()
@@ -293,11 +308,23 @@ impl SearchRequest {
     pub(crate) fn check_shape(&self) -> Result<(), Error> {
         let bad = |m: &str| Err(Error::InvalidRequest(String::from(m)));
         let fusing = self.fusion.is_some() || self.rrf_k.is_some() || self.weights.is_some();
+        if self.sparse.is_some() {
+            if self.vector.is_some() || self.text.is_some() || !self.prefetch.is_empty() || fusing {
+                return bad("`sparse` is a ranking of its own: no `vector`, `text`, `prefetch` or fusion with it");
+            }
+            if self.using.as_deref().is_none_or(str::is_empty) {
+                return bad("`sparse` needs `using`: the name of a sparse vector");
+            }
+            return Ok(());
+        }
+        if self.using.as_deref().is_some_and(|u| !u.is_empty()) {
+            return bad("`using` names a sparse vector, searched with `sparse`");
+        }
         let lists = match (&self.vector, &self.text, self.prefetch.len()) {
             (_, Some(_), 1..) => return bad("`text` and `prefetch` do not go together"),
             (Some(_), None, 1..) if fusing => return bad("`vector` with `prefetch` re-scores: no fusion settings"),
             (Some(_), None, 1..) => 0,
-            (None, None, 0) => return bad("give `vector`, `text`, both, or `prefetch`"),
+            (None, None, 0) => return bad("give `vector`, `sparse`, `text`, `vector` and `text`, or `prefetch`"),
             (Some(_), Some(_), 0) => 2,
             (_, _, 0) if fusing => return bad("fusion needs both `vector` and `text`, or `prefetch`"),
             (_, _, n) => n,

@@ -149,6 +149,8 @@ pub struct SealedSegment {
     ivf: Option<IvfSections>,
     payload: Option<PayloadRanges>,
     text: Option<TextRanges>,
+    /// The sparse vectors, in collection order.
+    sparse: alloc::vec::Vec<crate::sparse::SparseRanges>,
 }
 
 /// Where the five payload sections (kinds 32–36) lie, and the schema they declare.
@@ -225,7 +227,11 @@ impl SealedSegment {
         }
         let payload = open_payload(&reader, rows)?;
         let text = TextRanges::open(&reader, rows)?;
-        Ok(SealedSegment { storage, dim, metric, rows, ids, vectors, ivf, payload, text })
+        let sparse = crate::sparse::SparseRanges::open_all(&reader, rows)?;
+        if (reader.header().flags & shoal_format::FLAG_SPARSE != 0) == sparse.is_empty() {
+            return Err(bad("SPARSE", "the header's sparse flag does not match the sections"));
+        }
+        Ok(SealedSegment { storage, dim, metric, rows, ids, vectors, ivf, payload, text, sparse })
     }
 
     /// Reads every byte: section checksums, the id index's order and agreement with `IDS`,
@@ -237,10 +243,24 @@ impl SealedSegment {
             return Err(bad("VECTORS", "non-finite element"));
         }
         self.ivf.as_ref().map_or(Ok(()), |ivf| ivf.verify(self.bytes()))?;
+        for s in &self.sparse {
+            s.view(self.bytes())?.verify()?;
+        }
         match self.payload() {
             Some(view) => view.verify().map_err(Error::from),
             None => Ok(()),
         }
+    }
+
+    /// The segment's sparse vectors, in collection order.
+    pub fn sparse_specs(&self) -> alloc::vec::Vec<crate::SparseSpec> {
+        self.sparse.iter().map(|s| s.spec.clone()).collect()
+    }
+
+    /// Sparse vector `t`'s sections (`None`: the segment has no such vector).
+    pub(crate) fn sparse(&self, t: usize) -> Option<crate::sparse::SparseView<'_>> {
+        // The same bytes passed the same checks in `open`.
+        self.sparse.get(t).and_then(|s| s.view(self.bytes()).ok())
     }
 
     /// The payload schema, if the segment carries payload sections.

@@ -15,7 +15,7 @@ use crate::bitset::Bitset;
 /// The manifest layout of a collection that uses no feature (`shoal_manifest`).
 pub const MANIFEST_VERSION: u32 = 1;
 /// The manifest layout of a collection with features (`docs/format.md`, "Named vectors",
-/// "Configuration"): nested payloads, in this version.
+/// "Configuration"): nested payloads or sparse vectors, in this version.
 pub const MANIFEST_VERSION_FEATURES: u32 = 2;
 
 /// The manifest of a segment set: the collection's configuration and its segments, in set
@@ -42,6 +42,8 @@ pub struct Manifest {
     pub wal: Option<u64>,
     /// Whether payloads are nested (`"payload": "nested"`, layout 2).
     pub nested: bool,
+    /// The sparse vectors, by name ascending (`"sparse_vectors"`, layout 2).
+    pub sparse: Vec<crate::SparseSpec>,
 }
 
 /// One segment of a [`Manifest`].
@@ -115,14 +117,23 @@ impl Manifest {
     pub fn from_json(bytes: &[u8]) -> Result<Manifest, Error> {
         let v: Value = serde_json::from_slice(bytes).map_err(|e| bad(format!("manifest: {e}")))?;
         let layout = v.get("shoal_manifest").and_then(Value::as_u64);
+        let mut specs = Vec::new();
         // Layout 2 keeps the vector's settings under `vectors` (one named "" in this version).
         let (o, vector) = if layout == Some(u64::from(MANIFEST_VERSION_FEATURES)) {
             let keys = ["shoal_manifest", "generation", "fields", "payload", "segments", "sparse_vectors", "vectors"];
             let o = object(&v, "manifest", &keys, &["wal"])?;
             let vectors = object(&o["vectors"], "manifest: vectors", &[""], &[])?;
-            if !o["sparse_vectors"].as_object().is_some_and(Map::is_empty) {
-                return Err(bad("manifest: sparse vectors are not supported by this version".into()));
+            let sparse = o["sparse_vectors"].as_object().ok_or_else(|| bad("manifest: sparse_vectors".into()))?;
+            for (name, spec) in sparse {
+                let s = object(spec, "manifest: sparse vector", &["modifier"], &[])?;
+                let idf = match s["modifier"].as_str() {
+                    Some("idf") => true,
+                    Some("none") => false,
+                    _ => return Err(bad("manifest: a sparse vector's modifier is \"none\" or \"idf\"".into())),
+                };
+                specs.push(crate::SparseSpec { name: name.clone(), idf });
             }
+            crate::sparse::check_specs(&specs).map_err(|e| bad(format!("manifest: sparse_vectors: {e}")))?;
             if o["payload"] != "nested" && o["payload"] != "flat" {
                 return Err(bad("manifest: payload must be \"flat\" or \"nested\"".into()));
             }
@@ -147,6 +158,7 @@ impl Manifest {
                 .map(|(i, s)| parse_segment(s, &format!("manifest: segment {i}")))
                 .collect::<Result<_, _>>()?,
             wal: o.get("wal").map(|_| uint(o, "manifest", "wal")).transpose()?,
+            sparse: specs,
         };
         if m.shoal_manifest != MANIFEST_VERSION && m.shoal_manifest != MANIFEST_VERSION_FEATURES {
             return Err(bad(format!(
@@ -154,8 +166,8 @@ impl Manifest {
                 m.shoal_manifest
             )));
         }
-        if (m.shoal_manifest == MANIFEST_VERSION_FEATURES) != m.nested {
-            return Err(bad("manifest: layout 2 is for collections with nested payloads".into()));
+        if (m.shoal_manifest == MANIFEST_VERSION_FEATURES) != m.features() {
+            return Err(bad("manifest: layout 2 is for collections with nested payloads or sparse vectors".into()));
         }
         if !m.fields.is_object() || !m.index.is_object() {
             return Err(bad("manifest: `fields` and `index` must be objects".into()));
@@ -183,17 +195,23 @@ impl Manifest {
         Ok(m)
     }
 
+    /// Whether the collection uses a feature of layout 2 (nested payloads, sparse vectors).
+    pub fn features(&self) -> bool {
+        self.nested || !self.sparse.is_empty()
+    }
+
     /// The manifest as compact JSON (keys sorted), then a line break: layout 1, or layout 2
-    /// with nested payloads. Written by hand (the names are ASCII by construction, `metric`
+    /// with nested payloads or sparse vectors. Written by hand (the names are ASCII by construction, `metric`
     /// one of three words): less code in the package.
     pub fn to_json(&self) -> Vec<u8> {
         use core::fmt::Write;
         let mut out = String::new();
         let metric = Value::from(self.metric.as_str());
-        if self.nested {
+        if self.features() {
+            let payload = if self.nested { "nested" } else { "flat" };
             let _ = write!(
                 out,
-                "{{\"fields\":{},\"generation\":{},\"payload\":\"nested\",\"segments\":[",
+                "{{\"fields\":{},\"generation\":{},\"payload\":\"{payload}\",\"segments\":[",
                 self.fields, self.generation
             );
         } else {
@@ -218,10 +236,16 @@ impl Manifest {
                 Value::from(seg.table_crc.as_str())
             );
         }
-        if self.nested {
+        if self.features() {
+            let _ = write!(out, "],\"shoal_manifest\":{MANIFEST_VERSION_FEATURES},\"sparse_vectors\":{{");
+            for (i, s) in self.sparse.iter().enumerate() {
+                let modifier = if s.idf { "idf" } else { "none" };
+                let name = Value::from(s.name.as_str());
+                let _ = write!(out, "{}{name}:{{\"modifier\":\"{modifier}\"}}", if i == 0 { "" } else { "," });
+            }
             let _ = write!(
                 out,
-                "],\"shoal_manifest\":{MANIFEST_VERSION_FEATURES},\"sparse_vectors\":{{}},\"vectors\":{{\"\":{{\"dim\":{},\"index\":{},\"metric\":{metric}}}}}",
+                "}},\"vectors\":{{\"\":{{\"dim\":{},\"index\":{},\"metric\":{metric}}}}}",
                 self.dim, self.index
             );
         } else {
@@ -478,6 +502,7 @@ mod tests {
             }],
             wal: Some(4),
             nested: false,
+            sparse: Vec::new(),
         };
         let json = m.to_json();
         assert_eq!(Manifest::from_json(&json).unwrap(), m);
@@ -496,6 +521,28 @@ mod tests {
             "{text}"
         );
         assert_eq!(Manifest::from_json(text.as_bytes()).unwrap(), nested);
+        // Sparse vectors (flat payloads): layout 2 too, names in byte order.
+        let specs = alloc::vec![
+            crate::SparseSpec { name: "a b".into(), idf: false },
+            crate::SparseSpec { name: "text-sparse".into(), idf: true },
+        ];
+        let sparse = Manifest { shoal_manifest: MANIFEST_VERSION_FEATURES, sparse: specs, ..m.clone() };
+        let sparse_text = String::from_utf8(sparse.to_json()).unwrap();
+        assert!(sparse_text.contains(r#""payload":"flat""#), "{sparse_text}");
+        assert!(
+            sparse_text
+                .contains(r#""sparse_vectors":{"a b":{"modifier":"none"},"text-sparse":{"modifier":"idf"}},"vectors""#),
+            "{sparse_text}"
+        );
+        assert_eq!(Manifest::from_json(sparse_text.as_bytes()).unwrap(), sparse);
+        for bad_text in [
+            sparse_text.replace(r#""modifier":"idf""#, r#""modifier":"bm25""#),
+            sparse_text.replace(r#""a b":"#, r#""":"#),
+            sparse_text.replace(r#"{"modifier":"none"}"#, "{}"),
+            sparse_text.replace(r#""shoal_manifest":2"#, r#""shoal_manifest":1"#),
+        ] {
+            assert!(Manifest::from_json(bad_text.as_bytes()).is_err(), "{bad_text}");
+        }
         for bad_text in [
             text.replace(r#""payload":"nested""#, r#""payload":"flat""#),
             text.replace(r#""sparse_vectors":{}"#, r#""sparse_vectors":{"s":{}}"#),

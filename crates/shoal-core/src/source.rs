@@ -3,7 +3,7 @@
 use alloc::borrow::Cow;
 
 use serde_json::Value;
-use shoal_format::PointId;
+use shoal_format::{PointId, SparseEntry};
 use shoal_index::{Flat, Rows};
 
 use crate::Error;
@@ -16,6 +16,9 @@ pub(crate) trait Source: Rows {
     /// Payload document of row `i` (`null` for none); called only when writing payloads. A
     /// document that cannot be read is an error, never a `null`.
     fn doc(&self, i: usize) -> Result<Cow<'_, Value>, Error>;
+    /// Row `i`'s sparse vector `t` (`None`: it does not hold it); called only when writing
+    /// sparse vectors. One that cannot be read is an error.
+    fn sparse(&self, i: usize, t: usize) -> Result<Option<Cow<'_, [SparseEntry]>>, Error>;
 }
 
 /// Rows held in memory.
@@ -23,6 +26,8 @@ pub(crate) struct FlatSource<'a> {
     pub(crate) ids: &'a [PointId],
     pub(crate) vectors: Flat<'a>,
     pub(crate) docs: Option<&'a [Value]>,
+    /// The sparse vectors' rows, one per sparse vector of the collection.
+    pub(crate) sparse: &'a [crate::sparse::SparseRows],
 }
 
 impl Rows for FlatSource<'_> {
@@ -42,5 +47,9 @@ impl Source for FlatSource<'_> {
 
     fn doc(&self, i: usize) -> Result<Cow<'_, Value>, Error> {
         Ok(self.docs.map_or(Cow::Owned(Value::Null), |d| Cow::Borrowed(&d[i])))
+    }
+
+    fn sparse(&self, i: usize, t: usize) -> Result<Option<Cow<'_, [SparseEntry]>>, Error> {
+        Ok(self.sparse.get(t).and_then(|s| s.row(i)).map(Cow::Borrowed))
     }
 }

@@ -25,6 +25,7 @@ use shoal_text::Sections as TextSections;
 use crate::Error;
 use crate::sealed::{IndexKind, PayloadInput, SealedSegment};
 use crate::source::Source;
+use crate::sparse::SparseSpec;
 use crate::text::TextBuilder;
 use shoal_index::ivf::sections as ivf_sections;
 
@@ -33,7 +34,8 @@ const COPY_CHUNK: usize = 16384;
 
 /// Writes a segment of `src`'s rows into the buffer `alloc` returns for the file's length
 /// (zeroed, its first byte 64-byte aligned). With an IVF index, rows are stored sorted by
-/// partition; with a schema, the payload and text sections are written from the documents.
+/// partition; with a schema, the payload and text sections are written from the documents,
+/// and each sparse vector's sections from the rows'.
 /// The bytes are a pure function of the rows and settings: the same on every host, whatever
 /// the buffer.
 pub(crate) fn write<B: AsMut<[u8]>>(
@@ -41,13 +43,13 @@ pub(crate) fn write<B: AsMut<[u8]>>(
     dim: usize,
     metric: Metric,
     src: &dyn Source,
-    schema: Option<&Schema>,
+    (schema, sparse): (Option<&Schema>, &[SparseSpec]),
     index: IndexSpec<'_>,
     alloc: impl FnOnce(usize) -> Result<B, Error>,
 ) -> Result<B, Error> {
     // The work is in two functions of no type parameter: one copy of it in the package
     // whatever the buffer and the call site.
-    let prepared = prepare(kernels, dim, metric, src, schema, index)?;
+    let prepared = prepare(kernels, dim, metric, src, schema, sparse, index)?;
     let mut buf = alloc(prepared.layout.file_len() as usize)?;
     fill(kernels, dim, metric, src, &prepared, buf.as_mut(), index.progress);
     Ok(buf)
@@ -77,6 +79,8 @@ struct Prepared {
     ivf: Option<(IvfPlan, u64)>,
     payload: Option<PayloadSections>,
     text: Option<TextSections>,
+    /// Each sparse vector's sections.
+    sparse: Vec<crate::sparse::SparseSections>,
     layout: Layout,
 }
 
@@ -95,6 +99,9 @@ impl Prepared {
         if let Some(t) = &self.text {
             out.extend_from_slice(&crate::text::sections(t));
         }
+        for (t, s) in self.sparse.iter().enumerate() {
+            out.extend(s.sections.iter().map(|(r, bytes)| (shoal_format::sparse_kind(t, *r), &bytes[..])));
+        }
         out
     }
 }
@@ -105,6 +112,7 @@ fn prepare(
     metric: Metric,
     src: &dyn Source,
     schema: Option<&Schema>,
+    sparse: &[SparseSpec],
     IndexSpec { kind: index, centroids, progress }: IndexSpec<'_>,
 ) -> Result<Prepared, Error> {
     let n = src.len();
@@ -126,7 +134,8 @@ fn prepare(
         }
         IndexKind::Flat => None,
     };
-    let mut prepared = Prepared { meta, codes_only, ivf, payload: None, text: None, layout: Layout::new(&[]) };
+    let mut prepared =
+        Prepared { meta, codes_only, ivf, payload: None, text: None, sparse: Vec::new(), layout: Layout::new(&[]) };
     // Payload and text sections, from one pass over the documents in the stored row order.
     if let Some(schema) = schema {
         let mut pb = PayloadBuilder::new(schema.clone());
@@ -148,6 +157,10 @@ fn prepare(
         prepared.payload = Some(pb.finish());
         prepared.text = tb.map(TextBuilder::finish);
     }
+    for (t, spec) in sparse.iter().enumerate() {
+        let s = crate::sparse::build(spec, n, |i| src.sparse(prepared.stored(i), t))?;
+        prepared.sparse.push(s);
+    }
     let mut planned = vec![(KIND_META, 0, core::mem::size_of::<SegmentMeta>() as u64), (KIND_IDS, 0, (n * 8) as u64)];
     if !codes_only {
         planned.push((KIND_VECTORS, 0, (n * dim * 4) as u64));
@@ -161,7 +174,9 @@ fn prepare(
     prepared.layout = Layout::new(&planned);
     let nested = schema.is_some_and(Schema::is_nested);
     prepared.layout.set_flags(
-        if uuids > 0 { FLAG_UUID_IDS } else { 0 } | if nested { shoal_format::FLAG_NESTED_PAYLOAD } else { 0 },
+        if uuids > 0 { FLAG_UUID_IDS } else { 0 }
+            | if nested { shoal_format::FLAG_NESTED_PAYLOAD } else { 0 }
+            | if sparse.is_empty() { 0 } else { shoal_format::FLAG_SPARSE },
     );
     Ok(prepared)
 }
@@ -237,9 +252,10 @@ impl SealedSegment {
     ) -> AlignedBytes {
         debug_assert_eq!(ids.len() * dim, vectors.len());
         debug_assert!(payloads.is_none_or(|p| p.docs.len() == ids.len()));
-        let src =
-            crate::source::FlatSource { ids, vectors: Flat::new(vectors, dim.max(1)), docs: payloads.map(|p| p.docs) };
-        write(kernels, dim, metric, &src, payloads.map(|p| p.schema), index.into(), |len| Ok(AlignedBytes::zeroed(len)))
+        let docs = payloads.map(|p| p.docs);
+        let src = crate::source::FlatSource { ids, vectors: Flat::new(vectors, dim.max(1)), docs, sparse: &[] };
+        let schema = payloads.map(|p| p.schema);
+        write(kernels, dim, metric, &src, (schema, &[]), index.into(), |len| Ok(AlignedBytes::zeroed(len)))
             .expect("rows in memory are always readable")
     }
 }

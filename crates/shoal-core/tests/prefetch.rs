@@ -264,7 +264,7 @@ fn bad_prefetch_requests_are_typed_errors() {
         (json!({"vector": v, "text": "whale", "weights": [1, 2, 3]}), "one per ranking fused (2)"),
         (json!({"prefetch": [{"vector": [1.0, 2.0]}]}), "dimension"),
         (json!({"prefetch": [{"text": "x", "filter": {"must": [{"key": "nope", "match": {"value": 1}}]}}]}), "nope"),
-        (json!({"limit": 3}), "give `vector`, `text`, both, or `prefetch`"),
+        (json!({"limit": 3}), "give `vector`, `sparse`, `text`, `vector` and `text`, or `prefetch`"),
     ];
     for (body, message) in search_errors {
         let r = SearchRequest::from_json(&body.to_string()).unwrap();

@@ -212,9 +212,11 @@ fn damaged_uuid_sections_are_typed_errors() {
     let open = |b: &[u8]| Collection::from_bytes(b);
     // A reader that does not know a flag refuses the file before reading a section.
     assert!(matches!(
-        open(&with_flags(&bytes, FLAG_UUID_IDS | 4)),
-        Err(Error::Format(FormatError::UnsupportedFlags(4)))
+        open(&with_flags(&bytes, FLAG_UUID_IDS | 16)),
+        Err(Error::Format(FormatError::UnsupportedFlags(16)))
     ));
+    // The sparse flag (bit 2) without sparse sections.
+    assert!(matches!(open(&with_flags(&bytes, FLAG_UUID_IDS | 4)), Err(Error::Format(FormatError::BadSection { .. }))));
     // UUID sections in a segment without the flag.
     assert!(
         matches!(open(&with_flags(&bytes, 0)), Err(Error::Format(FormatError::BadSection { .. }))),

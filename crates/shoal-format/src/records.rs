@@ -38,8 +38,33 @@ pub const FLAG_UUID_IDS: u32 = 1;
 /// Header flag bit 3: payloads are nested (any JSON object, filter keys are paths); the
 /// payload sections hold documents and no columns in this version.
 pub const FLAG_NESTED_PAYLOAD: u32 = 8;
+/// Header flag bit 2: the segment holds sparse vectors (sections [`sparse_kind`]).
+pub const FLAG_SPARSE: u32 = 4;
 /// Every header flag this build reads.
-pub const KNOWN_FLAGS: u32 = FLAG_UUID_IDS | FLAG_NESTED_PAYLOAD;
+pub const KNOWN_FLAGS: u32 = FLAG_UUID_IDS | FLAG_SPARSE | FLAG_NESTED_PAYLOAD;
+
+/// Most sparse vectors a collection has.
+pub const MAX_SPARSE_VECTORS: usize = 16;
+/// Section `r` of sparse vector `t` (`0..MAX_SPARSE_VECTORS`): kind `768 + 16 t + r`.
+pub const fn sparse_kind(t: usize, r: u32) -> u32 {
+    768 + 16 * t as u32 + r
+}
+/// Sparse section: one [`SparseMeta`].
+pub const SPARSE_META: u32 = 0;
+/// Sparse section: the vector's name (UTF-8).
+pub const SPARSE_NAME: u32 = 1;
+/// Sparse section: `u64` words, bit `r % 64` of word `r / 64` set when row `r` holds the vector.
+pub const SPARSE_PRESENT: u32 = 2;
+/// Sparse section: [`SparseTerm`]s, by index ascending.
+pub const SPARSE_TERMS: u32 = 3;
+/// Sparse section: `u32` rows, term by term, rows ascending within a term.
+pub const SPARSE_POSTINGS: u32 = 4;
+/// Sparse section: `f32` values, one per posting.
+pub const SPARSE_VALUES: u32 = 5;
+/// Sparse section: `u64`, `rows + 1` offsets into `SPARSE_ROW_ENTRIES`.
+pub const SPARSE_ROW_OFFSETS: u32 = 6;
+/// Sparse section: [`SparseEntry`]s, row by row, index ascending within a row.
+pub const SPARSE_ROW_ENTRIES: u32 = 7;
 
 /// Section kind (optional): [`IvfMeta`].
 pub const KIND_IVF_META: u32 = 16;
@@ -189,6 +214,47 @@ pub struct SegmentMeta {
     pub reserved: [u8; 44],
 }
 
+/// The `SPARSE_META` record of a sparse vector (64 bytes).
+#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Pod, Zeroable)]
+pub struct SparseMeta {
+    /// Rows of the segment (the header's).
+    pub rows: u64,
+    /// Rows holding this vector.
+    pub present: u64,
+    /// (index, value) pairs over all rows.
+    pub nnz: u64,
+    /// Distinct indices.
+    pub terms: u32,
+    /// Bit 0: the `idf` modifier; the other bits zero.
+    pub flags: u32,
+    /// Zero.
+    pub reserved: [u8; 32],
+}
+
+/// One record of `SPARSE_TERMS` (16 bytes): the rows holding `index` are
+/// `SPARSE_POSTINGS[start..start + df]`, their values `SPARSE_VALUES[start..start + df]`.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Pod, Zeroable)]
+pub struct SparseTerm {
+    /// The index.
+    pub index: u32,
+    /// Rows holding it (>= 1).
+    pub df: u32,
+    /// Its first posting (the sum of the earlier terms' `df`).
+    pub start: u64,
+}
+
+/// One (index, value) pair of a sparse vector (8 bytes).
+#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq, Pod, Zeroable)]
+pub struct SparseEntry {
+    /// The index.
+    pub index: u32,
+    /// Its value (finite).
+    pub value: f32,
+}
+
 /// One record of the `ID_INDEX` section (16 bytes).
 #[repr(C)]
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Pod, Zeroable)]
@@ -214,6 +280,9 @@ pub struct UuidEntry {
 }
 
 const _: () = assert!(core::mem::size_of::<UuidEntry>() == 24);
+const _: () = assert!(core::mem::size_of::<SparseMeta>() == 64);
+const _: () = assert!(core::mem::size_of::<SparseTerm>() == 16);
+const _: () = assert!(core::mem::size_of::<SparseEntry>() == 8);
 const _: () = assert!(core::mem::size_of::<Header>() == 64);
 const _: () = assert!(core::mem::size_of::<SectionEntry>() == 32);
 const _: () = assert!(core::mem::size_of::<SegmentMeta>() == 64);

@@ -21,6 +21,7 @@ use shoal_text::Clock;
 use crate::bitset::Bitset;
 use crate::mutable::Mutable;
 use crate::pool::Pool;
+use crate::sparse::{SparseRows, SparseSpec, SparseVector};
 use crate::text;
 use crate::{Error, IndexKind, SealedSegment, SegmentBytes};
 
@@ -28,6 +29,7 @@ mod lazy;
 mod query;
 mod seal;
 mod search;
+mod sparse_search;
 mod text_search;
 
 pub use seal::{Checkpoint, MergeSnapshot, SealSnapshot, SegmentInfo};
@@ -90,6 +92,8 @@ pub struct Collection {
     metric: Metric,
     /// Payload fields (`None`: points carry no payload).
     schema: Option<Schema>,
+    /// Sparse vectors, by name ascending.
+    sparse: Vec<SparseSpec>,
     /// Overrides the planner's exact-scan limit (tests and benchmarks).
     filter_exact_limit: Option<u64>,
     kernels: Kernels,
@@ -158,6 +162,7 @@ impl Collection {
             dim: config.dim,
             metric: config.metric,
             schema: None,
+            sparse: Vec::new(),
             filter_exact_limit: None,
             kernels: Kernels::best(),
             parts: Vec::new(),
@@ -209,6 +214,46 @@ impl Collection {
         Schema::nested(&fields).map_err(Error::InvalidSchema)
     }
 
+    /// Gives an empty collection its sparse vectors (stored sorted by name; see
+    /// [`SparseSpec`]). They are fixed once the collection holds a point or a segment.
+    pub fn set_sparse_vectors(&mut self, mut specs: Vec<SparseSpec>) -> Result<(), Error> {
+        if !self.parts.is_empty() || self.mutable.rows() > 0 || self.mutable.reserved {
+            return Err(Error::InvalidConfig("sparse vectors are set before the first point"));
+        }
+        // Name byte order (`str`'s order is its bytes'): an insertion sort of at most 16.
+        for i in 1..specs.len() {
+            let mut j = i;
+            while j > 0 && specs[j - 1].name > specs[j].name {
+                specs.swap(j - 1, j);
+                j -= 1;
+            }
+        }
+        crate::sparse::check_specs(&specs)?;
+        self.sparse = specs;
+        Ok(())
+    }
+
+    /// The sparse vectors, by name ascending.
+    pub fn sparse_vectors(&self) -> &[SparseSpec] {
+        &self.sparse
+    }
+
+    /// The position of sparse vector `name`.
+    pub(crate) fn sparse_position(&self, name: &str) -> Option<usize> {
+        self.sparse.iter().position(|s| s.name == name)
+    }
+
+    /// Point `id`'s sparse vector `name` (`None`: no such point, vector, or the point does not
+    /// hold it).
+    pub fn sparse_vector(&self, id: PointId, name: &str) -> Option<SparseVector> {
+        let t = self.sparse_position(name)?;
+        let entries = match self.locate(self.internal_of(id)?) {
+            Loc::Sealed(p, row) => self.parts[p].seg.sparse(t)?.row(row).ok()??.to_vec(),
+            Loc::Mutable(row) => self.mutable.sparse.get(t)?.row(row)?.to_vec(),
+        };
+        Some(SparseVector::from_sorted(entries))
+    }
+
     /// The payload fields (`None` when points carry no payload).
     pub fn schema(&self) -> Option<&Schema> {
         self.schema.as_ref()
@@ -237,6 +282,7 @@ impl Collection {
         let seg = SealedSegment::open(storage)?;
         let mut col = Collection::new(CollectionConfig { dim: seg.dim(), metric: seg.metric() })?;
         col.schema = seg.schema().filter(|s| !s.is_empty()).cloned();
+        col.sparse = seg.sparse_specs();
         // Later seals build the same kind of index, sized for their own rows.
         col.index = match seg.index_kind() {
             IndexKind::IvfRabitq(p) => IndexKind::IvfRabitq(shoal_index::ivf::IvfParams { partitions: None, ..p }),
@@ -424,12 +470,40 @@ impl Collection {
     ///
     /// All input is checked before anything changes: on error the collection is as before.
     pub fn upsert(&mut self, ids: &[PointId], vectors: &[f32], payloads: &[Value]) -> Result<(), Error> {
+        self.upsert_sparse(ids, vectors, payloads, &[])
+    }
+
+    /// [`upsert`](Self::upsert) with sparse vectors: `sparse[t]` holds sparse vector `t`'s
+    /// ([`sparse_vectors`](Self::sparse_vectors) order) of every point — `None` for a point
+    /// without it — or is empty (no point holds it); at most one list per sparse vector.
+    pub fn upsert_sparse(
+        &mut self,
+        ids: &[PointId],
+        vectors: &[f32],
+        payloads: &[Value],
+        sparse: &[Vec<Option<SparseVector>>],
+    ) -> Result<(), Error> {
         self.check_insert(ids.len(), vectors, payloads, None)?;
+        if sparse.len() > self.sparse.len() {
+            return Err(Error::InvalidRequest(format!(
+                "{} sparse vector lists for a collection of {} sparse vectors",
+                sparse.len(),
+                self.sparse.len()
+            )));
+        }
+        if let Some(t) = sparse.iter().position(|c| !c.is_empty() && c.len() != ids.len()) {
+            return Err(Error::InvalidRequest(format!(
+                "sparse vector \"{}\": {} vectors for {} points",
+                self.sparse[t].name,
+                sparse[t].len(),
+                ids.len()
+            )));
+        }
         // `reserve` without its zero fill: the batch is appended straight from the slices.
         self.mutable.discard_pending(self.dim);
         self.mutable.vectors.extend_from_slice(vectors);
         self.mutable.reserved = true;
-        self.commit_checked(IdEncoding::U64, payloads, Some(ids)).map(|_| ())
+        self.commit_checked(IdEncoding::U64, payloads, Some(ids), sparse).map(|_| ())
     }
 
     /// Checks an insert without making it: the errors [`insert_with_payloads`] would give for
@@ -520,7 +594,7 @@ impl Collection {
     /// [`commit`](Self::commit) with payloads: none (`&[]`), or one JSON object (or `null`) per
     /// reserved point, checked against the schema before anything becomes visible.
     pub fn commit_with_payloads(&mut self, ids: IdEncoding, payloads: &[Value]) -> Result<usize, Error> {
-        self.commit_checked(ids, payloads, None)
+        self.commit_checked(ids, payloads, None, &[])
     }
 
     /// [`commit_with_payloads`](Self::commit_with_payloads) with the batch's ids given here, of
@@ -539,7 +613,7 @@ impl Collection {
             self.mutable.discard_pending(self.dim);
             return Err(e);
         }
-        self.commit_checked(IdEncoding::U64, payloads, Some(ids))
+        self.commit_checked(IdEncoding::U64, payloads, Some(ids), &[])
     }
 
     /// Commits; `given`: the batch's ids, which already passed [`check_insert`](Self::check_insert)
@@ -549,6 +623,7 @@ impl Collection {
         ids: IdEncoding,
         payloads: &[Value],
         given: Option<&[PointId]>,
+        sparse: &[Vec<Option<SparseVector>>],
     ) -> Result<usize, Error> {
         if !self.mutable.reserved {
             return Err(Error::NoPendingBatch);
@@ -580,6 +655,12 @@ impl Collection {
                     shoal_payload::canonicalize(schema, &mut p);
                     p
                 }));
+            }
+        }
+        self.mutable.sparse.resize_with(self.sparse.len(), SparseRows::default);
+        for (rows, column) in self.mutable.sparse.iter_mut().zip(sparse).filter(|(_, c)| !c.is_empty()) {
+            for (i, v) in column.iter().enumerate() {
+                rows.push_at(first + i, v.as_ref().map(SparseVector::entries));
             }
         }
         if self.metric.normalizes() {

@@ -156,6 +156,16 @@ impl Collection {
             return Ok(self.metric == Metric::L2);
         }
         let k = req.offset + req.limit;
+        if let Some(q) = &req.sparse {
+            let (hits, stats) = self.sparse_ranking(req, q, filter, k)?;
+            points.extend(hits.into_iter().skip(req.offset).map(|(internal, score)| ScoredPoint {
+                id: self.external_id(internal),
+                score,
+                payload: None,
+            }));
+            tally.add(stats, false);
+            return Ok(false);
+        }
         let TextRanking { hits, partial, stats } = self.text_ranking(req, filter, k, deadline)?;
         points.extend(hits.into_iter().skip(req.offset).map(|(internal, score)| ScoredPoint {
             id: self.external_id(internal),

@@ -27,9 +27,11 @@ use crate::bitset::Bitset;
 use crate::mutable::Mutable;
 use crate::set::{self, LiveEntry, Manifest, MergePolicy, SegmentEntry};
 use crate::source::{FlatSource, Source};
+use crate::sparse::{SparseRows, SparseSpec};
 use crate::text;
 use crate::write;
 use crate::{Error, IndexKind, SealedSegment, SegmentBytes};
+use shoal_format::SparseEntry;
 
 /// The live rows of the mutable segment at one moment, to be sealed into a new segment.
 #[derive(Debug)]
@@ -41,6 +43,9 @@ pub struct SealSnapshot {
     ids: Vec<PointId>,
     vectors: Vec<f32>,
     docs: Option<(Schema, Vec<Value>)>,
+    /// The rows' sparse vectors, one per sparse vector of the collection.
+    sparse: Vec<SparseRows>,
+    specs: Vec<SparseSpec>,
     dim: usize,
     metric: Metric,
     index: IndexKind,
@@ -71,7 +76,7 @@ impl SealSnapshot {
     ) -> Result<B, Error> {
         let src = self.source();
         let schema = self.docs.as_ref().map(|(schema, _)| schema);
-        write::write(kernels, self.dim, self.metric, &src, schema, self.index.into(), alloc)
+        write::write(kernels, self.dim, self.metric, &src, (schema, &self.specs), self.index.into(), alloc)
     }
 
     fn source(&self) -> FlatSource<'_> {
@@ -79,6 +84,7 @@ impl SealSnapshot {
             ids: &self.ids,
             vectors: Flat::new(&self.vectors, self.dim.max(1)),
             docs: self.docs.as_ref().map(|(_, docs)| &docs[..]),
+            sparse: &self.sparse,
         }
     }
 }
@@ -91,6 +97,7 @@ pub struct MergeSnapshot {
     /// Unsealed rows appended after the inputs' (a compaction).
     extra: Option<SealSnapshot>,
     schema: Option<Schema>,
+    specs: Vec<SparseSpec>,
     dim: usize,
     metric: Metric,
     index: IndexKind,
@@ -143,7 +150,8 @@ impl MergeSnapshot {
         total += extra.as_ref().map_or(0, |e| e.len());
         starts.push(total);
         let src = MergeSource { parts, starts, extra, dim: self.dim };
-        write::write(kernels, self.dim, self.metric, &src, self.schema.as_ref(), self.index.into(), alloc)
+        let schema = self.schema.as_ref();
+        write::write(kernels, self.dim, self.metric, &src, (schema, &self.specs), self.index.into(), alloc)
     }
 }
 
@@ -204,6 +212,16 @@ impl Source for MergeSource<'_> {
                 None => Ok(Cow::Owned(Value::Null)),
             },
             (_, j) => self.extra.as_ref().expect("rows past the inputs are unsealed").doc(j),
+        }
+    }
+
+    fn sparse(&self, i: usize, t: usize) -> Result<Option<Cow<'_, [SparseEntry]>>, Error> {
+        match self.locate(i) {
+            (p, j) if p < self.parts.len() => match self.parts[p].seg.sparse(t) {
+                Some(v) => Ok(v.row(self.parts[p].live[j] as usize)?.map(Cow::Borrowed)),
+                None => Ok(None),
+            },
+            (_, j) => self.extra.as_ref().expect("rows past the inputs are unsealed").sparse(j, t),
         }
     }
 }
@@ -321,6 +339,7 @@ impl Collection {
                 inputs: Vec::new(),
                 extra: None,
                 schema: self.schema.clone(),
+                specs: self.sparse.clone(),
                 dim: self.dim,
                 metric: self.metric,
                 index: self.index,
@@ -392,6 +411,11 @@ impl Collection {
             return None;
         }
         let dim = self.dim;
+        let sparse: Vec<SparseRows> = if m.deleted.count() > 0 {
+            m.sparse.iter().map(|s| s.select((0..rows).filter(|&r| !m.deleted.contains(r)))).collect()
+        } else {
+            core::mem::take(&mut m.sparse)
+        };
         if m.deleted.count() > 0 {
             let mut w = 0;
             for r in (0..rows).filter(|&r| !m.deleted.contains(r)) {
@@ -416,6 +440,8 @@ impl Collection {
             ids: m.ids,
             vectors: m.vectors,
             docs: self.schema.clone().map(|s| (s, docs)),
+            sparse,
+            specs: self.sparse.clone(),
             dim,
             metric: self.metric,
             index: self.index,
@@ -434,6 +460,7 @@ impl Collection {
         if let Some((_, docs)) = snap.docs {
             m.payloads = docs;
         }
+        m.sparse = snap.sparse;
         if let Some(schema) = self.schema.as_ref().filter(|s| text::has_text(s)) {
             m.text = (m.committed > 0).then(|| text::build(schema, m.payloads.iter()));
         }
@@ -460,12 +487,15 @@ impl Collection {
                 docs.push(m.payloads.get(row).cloned().unwrap_or(Value::Null));
             }
         }
+        let live_rows = || (0..rows).filter(|&r| !m.deleted.contains(r));
         Some(SealSnapshot {
             rows,
             deleted: m.deleted.clone(),
             ids,
             vectors,
             docs: self.schema.clone().map(|s| (s, docs)),
+            sparse: m.sparse.iter().map(|s| s.select(live_rows())).collect(),
+            specs: self.sparse.clone(),
             dim,
             metric: self.metric,
             index: self.index,
@@ -513,6 +543,7 @@ impl Collection {
                 .collect(),
             extra: None,
             schema: self.schema.clone(),
+            specs: self.sparse.clone(),
             dim: self.dim,
             metric: self.metric,
             index: self.index,
@@ -598,8 +629,9 @@ impl Collection {
             });
         }
         let nested = self.schema.as_ref().is_some_and(Schema::is_nested);
+        let features = nested || !self.sparse.is_empty();
         let manifest = Manifest {
-            shoal_manifest: if nested { set::MANIFEST_VERSION_FEATURES } else { set::MANIFEST_VERSION },
+            shoal_manifest: if features { set::MANIFEST_VERSION_FEATURES } else { set::MANIFEST_VERSION },
             generation,
             dim: self.dim,
             metric: self.metric.name().into(),
@@ -611,6 +643,7 @@ impl Collection {
             segments,
             wal,
             nested,
+            sparse: self.sparse.clone(),
         };
         let captured = self.parts.iter().map(|p| (p.number, p.deleted.count())).collect();
         Checkpoint { manifest, live_files, captured }
@@ -651,6 +684,7 @@ impl Collection {
         let mut col = Collection::with_schema(crate::CollectionConfig { dim: manifest.dim, metric }, schema)?;
         col.index = index;
         col.generation = manifest.generation;
+        col.sparse = manifest.sparse.clone();
         for entry in &manifest.segments {
             let (number, crc) = set::parse_segment_name(&entry.file)
                 .ok_or_else(|| Error::BadSet(format!("{}: not a segment file name", entry.file)))?;
@@ -664,6 +698,9 @@ impl Collection {
             }
             if seg.dim() != col.dim || seg.metric() != metric {
                 return Err(bad("the dimension or metric"));
+            }
+            if seg.sparse_specs() != col.sparse {
+                return Err(bad("the sparse vectors"));
             }
             if seg.codes_only() && manifest.segments.len() > 1 {
                 return Err(Error::BadSet("a codes-only segment must be alone in its set".into()));
@@ -743,6 +780,7 @@ fn rest_of(m: Mutable, n: usize, dim: usize) -> Mutable {
     if !m.payloads.is_empty() {
         rest.payloads = m.payloads.into_iter().skip(n).take(rows - n).collect();
     }
+    rest.sparse = m.sparse.iter().map(|s| s.select(n..rows)).collect();
     rest.committed = rows - n;
     for r in 0..rest.committed {
         if m.deleted.contains(n + r) {
