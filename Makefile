@@ -132,8 +132,9 @@ test-aarch64: setup-rust setup-deb
 test-wasm: setup-rust setup-deb
 	bash scripts/wasm-tests.sh
 
-# The official qdrant-client (PyPI) against `shoal serve`, unmodified; then LangChain's and
-# LlamaIndex's QdrantVectorStore with the demo's real embeddings (wordllama, GCIDE).
+# The official qdrant-client (PyPI) against `shoal serve`, unmodified (sparse vectors too); then
+# LangChain's (dense, hybrid, sparse) and LlamaIndex's QdrantVectorStore with the demo's real
+# embeddings (wordllama, GCIDE).
 QDRANT_CLIENT := qdrant-client==1.20.0
 LANGCHAIN_QDRANT := langchain-qdrant==1.1.0
 LLAMAINDEX_QDRANT := llama-index-vector-stores-qdrant==0.10.4
@@ -144,6 +145,7 @@ test-qdrant: setup-demo
 	@python3 -c "import wordllama" 2>/dev/null || pip install --quiet $$(grep '^wordllama==' bench/requirements-bench.txt)
 	$(CARGO) build -p shoal-host
 	python3 host-native/tests/qdrant_compat.py target/debug/shoal
+	python3 host-native/tests/sparse_compat.py target/debug/shoal
 	python3 host-native/tests/langchain_compat.py target/debug/shoal
 	python3 host-native/tests/llamaindex_compat.py target/debug/shoal
 

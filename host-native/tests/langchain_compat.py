@@ -3,16 +3,22 @@
 `shoal serve`, unmodified: its documented basic use — add documents with metadata, similarity
 search with a metadata filter, delete by id — with real embeddings (wordllama's 256-d
 l2_supercat model over GCIDE definitions, the demo's data and model), each answer checked
-against a brute-force cosine ranking computed here.
+against a brute-force cosine ranking computed here; then its hybrid mode
+(`RetrievalMode.HYBRID`: the dense vector and a sparse one fused by RRF), with a lexical sparse
+embedding defined here (hashed words, term counts), checked against the dense and sparse brute
+force fused by Qdrant's formula.
 
     python3 host-native/tests/langchain_compat.py PATH/TO/shoal
 """
 
 import logging
+import re
 import shutil
 import sys
 import tempfile
+import uuid
 import warnings
+import zlib
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench"))
@@ -20,8 +26,9 @@ from gcide_compat import cosine, definitions, embed  # noqa: E402
 from shoal_server import Server  # noqa: E402
 
 from langchain_core.embeddings import Embeddings  # noqa: E402
-from langchain_qdrant import QdrantVectorStore  # noqa: E402
+from langchain_qdrant import QdrantVectorStore, RetrievalMode, SparseEmbeddings, SparseVector  # noqa: E402
 from qdrant_client.http import models as m  # noqa: E402
+import numpy  # noqa: E402  (qdrant-client's own dependency)
 
 N = 1500
 logging.getLogger("httpx").setLevel(logging.WARNING)
@@ -37,6 +44,86 @@ class WordLlamaEmbeddings(Embeddings):
 
     def embed_query(self, text):
         return embed([text])[0]
+
+
+class HashedWords(SparseEmbeddings):
+    """A lexical sparse embedding: each word (lowercase letters) hashed to an index (CRC-32 of
+    the word, 20 bits); its value the word's count plus a fraction fixed by the word, so that
+    scores rarely tie."""
+
+    @staticmethod
+    def one(text):
+        counts = {}
+        for word in re.findall(r"[a-z]+", text.lower()):
+            i = zlib.crc32(word.encode()) & 0xFFFFF
+            counts[i] = counts.get(i, 0.0) + 1.0 + (zlib.crc32(word.encode()[::-1]) % 997) / 9970.0
+        return SparseVector(indices=list(counts), values=list(counts.values()))
+
+    def embed_documents(self, texts):
+        return [self.one(t) for t in texts]
+
+    def embed_query(self, text):
+        return self.one(text)
+
+
+def sparse_dot(q, d):
+    """Shoal's and Qdrant's sparse score: the shared indices' products, summed by index in f32."""
+    dv = dict(zip(d.indices, d.values))
+    score, shared = numpy.float32(0.0), False
+    for i, w in sorted(zip(q.indices, q.values)):
+        if i in dv:
+            score = numpy.float32(score + numpy.float32(numpy.float32(w) * numpy.float32(dv[i])))
+            shared = True
+    return score if shared else None
+
+
+def hybrid(server, texts, metadatas, vectors, embeddings):
+    """RetrievalMode.HYBRID: each answer is Qdrant's RRF (k = 2) over the dense and the sparse
+    brute-force top k (ties by best position, then id)."""
+    sparse = HashedWords()
+    docs_sparse = sparse.embed_documents(texts)
+    # Ids given (UUIDs), so that ties can be broken here as the server breaks them.
+    ids = [str(uuid.UUID(int=(i * 2654435761) % (1 << 128))) for i in range(len(texts))]
+    store = QdrantVectorStore.from_texts(texts, embeddings, metadatas=metadatas, ids=ids, url=server.url,
+                                         api_key="sesame", prefer_grpc=False, collection_name="gcide-hybrid",
+                                         sparse_embedding=sparse, retrieval_mode=RetrievalMode.HYBRID)
+    f32 = numpy.float32
+    checked = 0
+    for query in ["a large animal with a trunk", "to move quickly on foot", "a small boat", "the color of the sky",
+                  "a tree that bears nuts"]:
+        for letter in [None, "b"]:
+            keep = (lambda i: True) if letter is None else (lambda i: metadatas[i]["letter"] == letter)
+            k = 5
+            q = embeddings.embed_query(query)
+            dense = sorted((i for i in range(N) if keep(i)), key=lambda i: -cosine(q, vectors[i]))[:k]
+            qs = sparse.embed_query(query)
+            scored = [(i, sparse_dot(qs, docs_sparse[i])) for i in range(N) if keep(i)]
+            lexical = [i for i, _ in sorted(((i, s) for i, s in scored if s is not None), key=lambda x: -x[1])[:k]]
+            sums, best = {}, {}
+            for ranking in (dense, lexical):
+                for p, i in enumerate(ranking):
+                    sums[i] = f32(sums.get(i, f32(0.0)) + f32(1.0) / (f32(p + 1) + f32(2) - f32(1.0)))
+                    best[i] = min(best.get(i, p), p)
+            want = sorted(sums, key=lambda i: (-sums[i], best[i], ids[i]))[:k]
+            flt = None if letter is None else m.Filter(
+                must=[m.FieldCondition(key="metadata.letter", match=m.MatchValue(value=letter))])
+            got = store.similarity_search_with_score(query, k=k, filter=flt)
+            assert [d.page_content for d, _ in got] == [texts[i] for i in want], (query, letter)
+            assert [round(s, 6) for _, s in got] == [round(float(sums[i]), 6) for i in want], (query, got)
+            checked += 1
+    # The sparse mode alone (the same collection, its sparse vector).
+    lexical_only = QdrantVectorStore(client=store.client, collection_name="gcide-hybrid", sparse_embedding=sparse,
+                                     retrieval_mode=RetrievalMode.SPARSE)
+    got = lexical_only.similarity_search_with_score("a small boat", k=5)
+    qs = sparse.embed_query("a small boat")
+    want = sorted(((i, sparse_dot(qs, docs_sparse[i])) for i in range(N)), key=lambda x: -(x[1] or -1e30))[:5]
+    assert [d.page_content for d, _ in got] == [texts[i] for i, _ in want]
+    assert all(abs(s - float(w)) < 1e-4 for (_, s), (_, w) in zip(got, want))
+    # Delete by id leaves the hybrid answers.
+    assert store.delete(ids=ids[:3])
+    assert all(d.page_content not in texts[:3] or texts.count(d.page_content) > 1
+               for d in store.similarity_search(texts[0], k=10))
+    return checked + 1
 
 
 def main():
@@ -83,7 +170,9 @@ def main():
         assert store.delete(ids=first)
         assert store.client.count("gcide").count == N - 3
         assert store.client.retrieve("gcide", ids=first) == []
-        print(f"langchain-qdrant: {checked} searches equal to brute force; add, filter, delete as against Qdrant")
+        checked += hybrid(server, texts, metadatas, vectors, embeddings)
+        print(f"langchain-qdrant: {checked} searches equal to brute force (dense, hybrid, sparse); add, filter, "
+              "delete as against Qdrant")
     finally:
         server.stop()
         shutil.rmtree(data, ignore_errors=True)

@@ -241,7 +241,9 @@ def fused(lists, rrf_k=None, weights=None):
         for p, ((i, _), t) in enumerate(zip(points, terms)):
             sums[i] = sums[i] + t if i in sums else t
             best[i] = min(best.get(i, p), p)
-    return sorted(sums.items(), key=lambda kv: (-kv[1], best[kv[0]], kv[0]))
+    # Ids in Qdrant's order: integers, then UUIDs (by their bytes: their lowercase hex).
+    order = lambda i: (0, i, "") if isinstance(i, int) else (1, 0, i)  # noqa: E731
+    return sorted(sums.items(), key=lambda kv: (-kv[1], best[kv[0]], order(kv[0])))
 
 
 def prefetch_fusion(client, vectors, payload):

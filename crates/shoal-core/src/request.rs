@@ -317,8 +317,10 @@ impl SearchRequest {
             }
             return Ok(());
         }
-        if self.using.as_deref().is_some_and(|u| !u.is_empty()) {
-            return bad("`using` names a sparse vector, searched with `sparse`");
+        if let Some(u) = self.using.as_deref().filter(|u| !u.is_empty()) {
+            return Err(Error::InvalidRequest(format!(
+                "`using`: {u:?} is not the dense vector (\"\"); a sparse vector is searched with `sparse`"
+            )));
         }
         let lists = match (&self.vector, &self.text, self.prefetch.len()) {
             (_, Some(_), 1..) => return bad("`text` and `prefetch` do not go together"),

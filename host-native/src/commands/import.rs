@@ -56,6 +56,11 @@ pub fn run(args: &ImportArgs) -> Result<(), HostError> {
         on_disk: !args.in_ram,
         dynamic: false,
         payload: col.nested().then(|| "nested".to_string()),
+        sparse_vectors: col
+            .sparse_vectors()
+            .iter()
+            .map(|s| (s.name.clone(), json!({"modifier": if s.idf { "idf" } else { "none" }})))
+            .collect(),
     };
     bar.set_message("copying the segment into the data folder");
     std::fs::create_dir_all(args.data.join("collections")).map_err(|e| HostError::io(&args.data, "create", e))?;

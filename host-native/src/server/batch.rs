@@ -4,7 +4,7 @@
 use std::borrow::Cow;
 
 use serde_json::Value;
-use shoal_core::PointId;
+use shoal_core::{PointId, SparseVector};
 
 /// The batch magic.
 pub const MAGIC: &[u8; 4] = b"SHB1";
@@ -16,6 +16,14 @@ pub const MAX_POINTS: usize = 1_000_000;
 pub const FLAG_PAYLOADS: u32 = 1;
 /// Flag bit: some id is a UUID; the ids are an id block ([`encode_ids`]) instead of `n` `u64`.
 pub const FLAG_UUIDS: u32 = 2;
+/// Flag bit: a sparse block ([`encode_sparse`]) follows the vectors.
+pub const FLAG_SPARSE: u32 = 4;
+/// Marks a point without the sparse vector in a sparse block.
+const ABSENT: u32 = u32::MAX;
+
+/// The sparse vectors of a batch: per sparse vector (by name), one entry per point (`None`:
+/// the point does not hold it).
+pub type SparseColumns = Vec<(String, Vec<Option<SparseVector>>)>;
 
 /// A parsed batch: ids and vectors borrowed from the body when it is aligned, copied once when
 /// it is not.
@@ -29,6 +37,8 @@ pub struct Batch<'a> {
     pub vectors: Cow<'a, [f32]>,
     /// One payload per point, or none.
     pub payloads: Vec<Value>,
+    /// Sparse vectors by name (none: the batch carries no sparse vector).
+    pub sparse: SparseColumns,
 }
 
 fn u32_at(b: &[u8], at: usize) -> u32 {
@@ -66,7 +76,7 @@ pub fn parse(body: &[u8]) -> Result<Batch<'_>, String> {
     if dim == 0 || dim > 65_536 {
         return Err(format!("binary batch: dim {dim} is not in 1..=65536"));
     }
-    if flags & !(FLAG_PAYLOADS | FLAG_UUIDS) != 0 {
+    if flags & !(FLAG_PAYLOADS | FLAG_UUIDS | FLAG_SPARSE) != 0 {
         return Err(format!("binary batch: unknown flags {flags:#x}"));
     }
     // n <= 1e6 and dim <= 65536: these fit in 64 bits; checked for 32-bit targets.
@@ -81,6 +91,12 @@ pub fn parse(body: &[u8]) -> Result<Batch<'_>, String> {
             body.len()
         ));
     }
+    let (sparse, sparse_len) = if flags & FLAG_SPARSE != 0 {
+        parse_sparse(&body[vec_end..], n).map_err(|e| format!("binary batch: sparse block: {e}"))?
+    } else {
+        (Vec::new(), 0)
+    };
+    let vec_end = vec_end + sparse_len;
     let payloads = if flags & FLAG_PAYLOADS != 0 {
         parse_lines(&body[vec_end..], n)?
     } else if body.len() != vec_end {
@@ -93,7 +109,8 @@ pub fn parse(body: &[u8]) -> Result<Batch<'_>, String> {
     } else {
         cast_or_copy::<u64>(&body[HEADER..ids_end]).iter().map(|&id| PointId::Num(id)).collect()
     };
-    Ok(Batch { dim, ids, vectors: cast_or_copy(&body[ids_end..vec_end]), payloads })
+    let vectors = cast_or_copy(&body[ids_end..vec_end - sparse_len]);
+    Ok(Batch { dim, ids, vectors, payloads, sparse })
 }
 
 /// Bytes of the id block of `n` ids: `n` `u64`, `⌈n/64⌉` kind words, `n` UUIDs.
@@ -148,6 +165,82 @@ pub fn parse_ids(bytes: &[u8], n: usize) -> Result<Vec<PointId>, String> {
         .collect()
 }
 
+/// Appends the sparse block of `columns` (1..=16 of them, each one entry per point): `u32` T;
+/// T times the name (`u32` length, UTF-8, zeros to a multiple of 4); then per vector, per point
+/// `u32` count (`0xFFFF_FFFF`: the point does not hold it), `count` `u32` indices (ascending)
+/// and `count` `f32` values; little-endian.
+pub fn encode_sparse(columns: &SparseColumns, out: &mut Vec<u8>) {
+    out.extend_from_slice(&(columns.len() as u32).to_le_bytes());
+    for (name, _) in columns {
+        out.extend_from_slice(&(name.len() as u32).to_le_bytes());
+        out.extend_from_slice(name.as_bytes());
+        out.resize(out.len().next_multiple_of(4), 0);
+    }
+    for (_, points) in columns {
+        for v in points {
+            let Some(v) = v else {
+                out.extend_from_slice(&ABSENT.to_le_bytes());
+                continue;
+            };
+            out.extend_from_slice(&(v.entries().len() as u32).to_le_bytes());
+            v.entries().iter().for_each(|e| out.extend_from_slice(&e.index.to_le_bytes()));
+            v.entries().iter().for_each(|e| out.extend_from_slice(&e.value.to_le_bytes()));
+        }
+    }
+}
+
+/// Parses the sparse block at the start of `bytes` for `n` points ([`encode_sparse`]; one
+/// encoding: names valid and unique, indices strictly ascending, zero padding); returns it and
+/// its length.
+fn parse_sparse(bytes: &[u8], n: usize) -> Result<(SparseColumns, usize), String> {
+    let mut at = 0usize;
+    let word = |at: &mut usize, what: &str| -> Result<u32, String> {
+        let w = bytes.get(*at..*at + 4).ok_or_else(|| format!("truncated at {what}"))?;
+        *at += 4;
+        Ok(u32::from_le_bytes(w.try_into().expect("4 bytes")))
+    };
+    let t = word(&mut at, "the vector count")? as usize;
+    if t == 0 || t > shoal_core::MAX_SPARSE_VECTORS {
+        return Err(format!("{t} sparse vectors (1..=16)"));
+    }
+    let mut columns: SparseColumns = Vec::with_capacity(t);
+    for _ in 0..t {
+        let len = word(&mut at, "a name length")? as usize;
+        if len == 0 || len > shoal_core::MAX_SPARSE_NAME {
+            return Err(format!("a name of {len} bytes"));
+        }
+        let padded = len.next_multiple_of(4);
+        let raw = bytes.get(at..at + padded).ok_or("truncated in a name")?;
+        let name = std::str::from_utf8(&raw[..len]).map_err(|_| "a name is not UTF-8")?;
+        if raw[len..].iter().any(|&b| b != 0) || columns.iter().any(|(c, _)| c == name) {
+            return Err("a name's padding is not zero, or a name appears twice".into());
+        }
+        at += padded;
+        columns.push((name.to_string(), Vec::with_capacity(n)));
+    }
+    for (_, points) in &mut columns {
+        for i in 0..n {
+            let count = word(&mut at, "a count")?;
+            if count == ABSENT {
+                points.push(None);
+                continue;
+            }
+            let count = count as usize;
+            if count > shoal_core::MAX_SPARSE_PAIRS {
+                return Err(format!("point {i}: {count} pairs"));
+            }
+            let indices = (0..count).map(|_| word(&mut at, "an index")).collect::<Result<Vec<u32>, _>>()?;
+            let values =
+                (0..count).map(|_| word(&mut at, "a value").map(f32::from_bits)).collect::<Result<Vec<f32>, _>>()?;
+            if indices.windows(2).any(|w| w[0] >= w[1]) {
+                return Err(format!("point {i}: indices not strictly ascending"));
+            }
+            points.push(Some(SparseVector::new(&indices, &values).map_err(|e| format!("point {i}: {e}"))?));
+        }
+    }
+    Ok((columns, at))
+}
+
 fn parse_lines(bytes: &[u8], n: usize) -> Result<Vec<Value>, String> {
     let text = std::str::from_utf8(bytes).map_err(|e| format!("binary batch: payload lines: {e}"))?;
     let text = text.strip_suffix('\n').unwrap_or(text);
@@ -172,13 +265,26 @@ fn parse_lines(bytes: &[u8], n: usize) -> Result<Vec<Value>, String> {
 /// Encodes a batch (the JSON upsert routes log this form): integer ids as `n` `u64`, or an id
 /// block ([`FLAG_UUIDS`]) when some id is a UUID.
 pub fn encode(dim: usize, ids: &[PointId], vectors: &[f32], payloads: &[Value]) -> Vec<u8> {
+    encode_with_sparse(dim, ids, vectors, &Vec::new(), payloads)
+}
+
+/// [`encode`] with sparse vectors ([`FLAG_SPARSE`] when there are some).
+pub fn encode_with_sparse(
+    dim: usize,
+    ids: &[PointId],
+    vectors: &[f32],
+    sparse: &SparseColumns,
+    payloads: &[Value],
+) -> Vec<u8> {
     let n = ids.len();
     let uuids = ids.iter().any(|id| id.as_num().is_none());
     let mut out = Vec::with_capacity(HEADER + id_block_len(n) + 4 * vectors.len());
     out.extend_from_slice(MAGIC);
     out.extend_from_slice(&(dim as u32).to_le_bytes());
     out.extend_from_slice(&(n as u32).to_le_bytes());
-    let flags = if payloads.is_empty() { 0 } else { FLAG_PAYLOADS } | if uuids { FLAG_UUIDS } else { 0 };
+    let flags = if payloads.is_empty() { 0 } else { FLAG_PAYLOADS }
+        | if uuids { FLAG_UUIDS } else { 0 }
+        | if sparse.is_empty() { 0 } else { FLAG_SPARSE };
     out.extend_from_slice(&flags.to_le_bytes());
     if uuids {
         encode_ids(ids, &mut out);
@@ -189,6 +295,9 @@ pub fn encode(dim: usize, ids: &[PointId], vectors: &[f32], payloads: &[Value]) 
     }
     for x in vectors {
         out.extend_from_slice(&x.to_le_bytes());
+    }
+    if !sparse.is_empty() {
+        encode_sparse(sparse, &mut out);
     }
     for p in payloads {
         serde_json::to_writer(&mut out, p).expect("a JSON value serialises");
@@ -258,13 +367,53 @@ mod tests {
     }
 
     #[test]
+    fn sparse_vectors_round_trip_and_bad_blocks_are_refused() {
+        let ids = [PointId::Num(1), PointId::Uuid([7; 16]), PointId::Num(3)];
+        let sv = |i: &[u32], v: &[f32]| Some(SparseVector::new(i, v).unwrap());
+        let sparse: SparseColumns = vec![
+            ("text".into(), vec![sv(&[9, 2], &[0.5, -1.0]), None, sv(&[], &[])]),
+            ("an 18-byte name..x".into(), vec![None, sv(&[u32::MAX], &[3.0]), None]),
+        ];
+        let docs = [json!({"a": 1}), Value::Null, json!({"b": 2})];
+        for payloads in [&[][..], &docs[..]] {
+            let bytes = encode_with_sparse(1, &ids, &[1.0, 2.0, 3.0], &sparse, payloads);
+            let b = parse(&bytes).unwrap();
+            assert_eq!((&b.ids[..], &b.vectors[..], &b.payloads[..]), (&ids[..], &[1.0, 2.0, 3.0][..], payloads));
+            assert_eq!(b.sparse, sparse);
+            assert_eq!(encode_with_sparse(1, &b.ids, &b.vectors, &b.sparse, &b.payloads), bytes);
+        }
+        let good = encode_with_sparse(1, &ids, &[1.0, 2.0, 3.0], &sparse, &[]);
+        let block = HEADER + id_block_len(3) + 12;
+        let with = |at: usize, word: u32| {
+            let mut b = good.clone();
+            b[at..at + 4].copy_from_slice(&word.to_le_bytes());
+            b
+        };
+        // Point 0 of "text" starts after the count, two names (4 + 4 + 4 + 20 bytes).
+        let first = block + 4 + 8 + 24;
+        for (bytes, want) in [
+            (with(block, 0), "0 sparse vectors"),
+            (with(block, 17), "17 sparse vectors"),
+            (with(block + 4, 0), "a name of 0 bytes"),
+            (with(first + 4, 9), "not strictly ascending"),
+            (with(first + 12, f32::NAN.to_bits()), "not finite"),
+            (with(first, 70_000), "70000 pairs"),
+            (good[..good.len() - 2].to_vec(), "truncated"),
+            ([&good[..], &[0, 0, 0, 0]].concat(), "after the vectors"),
+        ] {
+            let err = parse(&bytes).unwrap_err();
+            assert!(err.contains(want), "{err:?} should mention {want:?}");
+        }
+    }
+
+    #[test]
     fn malformed_batches_are_refused() {
         let good = encode(2, &[PointId::Num(1), PointId::Num(2)], &[0.0; 4], &[]);
         let with_docs = encode(2, &[PointId::Num(1), PointId::Num(2)], &[0.0; 4], &[json!({}), json!({})]);
         let mut bad_magic = good.clone();
         bad_magic[0] = b'X';
         let mut bad_flags = good.clone();
-        bad_flags[12] = 4;
+        bad_flags[12] = 8;
         let mut zero = good.clone();
         zero[8..12].copy_from_slice(&0u32.to_le_bytes());
         let cases: Vec<(Vec<u8>, &str)> = vec![

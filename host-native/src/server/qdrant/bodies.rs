@@ -76,7 +76,7 @@ pub struct CreateCollection {
     pub quantization_config: Option<Value>,
     /// Not supported.
     pub sharding_method: Option<Value>,
-    /// Not supported (yet).
+    /// Sparse vectors: name -> [`SparseVectorParams`].
     pub sparse_vectors: Option<Value>,
     /// Not supported.
     pub strict_mode_config: Option<Value>,
@@ -143,7 +143,7 @@ pub struct SearchParams {
 pub struct QueryRequest {
     /// A vector, or `{"nearest": vector}`.
     pub query: Option<Value>,
-    /// The vector to search: only the unnamed one (`""`).
+    /// The vector to search: `""` (the dense one) or a sparse vector's name.
     pub using: Option<String>,
     /// A filter.
     pub filter: Option<Value>,
@@ -175,7 +175,7 @@ pub struct Prefetch {
     pub prefetch: Option<Value>,
     /// A vector, `{"nearest": vector}`, `{"fusion": ...}` or `{"rrf": ...}`.
     pub query: Option<Value>,
-    /// The vector to search: only the unnamed one (`""`).
+    /// The vector to search: `""` (the dense one) or a sparse vector's name.
     pub using: Option<String>,
     /// A filter (the filters above it apply too).
     pub filter: Option<Value>,
@@ -369,31 +369,77 @@ pub struct CreateFieldIndex {
     pub field_schema: Option<Value>,
 }
 
-/// Which vectors a response carries: `true`/`false`, or a list of vector names, where only
-/// the unnamed vector (`""`) exists.
-pub fn with_vector(v: &Option<Value>) -> Result<bool, ApiError> {
-    match v {
-        None | Some(Value::Null) => Ok(false),
-        Some(Value::Bool(b)) => Ok(*b),
-        Some(Value::Array(names)) => {
-            let mut any = false;
-            for n in names {
-                match n.as_str() {
-                    Some("") => any = true,
-                    Some(name) => {
-                        return Err(ApiError::bad_request(format!(
-                            "with_vector: no vector named {name:?} (named vectors are not supported: the one vector is \"\")"
-                        )));
-                    }
-                    None => {
-                        return Err(ApiError::bad_request("with_vector: expected a bool or a list of vector names"));
-                    }
-                }
-            }
-            Ok(any)
+/// Which vectors a response carries (`with_vector`).
+#[derive(Debug)]
+pub enum VectorSel {
+    /// None (`false`, absent).
+    None,
+    /// Every vector the point holds (`true`).
+    All,
+    /// Those named (`""` is the dense vector).
+    Names(Vec<String>),
+}
+
+impl VectorSel {
+    /// Whether vector `name` is wanted.
+    pub fn wants(&self, name: &str) -> bool {
+        match self {
+            VectorSel::None => false,
+            VectorSel::All => true,
+            VectorSel::Names(names) => names.iter().any(|n| n == name),
         }
-        Some(_) => Err(ApiError::bad_request("with_vector: expected a bool or a list of vector names")),
     }
+
+    /// Refuses a name the collection does not have.
+    pub fn check(&self, col: &shoal_core::Collection) -> Result<(), ApiError> {
+        if let VectorSel::Names(names) = self
+            && let Some(name) =
+                names.iter().find(|n| !n.is_empty() && !col.sparse_vectors().iter().any(|s| &s.name == *n))
+        {
+            return Err(ApiError::bad_request(format!(
+                "with_vector: no vector named {name:?} (the vectors are \"\" and the sparse vectors)"
+            )));
+        }
+        Ok(())
+    }
+}
+
+/// `with_vector`: `true`/`false`, or a list of vector names.
+pub fn with_vector(v: &Option<Value>) -> Result<VectorSel, ApiError> {
+    let bad = || ApiError::bad_request("with_vector: expected a bool or a list of vector names");
+    match v {
+        None | Some(Value::Null) | Some(Value::Bool(false)) => Ok(VectorSel::None),
+        Some(Value::Bool(true)) => Ok(VectorSel::All),
+        Some(Value::Array(names)) => {
+            let names = names.iter().map(|n| n.as_str().map(String::from).ok_or_else(bad)).collect::<Result<_, _>>()?;
+            Ok(VectorSel::Names(names))
+        }
+        Some(_) => Err(bad()),
+    }
+}
+
+/// Qdrant's `SparseVectorParams`.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SparseVectorParams {
+    /// `{"on_disk", "full_scan_threshold", "datatype"}`: [`SparseIndexParams`].
+    pub index: Option<Value>,
+    /// `"none"` (default) or `"idf"`.
+    pub modifier: Option<String>,
+}
+
+/// Qdrant's `SparseIndexParams`.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SparseIndexParams {
+    /// Tuning only (segments are memory-mapped files).
+    #[allow(dead_code)] // accepted: no effect (docs/qdrant-compat.md)
+    pub on_disk: Option<Value>,
+    /// Tuning only.
+    #[allow(dead_code)] // accepted: no effect (docs/qdrant-compat.md)
+    pub full_scan_threshold: Option<Value>,
+    /// `float32` only.
+    pub datatype: Option<Value>,
 }
 
 impl SearchParams {

@@ -23,10 +23,10 @@ use axum::extract::{Path, State};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post, put};
 use serde_json::{Map, Value, json};
-use shoal_core::{FieldType, PointId};
+use shoal_core::{FieldType, PointId, SparseVector};
 use shoal_payload::path::Step;
 
-use self::bodies::{refuse, refuse_shard_key, with_vector};
+use self::bodies::{VectorSel, refuse, refuse_shard_key, with_vector};
 use self::search::{query, query_batch, search, search_batch};
 use super::batch::Batch;
 use super::store::{Meta, Store};
@@ -190,9 +190,7 @@ async fn create(State(app): Shared, Path(name): Path<String>, body: Body) -> Res
 
 fn create_meta(body: bodies::CreateCollection) -> Result<Meta, ApiError> {
     refuse("sharding_method", &body.sharding_method, "a collection is one shard")?;
-    // `{}` (no sparse vector, as LangChain's dense mode sends) is what a collection has.
-    let sparse = body.sparse_vectors.as_ref().filter(|v| !v.as_object().is_some_and(Map::is_empty)).cloned();
-    refuse("sparse_vectors", &sparse, "sparse vectors are not supported yet")?;
+    let sparse_vectors = sparse_config(body.sparse_vectors.as_ref())?;
     refuse("strict_mode_config", &body.strict_mode_config, "no strict mode")?;
     refuse("metadata", &body.metadata, "collection metadata is not stored")?;
     refuse("init_from", &body.init_from, "create the collection, then copy the points")?;
@@ -265,7 +263,34 @@ fn create_meta(body: bodies::CreateCollection) -> Result<Meta, ApiError> {
         index,
         on_disk,
         payload: qdrant.then(|| "nested".to_string()),
+        sparse_vectors,
     })
+}
+
+/// Qdrant's `sparse_vectors`: name -> `{"modifier": "none" | "idf", "index": {...}}` (`index`:
+/// `on_disk` and `full_scan_threshold` are tuning only, `datatype` float32 only) as the
+/// collection file's `{"modifier"}` per name.
+fn sparse_config(v: Option<&Value>) -> Result<Map<String, Value>, ApiError> {
+    let mut out = Map::new();
+    let Some(v) = v.filter(|v| !v.is_null()) else { return Ok(out) };
+    let o = v.as_object().ok_or_else(|| ApiError::bad_request("sparse_vectors: expected an object"))?;
+    for (name, params) in o {
+        let at = format!("sparse_vectors.{name}");
+        let p: bodies::SparseVectorParams =
+            serde_json::from_value(params.clone()).map_err(|e| ApiError::bad_request(format!("{at}: {e}")))?;
+        if let Some(index) = &p.index {
+            let index: bodies::SparseIndexParams =
+                serde_json::from_value(index.clone()).map_err(|e| ApiError::bad_request(format!("{at}.index: {e}")))?;
+            refuse(&format!("{at}.index.datatype"), &index.datatype.filter(|d| d != "float32"), "values are float32")?;
+        }
+        let modifier = match p.modifier.as_deref() {
+            None | Some("none") => "none",
+            Some("idf") => "idf",
+            Some(other) => return Err(ApiError::bad_request(format!("{at}.modifier {other:?}: expected none or idf"))),
+        };
+        out.insert(name.clone(), json!({ "modifier": modifier }));
+    }
+    Ok(out)
 }
 
 fn distance_name(metric: &str) -> &'static str {
@@ -306,6 +331,7 @@ fn collection_info(store: &Store) -> Value {
             "config": {
                 "params": {
                     "vectors": {"size": m.dim, "distance": distance_name(&m.metric), "on_disk": m.on_disk},
+                    "sparse_vectors": m.sparse_vectors,
                     "shard_number": 1, "replication_factor": 1, "write_consistency_factor": 1,
                     "on_disk_payload": true
                 },
@@ -410,6 +436,52 @@ fn vector_of(v: &Value, at: &str, out: &mut Vec<f32>) -> Result<usize, ApiError>
     Ok(list.len())
 }
 
+/// A point's vectors split as they are read: the sparse ones (by the collection's names) into
+/// columns, the dense one handed back.
+struct PointVectors {
+    columns: crate::server::batch::SparseColumns,
+}
+
+impl PointVectors {
+    fn new(meta: &super::store::Meta) -> PointVectors {
+        PointVectors { columns: meta.sparse_vectors.keys().map(|n| (n.clone(), Vec::new())).collect() }
+    }
+
+    /// The dense vector of `v` (a list, or `{"": list, NAME: {"indices", "values"}, ...}`),
+    /// with this point's sparse vectors added to the columns (`None` for those it lacks).
+    fn split<'v>(&mut self, v: &'v Value, at: &str) -> Result<&'v Value, ApiError> {
+        let dense = match v {
+            Value::Object(o) => {
+                if let Some(name) = o.keys().find(|k| !k.is_empty() && !self.columns.iter().any(|(n, _)| n == *k)) {
+                    return Err(ApiError::bad_request(format!(
+                        "{at}: the collection has no vector named {name:?} (its vectors: \"\" and its sparse vectors)"
+                    )));
+                }
+                o.get("").ok_or_else(|| {
+                    ApiError::bad_request(format!("{at}: every point holds the dense vector \"\" in Shoal"))
+                })?
+            }
+            other => other,
+        };
+        for (name, column) in &mut self.columns {
+            let sparse = match v.get(name.as_str()) {
+                Some(s) => {
+                    Some(SparseVector::from_value(s).map_err(|e| ApiError::bad_request(format!("{at}.{name}: {e}")))?)
+                }
+                None => None,
+            };
+            column.push(sparse);
+        }
+        Ok(dense)
+    }
+
+    /// The columns of the sparse vectors some point holds.
+    fn columns(mut self) -> crate::server::batch::SparseColumns {
+        self.columns.retain(|(_, c)| c.iter().any(Option::is_some));
+        self.columns
+    }
+}
+
 /// `PUT /collections/{name}/points`: `{"points": [{"id", "vector", "payload"}]}` or
 /// `{"batch": {"ids", "vectors", "payloads"}}`.
 async fn upsert(State(app): Shared, Path(name): Path<String>, body: Body) -> Response {
@@ -419,6 +491,7 @@ async fn upsert(State(app): Shared, Path(name): Path<String>, body: Body) -> Res
         refuse("update_mode", &body.update_mode, "every upsert inserts or replaces")?;
         let dim = store.meta.dim;
         let (mut ids, mut vectors, mut payloads) = (Vec::new(), Vec::new(), Vec::new());
+        let mut sparse = PointVectors::new(&store.meta);
         let check_dim = |n: usize, at: &str| {
             if n == dim {
                 return Ok(());
@@ -432,7 +505,8 @@ async fn upsert(State(app): Shared, Path(name): Path<String>, body: Body) -> Res
                 for (i, p) in points.into_iter().enumerate() {
                     let at = format!("points[{i}]");
                     ids.push(point_id(&p.id, &format!("{at}.id"))?);
-                    check_dim(vector_of(&p.vector, &format!("{at}.vector"), &mut vectors)?, &at)?;
+                    let v = sparse.split(&p.vector, &format!("{at}.vector"))?;
+                    check_dim(vector_of(v, &format!("{at}.vector"), &mut vectors)?, &at)?;
                     payloads.push(p.payload.unwrap_or(Value::Null));
                 }
             }
@@ -445,6 +519,7 @@ async fn upsert(State(app): Shared, Path(name): Path<String>, body: Body) -> Res
                 }
                 for (i, v) in b.vectors.iter().enumerate() {
                     let at = format!("batch.vectors[{i}]");
+                    let v = sparse.split(v, &at)?;
                     check_dim(vector_of(v, &at, &mut vectors)?, &at)?;
                 }
                 if let Some(ps) = b.payloads {
@@ -468,7 +543,7 @@ async fn upsert(State(app): Shared, Path(name): Path<String>, body: Body) -> Res
         if payloads.iter().all(Value::is_null) {
             payloads.clear();
         }
-        let batch = Batch { dim, ids, vectors: vectors.into(), payloads };
+        let batch = Batch { dim, ids, vectors: vectors.into(), payloads, sparse: sparse.columns() };
         store.upsert(&batch, None)?;
         Ok(update_result())
     })
@@ -555,9 +630,26 @@ impl PayloadSel {
 }
 
 /// A record of `store`'s point `id`: `{"id", "payload", "vector"}`.
-fn record(col: &shoal_core::Collection, id: PointId, sel: &PayloadSel, with_vector: bool) -> Value {
+fn record(col: &shoal_core::Collection, id: PointId, sel: &PayloadSel, vectors: &VectorSel) -> Value {
     let payload = if sel.wanted() { sel.apply(col.payload(id).unwrap_or(Value::Null)) } else { Value::Null };
-    let vector = if with_vector { col.vector(id).map_or(Value::Null, |v| json!(v)) } else { Value::Null };
+    let dense = |col: &shoal_core::Collection| col.vector(id).map_or(Value::Null, |v| json!(v));
+    let vector = match vectors {
+        VectorSel::None => Value::Null,
+        // One dense vector and nothing else: a bare list, as Qdrant answers for its unnamed vector.
+        _ if col.sparse_vectors().is_empty() => dense(col),
+        sel => {
+            let mut m = Map::new();
+            if sel.wants("") {
+                m.insert(String::new(), dense(col));
+            }
+            for s in col.sparse_vectors().iter().filter(|s| sel.wants(&s.name)) {
+                if let Some(v) = col.sparse_vector(id, &s.name) {
+                    m.insert(s.name.clone(), v.to_value());
+                }
+            }
+            Value::Object(m)
+        }
+    };
     json!({"id": id, "payload": payload, "vector": vector})
 }
 
@@ -573,8 +665,9 @@ async fn retrieve(State(app): Shared, Path(name): Path<String>, body: Body) -> R
         let sel = PayloadSel::parse(body.with_payload.as_ref(), true)?;
         let with_vector = with_vector(&body.with_vector)?;
         let col = store.read();
+        with_vector.check(&col)?;
         let sel = sel.on(col.nested())?;
-        Ok(ids.iter().filter(|&&id| col.contains(id)).map(|&id| record(&col, id, &sel, with_vector)).collect())
+        Ok(ids.iter().filter(|&&id| col.contains(id)).map(|&id| record(&col, id, &sel, &with_vector)).collect())
     })
     .await
 }
@@ -600,7 +693,7 @@ async fn retrieve_one(State(app): Shared, Path((name, id)): Path<(String, String
                     message: format!("Not found: No point with id {id} found"),
                 });
             }
-            Ok(record(&col, id, &PayloadSel::All, true))
+            Ok(record(&col, id, &PayloadSel::All, &VectorSel::All))
         })
         .await?;
         Ok(ok(rec, started))
@@ -636,12 +729,13 @@ async fn scroll(State(app): Shared, Path(name): Path<String>, body: Body) -> Res
         let sel = PayloadSel::parse(body.with_payload.as_ref(), true)?;
         let with_vector = with_vector(&body.with_vector)?;
         let col = store.read();
+        with_vector.check(&col)?;
         let sel = sel.on(col.nested())?;
         let ids = col.matching_ids(body.filter.as_ref()).map_err(ApiError::core)?;
         let start = ids.partition_point(|&id| id < from);
         let page = &ids[start..ids.len().min(start + limit)];
         let next = ids.get(start + limit).copied();
-        let points: Vec<Value> = page.iter().map(|&id| record(&col, id, &sel, with_vector)).collect();
+        let points: Vec<Value> = page.iter().map(|&id| record(&col, id, &sel, &with_vector)).collect();
         Ok(json!({"points": points, "next_page_offset": next}))
     })
     .await

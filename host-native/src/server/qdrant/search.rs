@@ -5,7 +5,7 @@
 use axum::extract::{Path, State};
 use axum::response::Response;
 use serde_json::{Value, json};
-use shoal_core::{Metric, SearchParams, SearchRequest};
+use shoal_core::{Metric, SearchParams, SearchRequest, SparseVector};
 
 use super::bodies::{self, refuse, refuse_shard_key, with_vector};
 use super::{Body, PayloadSel, Shared, on_json, record, vector_of};
@@ -91,8 +91,19 @@ fn run_query(store: &Store, body: bodies::QueryRequest) -> Result<Vec<Value>, Ap
 /// The results of one (older) `SearchRequest`.
 fn run_old_search(store: &Store, body: bodies::SearchRequest) -> Result<Vec<Value>, ApiError> {
     refuse_shard_key(&body.shard_key)?;
-    let mut vector = Vec::new();
-    vector_of(&body.vector, "vector", &mut vector)?;
+    // A vector, or Qdrant's `NamedVector` / `NamedSparseVector`: `{"name", "vector"}`.
+    let mut named = SearchRequest::default();
+    match &body.vector {
+        Value::Object(o) if o.contains_key("name") => {
+            if let Some(k) = o.keys().find(|k| *k != "name" && *k != "vector") {
+                return Err(ApiError::bad_request(format!("vector: unknown field `{k}` (expected name and vector)")));
+            }
+            let name = o["name"].as_str().ok_or_else(|| ApiError::bad_request("vector.name: expected a string"))?;
+            named.using = Some(name.to_string()).filter(|n| !n.is_empty());
+            query_into(&mut named, o.get("vector").unwrap_or(&Value::Null), "vector.vector")?;
+        }
+        v => query_into(&mut named, v, "vector")?,
+    }
     let params = core_params(body.params)?;
     let out = Output {
         with_payload: body.with_payload.as_ref(),
@@ -103,7 +114,9 @@ fn run_old_search(store: &Store, body: bodies::SearchRequest) -> Result<Vec<Valu
         store,
         |_| {
             Ok(SearchRequest {
-                vector: Some(vector),
+                vector: named.vector,
+                sparse: named.sparse,
+                using: named.using,
                 limit: body.limit.unwrap_or(10) as usize,
                 offset: body.offset.unwrap_or(0) as usize,
                 filter: body.filter.filter(|f| !f.is_null()),
@@ -134,6 +147,7 @@ fn answer(
     let sel = PayloadSel::parse(out.with_payload, false)?;
     let with_vector = with_vector(out.with_vector)?;
     let col = store.read();
+    with_vector.check(&col)?;
     let sel = sel.on(col.nested())?;
     let euclid = col.metric() == Metric::L2;
     let req = build(euclid)?;
@@ -146,7 +160,7 @@ fn answer(
         .map(|p| (p, if distances { p.score.max(0.0).sqrt() } else { p.score }))
         .filter(|(_, s)| threshold.is_none_or(|t| if distances { f64::from(*s) <= t } else { f64::from(*s) >= t }))
         .map(|(p, score)| {
-            let mut r = record(&col, p.id, &sel, with_vector);
+            let mut r = record(&col, p.id, &sel, &with_vector);
             r["score"] = json!(score);
             r["version"] = json!(0);
             r
@@ -159,11 +173,6 @@ fn answer(
 /// squared, as Shoal's `l2` scores are). Their number and depth are checked by the search.
 fn stage(p: bodies::Prefetch, euclid: bool) -> Result<SearchRequest, ApiError> {
     refuse("lookup_from", &p.lookup_from, "vectors come from the query itself")?;
-    if let Some(name) = p.using.as_deref().filter(|n| !n.is_empty()) {
-        return Err(ApiError::bad_request(format!(
-            "using: no vector named {name:?} (named vectors are not supported yet: the one vector is \"\")"
-        )));
-    }
     let prefetch: Vec<Value> = match p.prefetch {
         None | Some(Value::Null) => Vec::new(),
         Some(Value::Array(a)) => a,
@@ -171,6 +180,8 @@ fn stage(p: bodies::Prefetch, euclid: bool) -> Result<SearchRequest, ApiError> {
         Some(_) => return Err(ApiError::bad_request("prefetch: expected a prefetch object or a list of them")),
     };
     let mut req = SearchRequest {
+        // `""` is the dense vector; another name a sparse one (the search checks it exists).
+        using: p.using.filter(|u| !u.is_empty()),
         limit: p.limit.unwrap_or(10) as usize,
         filter: p.filter.filter(|f| !f.is_null()),
         params: core_params(p.params)?,
@@ -190,8 +201,9 @@ fn stage(p: bodies::Prefetch, euclid: bool) -> Result<SearchRequest, ApiError> {
     match &p.query {
         None | Some(Value::Null) => return Err(ApiError::bad_request("query: missing (give a vector or a fusion)")),
         Some(Value::Object(o)) if o.len() == 1 && o.contains_key("nearest") => {
-            req.vector = Some(query_vector(&o["nearest"], "query.nearest")?);
+            query_into(&mut req, &o["nearest"], "query.nearest")?;
         }
+        Some(sparse @ Value::Object(o)) if o.contains_key("indices") => query_into(&mut req, sparse, "query")?,
         Some(Value::Object(o)) if o.len() == 1 && o.contains_key("fusion") => match o["fusion"].as_str() {
             Some("rrf") => fusion(&mut req, "rrf", Some(QDRANT_RRF_K), None),
             Some("dbsf") => fusion(&mut req, "dbsf", None, None),
@@ -210,7 +222,7 @@ fn stage(p: bodies::Prefetch, euclid: bool) -> Result<SearchRequest, ApiError> {
         Some(Value::Number(_) | Value::String(_)) => {
             return Err(ApiError::bad_request("query: a point id is not supported by Shoal (give the query vector)"));
         }
-        Some(q) => req.vector = Some(query_vector(q, "query")?),
+        Some(q) => query_into(&mut req, q, "query")?,
     }
     // A distance threshold as a squared one (negative: no point, as no distance is below it).
     let squared = |t: f64| if t < 0.0 { -1.0 } else { (t * t) as f32 };
@@ -218,11 +230,17 @@ fn stage(p: bodies::Prefetch, euclid: bool) -> Result<SearchRequest, ApiError> {
     Ok(req)
 }
 
-/// A dense query vector.
-fn query_vector(v: &Value, at: &str) -> Result<Vec<f32>, ApiError> {
-    let mut vector = Vec::new();
-    vector_of(v, at, &mut vector)?;
-    Ok(vector)
+/// A query vector into `req`: dense (a list), or sparse (`{"indices", "values"}`).
+fn query_into(req: &mut SearchRequest, v: &Value, at: &str) -> Result<(), ApiError> {
+    if v.get("indices").is_some() {
+        let sparse = SparseVector::from_value(v).map_err(|e| ApiError::bad_request(format!("{at}: {e}")))?;
+        req.sparse = Some(sparse);
+    } else {
+        let mut vector = Vec::new();
+        vector_of(v, at, &mut vector)?;
+        req.vector = Some(vector);
+    }
+    Ok(())
 }
 
 /// `{"k": integer >= 1, "weights": [number, ...]}` (both optional).

@@ -17,7 +17,9 @@ use std::sync::{Arc, Condvar, Mutex, RwLock};
 
 use serde_json::{Value, json};
 use shoal_core::set::{Manifest, parse_live_name, parse_segment_name};
-use shoal_core::{Collection, CollectionConfig, IndexKind, Metric, PointId, Schema, SealedSegment};
+use shoal_core::{
+    Collection, CollectionConfig, IndexKind, Metric, PointId, Schema, SealedSegment, SparseSpec, SparseVector,
+};
 use shoal_format::AlignedBytes;
 
 use super::batch::{self, Batch};
@@ -53,6 +55,10 @@ pub struct Meta {
     /// so a collection without the feature keeps today's file.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub payload: Option<String>,
+    /// Sparse vectors: name -> `{"modifier": "none" | "idf"}` (as manifest 2). Written only
+    /// when there are some, so a collection without the feature keeps today's file.
+    #[serde(default, skip_serializing_if = "serde_json::Map::is_empty")]
+    pub sparse_vectors: serde_json::Map<String, Value>,
 }
 
 fn empty_object() -> Value {
@@ -64,8 +70,28 @@ fn yes() -> bool {
 }
 
 impl Meta {
+    /// The sparse vectors, by name ascending.
+    pub fn sparse_specs(&self) -> Result<Vec<SparseSpec>, ApiError> {
+        let mut specs = Vec::with_capacity(self.sparse_vectors.len());
+        for (name, v) in &self.sparse_vectors {
+            let idf = match v.get("modifier").and_then(Value::as_str) {
+                Some("idf") => true,
+                Some("none") => false,
+                _ => return Err(ApiError::bad_request(format!("sparse vector {name:?}: modifier is none or idf"))),
+            };
+            specs.push(SparseSpec { name: name.clone(), idf });
+        }
+        specs.sort_by(|a, b| a.name.cmp(&b.name));
+        // A throwaway collection checks the names as the collection will.
+        Collection::new(CollectionConfig { dim: 1, metric: Metric::Dot })
+            .and_then(|mut c| c.set_sparse_vectors(specs.clone()))
+            .map_err(|e| ApiError::bad_request(format!("sparse_vectors: {e}")))?;
+        Ok(specs)
+    }
+
     /// Checks the configuration and returns what it means.
     pub fn parse(&self) -> Result<(CollectionConfig, Schema, IndexKind), ApiError> {
+        self.sparse_specs()?;
         let metric = match self.metric.as_str() {
             "cosine" => Metric::Cosine,
             "dot" => Metric::Dot,
@@ -195,19 +221,27 @@ fn segment_storage(path: &Path, on_disk: bool) -> Result<Box<dyn shoal_core::Seg
     }
 }
 
+/// A new collection of `meta`'s configuration (`config`, `schema`: what [`Meta::parse`] gave).
+fn empty_collection(meta: &Meta, config: CollectionConfig, schema: Schema) -> Result<Collection, ApiError> {
+    let mut col = Collection::with_schema(config, schema).map_err(ApiError::core)?;
+    col.set_sparse_vectors(meta.sparse_specs()?).map_err(ApiError::core)?;
+    Ok(col)
+}
+
 /// Opens the segment set of a collection folder (or an empty collection) with `meta`'s
 /// configuration; returns it and the manifest's `wal` (1 without a manifest).
 fn open_set(dir: &Path, meta: &Meta) -> Result<(Collection, u64), ApiError> {
     let (config, schema, index) = meta.parse()?;
+    let specs = meta.sparse_specs()?;
     let mut col = match read_manifest(dir)? {
-        None => Collection::with_schema(config, schema).map_err(ApiError::core)?,
+        None => empty_collection(meta, config, schema)?,
         Some(m) => {
             let col = Collection::open_set(&m, &mut |e| segment_storage(&dir.join(&e.file), meta.on_disk), &mut |l| {
                 let path = dir.join(&l.file);
                 fs::read(&path).map_err(|e| shoal_core::Error::BadSet(format!("{}: {e}", path.display())))
             })
             .map_err(|e| ApiError::internal(format!("{}: {e}", dir.join(MANIFEST).display())))?;
-            if col.dim() != config.dim || col.metric() != config.metric {
+            if col.dim() != config.dim || col.metric() != config.metric || col.sparse_vectors() != specs {
                 return Err(ApiError::internal(format!(
                     "{}: differs from collection.json",
                     dir.join(MANIFEST).display()
@@ -274,11 +308,31 @@ fn write_first_segment(dir: &Path, meta: &Meta, src: &Path, wal_from: u64, link:
 }
 
 /// Applies one logged record to a collection.
+/// A batch's sparse vectors as the collection's columns (one per sparse vector, in its order,
+/// empty where the batch has none): a name the collection does not have, or a column of
+/// another length, is an error.
+fn sparse_columns(col: &Collection, b: &Batch<'_>) -> Result<Vec<Vec<Option<SparseVector>>>, String> {
+    let specs = col.sparse_vectors();
+    let mut out = vec![Vec::new(); specs.len()];
+    for (name, column) in &b.sparse {
+        let t = specs
+            .iter()
+            .position(|s| &s.name == name)
+            .ok_or_else(|| format!("the collection has no sparse vector {name:?}"))?;
+        if column.len() != b.ids.len() {
+            return Err(format!("sparse vector {name:?}: {} vectors for {} points", column.len(), b.ids.len()));
+        }
+        out[t] = column.clone();
+    }
+    Ok(out)
+}
+
 fn apply(col: &mut Collection, kind: Kind, body: &[u8]) -> Result<u64, String> {
     match kind {
         Kind::Upsert => {
             let b = batch::parse(body)?;
-            col.upsert(&b.ids, &b.vectors, &b.payloads).map_err(|e| e.to_string())?;
+            let sparse = sparse_columns(col, &b)?;
+            col.upsert_sparse(&b.ids, &b.vectors, &b.payloads, &sparse).map_err(|e| e.to_string())?;
             Ok(b.ids.len() as u64)
         }
         Kind::Delete => {
@@ -320,7 +374,7 @@ impl Store {
         create_folder(&dir, name, &meta, None)?;
         let wal =
             WalWriter::reopen(&dir, 1, wal::FILE_HEADER, opts.sync).map_err(|e| io_err(&dir, "open log in", e))?;
-        let col = Collection::with_schema(config, schema).map_err(ApiError::core)?;
+        let col = empty_collection(&meta, config, schema)?;
         Ok(Store::new(name, dir, meta, with_host_settings(col, index), wal, 1, 0, opts))
     }
 
@@ -465,6 +519,7 @@ impl Store {
             }
             let extended = if self.meta.dynamic { infer_schema(col.schema(), &b.payloads) } else { None };
             col.check_insert(b.ids.len(), &b.vectors, &b.payloads, extended.as_ref()).map_err(ApiError::core)?;
+            sparse_columns(&col, b).map_err(ApiError::bad_request)?;
             extended
         };
         if let Some(schema) = &extended {
@@ -475,7 +530,7 @@ impl Store {
         let body = match raw {
             Some(r) => r,
             None => {
-                encoded = batch::encode(b.dim, &b.ids, &b.vectors, &b.payloads);
+                encoded = batch::encode_with_sparse(b.dim, &b.ids, &b.vectors, &b.sparse, &b.payloads);
                 &encoded
             }
         };
@@ -486,7 +541,8 @@ impl Store {
             col.extend_schema(schema).map_err(ApiError::core)?;
         }
         logged?;
-        col.upsert(&b.ids, &b.vectors, &b.payloads).map_err(ApiError::core)?;
+        let sparse = sparse_columns(&col, b).map_err(ApiError::bad_request)?;
+        col.upsert_sparse(&b.ids, &b.vectors, &b.payloads, &sparse).map_err(ApiError::core)?;
         drop(col);
         drop(wal);
         let unsealed = self.unsealed.fetch_add(b.ids.len() as u64, Ordering::Relaxed) + b.ids.len() as u64;
@@ -538,9 +594,15 @@ impl Store {
             }
             let mut vectors = Vec::with_capacity(ids.len() * col.dim());
             let mut payloads = Vec::with_capacity(ids.len());
+            // Each point keeps its sparse vectors too.
+            let mut sparse: batch::SparseColumns =
+                col.sparse_vectors().iter().map(|s| (s.name.clone(), Vec::with_capacity(ids.len()))).collect();
             let mut payload_bytes = 0usize;
             for &id in &ids {
                 vectors.extend_from_slice(col.vector(id).expect("a live point of a full collection has its vector"));
+                for (name, column) in &mut sparse {
+                    column.push(col.sparse_vector(id, name));
+                }
                 let new = edit(col.payload(id).unwrap_or(Value::Null))?;
                 payload_bytes += serde_json::to_vec(&new).map_or(0, |b| b.len());
                 if payload_bytes > MAX_PAYLOAD_EDIT_BYTES {
@@ -554,7 +616,8 @@ impl Store {
             if payloads.iter().all(Value::is_null) {
                 payloads.clear();
             }
-            Batch { dim: col.dim(), ids, vectors: vectors.into(), payloads }
+            sparse.retain(|(_, column)| column.iter().any(Option::is_some));
+            Batch { dim: col.dim(), ids, vectors: vectors.into(), payloads, sparse }
         };
         if batch.ids.is_empty() {
             return Ok(0);
@@ -753,6 +816,7 @@ mod tests {
             on_disk: true,
             dynamic: true,
             payload: None,
+            sparse_vectors: serde_json::Map::new(),
         };
         std::fs::write(dir.path("collection.json"), serde_json::to_vec(&meta).unwrap()).unwrap();
         let schema = Schema::from_json(r#"{"w": "integer"}"#).unwrap();
