@@ -6,7 +6,7 @@
 
 import { ShoalError, call, checkNotTrapped } from "./errors.js";
 import { memoryBuffer, wasmGlue } from "./load.js";
-import { filterJson, records, requestParts, results, withOptions } from "./requests.js";
+import { filterJson, records, requestParts, results, toJson, withOptions } from "./requests.js";
 import { idJson, normalizeIds, toFloat32, userIds } from "./values.js";
 
 /** @typedef {import("./index.js").FieldType} FieldType */
@@ -91,7 +91,10 @@ export class Collection {
    * With `nested: true` a payload is any JSON object (stored as it is), filter keys are JSON
    * paths (`metadata.topic`, `tags[].name`) and `nested` conditions apply; `fields` then
    * declare paths (`keyword`, `integer`, `float`, `bool`).
-   * @param {{ dim: number, metric?: "l2" | "dot" | "cosine", fields?: Record<string, FieldType>, nested?: boolean }} config
+   * `sparse` declares sparse vectors beside the dense one: `{ "text-sparse": { modifier: "idf" } }`
+   * (`modifier` `"none"`, the default, or `"idf"`); points may carry them (`insert`'s `sparse`)
+   * and requests search them (`{ sparse: { indices, values }, using: "text-sparse" }`).
+   * @param {{ dim: number, metric?: "l2" | "dot" | "cosine", fields?: Record<string, FieldType>, nested?: boolean, sparse?: Record<string, { modifier?: "none" | "idf" }> }} config
    */
   constructor(config) {
     const g = wasmGlue();
@@ -99,7 +102,7 @@ export class Collection {
     if (wrapped) {
       this.#w = wrapped;
     } else {
-      const { dim, metric = "l2", fields, nested = false } = config ?? {};
+      const { dim, metric = "l2", fields, nested = false, sparse } = config ?? {};
       if (typeof nested !== "boolean") {
         throw new ShoalError("invalid_config", "invalid collection config: nested must be a boolean");
       }
@@ -117,7 +120,8 @@ export class Collection {
         }
         fieldsJson = JSON.stringify(fields);
       }
-      this.#w = call(() => new g.WasmCollection(dim, metric, fieldsJson, nested));
+      const sparseJson = sparse === undefined || sparse === null ? undefined : jsonOf(sparse, "invalid_config", "sparse");
+      this.#w = call(() => new g.WasmCollection(dim, metric, fieldsJson, nested, sparseJson));
     }
     this.#dim = this.#w.dim();
   }
@@ -205,10 +209,11 @@ export class Collection {
   /**
    * Inserts (or replaces) points with one bulk copy of the ids and one of the vectors.
    * All input is checked before anything changes. Returns the number of points inserted.
-   * `payloads`: optional, one payload object (or `null`) per point.
-   * @param {{ ids: any, vectors: Float32Array | ArrayLike<number>, payloads?: ReadonlyArray<Record<string, any> | null> }} points
+   * `payloads`: optional, one payload object (or `null`) per point. `sparse`: optional, per
+   * sparse vector name one `{ indices, values }` (or `null`: the point does not hold it) per point.
+   * @param {{ ids: any, vectors: Float32Array | ArrayLike<number>, payloads?: ReadonlyArray<Record<string, any> | null>, sparse?: Record<string, ReadonlyArray<{ indices: ArrayLike<number>, values: ArrayLike<number> } | null>> }} points
    */
-  insert({ ids, vectors, payloads } = /** @type {any} */ ({})) {
+  insert({ ids, vectors, payloads, sparse } = /** @type {any} */ ({})) {
     this.#get();
     const norm = normalizeIds(ids);
     const n = "big" in norm ? norm.big.length : "numbers" in norm ? norm.numbers.length : norm.n;
@@ -219,9 +224,12 @@ export class Collection {
         `${n} ids need ${n * this.#dim} floats at dimension ${this.#dim}, got ${vec.length}`,
       );
     }
+    // Sparse vectors are staged first: staging may grow wasm memory, the batch's views not.
+    const staged = sparse !== undefined && sparse !== null;
+    if (staged) stageSparse(this.#get(), sparse, n);
     const batch = this.reserve(n);
     batch.vectors.set(vec);
-    if ("json" in norm) return this.#commit(batch, false, payloads, norm.json);
+    if ("json" in norm || staged) return this.#commit(batch, false, payloads, "json" in norm ? norm.json : idListJson(norm));
     if ("big" in norm) {
       batch.ids.set(norm.big);
       return batch.commit({ payloads });
@@ -256,15 +264,7 @@ export class Collection {
   get(ids, opts) {
     const w = this.#get();
     const norm = normalizeIds(ids);
-    let list;
-    if ("json" in norm) {
-      list = norm.json;
-    } else {
-      const ids = "big" in norm ? norm.big : norm.numbers;
-      const json = new Array(ids.length);
-      for (let i = 0; i < ids.length; i++) json[i] = idJson(ids[i], `id of point ${i}`);
-      list = `[${json.join(",")}]`;
-    }
+    const list = "json" in norm ? norm.json : idListJson(norm);
     const [withPayload, withVector] = withOptions(opts);
     return this.#points(w, `{"ids":${list}`, withPayload, withVector);
   }
@@ -635,4 +635,75 @@ export class Collection {
 
 if (typeof Symbol.dispose === "symbol") {
   /** @type {any} */ (Collection.prototype)[Symbol.dispose] = Collection.prototype.free;
+}
+
+/**
+ * Integer ids (`normalizeIds`' `big` or `numbers`) as a JSON list.
+ * @param {any} norm
+ */
+function idListJson(norm) {
+  const ids = "big" in norm ? norm.big : norm.numbers;
+  const json = new Array(ids.length);
+  for (let i = 0; i < ids.length; i++) json[i] = idJson(ids[i], `id of point ${i}`);
+  return `[${json.join(",")}]`;
+}
+
+/**
+ * Stages `insert`'s sparse vectors (name -> one `{ indices, values }` or `null` per point) in
+ * the wasm collection as flat typed arrays: per point its pair count (`0xFFFFFFFF` for none).
+ * @param {any} w
+ * @param {any} sparse
+ * @param {number} n
+ */
+function stageSparse(w, sparse, n) {
+  if (typeof sparse !== "object" || Array.isArray(sparse)) {
+    throw new ShoalError("invalid_request", "invalid sparse: expected an object of name -> one vector (or null) per point");
+  }
+  // Every list converted (and checked) before any is staged: a bad one stages nothing.
+  /** @type {[string, Uint32Array, Uint32Array, Float32Array][]} */
+  const columns = [];
+  for (const [name, list] of Object.entries(sparse)) {
+    if (!Array.isArray(list) || list.length !== n) {
+      throw new ShoalError("invalid_request", `invalid sparse.${name}: expected one vector (or null) per point (${n})`);
+    }
+    const counts = new Uint32Array(n);
+    let total = 0;
+    list.forEach((v, i) => {
+      const ok = v === null || (v && v.indices && v.values && v.indices.length === v.values.length);
+      if (!ok) throw new ShoalError("invalid_request", `invalid sparse.${name}[${i}]: expected { indices, values } of one length, or null`);
+      counts[i] = v === null ? 0xffffffff : v.indices.length;
+      total += v === null ? 0 : v.indices.length;
+    });
+    const indices = new Uint32Array(total);
+    const values = new Float32Array(total);
+    let at = 0;
+    for (const v of list) {
+      if (v === null) continue;
+      for (let k = 0; k < v.indices.length; k++, at++) {
+        const i = v.indices[k];
+        if (!Number.isInteger(i) || i < 0 || i > 0xffffffff) {
+          throw new ShoalError("invalid_request", `invalid sparse.${name}: an index is not an integer in 0..2^32`);
+        }
+        indices[at] = i;
+        values[at] = v.values[k];
+      }
+    }
+    columns.push([name, counts, indices, values]);
+  }
+  for (const [name, counts, indices, values] of columns) call(() => w.stage_sparse(name, counts, indices, values));
+}
+
+/**
+ * `value` (an object) as JSON text, or a `ShoalError` of `code` naming `what`.
+ * @param {any} value
+ * @param {string} code
+ * @param {string} what
+ */
+function jsonOf(value, code, what) {
+  try {
+    if (typeof value !== "object" || Array.isArray(value)) throw new Error("expected an object");
+    return toJson(value);
+  } catch (e) {
+    throw new ShoalError(code, `invalid ${what}: ${e instanceof Error ? e.message : e}`);
+  }
 }

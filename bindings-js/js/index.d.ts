@@ -101,6 +101,15 @@ export interface CollectionConfig {
   /** Nested payloads: any JSON object is a payload, filter keys are JSON paths
    * (`metadata.topic`, `tags[].name`), `nested` conditions apply; `fields` declare paths. */
   nested?: boolean;
+  /** Sparse vectors beside the dense one, by name (at most 16): `modifier` `"none"` (the
+   * default) or `"idf"` (each index weighted by its inverse document frequency). */
+  sparse?: Record<string, { modifier?: "none" | "idf" }>;
+}
+
+/** A sparse vector: unique indices (u32) and finite values, at most 65,536 pairs. */
+export interface SparseVector {
+  indices: ArrayLike<number>;
+  values: ArrayLike<number>;
 }
 
 /** A reserved batch: views straight into wasm memory. Make no other Shoal call between
@@ -198,6 +207,10 @@ export interface SearchRequest extends PrefetchRequest {
  * shares with it. */
 export interface PrefetchRequest {
   vector?: Float32Array | readonly number[];
+  /** A sparse query, searched in the sparse vector `using` names (a ranking of its own). */
+  sparse?: SparseVector;
+  /** The sparse vector `sparse` searches (`""`, the default, is the dense vector). */
+  using?: string;
   text?: string;
   /** 1..=10000, default 10. */
   limit?: number;
@@ -324,6 +337,8 @@ export class Collection {
     ids: Ids;
     vectors: Float32Array | ArrayLike<number>;
     payloads?: readonly (Payload | null)[];
+    /** Per sparse vector name, one vector (or `null`: the point does not hold it) per point. */
+    sparse?: Record<string, readonly (SparseVector | null)[]>;
   }): number;
   /** Deletes points; returns how many existed. */
   delete(ids: Ids | Id): number;

@@ -75,6 +75,10 @@ base_features=(--enable-mutable-globals --enable-nontrapping-float-to-int --enab
   --enable-bulk-memory --enable-bulk-memory-opt --enable-reference-types --enable-multivalue
   --enable-call-indirect-overlong)
 
+# -Oz, then binaryen's whole-program type flow analysis (GUFA: constants and unreachable code
+# found across calls) and -Oz again: 0.5 KB gzipped less than -Oz alone.
+passes=(-Oz --gufa -Oz)
+
 # --- one build ----------------------------------------------------------------------------
 build() {
   local variant="$1" rustflags="$2"
@@ -89,15 +93,15 @@ build() {
   RUSTFLAGS="$rustflags" CARGO_TARGET_DIR="$target_dir" CARGO_PROFILE_WASM_RELEASE_STRIP=false \
     wasm-pack --log-level warn build "$here" --target web --out-dir "$pkg/$variant" --profile "$profile" \
     --mode no-install --no-pack --no-gitignore --no-opt "${feature_args[@]}"
-  echo "build.sh: [$variant] wasm-opt -Oz"
+  echo "build.sh: [$variant] wasm-opt ${passes[*]}"
   if [ "$variant" = simd ] && [ "$pkg" = pkg ]; then
     # The same optimisation keeping the function names (-g), for the per-function size report
     # of sizes.sh (twiggy); the package's module is optimised without -g below (-g changes a
     # few of wasm-opt's choices, so stripping this one would not give the same bytes).
     mkdir -p "$root/target/js-sizes"
-    "$wasm_opt" -Oz -g "${base_features[@]}" "$@" "$out/shoal_js_bg.wasm" -o "$root/target/js-sizes/simd.named.wasm"
+    "$wasm_opt" "${passes[@]}" -g "${base_features[@]}" "$@" "$out/shoal_js_bg.wasm" -o "$root/target/js-sizes/simd.named.wasm"
   fi
-  "$wasm_opt" -Oz --strip-debug --strip-producers "${base_features[@]}" "$@" "$out/shoal_js_bg.wasm" -o "$out/shoal_js_bg.wasm.opt"
+  "$wasm_opt" "${passes[@]}" --strip-debug --strip-producers "${base_features[@]}" "$@" "$out/shoal_js_bg.wasm" -o "$out/shoal_js_bg.wasm.opt"
   mv "$out/shoal_js_bg.wasm.opt" "$out/shoal_js_bg.wasm"
   if [ -f "$root/target/js-sizes/simd.named.wasm" ] && [ "$variant" = simd ] && [ "$pkg" = pkg ]; then
     touch "$root/target/js-sizes/simd.named.wasm" # the report's module goes with this build

@@ -128,6 +128,8 @@ impl SetOpener {
 #[wasm_bindgen]
 pub struct WasmCollection {
     inner: Collection,
+    /// Sparse vectors staged for the next commit ([`WasmCollection::stage_sparse`]).
+    staged: Vec<Vec<Option<shoal_core::SparseVector>>>,
 }
 
 impl WasmCollection {
@@ -140,7 +142,7 @@ impl WasmCollection {
 
     fn wrap(mut inner: Collection) -> WasmCollection {
         inner.set_clock(Box::new(now_micros as fn() -> u64));
-        WasmCollection { inner }
+        WasmCollection { inner, staged: Vec::new() }
     }
 }
 
@@ -165,9 +167,16 @@ impl WasmCollection {
     /// An empty collection of `dim`-dimensional vectors compared with `metric`
     /// (`"l2"`, `"dot"` or `"cosine"`); `fields`, when given, is the payload schema as JSON
     /// (`{"tag": "keyword", "year": "integer"}`); `nested`: payloads are any JSON objects and
-    /// `fields` declare paths (`docs/format.md`, "Nested payloads").
+    /// `fields` declare paths (`docs/format.md`, "Nested payloads"); `sparse`, when given, the
+    /// sparse vectors as JSON (`{"name": {"modifier": "none" | "idf"}}`).
     #[wasm_bindgen(constructor)]
-    pub fn new(dim: usize, metric: &str, fields: Option<String>, nested: bool) -> Result<WasmCollection, JsValue> {
+    pub fn new(
+        dim: usize,
+        metric: &str,
+        fields: Option<String>,
+        nested: bool,
+        sparse: Option<String>,
+    ) -> Result<WasmCollection, JsValue> {
         let metric = Metric::parse(metric)
             .ok_or_else(|| js_error(&Error::InvalidConfig("metric must be \"l2\", \"dot\" or \"cosine\"")))?;
         let config = CollectionConfig { dim, metric };
@@ -178,6 +187,13 @@ impl WasmCollection {
                 .and_then(|v| if nested { Collection::parse_nested_schema(&v) } else { Collection::parse_schema(&v) })
                 .and_then(|schema| Collection::with_schema(config, schema)),
         }
+        .and_then(|mut col| {
+            if let Some(json) = sparse {
+                let v = serde_json::from_slice(json.as_bytes()).unwrap_or_default();
+                col.set_sparse_vectors(shoal_core::SparseSpec::list_from_value(&v, false)?)?;
+            }
+            Ok(col)
+        })
         .map_err(|e| js_error(&e))?;
         Ok(WasmCollection::wrap(inner))
     }
@@ -204,14 +220,15 @@ impl WasmCollection {
     /// `Float64Array` view) rather than `u64`s; they must then be integers in `0..=2^53`.
     /// `payloads`, when given, is a JSON array with one payload object (or `null`) per point.
     /// `ids`, when given, is a JSON array of the batch's ids (integers and UUID strings, mixed)
-    /// and the id slots are ignored. On error the batch is dropped and the collection is
-    /// unchanged.
+    /// and the id slots are ignored. The sparse vectors staged since the last commit go with
+    /// the batch. On error the batch is dropped and the collection is unchanged.
     pub fn commit(
         &mut self,
         ids_are_f64: bool,
         payloads: Option<String>,
         ids: Option<String>,
     ) -> Result<usize, JsValue> {
+        let sparse = core::mem::take(&mut self.staged);
         let enc = if ids_are_f64 { IdEncoding::F64 } else { IdEncoding::U64 };
         let parsed = payloads
             .map_or(Ok(Vec::new()), |json| {
@@ -226,13 +243,51 @@ impl WasmCollection {
                 return Err(js_error(&e));
             }
         };
-        match ids {
-            Some(ids) => self.inner.commit_points(&ids, &payloads),
-            None => self.inner.commit_with_payloads(enc, &payloads),
-        }
-        .map_err(|e| js_error(&e))
+        self.inner.commit_sparse(enc, ids.as_deref(), &payloads, &sparse).map_err(|e| js_error(&e))
     }
 
+    /// Stages sparse vector `name` of the next commit's points: point `i` holds `counts[i]`
+    /// pairs (`0xFFFF_FFFF`: it does not hold the vector), taken in order from `indices` and
+    /// `values`. Each pair list is checked here: a typed error drops every staged vector.
+    pub fn stage_sparse(&mut self, name: &str, counts: &[u32], indices: &[u32], values: &[f32]) -> Result<(), JsValue> {
+        let staged = self.staged_column(name, counts, indices, values);
+        if staged.is_err() {
+            self.staged.clear();
+        }
+        staged
+    }
+}
+
+impl WasmCollection {
+    fn staged_column(&mut self, name: &str, counts: &[u32], indices: &[u32], values: &[f32]) -> Result<(), JsValue> {
+        let specs = self.inner.sparse_vectors();
+        let bad = |m: String| js_error(&Error::InvalidRequest(m));
+        let t = specs
+            .iter()
+            .position(|s| s.name == name)
+            .ok_or_else(|| bad(format!("sparse: the collection has no sparse vector \"{name}\"")))?;
+        let mut column = Vec::with_capacity(counts.len());
+        let mut at = 0usize;
+        for &c in counts {
+            if c == u32::MAX {
+                column.push(None);
+                continue;
+            }
+            let end = at.saturating_add(c as usize);
+            let (Some(ix), Some(vs)) = (indices.get(at..end), values.get(at..end)) else {
+                return Err(bad("sparse: the pair counts exceed the pairs given".into()));
+            };
+            column.push(Some(shoal_core::SparseVector::new(ix, vs).map_err(|e| bad(format!("sparse.{name}: {e}")))?));
+            at = end;
+        }
+        self.staged.resize_with(specs.len(), Vec::new);
+        self.staged[t] = column;
+        Ok(())
+    }
+}
+
+#[wasm_bindgen]
+impl WasmCollection {
     /// Deletes points by id (a `BigUint64Array`); returns how many existed.
     pub fn delete(&mut self, ids: &[u64]) -> Result<usize, JsValue> {
         let ids: Vec<PointId> = ids.iter().map(|&id| PointId::Num(id)).collect();
@@ -352,7 +407,8 @@ impl WasmCollection {
     /// `{"filter": F, "after": ID, "limit": N}` (the live points passing the filter, ids
     /// ascending and greater than `after`, at most `limit`); `"payload": true` adds their
     /// payloads, `"vector": true` their stored vectors ([`SearchOutput::vectors`]), which a
-    /// codes-only collection does not have (`codes_only`). Scores are 0.
+    /// codes-only collection does not have (`codes_only`). Scores are 0. (Stored sparse
+    /// vectors are not read back here: the package's size budget.)
     pub fn points(&self, json: &str) -> Result<SearchOutput, JsValue> {
         use serde_json::Value;
         let req: Value =

@@ -319,7 +319,7 @@ impl SearchRequest {
         }
         if let Some(u) = self.using.as_deref().filter(|u| !u.is_empty()) {
             return Err(Error::InvalidRequest(format!(
-                "`using`: {u:?} is not the dense vector (\"\"); a sparse vector is searched with `sparse`"
+                "`using`: \"{u}\" is not the dense vector (\"\"); a sparse vector is searched with `sparse`"
             )));
         }
         let lists = match (&self.vector, &self.text, self.prefetch.len()) {

@@ -229,7 +229,7 @@ impl SealedSegment {
         let text = TextRanges::open(&reader, rows)?;
         let sparse = crate::sparse::SparseRanges::open_all(&reader, rows)?;
         if (reader.header().flags & shoal_format::FLAG_SPARSE != 0) == sparse.is_empty() {
-            return Err(bad("SPARSE", "the header's sparse flag does not match the sections"));
+            return Err(bad("SPARSE", "header flag and sections differ"));
         }
         Ok(SealedSegment { storage, dim, metric, rows, ids, vectors, ivf, payload, text, sparse })
     }

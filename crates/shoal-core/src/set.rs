@@ -123,17 +123,8 @@ impl Manifest {
             let keys = ["shoal_manifest", "generation", "fields", "payload", "segments", "sparse_vectors", "vectors"];
             let o = object(&v, "manifest", &keys, &["wal"])?;
             let vectors = object(&o["vectors"], "manifest: vectors", &[""], &[])?;
-            let sparse = o["sparse_vectors"].as_object().ok_or_else(|| bad("manifest: sparse_vectors".into()))?;
-            for (name, spec) in sparse {
-                let s = object(spec, "manifest: sparse vector", &["modifier"], &[])?;
-                let idf = match s["modifier"].as_str() {
-                    Some("idf") => true,
-                    Some("none") => false,
-                    _ => return Err(bad("manifest: a sparse vector's modifier is \"none\" or \"idf\"".into())),
-                };
-                specs.push(crate::SparseSpec { name: name.clone(), idf });
-            }
-            crate::sparse::check_specs(&specs).map_err(|e| bad(format!("manifest: sparse_vectors: {e}")))?;
+            specs = crate::SparseSpec::list_from_value(&o["sparse_vectors"], true)
+                .map_err(|e| bad(format!("manifest: {e}")))?;
             if o["payload"] != "nested" && o["payload"] != "flat" {
                 return Err(bad("manifest: payload must be \"flat\" or \"nested\"".into()));
             }

@@ -14,8 +14,6 @@ use alloc::vec;
 use alloc::vec::Vec;
 use core::ops::Range;
 
-use hashbrown::HashMap;
-use rustc_hash::FxBuildHasher;
 use serde_json::Value;
 use shoal_format::{
     MAX_SPARSE_VECTORS, SPARSE_META, SPARSE_NAME, SPARSE_POSTINGS, SPARSE_PRESENT, SPARSE_ROW_ENTRIES,
@@ -23,8 +21,8 @@ use shoal_format::{
     range_of, sparse_kind,
 };
 
-use crate::Error;
 use crate::sections::bad;
+use crate::{Error, PointId};
 
 /// Most (index, value) pairs in one sparse vector, stored or query.
 pub const MAX_SPARSE_PAIRS: usize = 65_536;
@@ -43,15 +41,15 @@ pub struct SparseVector {
 impl SparseVector {
     /// Checks and sorts the pairs `indices[i]`, `values[i]`: as many values as indices, at
     /// most [`MAX_SPARSE_PAIRS`], no index twice, every value finite.
-    pub fn new(indices: &[u32], values: &[f32]) -> Result<SparseVector, String> {
+    pub fn new(indices: &[u32], values: &[f32]) -> Result<SparseVector, &'static str> {
         if indices.len() != values.len() {
-            return Err(alloc::format!("{} indices but {} values", indices.len(), values.len()));
+            return Err("as many values as indices are needed");
         }
         if indices.len() > MAX_SPARSE_PAIRS {
-            return Err(alloc::format!("{} pairs: at most {MAX_SPARSE_PAIRS}", indices.len()));
+            return Err("more than 65,536 pairs");
         }
-        if let Some(i) = values.iter().position(|v| !v.is_finite()) {
-            return Err(alloc::format!("values[{i}] is not finite"));
+        if values.iter().any(|v| !v.is_finite()) {
+            return Err("a value is not finite");
         }
         // Sorted by index through the one integer sort (index, then position).
         let mut keys: Vec<u64> = indices.iter().enumerate().map(|(p, &i)| u64::from(i) << 32 | p as u64).collect();
@@ -59,7 +57,7 @@ impl SparseVector {
         let mut entries = Vec::with_capacity(keys.len());
         for (j, &k) in keys.iter().enumerate() {
             if j > 0 && keys[j - 1] >> 32 == k >> 32 {
-                return Err(alloc::format!("index {} appears twice", k >> 32));
+                return Err("an index appears twice");
             }
             entries.push(SparseEntry { index: (k >> 32) as u32, value: values[k as u32 as usize] });
         }
@@ -67,20 +65,21 @@ impl SparseVector {
     }
 
     /// Reads `{"indices": [u32...], "values": [f32...]}` (Qdrant's form).
-    pub fn from_value(v: &Value) -> Result<SparseVector, String> {
-        let o = v.as_object().ok_or("a sparse vector is an object {\"indices\": [...], \"values\": [...]}")?;
-        if let Some(k) = o.keys().find(|k| *k != "indices" && *k != "values") {
-            return Err(alloc::format!("unknown field `{k}` in a sparse vector"));
+    pub fn from_value(v: &Value) -> Result<SparseVector, &'static str> {
+        let o = v.as_object().filter(|o| o.len() == 2);
+        let list = |key: &str| o.and_then(|o| o.get(key)).and_then(Value::as_array);
+        let (Some(ix), Some(vs)) = (list("indices"), list("values")) else {
+            return Err("a sparse vector is {\"indices\": [u32...], \"values\": [number...]}");
+        };
+        let mut indices = Vec::with_capacity(ix.len());
+        let mut values = Vec::with_capacity(vs.len());
+        for x in ix {
+            indices
+                .push(x.as_u64().and_then(|x| u32::try_from(x).ok()).ok_or("an index is not an integer in 0..2^32")?);
         }
-        let list = |key: &str| o.get(key).and_then(Value::as_array).ok_or(alloc::format!("missing list `{key}`"));
-        let indices = list("indices")?
-            .iter()
-            .map(|x| x.as_u64().and_then(|x| u32::try_from(x).ok()).ok_or("an index is not an integer in 0..2^32"))
-            .collect::<Result<Vec<u32>, _>>()?;
-        let values = list("values")?
-            .iter()
-            .map(|x| x.as_f64().map(|x| x as f32).ok_or("a value is not a number"))
-            .collect::<Result<Vec<f32>, _>>()?;
+        for x in vs {
+            values.push(x.as_f64().ok_or("a value is not a number")? as f32);
+        }
         SparseVector::new(&indices, &values)
     }
 
@@ -113,6 +112,41 @@ pub struct SparseSpec {
     pub name: String,
     /// The `idf` modifier.
     pub idf: bool,
+}
+
+impl SparseSpec {
+    /// Sparse vectors from their JSON configuration, `{"name": {"modifier": "none" | "idf"}}`
+    /// (the manifest's, the server's and the npm package's form; `modifier` may be left out
+    /// for `none` when `strict` is false), by name ascending, checked.
+    pub fn list_from_value(v: &Value, strict: bool) -> Result<Vec<SparseSpec>, Error> {
+        let bad = || Error::InvalidConfig("sparse vectors: {\"name\": {\"modifier\": \"none\" | \"idf\"}}");
+        let mut specs = Vec::new();
+        for (name, spec) in v.as_object().ok_or_else(bad)? {
+            let o = spec.as_object().filter(|o| o.keys().all(|k| k == "modifier")).ok_or_else(bad)?;
+            let idf = match o.get("modifier").and_then(Value::as_str) {
+                Some("idf") => true,
+                Some("none") => false,
+                None if !strict && o.is_empty() => false,
+                _ => return Err(bad()),
+            };
+            specs.push(SparseSpec { name: name.clone(), idf });
+        }
+        sort_specs(&mut specs);
+        check_specs(&specs)?;
+        Ok(specs)
+    }
+}
+
+/// Sorts sparse vectors by name (`str`'s order is its bytes'): an insertion sort of at most a
+/// few.
+pub(crate) fn sort_specs(specs: &mut [SparseSpec]) {
+    for i in 1..specs.len() {
+        let mut j = i;
+        while j > 0 && specs[j - 1].name > specs[j].name {
+            specs.swap(j - 1, j);
+            j -= 1;
+        }
+    }
 }
 
 /// Checks a collection's sparse vectors: at most 16, names valid, unique and in byte order.
@@ -162,8 +196,10 @@ pub fn dot(w: &[SparseEntry], x: &[SparseEntry]) -> Option<f32> {
     shared.then_some(score)
 }
 
-/// Document frequencies by index (a fixed hasher: lookups only, never iterated).
-type DfMap = HashMap<u32, u32, FxBuildHasher>;
+/// Rows holding each index, keyed `PointId::Num(index)`: the id map's type, so that the wasm
+/// package holds one instantiation of the hash map's code, not two (lookups only, never
+/// iterated).
+type DfMap = crate::mutable::IdMap;
 
 /// One sparse vector's rows in memory (the mutable segment, a seal's snapshot): row `r`'s pairs
 /// are `entries[offsets[r]..offsets[r + 1]]` when it holds the vector.
@@ -206,7 +242,7 @@ impl SparseRows {
             self.present_count += 1;
             self.entries.extend_from_slice(v);
             for e in v {
-                *self.df.entry(e.index).or_insert(0) += 1;
+                *self.df.entry(PointId::Num(u64::from(e.index))).or_insert(0) += 1;
             }
         }
         self.offsets.push(self.entries.len() as u64);
@@ -241,7 +277,7 @@ impl SparseRows {
     }
 
     pub(crate) fn df(&self, i: u32) -> u64 {
-        self.df.get(&i).map_or(0, |&d| u64::from(d))
+        self.df.get(&PointId::Num(u64::from(i))).map_or(0, |&d| u64::from(d))
     }
 }
 
@@ -339,10 +375,10 @@ impl SparseRanges {
             }
             let meta = match cast_records::<SparseMeta>("SPARSE_META", &b[sections[0].clone()])? {
                 [m] => *m,
-                _ => return Err(bad("SPARSE_META", "must hold exactly one record")),
+                _ => return Err(bad("SPARSE_META", "not one record")),
             };
             if meta.rows != rows as u64 || meta.flags & !FLAG_IDF != 0 || meta.reserved.iter().any(|&x| x != 0) {
-                return Err(bad("SPARSE_META", "rows, flags or reserved bytes are wrong"));
+                return Err(bad("SPARSE_META", "bad rows, flags or reserved bytes"));
             }
             let name = core::str::from_utf8(&b[sections[1].clone()]).map_err(|_| bad("SPARSE_NAME", "not UTF-8"))?;
             let spec = SparseSpec { name: name.into(), idf: meta.flags & FLAG_IDF != 0 };
@@ -358,19 +394,21 @@ impl SparseRanges {
                 || v.offsets.first() != Some(&0)
                 || v.offsets.last() != Some(&meta.nnz)
             {
-                return Err(bad("SPARSE", "section lengths do not match SPARSE_META"));
+                return Err(bad("SPARSE", "lengths differ from SPARSE_META"));
             }
             out.push(ranges);
         }
         check_specs(&out.iter().map(|r| r.spec.clone()).collect::<Vec<_>>())
-            .map_err(|_| bad("SPARSE_NAME", "names are not valid and unique"))?;
+            .map_err(|_| bad("SPARSE_NAME", "bad or repeated name"))?;
         if reader.section(sparse_kind(out.len(), SPARSE_META)).is_some() {
-            return Err(bad("SPARSE", "sparse vectors are not numbered from 0 without a gap"));
+            return Err(bad("SPARSE", "vectors not numbered 0.. without a gap"));
         }
         Ok(out)
     }
 
-    /// The vector's sections in `bytes` (the segment's file).
+    /// The vector's sections in `bytes` (the segment's file). (Not inlined: one copy for its
+    /// five callers in the wasm package.)
+    #[inline(never)]
     pub(crate) fn view<'a>(&self, b: &'a [u8]) -> Result<SparseView<'a>, Error> {
         let s = &self.sections;
         Ok(SparseView {
@@ -421,7 +459,7 @@ impl<'a> SparseView<'a> {
         let start = usize::try_from(term.start).ok();
         match start.and_then(|s| Some(s..s.checked_add(term.df as usize)?)) {
             Some(r) if r.end <= self.postings.len() => Ok(Some((&self.postings[r.clone()], &self.values[r]))),
-            _ => Err(bad("SPARSE_TERMS", "a term's postings are out of range")),
+            _ => Err(bad("SPARSE_TERMS", "postings out of range")),
         }
     }
 
@@ -439,12 +477,12 @@ impl<'a> SparseView<'a> {
         let mut start = 0u64;
         for (j, t) in self.terms.iter().enumerate() {
             if t.df == 0 || t.start != start || (j > 0 && self.terms[j - 1].index >= t.index) {
-                return Err(bad("SPARSE_TERMS", "not ascending, empty or not contiguous"));
+                return Err(bad("SPARSE_TERMS", "not ascending or not contiguous"));
             }
             start += u64::from(t.df);
         }
         if start != self.meta.nnz {
-            return Err(bad("SPARSE_TERMS", "postings do not add up to nnz"));
+            return Err(bad("SPARSE_TERMS", "postings differ from nnz"));
         }
         let mut present = 0u64;
         // Each row's pairs found again in the postings, in order: a cursor per term.
@@ -452,14 +490,14 @@ impl<'a> SparseView<'a> {
         for r in 0..rows {
             let Some(v) = self.row(r)? else {
                 if self.offsets[r] != self.offsets[r + 1] {
-                    return Err(bad("SPARSE_ROW_OFFSETS", "a row without the vector has pairs"));
+                    return Err(bad("SPARSE_ROW_OFFSETS", "pairs in a row without the vector"));
                 }
                 continue;
             };
             present += 1;
             for (k, e) in v.iter().enumerate() {
                 if (k > 0 && v[k - 1].index >= e.index) || !e.value.is_finite() {
-                    return Err(bad("SPARSE_ROW_ENTRIES", "indices not ascending or a value not finite"));
+                    return Err(bad("SPARSE_ROW_ENTRIES", "indices out of order or a value not finite"));
                 }
                 let t = self.terms.partition_point(|t| t.index < e.index);
                 let term = self.terms.get(t).filter(|t| t.index == e.index);
@@ -468,7 +506,7 @@ impl<'a> SparseView<'a> {
                     && self.postings.get(at) == Some(&(r as u32))
                     && self.values.get(at).map(|x| x.to_bits()) == Some(e.value.to_bits());
                 if !ok {
-                    return Err(bad("SPARSE_POSTINGS", "do not hold the rows' pairs"));
+                    return Err(bad("SPARSE_POSTINGS", "differ from the rows' pairs"));
                 }
                 cursor[t] += 1;
             }
@@ -476,10 +514,10 @@ impl<'a> SparseView<'a> {
         if present != self.meta.present
             || self.present.iter().map(|w| u64::from(w.count_ones())).sum::<u64>() != present
         {
-            return Err(bad("SPARSE_PRESENT", "does not match the rows"));
+            return Err(bad("SPARSE_PRESENT", "differs from the rows"));
         }
         if !rows.is_multiple_of(64) && self.present.last().is_some_and(|w| w >> (rows % 64) != 0) {
-            return Err(bad("SPARSE_PRESENT", "bits past the rows are set"));
+            return Err(bad("SPARSE_PRESENT", "bits set past the rows"));
         }
         Ok(())
     }

@@ -283,7 +283,7 @@ fn bad_sparse_input_is_a_typed_error_and_changes_nothing() {
     let ids = [PointId::Num(1)];
     let v = vec![0.0; DIM];
     for (indices, values, what) in [
-        (vec![1, 2], vec![1.0], "indices but"),
+        (vec![1, 2], vec![1.0], "as many values"),
         (vec![3, 3], vec![1.0, 2.0], "appears twice"),
         (vec![3], vec![f32::NAN], "not finite"),
     ] {

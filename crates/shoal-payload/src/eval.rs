@@ -15,6 +15,7 @@ use shoal_format::PointId;
 /// A set of rows `0..len` as bits.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Bitset {
+    /// Always `len.div_ceil(64)` words (set at construction, never resized).
     words: Vec<u64>,
     len: u32,
 }
@@ -54,7 +55,9 @@ impl Bitset {
     #[inline(always)]
     pub fn insert(&mut self, row: u32) {
         if row < self.len {
-            self.words[row as usize / 64] |= 1 << (row % 64);
+            // SAFETY: `row < len`, and `words` holds `len.div_ceil(64)` words (a plain index
+            // here is a call the size-optimised wasm build does not inline: 10% of a filter).
+            unsafe { *self.words.get_unchecked_mut(row as usize / 64) |= 1 << (row % 64) };
         }
     }
 
@@ -76,7 +79,8 @@ impl Bitset {
     /// Whether `row` is in the set.
     #[inline(always)]
     pub fn contains(&self, row: u32) -> bool {
-        row < self.len && self.words[row as usize / 64] >> (row % 64) & 1 == 1
+        // SAFETY: evaluated only when `row < len`; `words` holds `len.div_ceil(64)` words.
+        row < self.len && unsafe { *self.words.get_unchecked(row as usize / 64) } >> (row % 64) & 1 == 1
     }
 
     /// Number of rows in the set.

@@ -214,20 +214,14 @@ impl Collection {
         Schema::nested(&fields).map_err(Error::InvalidSchema)
     }
 
-    /// Gives an empty collection its sparse vectors (stored sorted by name; see
-    /// [`SparseSpec`]). They are fixed once the collection holds a point or a segment.
+    /// Gives an empty collection its sparse vectors, sorted by name (see [`SparseSpec`];
+    /// [`SparseSpec::list_from_value`] reads them from JSON). They are fixed once the
+    /// collection holds a point or a segment.
     pub fn set_sparse_vectors(&mut self, mut specs: Vec<SparseSpec>) -> Result<(), Error> {
         if !self.parts.is_empty() || self.mutable.rows() > 0 || self.mutable.reserved {
             return Err(Error::InvalidConfig("sparse vectors are set before the first point"));
         }
-        // Name byte order (`str`'s order is its bytes'): an insertion sort of at most 16.
-        for i in 1..specs.len() {
-            let mut j = i;
-            while j > 0 && specs[j - 1].name > specs[j].name {
-                specs.swap(j - 1, j);
-                j -= 1;
-            }
-        }
+        crate::sparse::sort_specs(&mut specs);
         crate::sparse::check_specs(&specs)?;
         self.sparse = specs;
         Ok(())
@@ -484,21 +478,7 @@ impl Collection {
         sparse: &[Vec<Option<SparseVector>>],
     ) -> Result<(), Error> {
         self.check_insert(ids.len(), vectors, payloads, None)?;
-        if sparse.len() > self.sparse.len() {
-            return Err(Error::InvalidRequest(format!(
-                "{} sparse vector lists for a collection of {} sparse vectors",
-                sparse.len(),
-                self.sparse.len()
-            )));
-        }
-        if let Some(t) = sparse.iter().position(|c| !c.is_empty() && c.len() != ids.len()) {
-            return Err(Error::InvalidRequest(format!(
-                "sparse vector \"{}\": {} vectors for {} points",
-                self.sparse[t].name,
-                sparse[t].len(),
-                ids.len()
-            )));
-        }
+        self.check_sparse(ids.len(), sparse)?;
         // `reserve` without its zero fill: the batch is appended straight from the slices.
         self.mutable.discard_pending(self.dim);
         self.mutable.vectors.extend_from_slice(vectors);
@@ -600,20 +580,37 @@ impl Collection {
     /// [`commit_with_payloads`](Self::commit_with_payloads) with the batch's ids given here, of
     /// either kind, mixed (the reserved id slots are ignored): one per reserved point.
     pub fn commit_points(&mut self, ids: &[PointId], payloads: &[Value]) -> Result<usize, Error> {
+        self.commit_sparse(IdEncoding::U64, Some(ids), payloads, &[])
+    }
+
+    /// Commits the reserved batch with its ids given here (`ids`, as
+    /// [`commit_points`](Self::commit_points)) or in its id slots (`None`, encoded as `enc`),
+    /// its payloads, and its sparse vectors (as [`upsert_sparse`](Self::upsert_sparse) takes
+    /// them). On error the batch is dropped and the collection is as before.
+    pub fn commit_sparse(
+        &mut self,
+        enc: IdEncoding,
+        ids: Option<&[PointId]>,
+        payloads: &[Value],
+        sparse: &[Vec<Option<SparseVector>>],
+    ) -> Result<usize, Error> {
         if !self.mutable.reserved {
             return Err(Error::NoPendingBatch);
         }
         let n = self.mutable.vectors.len() / self.dim - self.mutable.committed;
-        let checked = if ids.len() != n {
-            Err(Error::InvalidRequest(format!("commit: {} ids for a batch of {n} points", ids.len())))
-        } else {
-            self.check_payloads(n, payloads).and_then(|()| self.check_pending(IdEncoding::U64))
-        };
+        let checked = match ids {
+            Some(ids) if ids.len() != n => {
+                Err(Error::InvalidRequest(format!("commit: {} ids for a batch of {n} points", ids.len())))
+            }
+            Some(_) => self.check_payloads(n, payloads).and_then(|()| self.check_pending(IdEncoding::U64)),
+            None => Ok(()),
+        }
+        .and_then(|()| self.check_sparse(n, sparse));
         if let Err(e) = checked {
             self.mutable.discard_pending(self.dim);
             return Err(e);
         }
-        self.commit_checked(IdEncoding::U64, payloads, Some(ids), &[])
+        self.commit_checked(enc, payloads, ids, sparse)
     }
 
     /// Commits; `given`: the batch's ids, which already passed [`check_insert`](Self::check_insert)
@@ -686,6 +683,17 @@ impl Collection {
             self.mutable.text = Some(text::build(schema, self.mutable.payloads.iter()));
         }
         Ok(end - first)
+    }
+
+    /// Checks sparse vector lists for `points` points (see [`upsert_sparse`](Self::upsert_sparse)).
+    fn check_sparse(&self, points: usize, sparse: &[Vec<Option<SparseVector>>]) -> Result<(), Error> {
+        if sparse.len() > self.sparse.len() || sparse.iter().any(|c| !c.is_empty() && c.len() != points) {
+            return Err(Error::InvalidRequest(
+                "sparse vectors: at most one list per sparse vector of the collection, each empty or one per point"
+                    .into(),
+            ));
+        }
+        Ok(())
     }
 
     /// Checks that `payloads` is empty or holds one valid payload per point.

@@ -6,10 +6,7 @@
 use alloc::format;
 use alloc::vec::Vec;
 
-use hashbrown::HashMap;
-use rustc_hash::FxBuildHasher;
 use shoal_format::SparseEntry;
-use shoal_index::order::{f32_key, f32_of};
 use shoal_payload::Filter;
 
 use super::Collection;
@@ -47,34 +44,43 @@ impl Collection {
         }
         let mut stats = SearchStats { exact: true, ..SearchStats::default() };
         let mut hits: Vec<(usize, f32)> = Vec::new();
-        let mut acc: HashMap<u32, f32, FxBuildHasher> = HashMap::default();
+        // One key per posting of the query's indices: its row, then its place in query order
+        // (indices ascending), with the product beside it. Sorted, each row's products come
+        // together in the order `dot` sums them.
+        let (mut keys, mut products): (Vec<u64>, Vec<f32>) = (Vec::new(), Vec::new());
         for (part, view) in self.parts.iter().zip(&views) {
             let Some(view) = view else { continue };
-            acc.clear();
-            // Term at a time, indices ascending: each row's score is summed in the order
-            // `dot` sums it.
+            keys.clear();
+            products.clear();
             for e in &w {
                 if let Some((rows, values)) = view.postings(e.index)? {
                     for (&r, &x) in rows.iter().zip(values) {
-                        *acc.entry(r).or_insert(0.0) += e.value * x;
+                        keys.push(u64::from(r) << 32 | products.len() as u64);
+                        products.push(e.value * x);
                     }
                 }
             }
+            shoal_format::sort_u64(&mut keys);
             let (seg, deleted) = (&*part.seg, &part.deleted);
             let payload = seg.payload();
             let compiled = match (filter, &payload) {
                 (Some(f), Some(v)) => Some(self.compile_filter(seg, v, f)?),
                 _ => None,
             };
-            stats.scanned += acc.len() as u64;
             stats.segments += 1;
-            hits.extend(
-                acc.iter()
-                    .filter(|&(&r, _)| {
-                        !deleted.contains(r as usize) && sealed_passes(seg, compiled.as_ref(), filter, r)
-                    })
-                    .map(|(&r, &score)| (part.base + r as usize, score)),
-            );
+            let mut at = 0;
+            while at < keys.len() {
+                let row = (keys[at] >> 32) as u32;
+                let mut score = 0.0f32;
+                while at < keys.len() && (keys[at] >> 32) as u32 == row {
+                    score += products[keys[at] as u32 as usize];
+                    at += 1;
+                }
+                stats.scanned += 1;
+                if !deleted.contains(row as usize) && sealed_passes(seg, compiled.as_ref(), filter, row) {
+                    hits.push((part.base + row as usize, score));
+                }
+            }
         }
         if let Some(u) = unsealed {
             let (m, first) = (&self.mutable, self.sealed_rows());
@@ -87,11 +93,7 @@ impl Collection {
                 }
             }
         }
-        // Best score first, ties by internal id (< 2^32): sorted as one u64 per hit.
-        let mut keys: Vec<u64> = hits.iter().map(|&(i, score)| u64::from(!f32_key(score)) << 32 | i as u64).collect();
-        shoal_format::sort_u64(&mut keys);
-        hits.clear();
-        hits.extend(keys.iter().take(k).map(|&key| (key as u32 as usize, f32_of(!((key >> 32) as u32)))));
+        super::text_search::best_first(&mut hits, k);
         Ok((hits, stats))
     }
 }

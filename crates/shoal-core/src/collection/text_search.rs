@@ -96,12 +96,18 @@ impl Collection {
             stats.segments += 1;
             hits.extend(res.hits.iter().map(|h| (first + h.doc as usize, h.score)));
         }
-        // Best score first, ties by internal id (< 2^32): sorted as one u64 per hit.
-        let mut keys: Vec<u64> = hits.iter().map(|&(i, score)| u64::from(!f32_key(score)) << 32 | i as u64).collect();
-        shoal_format::sort_u64(&mut keys);
-        hits.clear();
-        hits.extend(keys.iter().take(k).map(|&key| (key as u32 as usize, f32_of(!((key >> 32) as u32)))));
+        best_first(&mut hits, k);
         stats.exact = !partial;
         Ok(TextRanking { hits, partial, stats })
     }
+}
+
+/// Keeps the best `k` of `(internal id, score)` hits, best score first, ties by internal id
+/// (< 2^32): sorted as one `u64` per hit (the package's one integer sort).
+#[inline(never)]
+pub(super) fn best_first(hits: &mut Vec<(usize, f32)>, k: usize) {
+    let mut keys: Vec<u64> = hits.iter().map(|&(i, score)| u64::from(!f32_key(score)) << 32 | i as u64).collect();
+    shoal_format::sort_u64(&mut keys);
+    hits.clear();
+    hits.extend(keys.iter().take(k).map(|&key| (key as u32 as usize, f32_of(!((key >> 32) as u32)))));
 }

@@ -72,21 +72,7 @@ fn yes() -> bool {
 impl Meta {
     /// The sparse vectors, by name ascending.
     pub fn sparse_specs(&self) -> Result<Vec<SparseSpec>, ApiError> {
-        let mut specs = Vec::with_capacity(self.sparse_vectors.len());
-        for (name, v) in &self.sparse_vectors {
-            let idf = match v.get("modifier").and_then(Value::as_str) {
-                Some("idf") => true,
-                Some("none") => false,
-                _ => return Err(ApiError::bad_request(format!("sparse vector {name:?}: modifier is none or idf"))),
-            };
-            specs.push(SparseSpec { name: name.clone(), idf });
-        }
-        specs.sort_by(|a, b| a.name.cmp(&b.name));
-        // A throwaway collection checks the names as the collection will.
-        Collection::new(CollectionConfig { dim: 1, metric: Metric::Dot })
-            .and_then(|mut c| c.set_sparse_vectors(specs.clone()))
-            .map_err(|e| ApiError::bad_request(format!("sparse_vectors: {e}")))?;
-        Ok(specs)
+        SparseSpec::list_from_value(&Value::Object(self.sparse_vectors.clone()), true).map_err(ApiError::core)
     }
 
     /// Checks the configuration and returns what it means.
