@@ -39,7 +39,8 @@ function fixtureIds(/** @type {string[]} */ ids) {
 function replay(fx) {
   const fields = fx.fields ?? undefined;
   const nested = fx.nested ?? false;
-  let col = new Collection({ dim: fx.dim, metric: fx.metric, fields, nested });
+  const sparse = fx.sparse ?? undefined;
+  let col = new Collection({ dim: fx.dim, metric: fx.metric, fields, nested, sparse });
   const filters = fx.filters ?? [];
   const texts = fx.texts ?? [];
   const requests = fx.requests ?? [];
@@ -53,6 +54,7 @@ function replay(fx) {
           ids: fixtureIds(op.ids),
           vectors: Float32Array.from(op.vectors),
           payloads: op.payloads,
+          sparse: op.sparse,
         });
         break;
       case "delete":

@@ -164,6 +164,7 @@ mod each_configuration {
         config_7 = 7,
         config_8 = 8,
         config_9 = 9,
+        config_10 = 10,
     );
 }
 
@@ -176,7 +177,7 @@ mod native {
     use shoal_payload::{Filter, reference};
     use shoal_testkit::oracle;
     use shoal_testkit::scenario::{
-        FIELDS, FILTERS, NESTED_FILTERS, Op, Output, Scenario, TEXTS, filter_of, fusion_request,
+        FIELDS, FILTERS, NESTED_FILTERS, Op, Output, SPARSE, Scenario, TEXTS, filter_of, fusion_request,
         live_points_at_searches, text_of,
     };
 
@@ -249,11 +250,24 @@ mod native {
             .ops
             .iter()
             .map(|op| match op {
-                Op::Insert { ids: i, vectors, payloads } if payloads.is_empty() => {
-                    json!({"op": "insert", "ids": ids(i), "vectors": floats(vectors)})
-                }
-                Op::Insert { ids: i, vectors, payloads } => {
-                    json!({"op": "insert", "ids": ids(i), "vectors": floats(vectors), "payloads": payloads})
+                Op::Insert { ids: i, vectors, payloads, sparse } => {
+                    let mut op = json!({"op": "insert", "ids": ids(i), "vectors": floats(vectors)});
+                    if !payloads.is_empty() {
+                        op["payloads"] = json!(payloads);
+                    }
+                    if !sparse.is_empty() {
+                        // Sparse vectors by name ("plain", "weighted"), one (or null) per point.
+                        let column = |t: usize| {
+                            Value::from(
+                                sparse[t]
+                                    .iter()
+                                    .map(|v| v.as_ref().map_or(Value::Null, |v| v.to_value()))
+                                    .collect::<Vec<_>>(),
+                            )
+                        };
+                        op["sparse"] = json!({"plain": column(0), "weighted": column(1)});
+                    }
+                    op
                 }
                 Op::Delete { ids: i } => json!({"op": "delete", "ids": ids(i)}),
                 Op::Seal(None) => json!({"op": "seal"}),
@@ -275,6 +289,8 @@ mod native {
             // Query q uses filters[q % filters.length] (null: none).
             // Nested configurations: payloads are any objects, no declared fields, no text.
             "nested": c.nested,
+            // Sparse configurations: the sparse vectors of the collection.
+            "sparse": if c.sparse { serde_json::from_str::<Value>(SPARSE).unwrap() } else { Value::Null },
             "fields": if c.payloads && !c.nested { serde_json::from_str::<Value>(FIELDS).unwrap() } else { Value::Null },
             // ... and texts[q % texts.length] ("": none), alone when floor(q / texts.length) is odd.
             "texts": if c.payloads && !c.nested { TEXTS.to_vec() } else { Vec::new() },

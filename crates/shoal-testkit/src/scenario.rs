@@ -5,7 +5,9 @@
 //! Configurations with payloads also store a payload per point and filter most searches.
 
 use serde_json::{Value, json};
-use shoal_core::{Collection, CollectionConfig, IndexKind, Kernels, Metric, PointId, SearchRequest};
+use shoal_core::{
+    Collection, CollectionConfig, IndexKind, Kernels, Metric, PointId, SearchRequest, SparseSpec, SparseVector,
+};
 
 use crate::Rng;
 
@@ -45,7 +47,14 @@ pub struct Config {
     /// Queries are prefetches fused (RRF with `k` and weights, DBSF, nested), re-scored, or
     /// thresholded ([`fusion_request`]).
     pub fusion: bool,
+    /// With `fusion`: points carry two sparse vectors ([`SPARSE`]: one plain, one with the idf
+    /// modifier) and queries search them, alone and fused with the dense vector
+    /// ([`sparse_request`]).
+    pub sparse: bool,
 }
+
+/// The sparse vectors of configurations with [`Config::sparse`], as the JSON every host parses.
+pub const SPARSE: &str = r#"{"plain": {"modifier": "none"}, "weighted": {"modifier": "idf"}}"#;
 
 /// The filters of nested configurations (query `q` uses `NESTED_FILTERS[q % len]`): JSON paths
 /// into objects and arrays of objects, `nested`, `is_empty` / `is_null` over paths, `has_id`.
@@ -190,6 +199,9 @@ pub fn request_of(config: &Config, q: usize, v: &[f32]) -> SearchRequest {
 /// weights) and DBSF (also nested in another prefetch), re-scored by a vector, and a threshold
 /// — with the query's filter at the top, and another vector `w` (`v` reversed).
 pub fn fusion_request(config: &Config, q: usize, v: &[f32]) -> Value {
+    if config.sparse {
+        return sparse_request(config, q, v);
+    }
     let w: Vec<f32> = v.iter().rev().copied().collect();
     let t = TEXTS[q % TEXTS.len()];
     let t = if t.is_empty() { "whale" } else { t };
@@ -244,7 +256,7 @@ pub fn filter_of(config: &Config, q: usize) -> Option<Value> {
 
 /// The configurations every target runs: each metric, GloVe's 50-d, an odd dimension whose
 /// tail splits a SIMD register, and a common embedding size.
-pub const CONFIGS: [Config; 10] = [
+pub const CONFIGS: [Config; 11] = [
     Config {
         name: "l2-50",
         metric: Metric::L2,
@@ -259,6 +271,7 @@ pub const CONFIGS: [Config; 10] = [
         uuids: false,
         nested: false,
         fusion: false,
+        sparse: false,
     },
     Config {
         name: "dot-131",
@@ -274,6 +287,7 @@ pub const CONFIGS: [Config; 10] = [
         uuids: false,
         nested: false,
         fusion: false,
+        sparse: false,
     },
     Config {
         name: "cosine-384",
@@ -289,6 +303,7 @@ pub const CONFIGS: [Config; 10] = [
         uuids: false,
         nested: false,
         fusion: false,
+        sparse: false,
     },
     Config {
         name: "cosine-50",
@@ -304,6 +319,7 @@ pub const CONFIGS: [Config; 10] = [
         uuids: false,
         nested: false,
         fusion: false,
+        sparse: false,
     },
     Config {
         name: "ivf-l2-64",
@@ -319,6 +335,7 @@ pub const CONFIGS: [Config; 10] = [
         uuids: false,
         nested: false,
         fusion: false,
+        sparse: false,
     },
     Config {
         name: "ivf-cosine-50",
@@ -334,6 +351,7 @@ pub const CONFIGS: [Config; 10] = [
         uuids: false,
         nested: false,
         fusion: false,
+        sparse: false,
     },
     Config {
         name: "ivf-dot-200",
@@ -349,6 +367,7 @@ pub const CONFIGS: [Config; 10] = [
         uuids: false,
         nested: false,
         fusion: false,
+        sparse: false,
     },
     Config {
         name: "uuid-ivf-l2-40",
@@ -364,6 +383,7 @@ pub const CONFIGS: [Config; 10] = [
         uuids: true,
         nested: false,
         fusion: false,
+        sparse: false,
     },
     Config {
         name: "nested-dot-24",
@@ -381,6 +401,7 @@ pub const CONFIGS: [Config; 10] = [
         uuids: false,
         nested: true,
         fusion: false,
+        sparse: false,
     },
     Config {
         name: "fusion-cosine-16",
@@ -398,6 +419,24 @@ pub const CONFIGS: [Config; 10] = [
         uuids: true,
         nested: false,
         fusion: true,
+        sparse: false,
+    },
+    Config {
+        name: "sparse-dot-12",
+        metric: Metric::Dot,
+        dim: 12,
+        // Few queries: each is one or two searches, in the debug wasm build under a browser too.
+        queries: 40,
+        k: 10,
+        seed: 11,
+        ivf_partitions: Some(4),
+        payloads: true,
+        ivf_bits: 2,
+        codes_only: false,
+        uuids: true,
+        nested: false,
+        fusion: true,
+        sparse: true,
     },
 ];
 
@@ -429,6 +468,9 @@ pub enum Op {
         vectors: Vec<f32>,
         /// One payload per id, or none.
         payloads: Vec<Value>,
+        /// With [`Config::sparse`]: the sparse vectors ("plain", then "weighted"), one (or
+        /// `None`) per id; otherwise empty.
+        sparse: Vec<Vec<Option<SparseVector>>>,
     },
     /// `Collection::delete`.
     Delete {
@@ -522,6 +564,64 @@ pub fn check_digest(config: &Config, kernels: &str, out: &Output) {
     );
 }
 
+/// A random sparse vector (indices from 0..48, so points share them; values of both signs,
+/// some zero), or `None` (one in eight), or empty (one in sixteen).
+fn sparse_vector(rng: &mut Rng) -> Option<SparseVector> {
+    match rng.below(16) {
+        0 | 1 => return None,
+        2 => return Some(SparseVector::default()),
+        _ => {}
+    }
+    let n = 1 + rng.below(8) as usize;
+    let mut indices: Vec<u32> = Vec::with_capacity(n);
+    while indices.len() < n {
+        let i = rng.below(48) as u32;
+        if !indices.contains(&i) {
+            indices.push(i);
+        }
+    }
+    let values: Vec<f32> = indices.iter().map(|&i| if i % 11 == 0 { 0.0 } else { rng.signed_f32() * 3.0 }).collect();
+    Some(SparseVector::new(&indices, &values).expect("a valid sparse vector"))
+}
+
+/// The sparse query of query `q` (vector `v`): indices and values taken from `v`'s bits, so
+/// every host derives the same one.
+pub fn sparse_query(q: usize, v: &[f32]) -> Value {
+    let mut indices: Vec<u32> = Vec::new();
+    let mut values: Vec<f32> = Vec::new();
+    for (j, x) in v.iter().enumerate().take(2 + q % 5) {
+        let i = (x.to_bits() >> 9) % 48;
+        if !indices.contains(&i) {
+            indices.push(i);
+            values.push(if j % 3 == 2 { -x.abs() } else { x.abs() + 0.25 });
+        }
+    }
+    json!({"indices": indices, "values": values})
+}
+
+/// The request of query `q` of a sparse configuration, whole: a sparse vector alone (plain or
+/// weighted, with the query's filter), or fused with the dense vector (RRF `k` 2, DBSF).
+pub fn sparse_request(config: &Config, q: usize, v: &[f32]) -> Value {
+    let s = sparse_query(q, v);
+    let k = config.k;
+    let mut req = match q % 4 {
+        0 => json!({"sparse": s, "using": "plain", "limit": k}),
+        1 => json!({"sparse": s, "using": "weighted", "limit": k, "offset": 1}),
+        2 => json!({
+            "prefetch": [{"vector": v, "limit": 20}, {"sparse": s, "using": "weighted", "limit": 20}],
+            "rrf_k": 2, "limit": k,
+        }),
+        _ => json!({
+            "prefetch": [{"sparse": s, "using": "plain", "limit": 15}, {"vector": v, "limit": 15}],
+            "fusion": "dbsf", "limit": k,
+        }),
+    };
+    if let Some(f) = filter_of(config, q) {
+        req["filter"] = f;
+    }
+    req
+}
+
 fn row(rng: &mut Rng, dim: usize, i: u64) -> Vec<f32> {
     // Mostly uniform values; some rows scaled up or down by powers of two (exact) so sums see
     // very different magnitudes, and a zero row.
@@ -558,7 +658,12 @@ fn insert_op(
     }
     let doc = if config.nested { nested_payload } else { payload };
     let payloads = if config.payloads { all_ids.iter().map(|&id| doc(id, step)).collect() } else { Vec::new() };
-    Op::Insert { ids: all_ids.iter().map(|&n| point_id(config, n)).collect(), vectors, payloads }
+    let sparse = if config.sparse {
+        (0..2).map(|_| all_ids.iter().map(|_| sparse_vector(rng)).collect()).collect()
+    } else {
+        Vec::new()
+    };
+    Op::Insert { ids: all_ids.iter().map(|&n| point_id(config, n)).collect(), vectors, payloads, sparse }
 }
 
 fn delete_op(config: &Config, ids: impl Iterator<Item = u64>) -> Op {
@@ -625,6 +730,11 @@ pub fn run(s: &Scenario, kernels: Kernels) -> Output {
         Collection::new(config)
     }
     .expect("valid config");
+    if c.sparse {
+        let specs = serde_json::from_str(SPARSE).expect("valid sparse JSON");
+        col.set_sparse_vectors(SparseSpec::list_from_value(&specs, true).expect("valid sparse vectors"))
+            .expect("an empty collection");
+    }
     col.set_kernels(kernels);
     let mut out = Output {
         ids: Vec::new(),
@@ -635,7 +745,9 @@ pub fn run(s: &Scenario, kernels: Kernels) -> Output {
     };
     for op in &s.ops {
         match op {
-            Op::Insert { ids, vectors, payloads } => col.upsert(ids, vectors, payloads).expect("valid insert"),
+            Op::Insert { ids, vectors, payloads, sparse } => {
+                col.upsert_sparse(ids, vectors, payloads, sparse).expect("valid insert")
+            }
             Op::Delete { ids } => {
                 col.delete(ids).expect("a writable collection");
             }
@@ -727,7 +839,7 @@ pub fn live_points_at_searches(s: &Scenario) -> Vec<(Snapshot, bool)> {
     let kill = |rows: &mut Vec<Row>, id: PointId| rows.iter_mut().filter(|r| r.0 == id).for_each(|r| r.3 = false);
     for op in &s.ops {
         match op {
-            Op::Insert { ids, vectors, payloads } => {
+            Op::Insert { ids, vectors, payloads, .. } => {
                 for (i, (id, v)) in ids.iter().zip(vectors.chunks_exact(c.dim)).enumerate() {
                     kill(&mut mutable, *id);
                     kill(&mut sealed, *id);
