@@ -1,8 +1,8 @@
 // The official Qdrant JavaScript client (@qdrant/js-client-rest, version pinned in package.json)
 // against `shoal serve`, unmodified: its documented basic use — create a collection, upsert points
 // (integer and UUID ids, nested payloads), query with and without filters, the Query API's
-// prefetch fused by RRF and DBSF, batches, scroll, count, retrieve, payload changes, deletes —
-// with real embeddings (the demo's wordllama model through examples/gcide/embed.js, over GCIDE
+// prefetch fused by RRF and DBSF, batches, scroll, count, retrieve, payload changes, deletes, and
+// its hybrid use (a dense and a sparse vector fused) — with real embeddings (the demo's wordllama model through examples/gcide/embed.js, over GCIDE
 // definitions). Every search is checked against a brute-force cosine ranking computed here, and
 // every fusion against the formulas (bindings-js/test/fusion.mjs).
 //   node host-native/tests/qdrant_js_compat.mjs   (after scripts/gcide-demo-data.sh)
@@ -38,6 +38,19 @@ const canonical = (/** @type {any} */ v) =>
     x && typeof x === "object" && !Array.isArray(x) ? Object.fromEntries(Object.entries(x).sort(([a], [b]) => (a < b ? -1 : 1))) : x,
   );
 const same = (/** @type {unknown} */ a, /** @type {unknown} */ b) => canonical(a) === canonical(b);
+
+/** A lexical sparse vector of `text`: each lowercase word hashed (FNV-1a, 20 bits) to an index,
+ * its count plus a fraction fixed by the word (so that scores rarely tie) as the value. */
+function words(/** @type {string} */ text) {
+  const counts = new Map();
+  for (const word of text.toLowerCase().match(/[a-z]+/g) ?? []) {
+    let h = 0x811c9dc5;
+    for (let i = 0; i < word.length; i++) h = Math.imul(h ^ word.charCodeAt(i), 0x01000193) >>> 0;
+    const index = h & 0xfffff;
+    counts.set(index, Math.fround((counts.get(index) ?? 0) + 1 + (h >>> 20) / 40960));
+  }
+  return { indices: [...counts.keys()], values: [...counts.values()] };
+}
 
 const server = await shoalServe(root);
 try {
@@ -147,6 +160,78 @@ try {
   }
   check("an unsupported option is a 400 naming it", error.startsWith("400") && error.includes("using"), error);
   check("deleteCollection", await client.deleteCollection("gcide"));
+
+  // Hybrid use: the dense vector "" and a sparse one ("lex", Qdrant's idf modifier) of hashed
+  // words; the sparse query alone equals a brute-force dot product over the shared indices with
+  // BM25's IDF, and both fused by RRF equal the formula over the two lists.
+  check(
+    "createCollection with sparse_vectors",
+    await client.createCollection("hybrid", {
+      vectors: { "": { size: dim, distance: "Cosine" } },
+      sparse_vectors: { lex: { modifier: "idf" } },
+    }),
+  );
+  const lexical = entries.map((e) => words(e.definition));
+  for (let s = 0; s < N; s += 250) {
+    const points = ids.slice(s, s + 250).map((id, j) => ({ id, vector: { "": vectors[s + j], lex: lexical[s + j] }, payload: payloads[s + j] }));
+    await client.upsert("hybrid", { wait: true, points });
+  }
+  const df = new Map();
+  for (const v of lexical) for (const i of v.indices) df.set(i, (df.get(i) ?? 0) + 1);
+  const f = Math.fround;
+  const bruteSparse = (/** @type {{ indices: number[], values: number[] }} */ q, /** @type {number} */ k) => {
+    const w = new Map(q.indices.map((i, j) => [i, f(f(q.values[j]) * f(Math.log(1 + (N - (df.get(i) ?? 0) + 0.5) / ((df.get(i) ?? 0) + 0.5))))]));
+    const order = [...w.keys()].sort((a, b) => a - b);
+    return ids
+      .map((id, n) => {
+        const x = new Map(lexical[n].indices.map((i, j) => [i, lexical[n].values[j]]));
+        let score = 0;
+        let shared = false;
+        for (const i of order) {
+          if (x.has(i)) {
+            score = f(score + f(w.get(i) * f(x.get(i))));
+            shared = true;
+          }
+        }
+        return { id, score, shared };
+      })
+      .filter((p) => p.shared)
+      .sort((a, b) => b.score - a.score)
+      .slice(0, k);
+  };
+  let sparseOk = 0;
+  let hybridOk = 0;
+  const texts = ["a large animal with a trunk", "to move quickly on foot", "a small boat", "the color of the sky"];
+  for (const text of texts) {
+    const q = words(text);
+    const alone = (await client.query("hybrid", { query: q, using: "lex", limit: 10 })).points;
+    const want = bruteSparse(q, 10);
+    if (same(alone.map((p) => p.id), want.map((p) => p.id)) && alone.every((p, i) => Math.abs(p.score - want[i].score) <= 1e-5 * Math.max(1, Math.abs(p.score)))) {
+      sparseOk++;
+    }
+    const dense = (await client.query("hybrid", { query: embed(text), using: "", limit: 10 })).points;
+    const res = await client.query("hybrid", {
+      prefetch: [
+        { query: embed(text), using: "", limit: 10 },
+        { query: q, using: "lex", limit: 10 },
+      ],
+      query: { fusion: "rrf" },
+      limit: 10,
+    });
+    const fusedWant = fused([dense, alone], { k: 2 }).slice(0, 10);
+    if (same(res.points.map((p) => p.id), fusedWant.map((p) => p.id)) && res.points.every((p, i) => Math.abs(p.score - fusedWant[i].score) <= 1e-6)) {
+      hybridOk++;
+    }
+  }
+  check("query: a sparse vector (idf) equals brute force", sparseOk === texts.length, `${sparseOk}/${texts.length}`);
+  check("query: dense and sparse prefetches fused by RRF", hybridOk === texts.length, `${hybridOk}/${texts.length}`);
+  const [withVectors] = await client.retrieve("hybrid", { ids: [ids[4]], with_vector: true });
+  const stored = /** @type {any} */ (withVectors.vector);
+  check(
+    "retrieve: the dense and sparse vectors by name",
+    stored && stored[""].length === dim && same(stored.lex.indices, [...lexical[4].indices].sort((a, b) => a - b)),
+  );
+  check("deleteCollection hybrid", await client.deleteCollection("hybrid"));
 } finally {
   await server.close();
 }
