@@ -177,7 +177,7 @@ export class Collection {
     return batch;
   }
 
-  #commit(/** @type {Batch} */ batch, /** @type {boolean} */ numberIds, /** @type {any} */ payloads, /** @type {string | undefined} */ idsJson = undefined) {
+  #commit(/** @type {Batch} */ batch, /** @type {boolean} */ numberIds, /** @type {any} */ payloads, /** @type {string | undefined} */ idsJson = undefined, filled = false) {
     const w = this.#get();
     if (this.#pending !== batch) {
       throw new ShoalError("no_pending_batch", "this batch was already committed or replaced by a later reserve()");
@@ -194,7 +194,7 @@ export class Collection {
         throw new ShoalError("invalid_payload", `invalid payloads: ${e instanceof Error ? e.message : e}`);
       }
     }
-    if (batch.length > 0 && batch.vectors.buffer !== memoryBuffer()) {
+    if (!filled && batch.length > 0 && batch.vectors.buffer !== memoryBuffer()) {
       // Memory grew while the batch was being filled: writes after that went nowhere.
       call(() => w.reserve(0));
       throw new ShoalError(
@@ -224,12 +224,23 @@ export class Collection {
         `${n} ids need ${n * this.#dim} floats at dimension ${this.#dim}, got ${vec.length}`,
       );
     }
-    // Sparse vectors are staged first: staging may grow wasm memory, the batch's views not.
     const staged = sparse !== undefined && sparse !== null;
-    if (staged) stageSparse(this.#get(), sparse, n);
+    const idsJson = "json" in norm ? norm.json : staged ? idListJson(norm) : undefined;
     const batch = this.reserve(n);
     batch.vectors.set(vec);
-    if ("json" in norm || staged) return this.#commit(batch, false, payloads, "json" in norm ? norm.json : idListJson(norm));
+    if (staged) {
+      // After the batch is filled: staging may grow wasm memory, which detaches the batch's
+      // views but not what was written through them. A bad vector drops the batch (and all
+      // that was staged) as every failed commit does.
+      try {
+        stageSparse(this.#get(), sparse, n);
+      } catch (e) {
+        call(() => this.#get().reserve(0));
+        this.#pending = null;
+        throw e;
+      }
+    }
+    if ("json" in norm || idsJson !== undefined) return this.#commit(batch, false, payloads, idsJson, staged);
     if ("big" in norm) {
       batch.ids.set(norm.big);
       return batch.commit({ payloads });

@@ -201,6 +201,8 @@ impl WasmCollection {
     /// Reserves a batch of `n` points, dropping any batch reserved before and not committed.
     /// May grow wasm memory: call the `pending_*_ptr` methods afterwards.
     pub fn reserve(&mut self, n: usize) -> Result<(), JsValue> {
+        // Sparse vectors staged for an earlier batch never reach this one.
+        self.staged.clear();
         self.inner.reserve(n).map_err(|e| js_error(&e))
     }
 
@@ -246,7 +248,8 @@ impl WasmCollection {
         self.inner.commit_sparse(enc, ids.as_deref(), &payloads, &sparse).map_err(|e| js_error(&e))
     }
 
-    /// Stages sparse vector `name` of the next commit's points: point `i` holds `counts[i]`
+    /// Stages sparse vector `name` of the reserved batch's points (call after
+    /// [`reserve`](Self::reserve), which drops what was staged): point `i` holds `counts[i]`
     /// pairs (`0xFFFF_FFFF`: it does not hold the vector), taken in order from `indices` and
     /// `values`. Each pair list is checked here: a typed error drops every staged vector.
     pub fn stage_sparse(&mut self, name: &str, counts: &[u32], indices: &[u32], values: &[f32]) -> Result<(), JsValue> {

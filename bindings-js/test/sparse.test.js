@@ -118,6 +118,8 @@ describe("sparse vectors", () => {
     expect(col.len).toBe(0);
     const two = new Collection({ dim, metric: "dot", sparse: { a: {}, b: {} } });
     expectShoalError(() => two.insert({ ids: [1], vectors: v, sparse: { a: [{ indices: [1], values: [1] }], b: [{ indices: [2, 2], values: [1, 1] }] } }), "invalid_request");
+    // A failure after staging (bad payloads) stages nothing for later inserts either.
+    expectShoalError(() => two.insert({ ids: [3], vectors: v, payloads: "bad", sparse: { a: [{ indices: [1], values: [1] }] } }), "invalid_payload");
     // Nothing staged is left for the next insert: point 2 holds no sparse vector.
     two.insert({ ids: [2], vectors: v });
     expect(two.search({ sparse: { indices: [1], values: [1] }, using: "a", limit: 5 }).points).toEqual([]);

@@ -426,7 +426,7 @@ fn sparse_results(col: &Collection, dim: usize) -> serde_json::Value {
             let res = col.search(&SearchRequest::from_json(&req.to_string()).unwrap()).unwrap();
             out.push(serde_json::json!(res.points.iter().map(|p| (p.id, p.score.to_bits())).collect::<Vec<_>>()));
         }
-        out.push(col.sparse_vector(row11, using).map_or(serde_json::Value::Null, |v| v.to_value()));
+        out.push(col.sparse_vector(row11, using).unwrap().map_or(serde_json::Value::Null, |v| v.to_value()));
     }
     serde_json::Value::from(out)
 }
@@ -465,7 +465,7 @@ fn v1_sparse_golden_file_reads_verifies_and_searches_the_same() {
     assert_eq!(sparse_results(&col, dim), expected, "v1-sparse: results changed");
     // Row 11's vectors as they were given (the largest index among them).
     for (t, name) in ["plain", "weighted"].into_iter().enumerate() {
-        assert_eq!(col.sparse_vector(ids[11], name), columns[t][11], "{name}");
+        assert_eq!(col.sparse_vector(ids[11], name).unwrap(), columns[t][11], "{name}");
     }
     assert!(build().to_bytes().unwrap() == &bytes[..], "v1-sparse: the writer no longer reproduces the golden bytes");
     // A damaged sparse section is a typed error: its checksum on verify.

@@ -165,18 +165,27 @@ pub fn parse_ids(bytes: &[u8], n: usize) -> Result<Vec<PointId>, String> {
         .collect()
 }
 
-/// Appends the sparse block of `columns` (1..=16 of them, each one entry per point): `u32` T;
-/// T times the name (`u32` length, UTF-8, zeros to a multiple of 4); then per vector, per point
-/// `u32` count (`0xFFFF_FFFF`: the point does not hold it), `count` `u32` indices (ascending)
-/// and `count` `f32` values; little-endian.
+/// The columns a sparse block holds: those where some point holds the vector, by name.
+fn block_columns(columns: &SparseColumns) -> Vec<&(String, Vec<Option<SparseVector>>)> {
+    let mut held: Vec<_> = columns.iter().filter(|(_, c)| c.iter().any(Option::is_some)).collect();
+    held.sort_by(|a, b| a.0.cmp(&b.0));
+    held
+}
+
+/// Appends the sparse block of `columns` (each one entry per point; those where no point holds
+/// the vector are left out, the others written by name, 1..=16 of them): `u32` T; T times the
+/// name (`u32` length, UTF-8, zeros to a multiple of 4); then per vector, per point `u32` count
+/// (`0xFFFF_FFFF`: the point does not hold it), `count` `u32` indices (ascending) and `count`
+/// `f32` values; little-endian.
 pub fn encode_sparse(columns: &SparseColumns, out: &mut Vec<u8>) {
+    let columns = block_columns(columns);
     out.extend_from_slice(&(columns.len() as u32).to_le_bytes());
-    for (name, _) in columns {
+    for (name, _) in &columns {
         out.extend_from_slice(&(name.len() as u32).to_le_bytes());
         out.extend_from_slice(name.as_bytes());
         out.resize(out.len().next_multiple_of(4), 0);
     }
-    for (_, points) in columns {
+    for (_, points) in &columns {
         for v in points {
             let Some(v) = v else {
                 out.extend_from_slice(&ABSENT.to_le_bytes());
@@ -190,8 +199,8 @@ pub fn encode_sparse(columns: &SparseColumns, out: &mut Vec<u8>) {
 }
 
 /// Parses the sparse block at the start of `bytes` for `n` points ([`encode_sparse`]; one
-/// encoding: names valid and unique, indices strictly ascending, zero padding); returns it and
-/// its length.
+/// encoding: names valid and in byte order, each vector held by some point, indices strictly
+/// ascending, zero padding); returns it and its length.
 fn parse_sparse(bytes: &[u8], n: usize) -> Result<(SparseColumns, usize), String> {
     let mut at = 0usize;
     let word = |at: &mut usize, what: &str| -> Result<u32, String> {
@@ -212,11 +221,12 @@ fn parse_sparse(bytes: &[u8], n: usize) -> Result<(SparseColumns, usize), String
         let padded = len.next_multiple_of(4);
         let raw = bytes.get(at..at + padded).ok_or("truncated in a name")?;
         let name = std::str::from_utf8(&raw[..len]).map_err(|_| "a name is not UTF-8")?;
-        if raw[len..].iter().any(|&b| b != 0) || columns.iter().any(|(c, _)| c == name) {
-            return Err("a name's padding is not zero, or a name appears twice".into());
+        if raw[len..].iter().any(|&b| b != 0) || columns.last().is_some_and(|(c, _)| c.as_str() >= name) {
+            return Err("a name's padding is not zero, or the names are not in byte order".into());
         }
         at += padded;
-        columns.push((name.to_string(), Vec::with_capacity(n)));
+        // Not sized by `n` ahead: the counts must be there first (a short body asks for little).
+        columns.push((name.to_string(), Vec::new()));
     }
     for (_, points) in &mut columns {
         for i in 0..n {
@@ -236,6 +246,9 @@ fn parse_sparse(bytes: &[u8], n: usize) -> Result<(SparseColumns, usize), String
                 return Err(format!("point {i}: indices not strictly ascending"));
             }
             points.push(Some(SparseVector::new(&indices, &values).map_err(|e| format!("point {i}: {e}"))?));
+        }
+        if points.iter().all(Option::is_none) {
+            return Err("a sparse vector no point holds".into());
         }
     }
     Ok((columns, at))
@@ -284,7 +297,7 @@ pub fn encode_with_sparse(
     out.extend_from_slice(&(n as u32).to_le_bytes());
     let flags = if payloads.is_empty() { 0 } else { FLAG_PAYLOADS }
         | if uuids { FLAG_UUIDS } else { 0 }
-        | if sparse.is_empty() { 0 } else { FLAG_SPARSE };
+        | if block_columns(sparse).is_empty() { 0 } else { FLAG_SPARSE };
     out.extend_from_slice(&flags.to_le_bytes());
     if uuids {
         encode_ids(ids, &mut out);
@@ -296,7 +309,7 @@ pub fn encode_with_sparse(
     for x in vectors {
         out.extend_from_slice(&x.to_le_bytes());
     }
-    if !sparse.is_empty() {
+    if !block_columns(sparse).is_empty() {
         encode_sparse(sparse, &mut out);
     }
     for p in payloads {
@@ -371,8 +384,8 @@ mod tests {
         let ids = [PointId::Num(1), PointId::Uuid([7; 16]), PointId::Num(3)];
         let sv = |i: &[u32], v: &[f32]| Some(SparseVector::new(i, v).unwrap());
         let sparse: SparseColumns = vec![
-            ("text".into(), vec![sv(&[9, 2], &[0.5, -1.0]), None, sv(&[], &[])]),
-            ("an 18-byte name..x".into(), vec![None, sv(&[u32::MAX], &[3.0]), None]),
+            ("alpha".into(), vec![sv(&[9, 2], &[0.5, -1.0]), None, sv(&[], &[])]),
+            ("beta, 18 bytes ..x".into(), vec![None, sv(&[u32::MAX], &[3.0]), None]),
         ];
         let docs = [json!({"a": 1}), Value::Null, json!({"b": 2})];
         for payloads in [&[][..], &docs[..]] {
@@ -389,9 +402,22 @@ mod tests {
             b[at..at + 4].copy_from_slice(&word.to_le_bytes());
             b
         };
-        // Point 0 of "text" starts after the count, two names (4 + 4 + 4 + 20 bytes).
-        let first = block + 4 + 8 + 24;
+        // Point 0 of "alpha" starts after the count and two names (4 + 8, 4 + 20 bytes).
+        let first = block + 4 + 12 + 24;
+        // Names out of byte order: "beta..." written first.
+        let mut swapped = good.clone();
+        swapped[block + 4..block + 16].copy_from_slice(&[5, 0, 0, 0, b'b', b'e', b't', b'a', b'x', 0, 0, 0]);
+        // A column no point holds is left out when encoding, and refused when parsing.
+        let none: SparseColumns = vec![("alpha".into(), vec![None, None, None])];
+        assert_eq!(encode_with_sparse(1, &ids, &[1.0, 2.0, 3.0], &none, &[]), encode(1, &ids, &[1.0, 2.0, 3.0], &[]));
+        let mut absent = encode(1, &ids, &[1.0, 2.0, 3.0], &[]);
+        absent[12] |= FLAG_SPARSE as u8;
+        for w in [1u32, 5, u32::from_le_bytes(*b"alph"), u32::from_le_bytes(*b"a\0\0\0"), ABSENT, ABSENT, ABSENT] {
+            absent.extend_from_slice(&w.to_le_bytes());
+        }
         for (bytes, want) in [
+            (swapped, "byte order"),
+            (absent, "no point holds"),
             (with(block, 0), "0 sparse vectors"),
             (with(block, 17), "17 sparse vectors"),
             (with(block + 4, 0), "a name of 0 bytes"),

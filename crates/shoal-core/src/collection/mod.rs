@@ -237,15 +237,18 @@ impl Collection {
         self.sparse.iter().position(|s| s.name == name)
     }
 
-    /// Point `id`'s sparse vector `name` (`None`: no such point, vector, or the point does not
-    /// hold it).
-    pub fn sparse_vector(&self, id: PointId, name: &str) -> Option<SparseVector> {
-        let t = self.sparse_position(name)?;
-        let entries = match self.locate(self.internal_of(id)?) {
-            Loc::Sealed(p, row) => self.parts[p].seg.sparse(t)?.row(row).ok()??.to_vec(),
-            Loc::Mutable(row) => self.mutable.sparse.get(t)?.row(row)?.to_vec(),
+    /// Point `id`'s sparse vector `name` (`None`: no such point or vector, or the point does
+    /// not hold it; an error when its segment's bytes are damaged).
+    pub fn sparse_vector(&self, id: PointId, name: &str) -> Result<Option<SparseVector>, Error> {
+        let (Some(t), Some(internal)) = (self.sparse_position(name), self.internal_of(id)) else { return Ok(None) };
+        let entries = match self.locate(internal) {
+            Loc::Sealed(p, row) => match self.parts[p].seg.sparse(t) {
+                Some(view) => view.row(row)?.map(<[_]>::to_vec),
+                None => None,
+            },
+            Loc::Mutable(row) => self.mutable.sparse.get(t).and_then(|s| s.row(row)).map(<[_]>::to_vec),
         };
-        Some(SparseVector::from_sorted(entries))
+        Ok(entries.map(SparseVector::from_sorted))
     }
 
     /// The payload fields (`None` when points carry no payload).

@@ -52,8 +52,14 @@ impl Collection {
             let Some(view) = view else { continue };
             keys.clear();
             products.clear();
+            let seg_rows = part.seg.rows() as u32;
             for e in &w {
                 if let Some((rows, values)) = view.postings(e.index)? {
+                    if rows.iter().any(|&r| r >= seg_rows) {
+                        // A damaged file (open checks lengths, `verify` everything): a typed
+                        // error, never another segment's point or a panic.
+                        return Err(crate::sections::bad("SPARSE_POSTINGS", "a row out of range"));
+                    }
                     for (&r, &x) in rows.iter().zip(values) {
                         keys.push(u64::from(r) << 32 | products.len() as u64);
                         products.push(e.value * x);

@@ -635,6 +635,7 @@ fn record(col: &shoal_core::Collection, id: PointId, sel: &PayloadSel, vectors: 
     let dense = |col: &shoal_core::Collection| col.vector(id).map_or(Value::Null, |v| json!(v));
     let vector = match vectors {
         VectorSel::None => Value::Null,
+        VectorSel::Names(names) if names.is_empty() => Value::Null,
         // One dense vector and nothing else: a bare list, as Qdrant answers for its unnamed vector.
         _ if col.sparse_vectors().is_empty() => dense(col),
         sel => {
@@ -643,7 +644,8 @@ fn record(col: &shoal_core::Collection, id: PointId, sel: &PayloadSel, vectors: 
                 m.insert(String::new(), dense(col));
             }
             for s in col.sparse_vectors().iter().filter(|s| sel.wants(&s.name)) {
-                if let Some(v) = col.sparse_vector(id, &s.name) {
+                // A damaged segment (which `verify` reports) shows no vector here.
+                if let Ok(Some(v)) = col.sparse_vector(id, &s.name) {
                     m.insert(s.name.clone(), v.to_value());
                 }
             }

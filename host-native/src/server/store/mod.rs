@@ -581,13 +581,22 @@ impl Store {
             let mut vectors = Vec::with_capacity(ids.len() * col.dim());
             let mut payloads = Vec::with_capacity(ids.len());
             // Each point keeps its sparse vectors too.
+            let mut sparse_pairs = 0usize;
             let mut sparse: batch::SparseColumns =
                 col.sparse_vectors().iter().map(|s| (s.name.clone(), Vec::with_capacity(ids.len()))).collect();
             let mut payload_bytes = 0usize;
             for &id in &ids {
                 vectors.extend_from_slice(col.vector(id).expect("a live point of a full collection has its vector"));
                 for (name, column) in &mut sparse {
-                    column.push(col.sparse_vector(id, name));
+                    let v = col.sparse_vector(id, name).map_err(ApiError::core)?;
+                    sparse_pairs += v.as_ref().map_or(0, |v| v.entries().len());
+                    if sparse_pairs.saturating_mul(8) > MAX_PAYLOAD_EDIT_BYTES {
+                        return Err(ApiError::bad_request(format!(
+                            "the points' sparse vectors come to more than {} MiB in one payload change; change fewer points",
+                            MAX_PAYLOAD_EDIT_BYTES >> 20
+                        )));
+                    }
+                    column.push(v);
                 }
                 let new = edit(col.payload(id).unwrap_or(Value::Null))?;
                 payload_bytes += serde_json::to_vec(&new).map_or(0, |b| b.len());
