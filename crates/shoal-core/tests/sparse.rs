@@ -18,6 +18,9 @@ const DIM: usize = 4;
 /// Indices drawn from a small range so that points share them.
 const INDICES: u64 = 24;
 
+/// A row the collection holds: its id, its weighted vector, whether it is live and sealed.
+type HeldRow = (PointId, Option<BTreeMap<u32, f32>>, bool, bool);
+
 /// A point's two sparse vectors ("plain": no modifier, "weighted": idf) as index -> value maps.
 type Stored = [Option<BTreeMap<u32, f32>>; 2];
 
@@ -209,7 +212,7 @@ proptest! {
         col.set_merge_policy(shoal_core::set::MergePolicy { max_merge_rows: 0, ..Default::default() });
         let mut model = BTreeMap::new();
         // Every row the collection holds: (id, its weighted vector, live, sealed).
-        let mut rows: Vec<(PointId, Option<BTreeMap<u32, f32>>, bool, bool)> = Vec::new();
+        let mut rows: Vec<HeldRow> = Vec::new();
         for step in 0..8 {
             match rng.below(4) {
                 0 | 1 => {
