@@ -61,6 +61,7 @@ pub fn run(args: &ImportArgs) -> Result<(), HostError> {
             .iter()
             .map(|s| (s.name.clone(), json!({"modifier": if s.idf { "idf" } else { "none" }})))
             .collect(),
+        vector_name: None,
     };
     bar.set_message("copying the segment into the data folder");
     std::fs::create_dir_all(args.data.join("collections")).map_err(|e| HostError::io(&args.data, "create", e))?;

@@ -191,26 +191,38 @@ async fn create(State(app): Shared, Path(name): Path<String>, body: Body) -> Res
 fn create_meta(body: bodies::CreateCollection) -> Result<Meta, ApiError> {
     refuse("sharding_method", &body.sharding_method, "a collection is one shard")?;
     let sparse_vectors = sparse_config(body.sparse_vectors.as_ref())?;
+    if let Some(Value::Object(v)) = &body.vectors
+        && let Some(name) = v.keys().find(|n| sparse_vectors.contains_key(*n))
+    {
+        return Err(ApiError::bad_request(format!("vectors: {name:?} names a dense and a sparse vector")));
+    }
     refuse("strict_mode_config", &body.strict_mode_config, "no strict mode")?;
     refuse("metadata", &body.metadata, "collection metadata is not stored")?;
     refuse("init_from", &body.init_from, "create the collection, then copy the points")?;
     // Qdrant's `vectors` object or Shoal's top-level `dim` and `metric`, each with its `on_disk`.
     let qdrant_shape = body.vectors.is_some();
+    let mut vector_name = None;
     let (dim, metric, on_disk) = match body.vectors {
         Some(v) => {
             if body.dim.is_some() || body.metric.is_some() || body.on_disk.is_some() {
                 return Err(ApiError::bad_request("give `vectors` or `dim` / `metric` / `on_disk`, not both"));
             }
             let v = match v {
-                // Named vectors: only the unnamed one, `""`.
-                Value::Object(mut o) if !o.contains_key("size") => match (o.len(), o.remove("")) {
-                    (1, Some(v)) => v,
-                    _ => {
-                        return Err(ApiError::bad_request(
-                            "vectors: named vectors are not supported; give {\"size\": N, \"distance\": \"Cosine\"}",
-                        ));
+                // Named vectors: one dense vector, of any name (`""` is Qdrant's unnamed one).
+                Value::Object(o) if !o.contains_key("size") => {
+                    let mut named = o.into_iter();
+                    match (named.next(), named.next()) {
+                        (Some((name, v)), None) => {
+                            vector_name = Some(name).filter(|n| !n.is_empty());
+                            v
+                        }
+                        _ => {
+                            return Err(ApiError::bad_request(
+                                "vectors: one dense vector per collection (named or not); several named dense vectors are not supported",
+                            ));
+                        }
                     }
-                },
+                }
                 v => v,
             };
             let v: bodies::VectorParams =
@@ -264,6 +276,7 @@ fn create_meta(body: bodies::CreateCollection) -> Result<Meta, ApiError> {
         on_disk,
         payload: qdrant.then(|| "nested".to_string()),
         sparse_vectors,
+        vector_name,
     })
 }
 
@@ -330,7 +343,10 @@ fn collection_info(store: &Store) -> Value {
             "segments_count": g.segments + u64::from(g.unsealed > 0),
             "config": {
                 "params": {
-                    "vectors": {"size": m.dim, "distance": distance_name(&m.metric), "on_disk": m.on_disk},
+                    "vectors": match &m.vector_name {
+                        None => json!({"size": m.dim, "distance": distance_name(&m.metric), "on_disk": m.on_disk}),
+                        Some(n) => json!({ n: {"size": m.dim, "distance": distance_name(&m.metric), "on_disk": m.on_disk} }),
+                    },
                     "sparse_vectors": m.sparse_vectors,
                     "shard_number": 1, "replication_factor": 1, "write_consistency_factor": 1,
                     "on_disk_payload": true
@@ -440,25 +456,32 @@ fn vector_of(v: &Value, at: &str, out: &mut Vec<f32>) -> Result<usize, ApiError>
 /// columns, the dense one handed back.
 struct PointVectors {
     columns: crate::server::batch::SparseColumns,
+    /// The dense vector's name in requests (`""` unless the collection named it).
+    dense: String,
 }
 
 impl PointVectors {
     fn new(meta: &super::store::Meta) -> PointVectors {
-        PointVectors { columns: meta.sparse_vectors.keys().map(|n| (n.clone(), Vec::new())).collect() }
+        PointVectors {
+            columns: meta.sparse_vectors.keys().map(|n| (n.clone(), Vec::new())).collect(),
+            dense: meta.vector_name.clone().unwrap_or_default(),
+        }
     }
 
-    /// The dense vector of `v` (a list, or `{"": list, NAME: {"indices", "values"}, ...}`),
-    /// with this point's sparse vectors added to the columns (`None` for those it lacks).
+    /// The dense vector of `v` (a list, or `{DENSE: list, NAME: {"indices", "values"}, ...}`,
+    /// DENSE the dense vector's name, `""` unless the collection named it), with this point's
+    /// sparse vectors added to the columns (`None` for those it lacks).
     fn split<'v>(&mut self, v: &'v Value, at: &str) -> Result<&'v Value, ApiError> {
         let dense = match v {
             Value::Object(o) => {
-                if let Some(name) = o.keys().find(|k| !k.is_empty() && !self.columns.iter().any(|(n, _)| n == *k)) {
+                if let Some(name) = o.keys().find(|k| **k != self.dense && !self.columns.iter().any(|(n, _)| n == *k)) {
                     return Err(ApiError::bad_request(format!(
-                        "{at}: the collection has no vector named {name:?} (its vectors: \"\" and its sparse vectors)"
+                        "{at}: the collection has no vector named {name:?} (its vectors: {:?} and its sparse vectors)",
+                        self.dense
                     )));
                 }
-                o.get("").ok_or_else(|| {
-                    ApiError::bad_request(format!("{at}: every point holds the dense vector \"\" in Shoal"))
+                o.get(&self.dense).ok_or_else(|| {
+                    ApiError::bad_request(format!("{at}: every point holds the dense vector {:?} in Shoal", self.dense))
                 })?
             }
             other => other,
@@ -630,18 +653,25 @@ impl PayloadSel {
 }
 
 /// A record of `store`'s point `id`: `{"id", "payload", "vector"}`.
-fn record(col: &shoal_core::Collection, id: PointId, sel: &PayloadSel, vectors: &VectorSel) -> Value {
+/// The dense vector's name in a collection's requests and answers.
+fn dense_name(store: &Store) -> &str {
+    store.meta.vector_name.as_deref().unwrap_or("")
+}
+
+/// `dense_name`: the dense vector's name in answers (`""` unless the collection named it; an unnamed
+/// vector alone comes as a bare list, as Qdrant gives it).
+fn record(col: &shoal_core::Collection, id: PointId, sel: &PayloadSel, vectors: &VectorSel, dense_name: &str) -> Value {
     let payload = if sel.wanted() { sel.apply(col.payload(id).unwrap_or(Value::Null)) } else { Value::Null };
     let dense = |col: &shoal_core::Collection| col.vector(id).map_or(Value::Null, |v| json!(v));
     let vector = match vectors {
         VectorSel::None => Value::Null,
         VectorSel::Names(names) if names.is_empty() => Value::Null,
         // One dense vector and nothing else: a bare list, as Qdrant answers for its unnamed vector.
-        _ if col.sparse_vectors().is_empty() => dense(col),
+        _ if col.sparse_vectors().is_empty() && dense_name.is_empty() => dense(col),
         sel => {
             let mut m = Map::new();
-            if sel.wants("") {
-                m.insert(String::new(), dense(col));
+            if sel.wants(dense_name) {
+                m.insert(dense_name.to_string(), dense(col));
             }
             for s in col.sparse_vectors().iter().filter(|s| sel.wants(&s.name)) {
                 // A damaged segment (which `verify` reports) shows no vector here.
@@ -667,9 +697,13 @@ async fn retrieve(State(app): Shared, Path(name): Path<String>, body: Body) -> R
         let sel = PayloadSel::parse(body.with_payload.as_ref(), true)?;
         let with_vector = with_vector(&body.with_vector)?;
         let col = store.read();
-        with_vector.check(&col)?;
+        with_vector.check(&col, dense_name(&store))?;
         let sel = sel.on(col.nested())?;
-        Ok(ids.iter().filter(|&&id| col.contains(id)).map(|&id| record(&col, id, &sel, &with_vector)).collect())
+        Ok(ids
+            .iter()
+            .filter(|&&id| col.contains(id))
+            .map(|&id| record(&col, id, &sel, &with_vector, dense_name(&store)))
+            .collect())
     })
     .await
 }
@@ -695,7 +729,7 @@ async fn retrieve_one(State(app): Shared, Path((name, id)): Path<(String, String
                     message: format!("Not found: No point with id {id} found"),
                 });
             }
-            Ok(record(&col, id, &PayloadSel::All, &VectorSel::All))
+            Ok(record(&col, id, &PayloadSel::All, &VectorSel::All, dense_name(&store)))
         })
         .await?;
         Ok(ok(rec, started))
@@ -731,13 +765,14 @@ async fn scroll(State(app): Shared, Path(name): Path<String>, body: Body) -> Res
         let sel = PayloadSel::parse(body.with_payload.as_ref(), true)?;
         let with_vector = with_vector(&body.with_vector)?;
         let col = store.read();
-        with_vector.check(&col)?;
+        with_vector.check(&col, dense_name(&store))?;
         let sel = sel.on(col.nested())?;
         let ids = col.matching_ids(body.filter.as_ref()).map_err(ApiError::core)?;
         let start = ids.partition_point(|&id| id < from);
         let page = &ids[start..ids.len().min(start + limit)];
         let next = ids.get(start + limit).copied();
-        let points: Vec<Value> = page.iter().map(|&id| record(&col, id, &sel, &with_vector)).collect();
+        let points: Vec<Value> =
+            page.iter().map(|&id| record(&col, id, &sel, &with_vector, dense_name(&store))).collect();
         Ok(json!({"points": points, "next_page_offset": next}))
     })
     .await

@@ -80,7 +80,7 @@ fn run_query(store: &Store, body: bodies::QueryRequest) -> Result<Vec<Value>, Ap
     answer(
         store,
         |euclid| {
-            let mut req = stage(top, euclid)?;
+            let mut req = stage(top, euclid, super::dense_name(store))?;
             req.offset = body.offset.unwrap_or(0) as usize;
             Ok(req)
         },
@@ -99,7 +99,7 @@ fn run_old_search(store: &Store, body: bodies::SearchRequest) -> Result<Vec<Valu
                 return Err(ApiError::bad_request(format!("vector: unknown field `{k}` (expected name and vector)")));
             }
             let name = o["name"].as_str().ok_or_else(|| ApiError::bad_request("vector.name: expected a string"))?;
-            named.using = Some(name.to_string()).filter(|n| !n.is_empty());
+            named.using = Some(name.to_string()).filter(|n| !n.is_empty() && n != super::dense_name(store));
             query_into(&mut named, o.get("vector").unwrap_or(&Value::Null), "vector.vector")?;
         }
         v => query_into(&mut named, v, "vector")?,
@@ -147,7 +147,7 @@ fn answer(
     let sel = PayloadSel::parse(out.with_payload, false)?;
     let with_vector = with_vector(out.with_vector)?;
     let col = store.read();
-    with_vector.check(&col)?;
+    with_vector.check(&col, super::dense_name(store))?;
     let sel = sel.on(col.nested())?;
     let euclid = col.metric() == Metric::L2;
     let req = build(euclid)?;
@@ -160,7 +160,7 @@ fn answer(
         .map(|p| (p, if distances { p.score.max(0.0).sqrt() } else { p.score }))
         .filter(|(_, s)| threshold.is_none_or(|t| if distances { f64::from(*s) <= t } else { f64::from(*s) >= t }))
         .map(|(p, score)| {
-            let mut r = record(&col, p.id, &sel, &with_vector);
+            let mut r = record(&col, p.id, &sel, &with_vector, super::dense_name(store));
             r["score"] = json!(score);
             r["version"] = json!(0);
             r
@@ -171,7 +171,7 @@ fn answer(
 /// Qdrant's `Prefetch` (or the query part of a `QueryRequest`) as Shoal's request: what it
 /// ranks by, its own prefetches, filter, params, limit and threshold (a Euclid distance
 /// squared, as Shoal's `l2` scores are). Their number and depth are checked by the search.
-fn stage(p: bodies::Prefetch, euclid: bool) -> Result<SearchRequest, ApiError> {
+fn stage(p: bodies::Prefetch, euclid: bool, dense: &str) -> Result<SearchRequest, ApiError> {
     refuse("lookup_from", &p.lookup_from, "vectors come from the query itself")?;
     let prefetch: Vec<Value> = match p.prefetch {
         None | Some(Value::Null) => Vec::new(),
@@ -180,8 +180,9 @@ fn stage(p: bodies::Prefetch, euclid: bool) -> Result<SearchRequest, ApiError> {
         Some(_) => return Err(ApiError::bad_request("prefetch: expected a prefetch object or a list of them")),
     };
     let mut req = SearchRequest {
-        // `""` is the dense vector; another name a sparse one (the search checks it exists).
-        using: p.using.filter(|u| !u.is_empty()),
+        // The dense vector's name (`""` unless the collection named it) is the dense vector;
+        // another name a sparse one (the search checks it exists).
+        using: p.using.filter(|u| !u.is_empty() && u != dense),
         limit: p.limit.unwrap_or(10) as usize,
         filter: p.filter.filter(|f| !f.is_null()),
         params: core_params(p.params)?,
@@ -191,7 +192,7 @@ fn stage(p: bodies::Prefetch, euclid: bool) -> Result<SearchRequest, ApiError> {
         let at = format!("prefetch[{i}]");
         let sub: bodies::Prefetch =
             serde_json::from_value(v).map_err(|e| ApiError::bad_request(format!("{at}: {e}")))?;
-        req.prefetch.push(stage(sub, euclid).map_err(|e| e.at(&at))?);
+        req.prefetch.push(stage(sub, euclid, dense).map_err(|e| e.at(&at))?);
     }
     let fusion = |req: &mut SearchRequest, name: &str, k: Option<u32>, weights: Option<Vec<f32>>| {
         req.fusion = Some(name.into());

@@ -59,6 +59,11 @@ pub struct Meta {
     /// when there are some, so a collection without the feature keeps today's file.
     #[serde(default, skip_serializing_if = "serde_json::Map::is_empty")]
     pub sparse_vectors: serde_json::Map<String, Value>,
+    /// Qdrant's name of the dense vector when the collection was created with one named dense
+    /// vector (`{"vectors": {"text-dense": {...}}}`): requests and answers use that name for
+    /// the collection's one dense vector. Absent: Qdrant's unnamed form (`""`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub vector_name: Option<String>,
 }
 
 fn empty_object() -> Value {
@@ -70,6 +75,12 @@ fn yes() -> bool {
 }
 
 impl Meta {
+    /// Whether `name` is the dense vector's name in Qdrant's requests (`""` unless the
+    /// collection was created with a named one).
+    pub fn is_dense_name(&self, name: &str) -> bool {
+        name == self.vector_name.as_deref().unwrap_or("")
+    }
+
     /// The sparse vectors, by name ascending.
     pub fn sparse_specs(&self) -> Result<Vec<SparseSpec>, ApiError> {
         SparseSpec::list_from_value(&Value::Object(self.sparse_vectors.clone()), true).map_err(ApiError::core)
@@ -812,6 +823,7 @@ mod tests {
             dynamic: true,
             payload: None,
             sparse_vectors: serde_json::Map::new(),
+            vector_name: None,
         };
         std::fs::write(dir.path("collection.json"), serde_json::to_vec(&meta).unwrap()).unwrap();
         let schema = Schema::from_json(r#"{"w": "integer"}"#).unwrap();
