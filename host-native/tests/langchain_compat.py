@@ -78,47 +78,67 @@ def sparse_dot(q, d):
 
 
 def hybrid(server, texts, metadatas, vectors, embeddings):
-    """RetrievalMode.HYBRID: each answer is Qdrant's RRF (k = 2) over the dense and the sparse
-    brute-force top k (ties by best position, then id)."""
+    """RetrievalMode.HYBRID: the server's dense and sparse answers each equal the brute force
+    (scores; ids wherever scores do not tie — common words give equal sparse scores, whose order
+    is the engine's), and each hybrid answer is Qdrant's RRF (k = 2) over those two answers (ties
+    by best position, then id)."""
     sparse = HashedWords()
     docs_sparse = sparse.embed_documents(texts)
-    # Ids given (UUIDs), so that ties can be broken here as the server breaks them.
     ids = [str(uuid.UUID(int=(i * 2654435761) % (1 << 128))) for i in range(len(texts))]
+    at = {pid: i for i, pid in enumerate(ids)}
     store = QdrantVectorStore.from_texts(texts, embeddings, metadatas=metadatas, ids=ids, url=server.url,
                                          api_key="sesame", prefer_grpc=False, collection_name="gcide-hybrid",
                                          sparse_embedding=sparse, retrieval_mode=RetrievalMode.HYBRID)
     f32 = numpy.float32
+    k = 5
+
+    def check(got, want, every, what):
+        """`got` (points) against `want` ((index, score) best first); `every`: each point's
+        brute-force score by index."""
+        assert [round(p.score, 4) for p in got] == [round(float(s), 4) for _, s in want], what
+        for p, (i, s) in zip(got, want):
+            tied = sum(1 for _, t in want if abs(float(t) - float(s)) < 1e-6) > 1
+            assert tied or at[p.id] == i, what
+            assert abs(p.score - float(every[at[p.id]])) < 1e-4, what
+
     checked = 0
     for query in ["a large animal with a trunk", "to move quickly on foot", "a small boat", "the color of the sky",
                   "a tree that bears nuts"]:
         for letter in [None, "b"]:
             keep = (lambda i: True) if letter is None else (lambda i: metadatas[i]["letter"] == letter)
-            k = 5
+            flt = None if letter is None else m.Filter(
+                must=[m.FieldCondition(key="metadata.letter", match=m.MatchValue(value=letter))])
             q = embeddings.embed_query(query)
-            dense = sorted((i for i in range(N) if keep(i)), key=lambda i: -cosine(q, vectors[i]))[:k]
             qs = sparse.embed_query(query)
+            dense_want = sorted(((i, cosine(q, vectors[i])) for i in range(N) if keep(i)), key=lambda x: -x[1])[:k]
+            dense_got = store.client.query_points("gcide-hybrid", query=q, using="", query_filter=flt, limit=k).points
+            check(dense_got, dense_want, [cosine(q, v) for v in vectors], (query, letter, "dense"))
             scored = [(i, sparse_dot(qs, docs_sparse[i])) for i in range(N) if keep(i)]
-            lexical = [i for i, _ in sorted(((i, s) for i, s in scored if s is not None), key=lambda x: -x[1])[:k]]
+            lexical_want = sorted(((i, s) for i, s in scored if s is not None), key=lambda x: -x[1])[:k]
+            lexical_got = store.client.query_points(
+                "gcide-hybrid", query=m.SparseVector(indices=qs.indices, values=qs.values), using="langchain-sparse",
+                query_filter=flt, limit=k).points
+            check(lexical_got, lexical_want, [sparse_dot(qs, d) or 0.0 for d in docs_sparse], (query, letter, "sparse"))
             sums, best = {}, {}
-            for ranking in (dense, lexical):
-                for p, i in enumerate(ranking):
+            for ranking in (dense_got, lexical_got):
+                for p, point in enumerate(ranking):
+                    i = at[point.id]
                     sums[i] = f32(sums.get(i, f32(0.0)) + f32(1.0) / (f32(p + 1) + f32(2) - f32(1.0)))
                     best[i] = min(best.get(i, p), p)
             want = sorted(sums, key=lambda i: (-sums[i], best[i], ids[i]))[:k]
-            flt = None if letter is None else m.Filter(
-                must=[m.FieldCondition(key="metadata.letter", match=m.MatchValue(value=letter))])
             got = store.similarity_search_with_score(query, k=k, filter=flt)
             assert [d.page_content for d, _ in got] == [texts[i] for i in want], (query, letter)
             assert [round(s, 6) for _, s in got] == [round(float(sums[i]), 6) for i in want], (query, got)
             checked += 1
-    # The sparse mode alone (the same collection, its sparse vector).
+    # The sparse mode alone (the same collection, its sparse vector): the same answer.
     lexical_only = QdrantVectorStore(client=store.client, collection_name="gcide-hybrid", sparse_embedding=sparse,
                                      retrieval_mode=RetrievalMode.SPARSE)
     got = lexical_only.similarity_search_with_score("a small boat", k=5)
     qs = sparse.embed_query("a small boat")
-    want = sorted(((i, sparse_dot(qs, docs_sparse[i])) for i in range(N)), key=lambda x: -(x[1] or -1e30))[:5]
-    assert [d.page_content for d, _ in got] == [texts[i] for i, _ in want]
-    assert all(abs(s - float(w)) < 1e-4 for (_, s), (_, w) in zip(got, want))
+    alone = store.client.query_points("gcide-hybrid", query=m.SparseVector(indices=qs.indices, values=qs.values),
+                                      using="langchain-sparse", limit=5).points
+    assert [d.page_content for d, _ in got] == [texts[at[p.id]] for p in alone]
+    assert all(abs(s - p.score) < 1e-6 for (_, s), p in zip(got, alone))
     # Delete by id leaves the hybrid answers.
     assert store.delete(ids=ids[:3])
     assert all(d.page_content not in texts[:3] or texts.count(d.page_content) > 1
