@@ -97,7 +97,7 @@ def hybrid(server, texts, metadatas, vectors, embeddings):
         brute-force score by index."""
         assert [round(p.score, 4) for p in got] == [round(float(s), 4) for _, s in want], what
         for p, (i, s) in zip(got, want):
-            tied = sum(1 for _, t in want if abs(float(t) - float(s)) < 1e-6) > 1
+            tied = sum(1 for t in every if abs(float(t) - float(s)) < 1e-6) > 1
             assert tied or at[p.id] == i, what
             assert abs(p.score - float(every[at[p.id]])) < 1e-4, what
 

@@ -209,7 +209,8 @@ try {
     // The same scores; the same ids wherever scores do not tie (common words give equal
     // scores, whose order is the engine's).
     const close = (/** @type {number} */ a, /** @type {number} */ b) => Math.abs(a - b) <= 1e-5 * Math.max(1, Math.abs(a));
-    const tied = (/** @type {number} */ s) => want.filter((w) => close(w.score, s)).length > 1;
+    const all = bruteSparse(q, N);
+    const tied = (/** @type {number} */ s) => all.filter((w) => close(w.score, s)).length > 1;
     if (
       alone.length === want.length &&
       alone.every((p, i) => close(p.score, want[i].score) && (tied(want[i].score) || p.id === want[i].id))

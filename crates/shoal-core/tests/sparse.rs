@@ -208,8 +208,14 @@ proptest! {
     fn sparse_scores_equal_a_naive_dot_product(seed in any::<u64>()) {
         let mut rng = Rng::new(seed);
         let mut col = new_collection();
-        // No merges: the rows a seal keeps are then known here (a merge would drop deleted rows).
-        col.set_merge_policy(shoal_core::set::MergePolicy { max_merge_rows: 0, ..Default::default() });
+        // No merges (none fits the row cap, no tier fills, no segment is rewritten for its
+        // deletes): the rows a seal keeps are then known here (a merge would drop deleted rows).
+        col.set_merge_policy(shoal_core::set::MergePolicy {
+            merge_factor: usize::MAX,
+            max_merge_rows: 0,
+            max_deleted_percent: 100,
+            ..Default::default()
+        });
         let mut model = BTreeMap::new();
         // Every row the collection holds: (id, its weighted vector, live, sealed).
         let mut rows: Vec<HeldRow> = Vec::new();

@@ -191,11 +191,6 @@ async fn create(State(app): Shared, Path(name): Path<String>, body: Body) -> Res
 fn create_meta(body: bodies::CreateCollection) -> Result<Meta, ApiError> {
     refuse("sharding_method", &body.sharding_method, "a collection is one shard")?;
     let sparse_vectors = sparse_config(body.sparse_vectors.as_ref())?;
-    if let Some(Value::Object(v)) = &body.vectors
-        && let Some(name) = v.keys().find(|n| sparse_vectors.contains_key(*n))
-    {
-        return Err(ApiError::bad_request(format!("vectors: {name:?} names a dense and a sparse vector")));
-    }
     refuse("strict_mode_config", &body.strict_mode_config, "no strict mode")?;
     refuse("metadata", &body.metadata, "collection metadata is not stored")?;
     refuse("init_from", &body.init_from, "create the collection, then copy the points")?;
@@ -258,6 +253,9 @@ fn create_meta(body: bodies::CreateCollection) -> Result<Meta, ApiError> {
             (dim, body.metric.unwrap_or_else(|| "cosine".into()), body.on_disk)
         }
     };
+    if let Some(name) = vector_name.as_ref().filter(|n| sparse_vectors.contains_key(n.as_str())) {
+        return Err(ApiError::bad_request(format!("vectors: {name:?} names a dense and a sparse vector")));
+    }
     let on_disk = on_disk.unwrap_or(true);
     // The default index: IVF-RaBitQ with 4-bit codes when the full vectors are mapped (the extra
     // bits settle most candidates without reading their vector from disk: ~4x fewer reads on
