@@ -263,11 +263,10 @@ impl WasmCollection {
 
 impl WasmCollection {
     fn staged_column(&mut self, name: &str, counts: &[u32], indices: &[u32], values: &[f32]) -> Result<(), JsValue> {
-        let specs = self.inner.sparse_vectors();
         let bad = |m: String| js_error(&Error::InvalidRequest(m));
-        let t = specs
-            .iter()
-            .position(|s| s.name == name)
+        let t = self
+            .inner
+            .sparse_position(name)
             .ok_or_else(|| bad(format!("sparse: the collection has no sparse vector \"{name}\"")))?;
         let mut column = Vec::with_capacity(counts.len());
         let mut at = 0usize;
@@ -283,7 +282,7 @@ impl WasmCollection {
             column.push(Some(shoal_core::SparseVector::new(ix, vs).map_err(|e| bad(format!("sparse.{name}: {e}")))?));
             at = end;
         }
-        self.staged.resize_with(specs.len(), Vec::new);
+        self.staged.resize_with(self.inner.sparse_vectors().len(), Vec::new);
         self.staged[t] = column;
         Ok(())
     }

@@ -373,20 +373,34 @@ fn v1_uuid_golden_file_reads_verifies_and_searches_the_same() {
             .unwrap();
         col
     };
+    let (_, col) = check_feature_golden("v1-uuid", shoal_format::FLAG_UUID_IDS, &build, &|c| uuid_results(c, dim));
+    assert!(ids.iter().all(|&id| col.contains(id)));
+}
+
+/// The checks every golden file of a feature makes: `NAME.shoal` (rewritten from `build` with
+/// `SHOAL_WRITE_GOLDEN`, with `results` as `NAME.expected.json`) has header flags `flags`,
+/// opens, verifies, answers `results` as recorded, and the current writer reproduces it.
+/// Returns its bytes and the collection opened from them.
+fn check_feature_golden(
+    name: &str,
+    flags: u32,
+    build: &dyn Fn() -> Collection,
+    results: &dyn Fn(&Collection) -> serde_json::Value,
+) -> (Vec<u8>, Collection) {
     if std::env::var_os("SHOAL_WRITE_GOLDEN").is_some() {
         let mut col = build();
-        std::fs::write(golden("v1-uuid.shoal"), col.to_bytes().unwrap()).unwrap();
-        let expected = serde_json::to_vec_pretty(&uuid_results(&col, dim)).unwrap();
-        std::fs::write(golden("v1-uuid.expected.json"), expected).unwrap();
+        std::fs::write(golden(&format!("{name}.shoal")), col.to_bytes().unwrap()).unwrap();
+        let expected = serde_json::to_vec_pretty(&results(&col)).unwrap();
+        std::fs::write(golden(&format!("{name}.expected.json")), expected).unwrap();
     }
-    let bytes = read_golden("v1-uuid.shoal");
-    assert_eq!(u32::from_le_bytes(bytes[12..16].try_into().unwrap()), shoal_format::FLAG_UUID_IDS);
+    let bytes = read_golden(&format!("{name}.shoal"));
+    assert_eq!(u32::from_le_bytes(bytes[12..16].try_into().unwrap()), flags);
     let col = Collection::from_bytes(&bytes).unwrap();
     col.verify().unwrap();
-    assert!(ids.iter().all(|&id| col.contains(id)));
-    let expected: serde_json::Value = serde_json::from_slice(&read_golden("v1-uuid.expected.json")).unwrap();
-    assert_eq!(uuid_results(&col, dim), expected, "v1-uuid: results changed");
-    assert!(build().to_bytes().unwrap() == &bytes[..], "v1-uuid: the writer no longer reproduces the golden bytes");
+    let expected: serde_json::Value = serde_json::from_slice(&read_golden(&format!("{name}.expected.json"))).unwrap();
+    assert_eq!(results(&col), expected, "{name}: results changed");
+    assert!(build().to_bytes().unwrap() == &bytes[..], "{name}: the writer no longer reproduces the golden bytes");
+    (bytes, col)
 }
 
 /// The sparse vectors of `v1-sparse` ("plain" and "weighted", the latter with the idf
@@ -450,24 +464,13 @@ fn v1_sparse_golden_file_reads_verifies_and_searches_the_same() {
             .unwrap();
         col
     };
-    if std::env::var_os("SHOAL_WRITE_GOLDEN").is_some() {
-        let mut col = build();
-        std::fs::write(golden("v1-sparse.shoal"), col.to_bytes().unwrap()).unwrap();
-        let expected = serde_json::to_vec_pretty(&sparse_results(&col, dim)).unwrap();
-        std::fs::write(golden("v1-sparse.expected.json"), expected).unwrap();
-    }
-    let bytes = read_golden("v1-sparse.shoal");
-    assert_eq!(u32::from_le_bytes(bytes[12..16].try_into().unwrap()), shoal_format::FLAG_SPARSE);
-    let col = Collection::from_bytes(&bytes).unwrap();
-    col.verify().unwrap();
+    let (bytes, col) =
+        check_feature_golden("v1-sparse", shoal_format::FLAG_SPARSE, &build, &|c| sparse_results(c, dim));
     assert_eq!(col.sparse_vectors().len(), 2);
-    let expected: serde_json::Value = serde_json::from_slice(&read_golden("v1-sparse.expected.json")).unwrap();
-    assert_eq!(sparse_results(&col, dim), expected, "v1-sparse: results changed");
     // Row 11's vectors as they were given (the largest index among them).
     for (t, name) in ["plain", "weighted"].into_iter().enumerate() {
         assert_eq!(col.sparse_vector(ids[11], name).unwrap(), columns[t][11], "{name}");
     }
-    assert!(build().to_bytes().unwrap() == &bytes[..], "v1-sparse: the writer no longer reproduces the golden bytes");
     // A damaged sparse section is a typed error: its checksum on verify.
     let mut damaged = bytes.clone();
     let aligned = shoal_core::AlignedBytes::from_slice(&bytes);

@@ -167,12 +167,9 @@ pub(crate) fn check_specs(specs: &[SparseSpec]) -> Result<(), Error> {
     Ok(())
 }
 
-/// The weight of query index `i`: its value, times its IDF with the `idf` modifier (`n` rows
-/// holding the vector, `df` of them holding the index; BM25's formula).
-pub(crate) fn weight(q: f32, idf: bool, n: u64, df: u64) -> f32 {
-    if !idf {
-        return q;
-    }
+/// The weight of a query value `q` under the `idf` modifier: `q` times the index's IDF (`n`
+/// rows holding the vector, `df` of them holding the index; BM25's formula).
+pub(crate) fn idf_weight(q: f32, n: u64, df: u64) -> f32 {
     let sat = |x: u64| u32::try_from(x).unwrap_or(u32::MAX);
     q * shoal_text::Bm25::idf(sat(n), sat(df))
 }
@@ -271,11 +268,12 @@ impl SparseRows {
         held.then(|| &self.entries[self.offsets[r] as usize..self.offsets[r + 1] as usize])
     }
 
-    /// Rows holding the vector, and rows holding index `i`.
+    /// Rows holding the vector.
     pub(crate) fn present(&self) -> u64 {
         self.present_count
     }
 
+    /// Rows holding index `i`.
     pub(crate) fn df(&self, i: u32) -> u64 {
         self.df.get(&PointId::Num(u64::from(i))).map_or(0, |&d| u64::from(d))
     }

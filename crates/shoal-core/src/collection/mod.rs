@@ -232,8 +232,8 @@ impl Collection {
         &self.sparse
     }
 
-    /// The position of sparse vector `name`.
-    pub(crate) fn sparse_position(&self, name: &str) -> Option<usize> {
+    /// The position of sparse vector `name` in [`sparse_vectors`](Self::sparse_vectors).
+    pub fn sparse_position(&self, name: &str) -> Option<usize> {
         self.sparse.iter().position(|s| s.name == name)
     }
 

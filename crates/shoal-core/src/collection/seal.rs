@@ -629,9 +629,8 @@ impl Collection {
             });
         }
         let nested = self.schema.as_ref().is_some_and(Schema::is_nested);
-        let features = nested || !self.sparse.is_empty();
-        let manifest = Manifest {
-            shoal_manifest: if features { set::MANIFEST_VERSION_FEATURES } else { set::MANIFEST_VERSION },
+        let mut manifest = Manifest {
+            shoal_manifest: set::MANIFEST_VERSION,
             generation,
             dim: self.dim,
             metric: self.metric.name().into(),
@@ -645,6 +644,9 @@ impl Collection {
             nested,
             sparse: self.sparse.clone(),
         };
+        if manifest.features() {
+            manifest.shoal_manifest = set::MANIFEST_VERSION_FEATURES;
+        }
         let captured = self.parts.iter().map(|p| (p.number, p.deleted.count())).collect();
         Checkpoint { manifest, live_files, captured }
     }

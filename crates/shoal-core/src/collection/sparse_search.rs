@@ -11,7 +11,7 @@ use shoal_payload::Filter;
 
 use super::Collection;
 use super::search::sealed_passes;
-use crate::sparse::{SparseVector, dot, weight};
+use crate::sparse::{SparseVector, dot, idf_weight};
 use crate::{Error, SearchRequest, SearchStats};
 
 impl Collection {
@@ -39,7 +39,7 @@ impl Collection {
             for e in &mut w {
                 let df =
                     views.iter().flatten().map(|v| v.df(e.index)).sum::<u64>() + unsealed.map_or(0, |u| u.df(e.index));
-                e.value = weight(e.value, true, n, df);
+                e.value = idf_weight(e.value, n, df);
             }
         }
         let mut stats = SearchStats { exact: true, ..SearchStats::default() };
@@ -55,12 +55,12 @@ impl Collection {
             let seg_rows = part.seg.rows() as u32;
             for e in &w {
                 if let Some((rows, values)) = view.postings(e.index)? {
-                    if rows.iter().any(|&r| r >= seg_rows) {
-                        // A damaged file (open checks lengths, `verify` everything): a typed
-                        // error, never another segment's point or a panic.
-                        return Err(crate::sections::bad("SPARSE_POSTINGS", "a row out of range"));
-                    }
                     for (&r, &x) in rows.iter().zip(values) {
+                        if r >= seg_rows {
+                            // A damaged file (open checks lengths, `verify` everything): a
+                            // typed error, never another segment's point or a panic.
+                            return Err(crate::sections::bad("SPARSE_POSTINGS", "a row out of range"));
+                        }
                         keys.push(u64::from(r) << 32 | products.len() as u64);
                         products.push(e.value * x);
                     }

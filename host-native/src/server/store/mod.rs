@@ -309,13 +309,9 @@ fn write_first_segment(dir: &Path, meta: &Meta, src: &Path, wal_from: u64, link:
 /// empty where the batch has none): a name the collection does not have, or a column of
 /// another length, is an error.
 fn sparse_columns(col: &Collection, b: &Batch<'_>) -> Result<Vec<Vec<Option<SparseVector>>>, String> {
-    let specs = col.sparse_vectors();
-    let mut out = vec![Vec::new(); specs.len()];
+    let mut out = vec![Vec::new(); col.sparse_vectors().len()];
     for (name, column) in &b.sparse {
-        let t = specs
-            .iter()
-            .position(|s| &s.name == name)
-            .ok_or_else(|| format!("the collection has no sparse vector {name:?}"))?;
+        let t = col.sparse_position(name).ok_or_else(|| format!("the collection has no sparse vector {name:?}"))?;
         if column.len() != b.ids.len() {
             return Err(format!("sparse vector {name:?}: {} vectors for {} points", column.len(), b.ids.len()));
         }
