@@ -56,7 +56,7 @@ fn main() {
                 col.insert(&ids, &base).unwrap();
                 col.seal_with(IndexKind::IvfRabitq(params)).unwrap();
             } else {
-                col.set_index_kind(IndexKind::IvfRabitq(params));
+                col.set_index_kind(IndexKind::IvfRabitq(params)).unwrap();
                 col.set_merge_policy(shoal_core::set::MergePolicy { merge_factor: usize::MAX, ..Default::default() });
                 for s in 0..segments {
                     let (a, b) = (s * n / segments, (s + 1) * n / segments);

@@ -9,7 +9,8 @@
 use std::path::PathBuf;
 
 use shoal_core::{
-    Collection, CollectionConfig, IndexKind, IvfParams, PointId, SearchRequest, SparseSpec, SparseVector,
+    Collection, CollectionConfig, DenseSpec, IndexKind, IvfParams, Metric, PointId, SearchRequest, SparseSpec,
+    SparseVector,
 };
 use shoal_testkit::{golden_v1_input, uniform_vectors};
 #[cfg(target_family = "wasm")]
@@ -38,6 +39,7 @@ golden_files![
     "v1-payload-counted",
     "v1-uuid",
     "v1-sparse",
+    "v1-named",
 ];
 
 /// The bytes of golden file `file` (`NAME.shoal` or `NAME.expected.json`).
@@ -483,4 +485,58 @@ fn v1_sparse_golden_file_reads_verifies_and_searches_the_same() {
     damaged[entries.offset as usize] ^= 1;
     let damaged = Collection::from_bytes(&damaged).unwrap();
     assert!(damaged.verify().is_err());
+}
+
+/// `v1-named`: a segment with three dense vectors (header flag bit 1): vector 0 (`""`, the
+/// golden input, cosine) with the v1 sections and rows sorted by its partitions, "image" (dot,
+/// 6-d) and "text" (l2, 9-d) each with its own IVF index, stored by its own partitions with
+/// the position maps; the current writer reproduces it.
+#[test]
+fn v1_named_golden_file_reads_verifies_and_searches_the_same() {
+    let (dim, metric, ids, vectors) = golden_v1_input();
+    let ids: Vec<PointId> = ids.iter().map(|&i| PointId::Num(i)).collect();
+    let image = uniform_vectors(0x1a6e, ids.len(), 6);
+    let text = uniform_vectors(0x7e87, ids.len(), 9);
+    let build = || {
+        let mut col = Collection::new(CollectionConfig { dim, metric }).unwrap();
+        col.set_dense_vectors(vec![
+            DenseSpec { name: "text".into(), dim: 9, metric: Metric::L2 },
+            DenseSpec { name: "image".into(), dim: 6, metric: Metric::Dot },
+            DenseSpec { name: "".into(), dim, metric },
+        ])
+        .unwrap();
+        col.upsert_vectors(&ids, &[&vectors, &image, &text], &[], &[]).unwrap();
+        col.seal_with(IndexKind::IvfRabitq(IvfParams { partitions: Some(4), seed: 7, bits: 2, codes_only: false }))
+            .unwrap();
+        col
+    };
+    let named_results = |col: &Collection| {
+        let mut out = vec![results(col, dim)];
+        for (using, d) in [("image", 6), ("text", 9)] {
+            for q in uniform_vectors(0x9a3e, 3, d).chunks_exact(d) {
+                for params in [serde_json::json!({}), serde_json::json!({"exact": true})] {
+                    let req = serde_json::json!({"vector": q, "using": using, "limit": 5, "params": params});
+                    let res = col.search(&SearchRequest::from_json(&req.to_string()).unwrap()).unwrap();
+                    out.push(serde_json::json!(
+                        res.points.iter().map(|p| (p.id, p.score.to_bits())).collect::<Vec<_>>()
+                    ));
+                }
+            }
+        }
+        serde_json::Value::from(out)
+    };
+    let (bytes, col) = check_feature_golden("v1-named", shoal_format::FLAG_DENSE_VECTORS, &build, &named_results);
+    let names: Vec<&str> = col.dense_vectors().iter().map(|s| s.name.as_str()).collect();
+    assert_eq!(names, ["", "image", "text"]);
+    // Row 5's vectors as they were given (the dot and l2 ones are stored unchanged).
+    assert_eq!(col.dense_vector(ids[5], 1).unwrap(), &image[30..36]);
+    assert_eq!(col.dense_vector(ids[5], 2).unwrap(), &text[45..54]);
+    // A damaged vector section of "text" is a typed error: its checksum on verify.
+    let aligned = shoal_core::AlignedBytes::from_slice(&bytes);
+    let reader = shoal_format::SegmentReader::open(aligned.as_slice()).unwrap();
+    let section =
+        reader.sections().iter().find(|e| e.kind == shoal_format::dense_kind(2, shoal_format::KIND_VECTORS)).unwrap();
+    let mut damaged = bytes.clone();
+    damaged[section.offset as usize] ^= 1;
+    assert!(Collection::from_bytes(&damaged).unwrap().verify().is_err());
 }

@@ -132,7 +132,7 @@ impl NewSegment<'_> {
         };
         let src = NumberedSource { first_id: self.first_id, vectors: Flat::new(&vectors, dim), docs };
         let index = write::IndexSpec { kind: self.index, centroids, progress };
-        write::write(kernels, dim, metric, &src, (self.schema, &[]), index, alloc)
+        write::write(kernels, dim, metric, &src, (self.schema, &[], &[]), index, alloc)
     }
 }
 
@@ -173,5 +173,9 @@ impl Source for NumberedSource<'_> {
 
     fn sparse(&self, _: usize, _: usize) -> Result<Option<Cow<'_, [shoal_format::SparseEntry]>>, Error> {
         Ok(None)
+    }
+
+    fn dense(&self, _: usize, _: usize) -> &[f32] {
+        unreachable!("a build from rows writes one dense vector")
     }
 }

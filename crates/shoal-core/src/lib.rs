@@ -25,6 +25,7 @@ extern crate alloc;
 mod bitset;
 mod build;
 mod collection;
+mod dense;
 mod error;
 mod fusion;
 mod ids;
@@ -44,6 +45,7 @@ pub use collection::{
     Checkpoint, Collection, CollectionConfig, FILTER_EXACT_DIVISOR, FILTER_EXACT_PER_RESULT, IdEncoding, MergeSnapshot,
     SealSnapshot, SegmentInfo,
 };
+pub use dense::DenseSpec;
 pub use error::Error;
 pub use fusion::{DEFAULT_RRF_K, FUSION_DEPTH, RRF_K};
 pub use request::{
@@ -51,7 +53,7 @@ pub use request::{
     SearchParams, SearchRequest, SearchResponse, SearchStats,
 };
 pub use sealed::{IndexKind, PayloadInput, SealedSegment, SegmentBytes};
-pub use shoal_format::{AlignedBytes, FormatError, MAX_SPARSE_VECTORS, PointId, SparseEntry};
+pub use shoal_format::{AlignedBytes, FormatError, MAX_DENSE_VECTORS, MAX_SPARSE_VECTORS, PointId, SparseEntry};
 pub use shoal_index::Metric;
 pub use shoal_index::ivf::IvfParams;
 pub use shoal_index::progress::{Progress, Quiet};

@@ -39,6 +39,18 @@ pub(crate) struct Mutable {
     /// The committed rows' sparse vectors, one per sparse vector of the collection (each may
     /// hold fewer rows than `committed`: the rows after hold no such vector).
     pub(crate) sparse: Vec<crate::sparse::SparseRows>,
+    /// The committed rows' dense vectors `1..` (row-major, with their dimension), when the
+    /// collection has two or more.
+    pub(crate) dense: Vec<(Vec<f32>, usize)>,
+}
+
+/// The rows `rows` of row-major `(vectors, dim)`, in that order.
+pub(crate) fn select_rows((v, dim): &(Vec<f32>, usize), rows: impl Iterator<Item = usize>) -> (Vec<f32>, usize) {
+    let mut out = Vec::new();
+    for r in rows {
+        out.extend_from_slice(&v[r * dim..(r + 1) * dim]);
+    }
+    (out, *dim)
 }
 
 impl Mutable {

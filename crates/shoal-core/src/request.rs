@@ -36,8 +36,8 @@ pub struct SearchRequest {
     /// Sparse query vector (`{"indices": [...], "values": [...]}`), searched in the sparse
     /// vector named by `using`: a ranking of its own, like `vector` or `text`.
     pub sparse: Option<crate::SparseVector>,
-    /// The vector searched: `""` (the default) is the dense vector, any other name a sparse
-    /// vector of the collection (with `sparse`).
+    /// The vector searched: a dense vector of the collection (with `vector`; `""` or none: the
+    /// one named `""`, or the only one) or a sparse vector (with `sparse`).
     pub using: Option<String>,
     /// Full-text query over the collection's `text` fields: words (any may match), `+word`
     /// (must), `-word` (must not), `"a phrase"`; BM25-ranked. With `vector` too, the two
@@ -244,7 +244,6 @@ impl SearchRequest {
     pub(crate) fn is_vector_only(&self) -> bool {
         self.text.is_none()
             && self.sparse.is_none()
-            && self.using.as_deref().is_none_or(str::is_empty)
             && self.prefetch.is_empty()
             && self.fusion.is_none()
             && self.rrf_k.is_none()
@@ -317,10 +316,8 @@ impl SearchRequest {
             }
             return Ok(());
         }
-        if let Some(u) = self.using.as_deref().filter(|u| !u.is_empty()) {
-            return Err(Error::InvalidRequest(format!(
-                "`using`: \"{u}\" is not the dense vector (\"\"); a sparse vector is searched with `sparse`"
-            )));
+        if self.using.as_deref().is_some_and(|u| !u.is_empty()) && self.vector.is_none() {
+            return bad("`using` names the vector searched: it goes with `vector` or `sparse`");
         }
         let lists = match (&self.vector, &self.text, self.prefetch.len()) {
             (_, Some(_), 1..) => return bad("`text` and `prefetch` do not go together"),

@@ -151,6 +151,10 @@ pub struct SealedSegment {
     text: Option<TextRanges>,
     /// The sparse vectors, in collection order.
     sparse: alloc::vec::Vec<crate::sparse::SparseRanges>,
+    /// Dense vector 0's name (`""` without header bit 1).
+    name: alloc::string::String,
+    /// Dense vectors `1..` (header bit 1), in collection order.
+    dense: alloc::vec::Vec<crate::dense::DenseRanges>,
 }
 
 /// Where the five payload sections (kinds 32–36) lie, and the schema they declare.
@@ -221,7 +225,7 @@ impl SealedSegment {
         } else {
             None
         };
-        let ivf = IvfSections::open(&reader, dim, rows)?;
+        let ivf = IvfSections::open(&reader, (dim, 0), rows)?;
         if vectors.is_none() && ivf.as_ref().is_none_or(|i| i.bits < 2) {
             return Err(bad("META", "a codes-only segment needs an IVF-RaBitQ index with 2 or more bits"));
         }
@@ -231,7 +235,20 @@ impl SealedSegment {
         if (reader.header().flags & shoal_format::FLAG_SPARSE != 0) == sparse.is_empty() {
             return Err(bad("SPARSE", "header flag and sections differ"));
         }
-        Ok(SealedSegment { storage, dim, metric, rows, ids, vectors, ivf, payload, text, sparse })
+        let (name, dense) = if reader.header().flags & shoal_format::FLAG_DENSE_VECTORS != 0 {
+            if vectors.is_none() {
+                return Err(bad("META", "a codes-only segment has one dense vector"));
+            }
+            crate::dense::open_all(&reader, rows)?
+        } else if [(0, shoal_format::DENSE_NAME), (1, shoal_format::DENSE_META)]
+            .iter()
+            .any(|&(d, k)| reader.section(shoal_format::dense_kind(d, k)).is_some())
+        {
+            return Err(bad("DENSE_META", "dense vector sections without header bit 1"));
+        } else {
+            (alloc::string::String::new(), alloc::vec::Vec::new())
+        };
+        Ok(SealedSegment { storage, dim, metric, rows, ids, vectors, ivf, payload, text, sparse, name, dense })
     }
 
     /// Reads every byte: section checksums, the id index's order and agreement with `IDS`,
@@ -246,10 +263,33 @@ impl SealedSegment {
         for s in &self.sparse {
             s.view(self.bytes())?.verify()?;
         }
+        for d in &self.dense {
+            d.verify(self.bytes())?;
+        }
         match self.payload() {
             Some(view) => view.verify().map_err(Error::from),
             None => Ok(()),
         }
+    }
+
+    /// The segment's dense vectors, in collection order (one named `""` without header bit 1).
+    pub fn dense_specs(&self) -> alloc::vec::Vec<crate::DenseSpec> {
+        let first = crate::DenseSpec { name: self.name.clone(), dim: self.dim, metric: self.metric };
+        core::iter::once(first).chain(self.dense.iter().map(|d| d.spec.clone())).collect()
+    }
+
+    /// Dense vector `d`'s view (`None`: the segment has no such vector).
+    pub(crate) fn space(&self, d: usize) -> Option<crate::dense::Space<'_>> {
+        if d == 0 {
+            return Some(crate::dense::Space {
+                dim: self.dim,
+                vectors: self.vectors(),
+                ivf: self.ivf(),
+                positions: None,
+                rows: None,
+            });
+        }
+        self.dense.get(d - 1).map(|r| r.space(self.bytes()))
     }
 
     /// The segment's sparse vectors, in collection order.

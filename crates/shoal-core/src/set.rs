@@ -15,7 +15,7 @@ use crate::bitset::Bitset;
 /// The manifest layout of a collection that uses no feature (`shoal_manifest`).
 pub const MANIFEST_VERSION: u32 = 1;
 /// The manifest layout of a collection with features (`docs/format.md`, "Named vectors",
-/// "Configuration"): nested payloads or sparse vectors, in this version.
+/// "Configuration"): named or several dense vectors, sparse vectors or nested payloads.
 pub const MANIFEST_VERSION_FEATURES: u32 = 2;
 
 /// The manifest of a segment set: the collection's configuration and its segments, in set
@@ -28,10 +28,8 @@ pub struct Manifest {
     pub shoal_manifest: u32,
     /// +1 on every replacement.
     pub generation: u64,
-    /// Vector dimension.
-    pub dim: usize,
-    /// `"l2"`, `"dot"` or `"cosine"`.
-    pub metric: String,
+    /// The dense vectors, by name ascending (layout 1: one named `""`, from `dim` and `metric`).
+    pub vectors: Vec<crate::DenseSpec>,
     /// The payload schema (`{}`: none).
     pub fields: Value,
     /// The seal options every seal and merge builds with (`{}`: flat).
@@ -118,30 +116,56 @@ impl Manifest {
         let v: Value = serde_json::from_slice(bytes).map_err(|e| bad(format!("manifest: {e}")))?;
         let layout = v.get("shoal_manifest").and_then(Value::as_u64);
         let mut specs = Vec::new();
-        // Layout 2 keeps the vector's settings under `vectors` (one named "" in this version).
-        let (o, vector) = if layout == Some(u64::from(MANIFEST_VERSION_FEATURES)) {
+        let metric_of = |v: &Map<String, Value>, what: &str| {
+            let name = string(v, what, "metric")?;
+            shoal_index::Metric::parse(&name)
+                .filter(|m| m.name() == name)
+                .ok_or_else(|| bad(format!("{what}: unknown metric \"{name}\"")))
+        };
+        let dim_of =
+            |v: &Map<String, Value>, what: &str| uint(v, what, "dim").map(|d| usize::try_from(d).unwrap_or(usize::MAX));
+        // Layout 2 keeps each dense vector's settings under `vectors`, by name.
+        let (o, index, vectors) = if layout == Some(u64::from(MANIFEST_VERSION_FEATURES)) {
             let keys = ["shoal_manifest", "generation", "fields", "payload", "segments", "sparse_vectors", "vectors"];
             let o = object(&v, "manifest", &keys, &["wal"])?;
-            let vectors = object(&o["vectors"], "manifest: vectors", &[""], &[])?;
+            let all = o["vectors"].as_object().ok_or_else(|| bad("manifest: vectors: expected an object".into()))?;
+            let mut vectors = Vec::with_capacity(all.len());
+            let mut index = None;
+            for (name, spec) in all {
+                let what = format!("manifest: vector \"{name}\"");
+                let spec = object(spec, &what, &["dim", "metric", "index"], &[])?;
+                if index.is_some_and(|i| i != &spec["index"]) {
+                    return Err(bad("manifest: every dense vector has the collection's index".into()));
+                }
+                index = Some(&spec["index"]);
+                let (dim, metric) = (dim_of(spec, &what)?, metric_of(spec, &what)?);
+                vectors.push(crate::DenseSpec { name: name.clone(), dim, metric });
+            }
+            crate::dense::sort_specs(&mut vectors);
+            crate::dense::check_specs(&vectors).map_err(|e| bad(format!("manifest: {e}")))?;
             specs = crate::SparseSpec::list_from_value(&o["sparse_vectors"], true)
                 .map_err(|e| bad(format!("manifest: {e}")))?;
             if o["payload"] != "nested" && o["payload"] != "flat" {
                 return Err(bad("manifest: payload must be \"flat\" or \"nested\"".into()));
             }
-            (o, object(&vectors[""], "manifest: vector \"\"", &["dim", "metric", "index"], &[])?)
+            (o, index.cloned().unwrap_or(Value::Null), vectors)
         } else {
             let keys = ["shoal_manifest", "generation", "dim", "metric", "fields", "index", "segments"];
             let o = object(&v, "manifest", &keys, &["wal"])?;
-            (o, o)
+            let first = crate::DenseSpec {
+                name: String::new(),
+                dim: dim_of(o, "manifest")?,
+                metric: metric_of(o, "manifest")?,
+            };
+            (o, o["index"].clone(), alloc::vec![first])
         };
         let segments = o["segments"].as_array().ok_or_else(|| bad("manifest: segments must be an array".into()))?;
         let m = Manifest {
             shoal_manifest: u32::try_from(uint(o, "manifest", "shoal_manifest")?).unwrap_or(u32::MAX),
             generation: uint(o, "manifest", "generation")?,
-            dim: usize::try_from(uint(vector, "manifest", "dim")?).unwrap_or(usize::MAX),
-            metric: string(vector, "manifest", "metric")?,
+            vectors,
             fields: o["fields"].clone(),
-            index: vector["index"].clone(),
+            index,
             nested: o.get("payload").is_some_and(|p| p == "nested"),
             segments: segments
                 .iter()
@@ -158,7 +182,10 @@ impl Manifest {
             )));
         }
         if (m.shoal_manifest == MANIFEST_VERSION_FEATURES) != m.features() {
-            return Err(bad("manifest: layout 2 is for collections with nested payloads or sparse vectors".into()));
+            return Err(bad(
+                "manifest: layout 2 is for collections with named dense vectors, sparse vectors or nested payloads"
+                    .into(),
+            ));
         }
         if !m.fields.is_object() || !m.index.is_object() {
             return Err(bad("manifest: `fields` and `index` must be objects".into()));
@@ -186,18 +213,19 @@ impl Manifest {
         Ok(m)
     }
 
-    /// Whether the collection uses a feature of layout 2 (nested payloads, sparse vectors).
+    /// Whether the collection uses a feature of layout 2 (named or several dense vectors,
+    /// sparse vectors, nested payloads).
     pub fn features(&self) -> bool {
-        self.nested || !self.sparse.is_empty()
+        self.nested || !self.sparse.is_empty() || self.vectors.len() != 1 || !self.vectors[0].name.is_empty()
     }
 
     /// The manifest as compact JSON (keys sorted), then a line break: layout 1, or layout 2
-    /// with nested payloads or sparse vectors. Written by hand (the names are ASCII by construction, `metric`
-    /// one of three words): less code in the package.
+    /// with its features. Written by hand (names escaped by `serde_json`, `metric` one of three
+    /// words): less code in the package.
     pub fn to_json(&self) -> Vec<u8> {
         use core::fmt::Write;
         let mut out = String::new();
-        let metric = Value::from(self.metric.as_str());
+        let (dim, metric) = (self.vectors[0].dim, self.vectors[0].metric.name());
         if self.features() {
             let payload = if self.nested { "nested" } else { "flat" };
             let _ = write!(
@@ -208,8 +236,8 @@ impl Manifest {
         } else {
             let _ = write!(
                 out,
-                "{{\"dim\":{},\"fields\":{},\"generation\":{},\"index\":{},\"metric\":{metric},\"segments\":[",
-                self.dim, self.fields, self.generation, self.index
+                "{{\"dim\":{dim},\"fields\":{},\"generation\":{},\"index\":{},\"metric\":\"{metric}\",\"segments\":[",
+                self.fields, self.generation, self.index
             );
         }
         for (i, seg) in self.segments.iter().enumerate() {
@@ -234,11 +262,19 @@ impl Manifest {
                 let name = Value::from(s.name.as_str());
                 let _ = write!(out, "{}{name}:{{\"modifier\":\"{modifier}\"}}", if i == 0 { "" } else { "," });
             }
-            let _ = write!(
-                out,
-                "}},\"vectors\":{{\"\":{{\"dim\":{},\"index\":{},\"metric\":{metric}}}}}",
-                self.dim, self.index
-            );
+            out.push_str("},\"vectors\":{");
+            for (i, v) in self.vectors.iter().enumerate() {
+                let _ = write!(
+                    out,
+                    "{}{}:{{\"dim\":{},\"index\":{},\"metric\":\"{}\"}}",
+                    if i == 0 { "" } else { "," },
+                    Value::from(v.name.as_str()),
+                    v.dim,
+                    self.index,
+                    v.metric.name()
+                );
+            }
+            out.push('}');
         } else {
             let _ = write!(out, "],\"shoal_manifest\":{}", self.shoal_manifest);
         }
@@ -480,8 +516,7 @@ mod tests {
         let m = Manifest {
             shoal_manifest: MANIFEST_VERSION,
             generation: 9,
-            dim: 4,
-            metric: "l2".into(),
+            vectors: alloc::vec![crate::DenseSpec { name: String::new(), dim: 4, metric: shoal_index::Metric::L2 }],
             fields: serde_json::json!({"tag": "keyword"}),
             index: serde_json::json!({}),
             segments: alloc::vec![SegmentEntry {
@@ -537,7 +572,34 @@ mod tests {
         for bad_text in [
             text.replace(r#""payload":"nested""#, r#""payload":"flat""#),
             text.replace(r#""sparse_vectors":{}"#, r#""sparse_vectors":{"s":{}}"#),
-            text.replace(r#"{"":{"dim""#, r#"{"text":{"dim""#),
+            text.replace(r#""vectors":{"":{"dim":4,"index":{},"metric":"l2"}}"#, r#""vectors":{}"#),
+            text.replace(r#""metric":"l2"}}"#, r#""metric":"euclid"}}"#),
+            text.replace(r#""dim":4"#, r#""dim":0"#),
+            text.replace(r#"{"":{"dim""#, r#"{"":{"size":4,"dim""#),
+        ] {
+            assert!(matches!(Manifest::from_json(bad_text.as_bytes()), Err(Error::BadSet(_))), "{bad_text}");
+        }
+        // Named and several dense vectors: layout 2, each under its name, in byte order.
+        let vectors = alloc::vec![
+            crate::DenseSpec { name: "image".into(), dim: 3, metric: shoal_index::Metric::Cosine },
+            crate::DenseSpec { name: "text".into(), dim: 4, metric: shoal_index::Metric::Dot },
+        ];
+        let named = Manifest { shoal_manifest: MANIFEST_VERSION_FEATURES, vectors, ..m.clone() };
+        let named_text = String::from_utf8(named.to_json()).unwrap();
+        assert!(
+            named_text.contains(concat!(
+                r#""vectors":{"image":{"dim":3,"index":{},"metric":"cosine"},"#,
+                r#""text":{"dim":4,"index":{},"metric":"dot"}}"#
+            )),
+            "{named_text}"
+        );
+        assert_eq!(Manifest::from_json(named_text.as_bytes()).unwrap(), named);
+        let one = Manifest { vectors: alloc::vec![named.vectors[1].clone()], ..named.clone() };
+        assert_eq!(Manifest::from_json(&one.to_json()).unwrap(), one);
+        for bad_text in [
+            named_text.replace(r#""dim":3,"index":{}"#, r#""dim":3,"index":{"index":"ivf-rabitq"}"#),
+            named_text.replace(r#""image""#, r#""im\u0007age""#),
+            named_text.replace(r#""shoal_manifest":2"#, r#""shoal_manifest":1"#),
         ] {
             assert!(matches!(Manifest::from_json(bad_text.as_bytes()), Err(Error::BadSet(_))), "{bad_text}");
         }

@@ -40,8 +40,30 @@ pub const FLAG_UUID_IDS: u32 = 1;
 pub const FLAG_NESTED_PAYLOAD: u32 = 8;
 /// Header flag bit 2: the segment holds sparse vectors (sections [`sparse_kind`]).
 pub const FLAG_SPARSE: u32 = 4;
+/// Header flag bit 1: the segment holds two or more dense vectors (sections [`dense_kind`]).
+pub const FLAG_DENSE_VECTORS: u32 = 2;
 /// Every header flag this build reads.
-pub const KNOWN_FLAGS: u32 = FLAG_UUID_IDS | FLAG_SPARSE | FLAG_NESTED_PAYLOAD;
+pub const KNOWN_FLAGS: u32 = FLAG_UUID_IDS | FLAG_DENSE_VECTORS | FLAG_SPARSE | FLAG_NESTED_PAYLOAD;
+
+/// Most dense vectors a collection has.
+pub const MAX_DENSE_VECTORS: usize = 16;
+/// Section `k` of dense vector `d` (`0..MAX_DENSE_VECTORS`): kind `k` for vector 0's
+/// `VECTORS` and IVF sections (`k` = 3, 16–25, as v1), else `256 + 32 d + k`.
+pub const fn dense_kind(d: usize, k: u32) -> u32 {
+    if d == 0 && (k == KIND_VECTORS || (k >= KIND_IVF_META && k <= KIND_RABITQ_EX_FACTORS)) {
+        k
+    } else {
+        256 + 32 * d as u32 + k
+    }
+}
+/// Dense section (vectors 1..): one [`DenseMeta`].
+pub const DENSE_META: u32 = 0;
+/// Dense section: the vector's name (UTF-8; vector 0's too).
+pub const DENSE_NAME: u32 = 1;
+/// Dense section (optional): `u32`, the row of each position (`present`).
+pub const DENSE_ROWS: u32 = 26;
+/// Dense section (optional): `u32`, the position of each row (`rows`).
+pub const DENSE_POSITIONS: u32 = 27;
 
 /// Most sparse vectors a collection has.
 pub const MAX_SPARSE_VECTORS: usize = 16;
@@ -214,6 +236,21 @@ pub struct SegmentMeta {
     pub reserved: [u8; 44],
 }
 
+/// The description of dense vector `d >= 1` (section [`DENSE_META`]); vector 0 is described by
+/// [`SegmentMeta`].
+#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Pod, Zeroable)]
+pub struct DenseMeta {
+    /// Dimension, 1..=[`MAX_DIM`].
+    pub dim: u32,
+    /// Metric code, as [`SegmentMeta::metric`].
+    pub metric: u32,
+    /// Rows holding this vector: every row in this version.
+    pub present: u64,
+    /// Zero.
+    pub reserved: [u8; 16],
+}
+
 /// The `SPARSE_META` record of a sparse vector (64 bytes).
 #[repr(C)]
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Pod, Zeroable)]
@@ -281,6 +318,7 @@ pub struct UuidEntry {
 
 const _: () = assert!(core::mem::size_of::<UuidEntry>() == 24);
 const _: () = assert!(core::mem::size_of::<SparseMeta>() == 64);
+const _: () = assert!(core::mem::size_of::<DenseMeta>() == 32);
 const _: () = assert!(core::mem::size_of::<SparseTerm>() == 16);
 const _: () = assert!(core::mem::size_of::<SparseEntry>() == 8);
 const _: () = assert!(core::mem::size_of::<Header>() == 64);

@@ -23,8 +23,8 @@ impl Collection {
         let filter = self.parse_filter(req.filter.as_ref())?;
         let mut bounds = Bounds::new(req.offset + req.limit);
         self.scratch.with(|s| {
-            self.prepare_query(vector, &mut s.query)?;
-            self.search_prepared(req, filter.as_ref(), s, Some(&mut bounds))
+            self.prepare_query(0, vector, &mut s.query)?;
+            self.search_prepared(req, 0, filter.as_ref(), s, Some(&mut bounds))
         })?;
         let mut rows = Vec::new();
         let below = below.map_or(f32::INFINITY, |score| self.metric.key_of_score(score));
@@ -57,16 +57,16 @@ impl Collection {
         };
         let mut points = Vec::new();
         let stats = self.scratch.with(|s| {
-            self.prepare_query(vector, &mut s.query)?;
+            self.prepare_query(0, vector, &mut s.query)?;
             s.topk.reset(req.offset + req.limit);
             let mut passing = rows
                 .iter()
                 .zip(vectors.chunks_exact(self.dim))
                 .filter(|(r, _)| sealed_passes(seg, compiled.as_ref(), filter.as_ref(), **r))
                 .map(|(&r, v)| (part.base + r as usize, v));
-            self.push_exact(&s.query, &mut passing, &mut s.topk);
+            self.push_exact(self.metric, &s.query, &mut passing, &mut s.topk);
             s.topk.drain_sorted(&mut s.best);
-            self.emit(req, &s.best, &mut points);
+            self.emit(req, self.metric, &s.best, &mut points);
             super::query::cut(&mut points, req.score_threshold, self.metric == shoal_index::Metric::L2);
             Ok::<_, Error>(SearchStats { scanned: rows.len() as u64, segments: 1, ..SearchStats::default() })
         })?;

@@ -7,6 +7,7 @@
 
 use alloc::boxed::Box;
 use alloc::format;
+use alloc::string::String;
 use alloc::sync::Arc;
 use alloc::vec::Vec;
 
@@ -19,6 +20,7 @@ use shoal_payload::{Schema, parse_payload};
 use shoal_text::Clock;
 
 use crate::bitset::Bitset;
+use crate::dense::DenseSpec;
 use crate::mutable::Mutable;
 use crate::pool::Pool;
 use crate::sparse::{SparseRows, SparseSpec, SparseVector};
@@ -92,6 +94,8 @@ pub struct Collection {
     metric: Metric,
     /// Payload fields (`None`: points carry no payload).
     schema: Option<Schema>,
+    /// Dense vectors, by name ascending: vector 0 is `dim` and `metric`.
+    dense: Vec<DenseSpec>,
     /// Sparse vectors, by name ascending.
     sparse: Vec<SparseSpec>,
     /// Overrides the planner's exact-scan limit (tests and benchmarks).
@@ -161,6 +165,7 @@ impl Collection {
         Ok(Collection {
             dim: config.dim,
             metric: config.metric,
+            dense: alloc::vec![DenseSpec { name: String::new(), dim: config.dim, metric: config.metric }],
             schema: None,
             sparse: Vec::new(),
             filter_exact_limit: None,
@@ -218,13 +223,67 @@ impl Collection {
     /// [`SparseSpec::list_from_value`] reads them from JSON). They are fixed once the
     /// collection holds a point or a segment.
     pub fn set_sparse_vectors(&mut self, mut specs: Vec<SparseSpec>) -> Result<(), Error> {
-        if !self.parts.is_empty() || self.mutable.rows() > 0 || self.mutable.reserved {
-            return Err(Error::InvalidConfig("sparse vectors are set before the first point"));
-        }
+        self.check_empty()?;
         crate::sparse::sort_specs(&mut specs);
         crate::sparse::check_specs(&specs)?;
+        check_namespace(&self.dense, &specs)?;
         self.sparse = specs;
         Ok(())
+    }
+
+    /// Gives an empty collection its dense vectors (1 to 16, each with its name, dimension and
+    /// metric; see [`DenseSpec`], [`DenseSpec::list_from_value`]), replacing the one
+    /// [`new`](Self::new) gave: vector 0 is the first by name. Every point holds all of them.
+    /// Fixed once the collection holds a point or a segment. Two or more cannot be codes-only.
+    pub fn set_dense_vectors(&mut self, mut specs: Vec<DenseSpec>) -> Result<(), Error> {
+        self.check_empty()?;
+        crate::dense::sort_specs(&mut specs);
+        crate::dense::check_specs(&specs)?;
+        check_namespace(&specs, &self.sparse)?;
+        if specs.len() > 1 && matches!(self.index, IndexKind::IvfRabitq(p) if p.codes_only) {
+            return Err(Error::InvalidConfig("codes-only segments hold one dense vector"));
+        }
+        (self.dim, self.metric) = (specs[0].dim, specs[0].metric);
+        self.dense = specs;
+        Ok(())
+    }
+
+    /// Refuses a configuration change once the collection holds a point or a segment.
+    fn check_empty(&self) -> Result<(), Error> {
+        if !self.parts.is_empty() || self.mutable.rows() > 0 || self.mutable.reserved {
+            return Err(Error::InvalidConfig("vectors are set before the first point"));
+        }
+        Ok(())
+    }
+
+    /// The dense vectors, by name ascending (one named `""` unless
+    /// [`set_dense_vectors`](Self::set_dense_vectors) said otherwise).
+    pub fn dense_vectors(&self) -> &[DenseSpec] {
+        &self.dense
+    }
+
+    /// The position of dense vector `name` in [`dense_vectors`](Self::dense_vectors).
+    pub fn dense_position(&self, name: &str) -> Option<usize> {
+        self.dense.iter().position(|s| s.name == name)
+    }
+
+    /// Point `id`'s dense vector `d` (normalised for cosine; `None`: no such point or vector, or
+    /// a codes-only segment).
+    pub fn dense_vector(&self, id: PointId, d: usize) -> Option<&[f32]> {
+        self.dense_at(self.internal_of(id)?, d)
+    }
+
+    /// The stored dense vector `d` of an internal id (`None`: no such vector, or a codes-only
+    /// segment).
+    fn dense_at(&self, internal: usize, d: usize) -> Option<&[f32]> {
+        match (self.locate(internal), d) {
+            (_, 0) => self.vector_at(internal),
+            (Loc::Sealed(p, row), _) => self.parts[p].seg.space(d)?.vector(row),
+            (Loc::Mutable(row), _) => {
+                let (v, dim) = self.mutable.dense.get(d - 1)?;
+                Some(&v[row * dim..(row + 1) * dim])
+            }
+        }
     }
 
     /// The sparse vectors, by name ascending.
@@ -280,6 +339,7 @@ impl Collection {
         let mut col = Collection::new(CollectionConfig { dim: seg.dim(), metric: seg.metric() })?;
         col.schema = seg.schema().filter(|s| !s.is_empty()).cloned();
         col.sparse = seg.sparse_specs();
+        col.dense = seg.dense_specs();
         // Later seals build the same kind of index, sized for their own rows.
         col.index = match seg.index_kind() {
             IndexKind::IvfRabitq(p) => IndexKind::IvfRabitq(shoal_index::ivf::IvfParams { partitions: None, ..p }),
@@ -480,13 +540,50 @@ impl Collection {
         payloads: &[Value],
         sparse: &[Vec<Option<SparseVector>>],
     ) -> Result<(), Error> {
+        self.upsert_vectors(ids, &[vectors], payloads, sparse)
+    }
+
+    /// [`upsert_sparse`](Self::upsert_sparse) with every dense vector: `dense[d]` holds dense
+    /// vector `d`'s ([`dense_vectors`](Self::dense_vectors) order) of every point, row-major;
+    /// one slice per dense vector.
+    pub fn upsert_vectors(
+        &mut self,
+        ids: &[PointId],
+        dense: &[&[f32]],
+        payloads: &[Value],
+        sparse: &[Vec<Option<SparseVector>>],
+    ) -> Result<(), Error> {
+        let [vectors, extra @ ..] = dense else { return Err(self.dense_count_error()) };
         self.check_insert(ids.len(), vectors, payloads, None)?;
+        self.check_dense(ids.len(), extra)?;
         self.check_sparse(ids.len(), sparse)?;
         // `reserve` without its zero fill: the batch is appended straight from the slices.
         self.mutable.discard_pending(self.dim);
         self.mutable.vectors.extend_from_slice(vectors);
         self.mutable.reserved = true;
-        self.commit_checked(IdEncoding::U64, payloads, Some(ids), sparse).map(|_| ())
+        self.commit_checked(IdEncoding::U64, payloads, Some(ids), (extra, sparse)).map(|_| ())
+    }
+
+    /// The error of a batch without one list per dense vector.
+    fn dense_count_error(&self) -> Error {
+        Error::InvalidRequest(format!("give every point's {} dense vectors, in name order", self.dense.len()))
+    }
+
+    /// Checks the dense vectors `1..` of `points` points (`extra[d - 1]`, row-major): one list
+    /// per vector, each of the right length, every element finite.
+    pub fn check_dense(&self, points: usize, extra: &[&[f32]]) -> Result<(), Error> {
+        if extra.len() + 1 != self.dense.len() {
+            return Err(self.dense_count_error());
+        }
+        for (spec, v) in self.dense[1..].iter().zip(extra) {
+            if Some(v.len()) != points.checked_mul(spec.dim) {
+                return Err(Error::LengthMismatch { ids: points, floats: v.len(), dim: spec.dim });
+            }
+            if let Some(at) = first_non_finite(v) {
+                return Err(Error::NonFinite { point: at / spec.dim, element: at % spec.dim });
+            }
+        }
+        Ok(())
     }
 
     /// Checks an insert without making it: the errors [`insert_with_payloads`] would give for
@@ -577,13 +674,46 @@ impl Collection {
     /// [`commit`](Self::commit) with payloads: none (`&[]`), or one JSON object (or `null`) per
     /// reserved point, checked against the schema before anything becomes visible.
     pub fn commit_with_payloads(&mut self, ids: IdEncoding, payloads: &[Value]) -> Result<usize, Error> {
-        self.commit_checked(ids, payloads, None, &[])
+        if self.dense.len() > 1 {
+            self.mutable.discard_pending(self.dim);
+            return Err(self.dense_count_error());
+        }
+        self.commit_checked(ids, payloads, None, (&[], &[]))
     }
 
     /// [`commit_with_payloads`](Self::commit_with_payloads) with the batch's ids given here, of
     /// either kind, mixed (the reserved id slots are ignored): one per reserved point.
     pub fn commit_points(&mut self, ids: &[PointId], payloads: &[Value]) -> Result<usize, Error> {
         self.commit_sparse(IdEncoding::U64, Some(ids), payloads, &[])
+    }
+
+    /// [`commit_sparse`](Self::commit_sparse) of a collection with two or more dense vectors:
+    /// the reserved batch holds vector 0, `extra[d - 1]` vector `d` of every point (row-major).
+    pub fn commit_vectors(
+        &mut self,
+        enc: IdEncoding,
+        ids: Option<&[PointId]>,
+        payloads: &[Value],
+        (extra, sparse): (&[&[f32]], &[Vec<Option<SparseVector>>]),
+    ) -> Result<usize, Error> {
+        if !self.mutable.reserved {
+            return Err(Error::NoPendingBatch);
+        }
+        let n = self.mutable.vectors.len() / self.dim - self.mutable.committed;
+        let checked = match ids {
+            Some(ids) if ids.len() != n => {
+                Err(Error::InvalidRequest(format!("commit: {} ids for a batch of {n} points", ids.len())))
+            }
+            Some(_) => self.check_payloads(n, payloads).and_then(|()| self.check_pending(IdEncoding::U64)),
+            None => Ok(()),
+        }
+        .and_then(|()| self.check_dense(n, extra))
+        .and_then(|()| self.check_sparse(n, sparse));
+        if let Err(e) = checked {
+            self.mutable.discard_pending(self.dim);
+            return Err(e);
+        }
+        self.commit_checked(enc, payloads, ids, (extra, sparse))
     }
 
     /// Commits the reserved batch with its ids given here (`ids`, as
@@ -597,23 +727,7 @@ impl Collection {
         payloads: &[Value],
         sparse: &[Vec<Option<SparseVector>>],
     ) -> Result<usize, Error> {
-        if !self.mutable.reserved {
-            return Err(Error::NoPendingBatch);
-        }
-        let n = self.mutable.vectors.len() / self.dim - self.mutable.committed;
-        let checked = match ids {
-            Some(ids) if ids.len() != n => {
-                Err(Error::InvalidRequest(format!("commit: {} ids for a batch of {n} points", ids.len())))
-            }
-            Some(_) => self.check_payloads(n, payloads).and_then(|()| self.check_pending(IdEncoding::U64)),
-            None => Ok(()),
-        }
-        .and_then(|()| self.check_sparse(n, sparse));
-        if let Err(e) = checked {
-            self.mutable.discard_pending(self.dim);
-            return Err(e);
-        }
-        self.commit_checked(enc, payloads, ids, sparse)
+        self.commit_vectors(enc, ids, payloads, (&[], sparse))
     }
 
     /// Commits; `given`: the batch's ids, which already passed [`check_insert`](Self::check_insert)
@@ -623,7 +737,7 @@ impl Collection {
         ids: IdEncoding,
         payloads: &[Value],
         given: Option<&[PointId]>,
-        sparse: &[Vec<Option<SparseVector>>],
+        (extra, sparse): (&[&[f32]], &[Vec<Option<SparseVector>>]),
     ) -> Result<usize, Error> {
         if !self.mutable.reserved {
             return Err(Error::NoPendingBatch);
@@ -666,6 +780,16 @@ impl Collection {
         if self.metric.normalizes() {
             for v in self.mutable.vectors[first * dim..].chunks_exact_mut(dim) {
                 normalize(&self.kernels, v);
+            }
+        }
+        self.mutable.dense.resize_with(self.dense.len() - 1, Default::default);
+        for ((rows, spec), v) in self.mutable.dense.iter_mut().zip(&self.dense[1..]).zip(extra) {
+            rows.1 = spec.dim;
+            rows.0.extend_from_slice(v);
+            if spec.metric.normalizes() {
+                for v in rows.0[first * spec.dim..].chunks_exact_mut(spec.dim) {
+                    normalize(&self.kernels, v);
+                }
             }
         }
         self.mutable.index.reserve(end - first);
@@ -820,6 +944,14 @@ impl Collection {
 }
 
 /// Checks that `payloads` is empty or holds one payload valid under `schema` per point.
+/// Checks that no dense vector shares a name with a sparse one (Qdrant's one namespace).
+fn check_namespace(dense: &[DenseSpec], sparse: &[SparseSpec]) -> Result<(), Error> {
+    if dense.iter().any(|d| sparse.iter().any(|s| s.name == d.name)) {
+        return Err(Error::InvalidConfig("a dense and a sparse vector share a name"));
+    }
+    Ok(())
+}
+
 pub(crate) fn check_payloads_against(schema: &Schema, points: usize, payloads: &[Value]) -> Result<(), Error> {
     if payloads.is_empty() {
         return Ok(());

@@ -96,7 +96,13 @@ impl Collection {
                 let (vector, text) = (req.vector.clone(), req.text.clone());
                 let params = req.params.clone();
                 pair = [
-                    SearchRequest { vector, limit: depth, params, ..SearchRequest::default() },
+                    SearchRequest {
+                        vector,
+                        using: req.using.clone(),
+                        limit: depth,
+                        params,
+                        ..SearchRequest::default()
+                    },
                     SearchRequest {
                         text,
                         limit: depth,
@@ -118,7 +124,7 @@ impl Collection {
                 Some(v) if !hybrid => {
                     let ids = lists.iter().flat_map(|l| l.0.iter().map(|p| p.0));
                     tally.add(self.rescore(req, v, ids, &mut points)?, false);
-                    self.metric == Metric::L2
+                    self.dense[self.dense_of(req)?].metric == Metric::L2
                 }
                 _ => {
                     let fusion = match req.fusion.as_deref() {
@@ -153,7 +159,7 @@ impl Collection {
     ) -> Result<bool, Error> {
         if let Some(v) = &req.vector {
             tally.add(self.search_vector(req, v, filter, points)?, false);
-            return Ok(self.metric == Metric::L2);
+            return Ok(self.dense[self.dense_of(req)?].metric == Metric::L2);
         }
         let k = req.offset + req.limit;
         if let Some(q) = &req.sparse {
@@ -186,19 +192,21 @@ impl Collection {
         out: &mut Vec<ScoredPoint>,
     ) -> Result<SearchStats, Error> {
         // Each point once (the order does not matter: ties break by internal id).
+        let d = self.dense_of(req)?;
         let mut seen = IdMap::default();
         let mut rows = Vec::new();
         for id in ids.filter(|&id| seen.insert(id, 0).is_none()) {
             let internal = self.internal_of(id).ok_or(Error::CodesOnly("re-scoring by a vector"))?;
-            let v = self.vector_at(internal).ok_or(Error::CodesOnly("re-scoring by a vector"))?;
+            let v = self.dense_at(internal, d).ok_or(Error::CodesOnly("re-scoring by a vector"))?;
             rows.push((internal, v));
         }
+        let metric = self.dense[d].metric;
         self.scratch.with(|s| {
-            self.prepare_query(vector, &mut s.query)?;
+            self.prepare_query(d, vector, &mut s.query)?;
             s.topk.reset(req.offset + req.limit);
-            self.push_exact(&s.query, &mut rows.iter().copied(), &mut s.topk);
+            self.push_exact(metric, &s.query, &mut rows.iter().copied(), &mut s.topk);
             s.topk.drain_sorted(&mut s.best);
-            self.emit(req, &s.best, out);
+            self.emit(req, metric, &s.best, out);
             Ok(SearchStats { scanned: rows.len() as u64, estimated: 0, segments: 0, exact: true })
         })
     }

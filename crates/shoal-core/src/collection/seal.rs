@@ -24,7 +24,8 @@ use shoal_payload::{PayloadView, Schema};
 
 use super::{Collection, Part};
 use crate::bitset::Bitset;
-use crate::mutable::Mutable;
+use crate::dense::{DenseSpec, Space};
+use crate::mutable::{Mutable, select_rows};
 use crate::set::{self, LiveEntry, Manifest, MergePolicy, SegmentEntry};
 use crate::source::{FlatSource, Source};
 use crate::sparse::{SparseRows, SparseSpec};
@@ -46,6 +47,9 @@ pub struct SealSnapshot {
     /// The rows' sparse vectors, one per sparse vector of the collection.
     sparse: Vec<SparseRows>,
     specs: Vec<SparseSpec>,
+    /// The rows' dense vectors `1..`, with their dimensions.
+    dense: Vec<(Vec<f32>, usize)>,
+    dense_specs: Vec<DenseSpec>,
     dim: usize,
     metric: Metric,
     index: IndexKind,
@@ -76,7 +80,8 @@ impl SealSnapshot {
     ) -> Result<B, Error> {
         let src = self.source();
         let schema = self.docs.as_ref().map(|(schema, _)| schema);
-        write::write(kernels, self.dim, self.metric, &src, (schema, &self.specs), self.index.into(), alloc)
+        let features = (schema, &self.dense_specs[..], &self.specs[..]);
+        write::write(kernels, self.dim, self.metric, &src, features, self.index.into(), alloc)
     }
 
     fn source(&self) -> FlatSource<'_> {
@@ -85,6 +90,7 @@ impl SealSnapshot {
             vectors: Flat::new(&self.vectors, self.dim.max(1)),
             docs: self.docs.as_ref().map(|(_, docs)| &docs[..]),
             sparse: &self.sparse,
+            dense: &self.dense,
         }
     }
 }
@@ -98,6 +104,7 @@ pub struct MergeSnapshot {
     extra: Option<SealSnapshot>,
     schema: Option<Schema>,
     specs: Vec<SparseSpec>,
+    dense_specs: Vec<DenseSpec>,
     dim: usize,
     metric: Metric,
     index: IndexKind,
@@ -143,15 +150,17 @@ impl MergeSnapshot {
             starts.push(total);
             total += live.len();
             let vectors = seg.vectors().ok_or(Error::CodesOnly("merge"))?;
-            parts.push(MergePart { seg, vectors, live, view: seg.payload() });
+            let spaces = (1..self.dense_specs.len()).map(|d| seg.space(d)).collect::<Option<Vec<_>>>();
+            let spaces = spaces.ok_or(Error::InvalidRequest("merge: a segment lacks a dense vector".into()))?;
+            parts.push(MergePart { seg, vectors, live, view: seg.payload(), spaces });
         }
         starts.push(total);
         let extra = self.extra.as_ref().map(SealSnapshot::source);
         total += extra.as_ref().map_or(0, |e| e.len());
         starts.push(total);
         let src = MergeSource { parts, starts, extra, dim: self.dim };
-        let schema = self.schema.as_ref();
-        write::write(kernels, self.dim, self.metric, &src, (schema, &self.specs), self.index.into(), alloc)
+        let features = (self.schema.as_ref(), &self.dense_specs[..], &self.specs[..]);
+        write::write(kernels, self.dim, self.metric, &src, features, self.index.into(), alloc)
     }
 }
 
@@ -161,6 +170,8 @@ struct MergePart<'a> {
     vectors: &'a [f32],
     live: Vec<u32>,
     view: Option<PayloadView<'a>>,
+    /// Its dense vectors `1..`.
+    spaces: Vec<Space<'a>>,
 }
 
 /// The rows of a merge, numbered across its inputs (live rows only, in set order), then the
@@ -222,6 +233,16 @@ impl Source for MergeSource<'_> {
                 None => Ok(None),
             },
             (_, j) => self.extra.as_ref().expect("rows past the inputs are unsealed").sparse(j, t),
+        }
+    }
+
+    fn dense(&self, i: usize, d: usize) -> &[f32] {
+        match self.locate(i) {
+            (p, j) if p < self.parts.len() => {
+                let part = &self.parts[p];
+                part.spaces[d - 1].vector(part.live[j] as usize).expect("merged segments hold their vectors")
+            }
+            (_, j) => self.extra.as_ref().expect("rows past the inputs are unsealed").dense(j, d),
         }
     }
 }
@@ -290,6 +311,7 @@ impl Collection {
             return Ok(());
         }
         self.writable("rebuild with another index")?;
+        self.check_index(index)?;
         let before = (self.index, self.reindex);
         (self.index, self.reindex) = (index, true);
         self.compact().inspect_err(|_| (self.index, self.reindex) = before)
@@ -302,9 +324,22 @@ impl Collection {
 
     /// Sets the index that later seals and merges build, without rebuilding anything now
     /// (segments built with another index keep it until they are merged). For hosts whose
-    /// configuration fixes the index; [`seal_with`](Self::seal_with) rebuilds.
-    pub fn set_index_kind(&mut self, index: IndexKind) {
+    /// configuration fixes the index; [`seal_with`](Self::seal_with) rebuilds. A codes-only
+    /// index is refused on a collection with several dense vectors.
+    pub fn set_index_kind(&mut self, index: IndexKind) -> Result<(), Error> {
+        self.check_index(index)?;
         self.index = index;
+        Ok(())
+    }
+
+    /// Refuses a codes-only index on a collection with several dense vectors.
+    fn check_index(&self, index: IndexKind) -> Result<(), Error> {
+        match index {
+            IndexKind::IvfRabitq(p) if p.codes_only && self.dense.len() > 1 => {
+                Err(Error::InvalidConfig("codes-only segments hold one dense vector"))
+            }
+            _ => Ok(()),
+        }
     }
 
     /// Sets the merge policy that [`seal`](Self::seal) applies (and that hosts merging in the
@@ -340,6 +375,7 @@ impl Collection {
                 extra: None,
                 schema: self.schema.clone(),
                 specs: self.sparse.clone(),
+                dense_specs: self.dense.clone(),
                 dim: self.dim,
                 metric: self.metric,
                 index: self.index,
@@ -416,6 +452,11 @@ impl Collection {
         } else {
             core::mem::take(&mut m.sparse)
         };
+        let dense = if m.deleted.count() > 0 {
+            m.dense.iter().map(|v| select_rows(v, (0..rows).filter(|&r| !m.deleted.contains(r)))).collect()
+        } else {
+            core::mem::take(&mut m.dense)
+        };
         if m.deleted.count() > 0 {
             let mut w = 0;
             for r in (0..rows).filter(|&r| !m.deleted.contains(r)) {
@@ -442,6 +483,8 @@ impl Collection {
             docs: self.schema.clone().map(|s| (s, docs)),
             sparse,
             specs: self.sparse.clone(),
+            dense,
+            dense_specs: self.dense.clone(),
             dim,
             metric: self.metric,
             index: self.index,
@@ -461,6 +504,7 @@ impl Collection {
             m.payloads = docs;
         }
         m.sparse = snap.sparse;
+        m.dense = snap.dense;
         if let Some(schema) = self.schema.as_ref().filter(|s| text::has_text(s)) {
             m.text = (m.committed > 0).then(|| text::build(schema, m.payloads.iter()));
         }
@@ -496,6 +540,8 @@ impl Collection {
             docs: self.schema.clone().map(|s| (s, docs)),
             sparse: m.sparse.iter().map(|s| s.select(live_rows())).collect(),
             specs: self.sparse.clone(),
+            dense: m.dense.iter().map(|v| select_rows(v, live_rows())).collect(),
+            dense_specs: self.dense.clone(),
             dim,
             metric: self.metric,
             index: self.index,
@@ -544,6 +590,7 @@ impl Collection {
             extra: None,
             schema: self.schema.clone(),
             specs: self.sparse.clone(),
+            dense_specs: self.dense.clone(),
             dim: self.dim,
             metric: self.metric,
             index: self.index,
@@ -632,8 +679,7 @@ impl Collection {
         let mut manifest = Manifest {
             shoal_manifest: set::MANIFEST_VERSION,
             generation,
-            dim: self.dim,
-            metric: self.metric.name().into(),
+            vectors: self.dense.clone(),
             fields: match &self.schema {
                 Some(schema) => serde_json::from_slice(schema.to_json().as_bytes()).unwrap_or_default(), // it parses
                 None => Value::Object(serde_json::Map::new()),
@@ -671,20 +717,17 @@ impl Collection {
         open_segment: &mut OpenSegment<'_>,
         read_live: &mut ReadLive<'_>,
     ) -> Result<Collection, Error> {
-        let metric = match manifest.metric.as_str() {
-            "l2" => Metric::L2,
-            "dot" => Metric::Dot,
-            "cosine" => Metric::Cosine,
-            m => return Err(Error::BadSet(format!("manifest: unknown metric \"{m}\""))),
-        };
         let schema = if manifest.nested {
             Collection::parse_nested_schema(&manifest.fields)?
         } else {
             Collection::parse_schema(&manifest.fields)?
         };
         let index = IndexKind::from_json(&manifest.index.to_string())?;
-        let mut col = Collection::with_schema(crate::CollectionConfig { dim: manifest.dim, metric }, schema)?;
+        let first = &manifest.vectors[0];
+        let mut col =
+            Collection::with_schema(crate::CollectionConfig { dim: first.dim, metric: first.metric }, schema)?;
         col.index = index;
+        col.dense = manifest.vectors.clone();
         col.generation = manifest.generation;
         col.sparse = manifest.sparse.clone();
         for entry in &manifest.segments {
@@ -698,8 +741,13 @@ impl Collection {
             if seg.rows() as u64 != entry.rows || seg.bytes().len() as u64 != entry.bytes {
                 return Err(bad("the row count or length"));
             }
-            if seg.dim() != col.dim || seg.metric() != metric {
-                return Err(bad("the dimension or metric"));
+            // A segment names its dense vectors only when it has two or more.
+            let dense = seg.dense_specs();
+            let same = |a: &[DenseSpec], b: &[DenseSpec]| {
+                a.len() == b.len() && a.iter().zip(b).all(|(x, y)| (x.dim, x.metric) == (y.dim, y.metric))
+            };
+            if !same(&dense, &col.dense) || (col.dense.len() > 1 && dense != col.dense) {
+                return Err(bad("the dense vectors"));
             }
             if seg.sparse_specs() != col.sparse {
                 return Err(bad("the sparse vectors"));
@@ -783,6 +831,7 @@ fn rest_of(m: Mutable, n: usize, dim: usize) -> Mutable {
         rest.payloads = m.payloads.into_iter().skip(n).take(rows - n).collect();
     }
     rest.sparse = m.sparse.iter().map(|s| s.select(n..rows)).collect();
+    rest.dense = m.dense.iter().map(|v| select_rows(v, n..rows)).collect();
     rest.committed = rows - n;
     for r in 0..rest.committed {
         if m.deleted.contains(n + r) {

@@ -6,14 +6,18 @@ use alloc::vec::Vec;
 
 use serde_json::Value;
 use shoal_index::ivf::{Bounds, IvfData, IvfIndex, IvfQuery, IvfScratch, IvfSearch, Prefetch, Refined};
-use shoal_index::{Candidate, FlatScan, FlatScratch, TopK, normalize};
+use shoal_index::{Candidate, FlatScan, FlatScratch, Metric, TopK, normalize};
 use shoal_payload::{CompiledFilter, Filter, PayloadView, Schema, reference};
 
 use super::{Collection, FILTER_EXACT_DIVISOR, FILTER_EXACT_PER_RESULT, Part, QueryScratch, first_non_finite};
+use crate::dense::Space;
 use crate::{Error, ScoredPoint, SealedSegment, SearchRequest, SearchStats};
 
 /// Rows per batch-kernel call when scoring chosen rows exactly (a filter's few matches).
 const EXACT_BLOCK: usize = 32;
+
+/// The dense vector a search ranks by, and its scan (metric and prepared query).
+type On<'a, 'q> = (usize, &'a FlatScan<'q>);
 
 /// The buffers a segment's search works in.
 struct Buffers<'s> {
@@ -23,18 +27,36 @@ struct Buffers<'s> {
 }
 
 impl Collection {
-    /// Checks a query vector and copies it into `out`, prepared for the metric (normalised for
-    /// cosine).
-    pub(super) fn prepare_query(&self, vector: &[f32], out: &mut Vec<f32>) -> Result<(), Error> {
-        if vector.len() != self.dim {
-            return Err(Error::DimensionMismatch { expected: self.dim, found: vector.len() });
+    /// The dense vector a request searches: `using` names it; without a name (or `""`), the
+    /// vector named `""`, or the collection's only one.
+    pub(super) fn dense_of(&self, req: &SearchRequest) -> Result<usize, Error> {
+        let name = req.using.as_deref().unwrap_or("");
+        match self.dense_position(name) {
+            Some(d) => Ok(d),
+            None if name.is_empty() && self.dense.len() == 1 => Ok(0),
+            None if self.sparse_position(name).is_some() => Err(Error::InvalidRequest(format!(
+                "`using`: \"{name}\" is a sparse vector: it is searched with `sparse`"
+            ))),
+            None if name.is_empty() => Err(Error::InvalidRequest(
+                "`using`: the collection has several dense vectors: name the one to search".into(),
+            )),
+            None => Err(Error::InvalidRequest(format!("`using`: the collection has no dense vector \"{name}\""))),
+        }
+    }
+
+    /// Checks a query vector for dense vector `d` and copies it into `out`, prepared for its
+    /// metric (normalised for cosine).
+    pub(super) fn prepare_query(&self, d: usize, vector: &[f32], out: &mut Vec<f32>) -> Result<(), Error> {
+        let spec = &self.dense[d];
+        if vector.len() != spec.dim {
+            return Err(Error::DimensionMismatch { expected: spec.dim, found: vector.len() });
         }
         if let Some(element) = first_non_finite(vector) {
             return Err(Error::NonFinite { point: 0, element });
         }
         out.clear();
         out.extend_from_slice(vector);
-        if self.metric.normalizes() {
+        if spec.metric.normalizes() {
             normalize(&self.kernels, out);
         }
         Ok(())
@@ -57,7 +79,8 @@ impl Collection {
         let vector = req.vector.as_deref().ok_or_else(|| Error::InvalidRequest("missing field `vector`".into()))?;
         let filter = self.parse_filter(req.filter.as_ref())?;
         let stats = self.search_vector(req, vector, filter.as_ref(), out)?;
-        super::query::cut(out, req.score_threshold, self.metric == shoal_index::Metric::L2);
+        let metric = self.dense[self.dense_of(req)?].metric;
+        super::query::cut(out, req.score_threshold, metric == shoal_index::Metric::L2);
         Ok(stats)
     }
 
@@ -70,22 +93,23 @@ impl Collection {
         filter: Option<&Filter>,
         out: &mut Vec<ScoredPoint>,
     ) -> Result<SearchStats, Error> {
+        let d = self.dense_of(req)?;
         self.scratch.with(|s| {
-            self.prepare_query(vector, &mut s.query)?;
-            let stats = self.search_prepared(req, filter, s, None)?;
+            self.prepare_query(d, vector, &mut s.query)?;
+            let stats = self.search_prepared(req, d, filter, s, None)?;
             s.topk.drain_sorted(&mut s.best);
-            self.emit(req, &s.best, out);
+            self.emit(req, self.dense[d].metric, &s.best, out);
             Ok(stats)
         })
     }
 
-    /// Writes the results of `req` from its best candidates (internal ids, sorted): skips
-    /// `offset`, maps ids and scores, adds payloads when asked.
-    pub(super) fn emit(&self, req: &SearchRequest, best: &[Candidate], out: &mut Vec<ScoredPoint>) {
+    /// Writes the results of `req` from its best candidates (internal ids, sorted, keys of
+    /// `metric`): skips `offset`, maps ids and scores, adds payloads when asked.
+    pub(super) fn emit(&self, req: &SearchRequest, metric: Metric, best: &[Candidate], out: &mut Vec<ScoredPoint>) {
         out.clear();
         out.extend(best.iter().skip(req.offset).map(|c| ScoredPoint {
             id: self.external_id(c.id as usize),
-            score: self.metric.score(c.key),
+            score: metric.score(c.key),
             payload: None,
         }));
         if req.with_payload {
@@ -144,6 +168,7 @@ impl Collection {
     pub(super) fn search_prepared(
         &self,
         req: &SearchRequest,
+        d: usize,
         filter: Option<&Filter>,
         s: &mut QueryScratch,
         mut bounds: Option<&mut Bounds>,
@@ -152,12 +177,14 @@ impl Collection {
         let k = req.offset + req.limit;
         topk.reset(k);
         let mut stats = SearchStats { exact: true, ..SearchStats::default() };
-        let scan = FlatScan { kernels: self.kernels, metric: self.metric, query };
-        if bounds.is_some() || !self.search_parts_parallel(req, filter, &scan, topk, &mut stats)? {
+        let spec = &self.dense[d];
+        let scan = FlatScan { kernels: self.kernels, metric: spec.metric, query };
+        let on = (d, &scan);
+        if bounds.is_some() || !self.search_parts_parallel(req, filter, on, topk, &mut stats)? {
             for part in &self.parts {
                 part_topk.reset(k);
                 let mut bufs = Buffers { flat, ivf, topk: part_topk };
-                self.search_part(part, req, filter, &scan, &mut bufs, bounds.as_deref_mut(), &mut stats)?;
+                self.search_part(part, req, filter, on, &mut bufs, bounds.as_deref_mut(), &mut stats)?;
                 part_topk.drain_into(topk);
             }
         }
@@ -166,7 +193,8 @@ impl Collection {
             // The mutable segment is always scanned exactly; its filter runs on the JSON.
             let skip = |r: usize| !m.passes(r, filter, self.nested());
             let skip: Option<&dyn Fn(usize) -> bool> = (m.deleted.count() > 0 || filter.is_some()).then_some(&skip);
-            scan.scan(&m.vectors[..m.rows() * self.dim], self.sealed_rows() as u64, skip, flat, topk);
+            let vectors = if d == 0 { &m.vectors[..] } else { &m.dense[d - 1].0[..] };
+            scan.scan(&vectors[..m.rows() * spec.dim], self.sealed_rows() as u64, skip, flat, topk);
             stats.scanned += m.rows() as u64;
             stats.segments += 1;
         }
@@ -180,7 +208,7 @@ impl Collection {
         &self,
         req: &SearchRequest,
         filter: Option<&Filter>,
-        scan: &FlatScan<'_>,
+        on: On<'_, '_>,
         topk: &mut TopK,
         stats: &mut SearchStats,
     ) -> Result<bool, Error> {
@@ -193,7 +221,7 @@ impl Collection {
                 let mut part_stats = SearchStats { exact: true, ..SearchStats::default() };
                 s.part.reset(k);
                 let mut bufs = Buffers { flat: &mut s.flat, ivf: &mut s.ivf, topk: &mut s.part };
-                self.search_part(&self.parts[i], req, filter, scan, &mut bufs, None, &mut part_stats)?;
+                self.search_part(&self.parts[i], req, filter, on, &mut bufs, None, &mut part_stats)?;
                 let mut best = Vec::with_capacity(k);
                 s.part.drain_sorted(&mut best);
                 Ok::<_, Error>((best, part_stats))
@@ -211,14 +239,14 @@ impl Collection {
         Ok(true)
     }
 
-    /// Searches one sealed segment into the shared top-k.
+    /// Searches one sealed segment's dense vector `on.0` into the shared top-k.
     #[allow(clippy::too_many_arguments)]
     fn search_part(
         &self,
         part: &Part,
         req: &SearchRequest,
         filter: Option<&Filter>,
-        scan: &FlatScan<'_>,
+        (d, scan): On<'_, '_>,
         bufs: &mut Buffers<'_>,
         bounds: Option<&mut Bounds>,
         stats: &mut SearchStats,
@@ -227,25 +255,50 @@ impl Collection {
         if req.params.exact && seg.codes_only() {
             return Err(Error::CodesOnly("exact search"));
         }
+        let space = seg.space(d).ok_or(Error::Unsupported("a segment without the collection's dense vectors"))?;
         let deleted = &part.deleted;
-        let index = seg.ivf().filter(|_| !req.params.exact);
+        let index = space.ivf.filter(|_| !req.params.exact);
         match filter {
-            Some(f) => self.search_sealed_filtered(part, f, req, index, scan, bufs, bounds, stats)?,
+            Some(f) => self.search_sealed_filtered(part, f, req, (&space, index), scan, bufs, bounds, stats)?,
             None => {
                 let skip = |r: usize| deleted.contains(r);
                 let skip: Option<&dyn Fn(usize) -> bool> = (deleted.count() > 0).then_some(&skip);
-                match (index, seg.vectors()) {
-                    (Some(index), _) => self.search_ivf(part, req, index, skip, 1.0, scan, bufs, bounds, stats),
-                    (None, Some(vectors)) => {
-                        scan.scan(vectors, part.base as u64, skip, bufs.flat, bufs.topk);
+                match index {
+                    Some(index) => self.search_ivf(part, req, index, skip, 1.0, scan, bufs, bounds, stats),
+                    None => {
+                        self.scan_space(&space, part.base, skip, scan, bufs);
                         stats.scanned += seg.rows() as u64;
                     }
-                    (None, None) => unreachable!("a codes-only segment has an index (checked at open)"),
                 }
             }
         }
         stats.segments += 1;
         Ok(())
+    }
+
+    /// Scans every row of a segment's dense vector exactly, ignoring the rows `skip` names.
+    fn scan_space(
+        &self,
+        space: &Space<'_>,
+        base: usize,
+        skip: Option<&dyn Fn(usize) -> bool>,
+        scan: &FlatScan<'_>,
+        bufs: &mut Buffers<'_>,
+    ) {
+        let vectors = space.vectors.expect("a codes-only segment has an index (checked at open)");
+        match space.rows {
+            None => scan.scan(vectors, base as u64, skip, bufs.flat, bufs.topk),
+            Some(rows) => {
+                // Stored by position: each position's row is its id.
+                let dim = space.dim;
+                let mut all = rows
+                    .iter()
+                    .enumerate()
+                    .filter(|&(_, &r)| !skip.is_some_and(|f| f(r as usize)))
+                    .map(|(pos, &r)| (base + r as usize, &vectors[pos * dim..(pos + 1) * dim]));
+                self.push_exact(scan.metric, scan.query, &mut all, bufs.topk);
+            }
+        }
     }
 
     /// Searches a sealed segment's IVF index, ignoring the rows `skip` names.
@@ -272,7 +325,7 @@ impl Collection {
             // Explicit probes are probed as asked; the defaults widen for a filter.
             params.passing = passing;
         }
-        let search = IvfSearch { kernels: self.kernels, metric: self.metric, query: scan.query, params };
+        let search = IvfSearch { kernels: self.kernels, metric: scan.metric, query: scan.query, params };
         let base = part.base as u64;
         let st = match bounds {
             Some(b) => index.search_refined(&search, &data, skip, base, bufs.ivf, bufs.topk.capacity_k(), b),
@@ -297,7 +350,7 @@ impl Collection {
         part: &Part,
         filter: &Filter,
         req: &SearchRequest,
-        index: Option<(&IvfIndex, IvfData<'_>, IvfQuery)>,
+        (space, index): (&Space<'_>, Option<(&IvfIndex, IvfData<'_>, IvfQuery)>),
         scan: &FlatScan<'_>,
         bufs: &mut Buffers<'_>,
         bounds: Option<&mut Bounds>,
@@ -327,7 +380,7 @@ impl Collection {
         let matching = self.sealed_matching(part, compiled.as_ref(), filter);
         let count = matching.count();
         let base = part.base;
-        match (index, seg.vectors()) {
+        match (index, space.vectors) {
             (Some(index), _) if count > limit => {
                 let skip = |r: usize| !matching.contains(r as u32);
                 let passing = count as f32 / rows as f32;
@@ -336,7 +389,7 @@ impl Collection {
             (Some((index, data, defaults)), None) => {
                 // Codes only: the matches ranked by their estimates, as the IVF search ranks.
                 let params = Self::ivf_query(req, defaults);
-                let search = IvfSearch { kernels: self.kernels, metric: self.metric, query: scan.query, params };
+                let search = IvfSearch { kernels: self.kernels, metric: scan.metric, query: scan.query, params };
                 let mut rows = matching.iter().map(|r| r as usize);
                 let sink: &mut dyn Refined = match bounds {
                     Some(b) => b,
@@ -345,17 +398,15 @@ impl Collection {
                 stats.estimated += index.estimate_rows(&search, &data, &mut rows, base as u64, bufs.ivf, sink);
                 stats.exact = false;
             }
-            (_, Some(vectors)) if count.saturating_mul(4) > rows as u64 => {
+            (_, Some(_)) if count.saturating_mul(4) > rows as u64 => {
                 // Dense: the blocked scan with the set as its skip list.
                 let skip = |r: usize| !matching.contains(r as u32);
-                scan.scan(vectors, base as u64, Some(&skip), bufs.flat, bufs.topk);
+                self.scan_space(space, base, Some(&skip), scan, bufs);
                 stats.scanned += count;
             }
-            (_, Some(vectors)) => {
-                let dim = self.dim;
-                let mut rows =
-                    matching.iter().map(|r| r as usize).map(|r| (base + r, &vectors[r * dim..(r + 1) * dim]));
-                self.push_exact(scan.query, &mut rows, bufs.topk);
+            (_, Some(_)) => {
+                let mut rows = matching.iter().map(|r| r as usize).filter_map(|r| Some((base + r, space.vector(r)?)));
+                self.push_exact(scan.metric, scan.query, &mut rows, bufs.topk);
                 stats.scanned += count;
             }
             (None, None) => unreachable!("a codes-only segment has an index (checked at open)"),
@@ -390,11 +441,18 @@ impl Collection {
         matching
     }
 
-    /// Offers each `(internal id, vector)` to `topk` with its exact key against `query`
-    /// (prepared). Vectors are copied into blocks of [`EXACT_BLOCK`] rows, each one batch-kernel
-    /// call (a row's key does not depend on the batch it is in: the kernels' equivalence tests).
-    pub(super) fn push_exact(&self, query: &[f32], rows: &mut dyn Iterator<Item = (usize, &[f32])>, topk: &mut TopK) {
-        let mut block: Vec<f32> = Vec::with_capacity(EXACT_BLOCK * self.dim);
+    /// Offers each `(internal id, vector)` to `topk` with its exact key of `metric` against
+    /// `query` (prepared). Vectors are copied into blocks of [`EXACT_BLOCK`] rows, each one
+    /// batch-kernel call (a row's key does not depend on the batch it is in: the kernels'
+    /// equivalence tests).
+    pub(super) fn push_exact(
+        &self,
+        metric: Metric,
+        query: &[f32],
+        rows: &mut dyn Iterator<Item = (usize, &[f32])>,
+        topk: &mut TopK,
+    ) {
+        let mut block: Vec<f32> = Vec::with_capacity(EXACT_BLOCK * query.len());
         let mut ids = [0usize; EXACT_BLOCK];
         let mut keys = [0.0f32; EXACT_BLOCK];
         loop {
@@ -408,7 +466,7 @@ impl Collection {
             if n == 0 {
                 return;
             }
-            self.metric.keys(&self.kernels, query, &block, &mut keys[..n]);
+            metric.keys(&self.kernels, query, &block, &mut keys[..n]);
             for (&id, &key) in ids[..n].iter().zip(&keys[..n]) {
                 topk.push(Candidate { key: if key.is_nan() { f32::INFINITY } else { key }, id: id as u64 });
             }

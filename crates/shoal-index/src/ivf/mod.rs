@@ -111,6 +111,21 @@ pub struct IvfData<'a> {
     pub ex_factors: &'a [ExFactors],
     /// The host's read-ahead hint for full vectors (`None`: vectors are in memory).
     pub prefetch: Option<Prefetch<'a>>,
+    /// The segment row of each stored position, when the index's positions are not the
+    /// segment's rows (a segment's second dense vector): `skip` and the internal ids take
+    /// rows. `None`: position = row.
+    pub rows: Option<&'a [u32]>,
+}
+
+impl IvfData<'_> {
+    /// The segment row of stored position `pos`.
+    #[inline]
+    fn row_of(&self, pos: usize) -> usize {
+        match self.rows {
+            Some(rows) => rows[pos] as usize,
+            None => pos,
+        }
+    }
 }
 
 /// One search: kernels, metric, the prepared query and its settings.
@@ -485,7 +500,7 @@ impl IvfIndex {
                     }
                     let i = c * KEY_CHUNK + j;
                     let row = r0 + i;
-                    if skip.is_some_and(|f| f(row)) {
+                    if skip.is_some_and(|f| f(data.row_of(row))) {
                         continue;
                     }
                     let err = if metric == Metric::L2 { terms.l2_err(&factors[i]) } else { terms.ip_err(&factors[i]) };
@@ -527,7 +542,7 @@ impl IvfIndex {
                         (e.key, e.key - e.lower)
                     };
                     stats.refined += 1;
-                    sink.offer(first_id + e.row as u64, key, err);
+                    sink.offer(first_id + data.row_of(e.row as usize) as u64, key, err);
                 }
                 return stats;
             }
@@ -580,7 +595,7 @@ impl IvfIndex {
             }
             metric.keys(kernels, query, &vectors[row * dim..(row + 1) * dim], &mut s.one);
             let key = if s.one[0].is_nan() { f32::INFINITY } else { s.one[0] };
-            topk.push(Candidate { key, id: first_id + row as u64 });
+            topk.push(Candidate { key, id: first_id + data.row_of(row) as u64 });
             stats.reranked += 1;
         }
         stats
@@ -636,7 +651,7 @@ impl IvfIndex {
                 }
             }
             let (key, err) = ex.refine_in(row, p, &s.qrot, &s.part_terms, &mut s.xbar);
-            sink.offer(first_id + row as u64, key, err);
+            sink.offer(first_id + data.row_of(row) as u64, key, err);
             count += 1;
         }
         count

@@ -10,7 +10,7 @@ use bytemuck::Zeroable;
 use shoal_format::{
     FormatError, IvfMeta, KIND_IVF_CENTROIDS, KIND_IVF_META, KIND_IVF_OFFSETS, KIND_IVF_ROT_CENTROIDS,
     KIND_RABITQ_BLOCK_OFFSETS, KIND_RABITQ_CODES, KIND_RABITQ_EX_CODES, KIND_RABITQ_EX_FACTORS, KIND_RABITQ_FACTORS,
-    KIND_RABITQ_ROTATION, KIND_VECTORS, Layout, SECTION_OPTIONAL, SegmentReader, cast_records, range_of,
+    KIND_RABITQ_ROTATION, KIND_VECTORS, Layout, SECTION_OPTIONAL, SegmentReader, cast_records, dense_kind, range_of,
 };
 use shoal_kernels::Kernels;
 
@@ -61,9 +61,9 @@ fn meta_of(plan: &IvfPlan, seed: u64, defaults: IvfQuery) -> IvfMeta {
     meta
 }
 
-/// The IVF sections of a build, `(kind, flags, length)` in file order (all optional: a reader
-/// without IVF searches exactly).
-pub fn planned(plan: &IvfPlan, dim: usize) -> Vec<(u32, u32, u64)> {
+/// The IVF sections of dense vector `d`'s build, `(kind, flags, length)` in file order (all
+/// optional: a reader without IVF searches exactly).
+pub fn planned(plan: &IvfPlan, dim: usize, d: usize) -> Vec<(u32, u32, u64)> {
     let (n, nlist, padded) = (plan.rows(), plan.nlist, plan.padded);
     let mut out = vec![
         (KIND_IVF_META, core::mem::size_of::<IvfMeta>()),
@@ -79,18 +79,18 @@ pub fn planned(plan: &IvfPlan, dim: usize) -> Vec<(u32, u32, u64)> {
         out.push((KIND_RABITQ_EX_CODES, n * plan.ex_bytes_per_row()));
         out.push((KIND_RABITQ_EX_FACTORS, n * core::mem::size_of::<ExFactors>()));
     }
-    out.into_iter().map(|(kind, len)| (kind, SECTION_OPTIONAL, len as u64)).collect()
+    out.into_iter().map(|(kind, len)| (dense_kind(d, kind), SECTION_OPTIONAL, len as u64)).collect()
 }
 
-/// Writes the IVF sections of `plan` into `file` (laid out by `layout`, whose vectors section,
-/// unless `codes_only`, already holds the rows in the stored order): the codes encoded from
-/// `src`, then the default query settings calibrated on the written index.
+/// Writes dense vector `d`'s IVF sections of `plan` into `file` (laid out by `layout`, whose
+/// vector `d` section, unless `codes_only`, already holds the rows in the stored order): the
+/// codes encoded from `src`, then the default query settings calibrated on the written index.
 #[allow(clippy::too_many_arguments)]
 pub fn write(
     kernels: &Kernels,
     metric: Metric,
     src: &dyn Rows,
-    dim: usize,
+    (dim, d): (usize, usize),
     plan: &IvfPlan,
     seed: u64,
     codes_only: bool,
@@ -98,6 +98,7 @@ pub fn write(
     file: &mut [u8],
     progress: &dyn Progress,
 ) {
+    let range = |kind: u32| layout.range(dense_kind(d, kind));
     let small: [(u32, &[u8]); 5] = [
         (KIND_IVF_CENTROIDS, bytemuck::cast_slice(&plan.centroids)),
         (KIND_IVF_ROT_CENTROIDS, bytemuck::cast_slice(&plan.rot_centroids)),
@@ -106,7 +107,7 @@ pub fn write(
         (KIND_RABITQ_BLOCK_OFFSETS, bytemuck::cast_slice(&plan.block_offsets)),
     ];
     for (kind, bytes) in small {
-        file[layout.range(kind)].copy_from_slice(bytes);
+        file[range(kind)].copy_from_slice(bytes);
     }
     // The code sections follow one another in this order: split the file between them.
     let mut kinds = vec![KIND_RABITQ_CODES, KIND_RABITQ_FACTORS];
@@ -117,7 +118,7 @@ pub fn write(
         let mut parts: Vec<&mut [u8]> = Vec::with_capacity(4);
         let (mut rest, mut at) = (&mut file[..], 0);
         for &kind in &kinds {
-            let r = layout.range(kind);
+            let r = range(kind);
             let (_, tail) = core::mem::take(&mut rest).split_at_mut(r.start - at);
             let (part, tail) = tail.split_at_mut(r.len());
             parts.push(part);
@@ -138,9 +139,9 @@ pub fn write(
         gathered = plan.order.iter().flat_map(|&o| src.row(o as usize)).copied().collect();
         &gathered
     } else {
-        bytemuck::cast_slice(&file[layout.range(KIND_VECTORS)])
+        bytemuck::cast_slice(&file[range(KIND_VECTORS)])
     };
-    let section = |kind: u32| if kinds.contains(&kind) { &file[layout.range(kind)] } else { &[][..] };
+    let section = |kind: u32| if kinds.contains(&kind) { &file[range(kind)] } else { &[][..] };
     let data = IvfData {
         dim,
         centroids: &plan.centroids,
@@ -154,11 +155,12 @@ pub fn write(
         ex_codes: section(KIND_RABITQ_EX_CODES),
         ex_factors: if plan.bits > 1 { bytemuck::cast_slice(section(KIND_RABITQ_EX_FACTORS)) } else { &[] },
         prefetch: None,
+        rows: None,
     };
     let index = IvfIndex { nlist: plan.nlist, padded: plan.padded, rotation: plan.rotation.clone() };
     let defaults = crate::calibrate::calibrate(kernels, metric, &index, data, vectors, seed, codes_only, progress);
     let meta = meta_of(plan, seed, defaults);
-    file[layout.range(KIND_IVF_META)].copy_from_slice(bytemuck::bytes_of(&meta));
+    file[range(KIND_IVF_META)].copy_from_slice(bytemuck::bytes_of(&meta));
 }
 
 /// Checks that `offsets` has `n + 1` entries, starts at 0, never decreases and ends at `end`.
@@ -173,9 +175,14 @@ fn check_offsets(section: &'static str, offsets: &[u32], n: usize, end: usize) -
 }
 
 impl IvfSections {
-    /// Opens the IVF sections if the segment has them (`IVF_META` present).
-    pub fn open(reader: &SegmentReader<'_>, dim: usize, rows: usize) -> Result<Option<IvfSections>, FormatError> {
-        let Some(meta) = reader.section(KIND_IVF_META) else { return Ok(None) };
+    /// Opens dense vector `d`'s IVF sections if the segment has them (`IVF_META` present),
+    /// for `rows` vectors of dimension `dim`.
+    pub fn open(
+        reader: &SegmentReader<'_>,
+        (dim, d): (usize, usize),
+        rows: usize,
+    ) -> Result<Option<IvfSections>, FormatError> {
+        let Some(meta) = reader.section(dense_kind(d, KIND_IVF_META)) else { return Ok(None) };
         let meta: &IvfMeta = match cast_records::<IvfMeta>("IVF_META", meta)? {
             [m] => m,
             _ => return Err(bad("IVF_META", "must hold exactly one record")),
@@ -203,23 +210,23 @@ impl IvfSections {
             return Err(bad("IVF_META", "reserved bytes are not zero"));
         }
         let bytes = reader.bytes();
-        let centroids = reader.require(KIND_IVF_CENTROIDS)?;
+        let centroids = reader.require(dense_kind(d, KIND_IVF_CENTROIDS))?;
         if Some(cast_records::<f32>("IVF_CENTROIDS", centroids)?.len()) != nlist.checked_mul(dim) {
             return Err(bad("IVF_CENTROIDS", "length does not match nlist x dim"));
         }
-        let rot = reader.require(KIND_IVF_ROT_CENTROIDS)?;
+        let rot = reader.require(dense_kind(d, KIND_IVF_ROT_CENTROIDS))?;
         if Some(cast_records::<f32>("IVF_ROT_CENTROIDS", rot)?.len()) != nlist.checked_mul(padded) {
             return Err(bad("IVF_ROT_CENTROIDS", "length does not match nlist x padded"));
         }
-        let offsets_bytes = reader.require(KIND_IVF_OFFSETS)?;
+        let offsets_bytes = reader.require(dense_kind(d, KIND_IVF_OFFSETS))?;
         let offsets = cast_records::<u32>("IVF_OFFSETS", offsets_bytes)?;
         check_offsets("IVF_OFFSETS", offsets, nlist, rows)?;
-        let signs_bytes = reader.require(KIND_RABITQ_ROTATION)?;
+        let signs_bytes = reader.require(dense_kind(d, KIND_RABITQ_ROTATION))?;
         let signs = cast_records::<u64>("RABITQ_ROTATION", signs_bytes)?;
         if signs.len() != ROUNDS * padded / 64 {
             return Err(bad("RABITQ_ROTATION", "length does not match rounds x padded"));
         }
-        let blocks_bytes = reader.require(KIND_RABITQ_BLOCK_OFFSETS)?;
+        let blocks_bytes = reader.require(dense_kind(d, KIND_RABITQ_BLOCK_OFFSETS))?;
         let blocks = cast_records::<u32>("RABITQ_BLOCK_OFFSETS", blocks_bytes)?;
         let total_blocks = (0..nlist).map(|p| ((offsets[p + 1] - offsets[p]) as usize).div_ceil(32)).sum();
         check_offsets("RABITQ_BLOCK_OFFSETS", blocks, nlist, total_blocks)?;
@@ -228,21 +235,21 @@ impl IvfSections {
         {
             return Err(bad("RABITQ_BLOCK_OFFSETS", "block counts do not match partition sizes"));
         }
-        let codes = reader.require(KIND_RABITQ_CODES)?;
+        let codes = reader.require(dense_kind(d, KIND_RABITQ_CODES))?;
         if Some(codes.len()) != total_blocks.checked_mul(block_bytes(padded)) {
             return Err(bad("RABITQ_CODES", "length does not match the blocks"));
         }
-        let factors = reader.require(KIND_RABITQ_FACTORS)?;
+        let factors = reader.require(dense_kind(d, KIND_RABITQ_FACTORS))?;
         if cast_records::<Factors>("RABITQ_FACTORS", factors)?.len() != rows {
             return Err(bad("RABITQ_FACTORS", "length does not match the row count"));
         }
         let bits = meta.code_bits;
         let (ex_codes, ex_factors) = if bits > 1 {
-            let codes = reader.require(KIND_RABITQ_EX_CODES)?;
+            let codes = reader.require(dense_kind(d, KIND_RABITQ_EX_CODES))?;
             if Some(codes.len()) != rows.checked_mul(ex_code_bytes(padded, bits)) {
                 return Err(bad("RABITQ_EX_CODES", "length does not match rows x (bits - 1) x padded / 8"));
             }
-            let f = reader.require(KIND_RABITQ_EX_FACTORS)?;
+            let f = reader.require(dense_kind(d, KIND_RABITQ_EX_FACTORS))?;
             if cast_records::<ExFactors>("RABITQ_EX_FACTORS", f)?.len() != rows {
                 return Err(bad("RABITQ_EX_FACTORS", "length does not match the row count"));
             }
@@ -287,6 +294,7 @@ impl IvfSections {
             ex_codes: &bytes[self.ex_codes.clone()],
             ex_factors: bytemuck::cast_slice(&bytes[self.ex_factors.clone()]),
             prefetch: None,
+            rows: None,
         }
     }
 

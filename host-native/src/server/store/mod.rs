@@ -230,7 +230,7 @@ fn empty_collection(meta: &Meta, config: CollectionConfig, schema: Schema) -> Re
 fn open_set(dir: &Path, meta: &Meta) -> Result<(Collection, u64), ApiError> {
     let (config, schema, index) = meta.parse()?;
     let specs = meta.sparse_specs()?;
-    let mut col = match read_manifest(dir)? {
+    let col = match read_manifest(dir)? {
         None => empty_collection(meta, config, schema)?,
         Some(m) => {
             let col = Collection::open_set(&m, &mut |e| segment_storage(&dir.join(&e.file), meta.on_disk), &mut |l| {
@@ -244,19 +244,17 @@ fn open_set(dir: &Path, meta: &Meta) -> Result<(Collection, u64), ApiError> {
                     dir.join(MANIFEST).display()
                 )));
             }
-            return Ok((with_host_settings(col, index), m.wal.unwrap_or(1)));
+            return Ok((with_host_settings(col, index)?, m.wal.unwrap_or(1)));
         }
     };
-    col.set_clock(Box::new(monotonic_micros));
-    col.set_index_kind(index);
-    Ok((col, 1))
+    Ok((with_host_settings(col, index)?, 1))
 }
 
 /// The host's settings on an opened collection: its clock and the configured index.
-fn with_host_settings(mut col: Collection, index: IndexKind) -> Collection {
+fn with_host_settings(mut col: Collection, index: IndexKind) -> Result<Collection, ApiError> {
     col.set_clock(Box::new(monotonic_micros));
-    col.set_index_kind(index);
-    col
+    col.set_index_kind(index).map_err(|e| ApiError::bad_request(format!("{e}")))?;
+    Ok(col)
 }
 
 /// Moves a folder of the single-segment layout (`segment-G.shoal` + logs from G) to a segment
@@ -368,7 +366,7 @@ impl Store {
         let wal =
             WalWriter::reopen(&dir, 1, wal::FILE_HEADER, opts.sync).map_err(|e| io_err(&dir, "open log in", e))?;
         let col = empty_collection(&meta, config, schema)?;
-        Ok(Store::new(name, dir, meta, with_host_settings(col, index), wal, 1, 0, opts))
+        Ok(Store::new(name, dir, meta, with_host_settings(col, index)?, wal, 1, 0, opts))
     }
 
     #[allow(clippy::too_many_arguments)]
