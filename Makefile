@@ -146,6 +146,7 @@ test-qdrant: setup-demo
 	$(CARGO) build -p shoal-host
 	python3 host-native/tests/qdrant_compat.py target/debug/shoal
 	python3 host-native/tests/sparse_compat.py target/debug/shoal
+	python3 host-native/tests/named_compat.py target/debug/shoal
 	python3 host-native/tests/langchain_compat.py target/debug/shoal
 	python3 host-native/tests/llamaindex_compat.py target/debug/shoal
 

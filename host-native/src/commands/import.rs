@@ -61,7 +61,16 @@ pub fn run(args: &ImportArgs) -> Result<(), HostError> {
             .iter()
             .map(|s| (s.name.clone(), json!({"modifier": if s.idf { "idf" } else { "none" }})))
             .collect(),
-        vector_name: None,
+        // A segment of several dense vectors names them; one is unnamed.
+        vector_name: Some(col.dense_vectors()[0].name.clone()).filter(|n| !n.is_empty()),
+        dense_vectors: if col.dense_vectors().len() > 1 {
+            col.dense_vectors()
+                .iter()
+                .map(|s| (s.name.clone(), json!({"dim": s.dim, "metric": s.metric.name()})))
+                .collect()
+        } else {
+            serde_json::Map::new()
+        },
     };
     bar.set_message("copying the segment into the data folder");
     std::fs::create_dir_all(args.data.join("collections")).map_err(|e| HostError::io(&args.data, "create", e))?;

@@ -18,6 +18,9 @@ pub const FLAG_PAYLOADS: u32 = 1;
 pub const FLAG_UUIDS: u32 = 2;
 /// Flag bit: a sparse block ([`encode_sparse`]) follows the vectors.
 pub const FLAG_SPARSE: u32 = 4;
+/// Flag bit: a dense block ([`encode_dense`]) follows the vectors: the points' dense vectors
+/// after the first.
+pub const FLAG_DENSE: u32 = 8;
 /// Marks a point without the sparse vector in a sparse block.
 const ABSENT: u32 = u32::MAX;
 
@@ -39,7 +42,13 @@ pub struct Batch<'a> {
     pub payloads: Vec<Value>,
     /// Sparse vectors by name (none: the batch carries no sparse vector).
     pub sparse: SparseColumns,
+    /// The dense vectors after the first (the collection's, in name order), each `(dim,
+    /// ids.len() * dim floats)` (none: the collection has one dense vector).
+    pub dense: DenseColumns,
 }
+
+/// Dense vectors `1..` of a batch: `(dim, row-major floats)` each.
+pub type DenseColumns = Vec<(usize, Vec<f32>)>;
 
 fn u32_at(b: &[u8], at: usize) -> u32 {
     u32::from_le_bytes(b[at..at + 4].try_into().expect("4 bytes"))
@@ -76,7 +85,7 @@ pub fn parse(body: &[u8]) -> Result<Batch<'_>, String> {
     if dim == 0 || dim > 65_536 {
         return Err(format!("binary batch: dim {dim} is not in 1..=65536"));
     }
-    if flags & !(FLAG_PAYLOADS | FLAG_UUIDS | FLAG_SPARSE) != 0 {
+    if flags & !(FLAG_PAYLOADS | FLAG_UUIDS | FLAG_SPARSE | FLAG_DENSE) != 0 {
         return Err(format!("binary batch: unknown flags {flags:#x}"));
     }
     // n <= 1e6 and dim <= 65536: these fit in 64 bits; checked for 32-bit targets.
@@ -91,12 +100,18 @@ pub fn parse(body: &[u8]) -> Result<Batch<'_>, String> {
             body.len()
         ));
     }
-    let (sparse, sparse_len) = if flags & FLAG_SPARSE != 0 {
-        parse_sparse(&body[vec_end..], n).map_err(|e| format!("binary batch: sparse block: {e}"))?
+    let (dense, dense_len) = if flags & FLAG_DENSE != 0 {
+        parse_dense(&body[vec_end..], n).map_err(|e| format!("binary batch: dense block: {e}"))?
     } else {
         (Vec::new(), 0)
     };
-    let vec_end = vec_end + sparse_len;
+    let (sparse, sparse_len) = if flags & FLAG_SPARSE != 0 {
+        parse_sparse(&body[vec_end + dense_len..], n).map_err(|e| format!("binary batch: sparse block: {e}"))?
+    } else {
+        (Vec::new(), 0)
+    };
+    let blocks = dense_len + sparse_len;
+    let vec_end = vec_end + blocks;
     let payloads = if flags & FLAG_PAYLOADS != 0 {
         parse_lines(&body[vec_end..], n)?
     } else if body.len() != vec_end {
@@ -109,8 +124,43 @@ pub fn parse(body: &[u8]) -> Result<Batch<'_>, String> {
     } else {
         cast_or_copy::<u64>(&body[HEADER..ids_end]).iter().map(|&id| PointId::Num(id)).collect()
     };
-    let vectors = cast_or_copy(&body[ids_end..vec_end - sparse_len]);
-    Ok(Batch { dim, ids, vectors, payloads, sparse })
+    let vectors = cast_or_copy(&body[ids_end..vec_end - blocks]);
+    Ok(Batch { dim, ids, vectors, payloads, sparse, dense })
+}
+
+/// Appends the dense block of `columns` (1..=15 of them): `u32` K, then per vector its `u32`
+/// dimension (1..=65536) and its `n x dim` `f32`, row-major; little-endian.
+pub fn encode_dense(columns: &DenseColumns, out: &mut Vec<u8>) {
+    out.extend_from_slice(&(columns.len() as u32).to_le_bytes());
+    for (dim, v) in columns {
+        out.extend_from_slice(&(*dim as u32).to_le_bytes());
+        v.iter().for_each(|x| out.extend_from_slice(&x.to_le_bytes()));
+    }
+}
+
+/// Parses the dense block at the start of `bytes` for `n` points ([`encode_dense`]); returns it
+/// and its length. (Finiteness is the collection's check, as for the first vector.)
+fn parse_dense(bytes: &[u8], n: usize) -> Result<(DenseColumns, usize), String> {
+    let word = |at: usize, what: &str| -> Result<u32, String> {
+        let w = bytes.get(at..at + 4).ok_or_else(|| format!("truncated at {what}"))?;
+        Ok(u32::from_le_bytes(w.try_into().expect("4 bytes")))
+    };
+    let k = word(0, "the vector count")? as usize;
+    if k == 0 || k >= shoal_core::MAX_DENSE_VECTORS {
+        return Err(format!("{k} dense vectors after the first (1..=15)"));
+    }
+    let (mut at, mut columns) = (4usize, Vec::with_capacity(k));
+    for i in 0..k {
+        let dim = word(at, "a dimension")? as usize;
+        if dim == 0 || dim > 65_536 {
+            return Err(format!("vector {}: dim {dim} is not in 1..=65536", i + 1));
+        }
+        let len = n * dim * 4;
+        let floats = bytes.get(at + 4..at + 4 + len).ok_or_else(|| format!("truncated in vector {}", i + 1))?;
+        columns.push((dim, cast_or_copy::<f32>(floats).into_owned()));
+        at += 4 + len;
+    }
+    Ok((columns, at))
 }
 
 /// Bytes of the id block of `n` ids: `n` `u64`, `⌈n/64⌉` kind words, `n` UUIDs.
@@ -278,15 +328,16 @@ fn parse_lines(bytes: &[u8], n: usize) -> Result<Vec<Value>, String> {
 /// Encodes a batch (the JSON upsert routes log this form): integer ids as `n` `u64`, or an id
 /// block ([`FLAG_UUIDS`]) when some id is a UUID.
 pub fn encode(dim: usize, ids: &[PointId], vectors: &[f32], payloads: &[Value]) -> Vec<u8> {
-    encode_with_sparse(dim, ids, vectors, &Vec::new(), payloads)
+    encode_with_sparse(dim, ids, vectors, (&Vec::new(), &Vec::new()), payloads)
 }
 
-/// [`encode`] with sparse vectors ([`FLAG_SPARSE`] when there are some).
+/// [`encode`] with the dense vectors after the first ([`FLAG_DENSE`] when there are some) and
+/// sparse vectors ([`FLAG_SPARSE`] when some point holds one).
 pub fn encode_with_sparse(
     dim: usize,
     ids: &[PointId],
     vectors: &[f32],
-    sparse: &SparseColumns,
+    (dense, sparse): (&DenseColumns, &SparseColumns),
     payloads: &[Value],
 ) -> Vec<u8> {
     let n = ids.len();
@@ -297,7 +348,8 @@ pub fn encode_with_sparse(
     out.extend_from_slice(&(n as u32).to_le_bytes());
     let flags = if payloads.is_empty() { 0 } else { FLAG_PAYLOADS }
         | if uuids { FLAG_UUIDS } else { 0 }
-        | if block_columns(sparse).is_empty() { 0 } else { FLAG_SPARSE };
+        | if block_columns(sparse).is_empty() { 0 } else { FLAG_SPARSE }
+        | if dense.is_empty() { 0 } else { FLAG_DENSE };
     out.extend_from_slice(&flags.to_le_bytes());
     if uuids {
         encode_ids(ids, &mut out);
@@ -308,6 +360,9 @@ pub fn encode_with_sparse(
     }
     for x in vectors {
         out.extend_from_slice(&x.to_le_bytes());
+    }
+    if !dense.is_empty() {
+        encode_dense(dense, &mut out);
     }
     if !block_columns(sparse).is_empty() {
         encode_sparse(sparse, &mut out);
@@ -389,13 +444,13 @@ mod tests {
         ];
         let docs = [json!({"a": 1}), Value::Null, json!({"b": 2})];
         for payloads in [&[][..], &docs[..]] {
-            let bytes = encode_with_sparse(1, &ids, &[1.0, 2.0, 3.0], &sparse, payloads);
+            let bytes = encode_with_sparse(1, &ids, &[1.0, 2.0, 3.0], (&Vec::new(), &sparse), payloads);
             let b = parse(&bytes).unwrap();
             assert_eq!((&b.ids[..], &b.vectors[..], &b.payloads[..]), (&ids[..], &[1.0, 2.0, 3.0][..], payloads));
             assert_eq!(b.sparse, sparse);
-            assert_eq!(encode_with_sparse(1, &b.ids, &b.vectors, &b.sparse, &b.payloads), bytes);
+            assert_eq!(encode_with_sparse(1, &b.ids, &b.vectors, (&b.dense, &b.sparse), &b.payloads), bytes);
         }
-        let good = encode_with_sparse(1, &ids, &[1.0, 2.0, 3.0], &sparse, &[]);
+        let good = encode_with_sparse(1, &ids, &[1.0, 2.0, 3.0], (&Vec::new(), &sparse), &[]);
         let block = HEADER + id_block_len(3) + 12;
         let with = |at: usize, word: u32| {
             let mut b = good.clone();
@@ -409,7 +464,10 @@ mod tests {
         swapped[block + 4..block + 16].copy_from_slice(&[5, 0, 0, 0, b'b', b'e', b't', b'a', b'x', 0, 0, 0]);
         // A column no point holds is left out when encoding, and refused when parsing.
         let none: SparseColumns = vec![("alpha".into(), vec![None, None, None])];
-        assert_eq!(encode_with_sparse(1, &ids, &[1.0, 2.0, 3.0], &none, &[]), encode(1, &ids, &[1.0, 2.0, 3.0], &[]));
+        assert_eq!(
+            encode_with_sparse(1, &ids, &[1.0, 2.0, 3.0], (&Vec::new(), &none), &[]),
+            encode(1, &ids, &[1.0, 2.0, 3.0], &[])
+        );
         let mut absent = encode(1, &ids, &[1.0, 2.0, 3.0], &[]);
         absent[12] |= FLAG_SPARSE as u8;
         for w in [1u32, 5, u32::from_le_bytes(*b"alph"), u32::from_le_bytes(*b"a\0\0\0"), ABSENT, ABSENT, ABSENT] {
@@ -433,13 +491,48 @@ mod tests {
     }
 
     #[test]
+    fn dense_vectors_after_the_first_round_trip_and_bad_blocks_are_refused() {
+        let ids = [PointId::Num(1), PointId::Uuid([7; 16])];
+        let dense: DenseColumns = vec![(3, vec![0.5, 1.0, 1.5, 2.0, 2.5, 3.0]), (1, vec![-1.0, -2.0])];
+        let sparse: SparseColumns = vec![("s".into(), vec![None, Some(SparseVector::new(&[4], &[1.0]).unwrap())])];
+        let docs = [json!({"a": 1}), Value::Null];
+        for (sparse, payloads) in [(&Vec::new(), &[][..]), (&sparse, &docs[..])] {
+            let bytes = encode_with_sparse(2, &ids, &[1.0, 2.0, 3.0, 4.0], (&dense, sparse), payloads);
+            assert_ne!(u32::from_le_bytes(bytes[12..16].try_into().unwrap()) & FLAG_DENSE, 0);
+            let b = parse(&bytes).unwrap();
+            assert_eq!((&b.ids[..], &b.vectors[..], &b.payloads[..]), (&ids[..], &[1.0, 2.0, 3.0, 4.0][..], payloads));
+            assert_eq!((&b.dense, &b.sparse), (&dense, sparse));
+            assert_eq!(encode_with_sparse(2, &b.ids, &b.vectors, (&b.dense, &b.sparse), &b.payloads), bytes);
+        }
+        let good = encode_with_sparse(2, &ids, &[1.0, 2.0, 3.0, 4.0], (&dense, &Vec::new()), &[]);
+        let block = HEADER + id_block_len(2) + 16;
+        let with = |at: usize, word: u32| {
+            let mut b = good.clone();
+            b[at..at + 4].copy_from_slice(&word.to_le_bytes());
+            b
+        };
+        for (bytes, want) in [
+            (with(block, 0), "0 dense vectors"),
+            (with(block, 16), "16 dense vectors"),
+            (with(block + 4, 0), "dim 0"),
+            (with(block + 4, 70_000), "dim 70000"),
+            (with(block + 4, 4), "vector 2: dim"),
+            (with(block + 4, 9), "truncated"),
+            (good[..good.len() - 1].to_vec(), "truncated"),
+        ] {
+            let err = parse(&bytes).unwrap_err();
+            assert!(err.contains(want), "{err:?} should mention {want:?}");
+        }
+    }
+
+    #[test]
     fn malformed_batches_are_refused() {
         let good = encode(2, &[PointId::Num(1), PointId::Num(2)], &[0.0; 4], &[]);
         let with_docs = encode(2, &[PointId::Num(1), PointId::Num(2)], &[0.0; 4], &[json!({}), json!({})]);
         let mut bad_magic = good.clone();
         bad_magic[0] = b'X';
         let mut bad_flags = good.clone();
-        bad_flags[12] = 8;
+        bad_flags[12] = 16;
         let mut zero = good.clone();
         zero[8..12].copy_from_slice(&0u32.to_le_bytes());
         let cases: Vec<(Vec<u8>, &str)> = vec![

@@ -390,14 +390,14 @@ impl VectorSel {
         }
     }
 
-    /// Refuses a name the collection does not have (`dense`: its dense vector's name).
-    pub fn check(&self, col: &shoal_core::Collection, dense: &str) -> Result<(), ApiError> {
+    /// Refuses a name the collection does not have (`dense`: its dense vectors' names).
+    pub fn check(&self, col: &shoal_core::Collection, dense: &[String]) -> Result<(), ApiError> {
         if let VectorSel::Names(names) = self
             && let Some(name) =
-                names.iter().find(|n| **n != dense && !col.sparse_vectors().iter().any(|s| &s.name == *n))
+                names.iter().find(|n| !dense.contains(n) && !col.sparse_vectors().iter().any(|s| &s.name == *n))
         {
             return Err(ApiError::bad_request(format!(
-                "with_vector: no vector named {name:?} (the vectors are {dense:?} and the sparse vectors)"
+                "with_vector: no vector named {name:?} (the dense vectors are {dense:?}, then the sparse vectors)"
             )));
         }
         Ok(())

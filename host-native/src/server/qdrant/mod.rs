@@ -197,54 +197,40 @@ fn create_meta(body: bodies::CreateCollection) -> Result<Meta, ApiError> {
     // Qdrant's `vectors` object or Shoal's top-level `dim` and `metric`, each with its `on_disk`.
     let qdrant_shape = body.vectors.is_some();
     let mut vector_name = None;
+    let mut dense_vectors = Map::new();
     let (dim, metric, on_disk) = match body.vectors {
         Some(v) => {
             if body.dim.is_some() || body.metric.is_some() || body.on_disk.is_some() {
                 return Err(ApiError::bad_request("give `vectors` or `dim` / `metric` / `on_disk`, not both"));
             }
-            let v = match v {
-                // Named vectors: one dense vector, of any name (`""` is Qdrant's unnamed one).
+            match v {
+                // Named vectors, any number of them (`""` is Qdrant's unnamed one).
                 Value::Object(o) if !o.contains_key("size") => {
-                    let mut named = o.into_iter();
-                    match (named.next(), named.next()) {
-                        (Some((name, v)), None) => {
-                            vector_name = Some(name).filter(|n| !n.is_empty());
-                            v
-                        }
-                        _ => {
-                            return Err(ApiError::bad_request(
-                                "vectors: one dense vector per collection (named or not); several named dense vectors are not supported",
-                            ));
+                    if o.is_empty() {
+                        return Err(ApiError::bad_request("vectors: give at least one dense vector"));
+                    }
+                    let mut named = Vec::with_capacity(o.len());
+                    for (name, v) in o {
+                        let params = vector_params(v, &format!("vectors.{name}"))?;
+                        named.push((name, params));
+                    }
+                    named.sort_by(|a, b| a.0.cmp(&b.0));
+                    if named.iter().any(|(_, p)| p.2.is_some() && p.2 != named[0].1.2) {
+                        return Err(ApiError::bad_request(
+                            "vectors: on_disk (or memory) applies to the whole collection in Shoal: give every vector the same",
+                        ));
+                    }
+                    if named.len() > 1 {
+                        for (name, (dim, metric, _)) in &named {
+                            dense_vectors.insert(name.clone(), json!({"dim": dim, "metric": metric}));
                         }
                     }
+                    let (name, params) = named.swap_remove(0);
+                    vector_name = Some(name).filter(|n| !n.is_empty());
+                    params
                 }
-                v => v,
-            };
-            let v: bodies::VectorParams =
-                serde_json::from_value(v).map_err(|e| ApiError::bad_request(format!("vectors: {e}")))?;
-            refuse("vectors.datatype", &v.datatype.filter(|d| d != "float32"), "vectors are float32")?;
-            refuse("vectors.multivector_config", &v.multivector_config, "one vector per point")?;
-            let metric = match v.distance.as_str() {
-                "Cosine" => "cosine",
-                "Dot" => "dot",
-                "Euclid" => "l2",
-                other => {
-                    return Err(ApiError::bad_request(format!(
-                        "vectors.distance {other:?}: Shoal supports Cosine, Dot and Euclid"
-                    )));
-                }
-            };
-            let on_disk = match v.memory.as_deref() {
-                None => v.on_disk,
-                Some("cold" | "cached") => Some(true),
-                Some("pinned") => Some(false),
-                Some(other) => {
-                    return Err(ApiError::bad_request(format!(
-                        "vectors.memory {other:?}: expected cold, cached or pinned"
-                    )));
-                }
-            };
-            (v.size, metric.to_string(), on_disk)
+                v => vector_params(v, "vectors")?,
+            }
         }
         None => {
             let dim = body.dim.ok_or_else(|| {
@@ -253,7 +239,9 @@ fn create_meta(body: bodies::CreateCollection) -> Result<Meta, ApiError> {
             (dim, body.metric.unwrap_or_else(|| "cosine".into()), body.on_disk)
         }
     };
-    if let Some(name) = vector_name.as_ref().filter(|n| sparse_vectors.contains_key(n.as_str())) {
+    let dense_names: Vec<&String> =
+        if dense_vectors.is_empty() { vector_name.iter().collect() } else { dense_vectors.keys().collect() };
+    if let Some(name) = dense_names.into_iter().find(|n| sparse_vectors.contains_key(n.as_str())) {
         return Err(ApiError::bad_request(format!("vectors: {name:?} names a dense and a sparse vector")));
     }
     let on_disk = on_disk.unwrap_or(true);
@@ -275,7 +263,35 @@ fn create_meta(body: bodies::CreateCollection) -> Result<Meta, ApiError> {
         payload: qdrant.then(|| "nested".to_string()),
         sparse_vectors,
         vector_name,
+        dense_vectors,
     })
+}
+
+/// Qdrant's `VectorParams` of one dense vector (at `at`): dimension, Shoal's metric name and
+/// `on_disk` (from `on_disk` or `memory`).
+fn vector_params(v: Value, at: &str) -> Result<(u64, String, Option<bool>), ApiError> {
+    let v: bodies::VectorParams = serde_json::from_value(v).map_err(|e| ApiError::bad_request(format!("{at}: {e}")))?;
+    refuse(&format!("{at}.datatype"), &v.datatype.filter(|d| d != "float32"), "vectors are float32")?;
+    refuse(&format!("{at}.multivector_config"), &v.multivector_config, "one vector per point")?;
+    let metric = match v.distance.as_str() {
+        "Cosine" => "cosine",
+        "Dot" => "dot",
+        "Euclid" => "l2",
+        other => {
+            return Err(ApiError::bad_request(format!(
+                "{at}.distance {other:?}: Shoal supports Cosine, Dot and Euclid"
+            )));
+        }
+    };
+    let on_disk = match v.memory.as_deref() {
+        None => v.on_disk,
+        Some("cold" | "cached") => Some(true),
+        Some("pinned") => Some(false),
+        Some(other) => {
+            return Err(ApiError::bad_request(format!("{at}.memory {other:?}: expected cold, cached or pinned")));
+        }
+    };
+    Ok((v.size, metric.to_string(), on_disk))
 }
 
 /// Qdrant's `sparse_vectors`: name -> `{"modifier": "none" | "idf", "index": {...}}` (`index`:
@@ -312,6 +328,23 @@ fn distance_name(metric: &str) -> &'static str {
     }
 }
 
+/// A collection's `vectors` config as Qdrant gives it: `{"size", "distance", "on_disk"}` for the
+/// unnamed vector alone, else one such object per name.
+fn vectors_info(m: &super::store::Meta) -> Value {
+    let params =
+        |dim: &Value, metric: &str| json!({"size": dim, "distance": distance_name(metric), "on_disk": m.on_disk});
+    match (&m.vector_name, m.dense_vectors.is_empty()) {
+        (None, true) => params(&json!(m.dim), &m.metric),
+        (Some(n), true) => json!({ n: params(&json!(m.dim), &m.metric) }),
+        (_, false) => Value::Object(
+            m.dense_vectors
+                .iter()
+                .map(|(n, v)| (n.clone(), params(&v["dim"], v["metric"].as_str().unwrap_or(""))))
+                .collect(),
+        ),
+    }
+}
+
 /// `GET /collections/{name}`: Qdrant's collection info, with Shoal's values.
 async fn info(State(app): Shared, Path(name): Path<String>) -> Response {
     respond(async {
@@ -341,10 +374,7 @@ fn collection_info(store: &Store) -> Value {
             "segments_count": g.segments + u64::from(g.unsealed > 0),
             "config": {
                 "params": {
-                    "vectors": match &m.vector_name {
-                        None => json!({"size": m.dim, "distance": distance_name(&m.metric), "on_disk": m.on_disk}),
-                        Some(n) => json!({ n: {"size": m.dim, "distance": distance_name(&m.metric), "on_disk": m.on_disk} }),
-                    },
+                    "vectors": vectors_info(m),
                     "sparse_vectors": m.sparse_vectors,
                     "shard_number": 1, "replication_factor": 1, "write_consistency_factor": 1,
                     "on_disk_payload": true
@@ -438,9 +468,7 @@ fn vector_of(v: &Value, at: &str, out: &mut Vec<f32>) -> Result<usize, ApiError>
             return vector_of(&o[""], at, out);
         }
         _ => {
-            return Err(ApiError::bad_request(format!(
-                "{at}: expected a list of numbers (named vectors are not supported)"
-            )));
+            return Err(ApiError::bad_request(format!("{at}: expected a list of numbers")));
         }
     };
     for (i, x) in list.iter().enumerate() {
@@ -450,40 +478,59 @@ fn vector_of(v: &Value, at: &str, out: &mut Vec<f32>) -> Result<usize, ApiError>
     Ok(list.len())
 }
 
-/// A point's vectors split as they are read: the sparse ones (by the collection's names) into
-/// columns, the dense one handed back.
+/// A batch's vectors as they are read, point by point: the dense ones (every point holds each)
+/// and the sparse ones (by the collection's names) into columns.
 struct PointVectors {
     columns: crate::server::batch::SparseColumns,
-    /// The dense vector's name in requests (`""` unless the collection named it).
-    dense: String,
+    /// The dense vectors' names in requests (one: `""` unless the collection named it), in the
+    /// core's order, with their dimensions and the vectors read so far.
+    dense: Vec<(String, usize, Vec<f32>)>,
 }
 
 impl PointVectors {
-    fn new(meta: &super::store::Meta) -> PointVectors {
+    fn new(store: &Store) -> PointVectors {
+        let col = store.read();
+        let names = store.meta.dense_names();
         PointVectors {
-            columns: meta.sparse_vectors.keys().map(|n| (n.clone(), Vec::new())).collect(),
-            dense: meta.vector_name.clone().unwrap_or_default(),
+            columns: store.meta.sparse_vectors.keys().map(|n| (n.clone(), Vec::new())).collect(),
+            dense: names.into_iter().zip(col.dense_vectors()).map(|(n, s)| (n, s.dim, Vec::new())).collect(),
         }
     }
 
-    /// The dense vector of `v` (a list, or `{DENSE: list, NAME: {"indices", "values"}, ...}`,
-    /// DENSE the dense vector's name, `""` unless the collection named it), with this point's
-    /// sparse vectors added to the columns (`None` for those it lacks).
-    fn split<'v>(&mut self, v: &'v Value, at: &str) -> Result<&'v Value, ApiError> {
-        let dense = match v {
+    /// Reads the vectors of one point: a list (the collection's one dense vector), or `{NAME:
+    /// list | {"indices", "values"}, ...}` holding every dense vector and any sparse ones
+    /// (`None` in the columns for those it lacks).
+    fn push(&mut self, v: &Value, at: &str) -> Result<(), ApiError> {
+        let names = || self.dense.iter().map(|d| format!("{:?}", d.0)).collect::<Vec<_>>().join(", ");
+        match v {
             Value::Object(o) => {
-                if let Some(name) = o.keys().find(|k| **k != self.dense && !self.columns.iter().any(|(n, _)| n == *k)) {
+                if let Some(name) = o
+                    .keys()
+                    .find(|k| !self.dense.iter().any(|d| d.0 == **k) && !self.columns.iter().any(|(n, _)| n == *k))
+                {
                     return Err(ApiError::bad_request(format!(
-                        "{at}: the collection has no vector named {name:?} (its vectors: {:?} and its sparse vectors)",
-                        self.dense
+                        "{at}: the collection has no vector named {name:?} (its dense vectors: {}, and its sparse vectors)",
+                        names()
                     )));
                 }
-                o.get(&self.dense).ok_or_else(|| {
-                    ApiError::bad_request(format!("{at}: every point holds the dense vector {:?} in Shoal", self.dense))
-                })?
+                for (name, dim, out) in &mut self.dense {
+                    let v = o.get(name.as_str()).ok_or_else(|| {
+                        ApiError::bad_request(format!("{at}: every point holds the dense vector {name:?} in Shoal"))
+                    })?;
+                    read_dense(v, &format!("{at}.{name}"), *dim, out)?;
+                }
             }
-            other => other,
-        };
+            v if self.dense.len() == 1 => {
+                let (_, dim, out) = &mut self.dense[0];
+                read_dense(v, at, *dim, out)?;
+            }
+            _ => {
+                return Err(ApiError::bad_request(format!(
+                    "{at}: the collection has several dense vectors: give {{name: vector}} for each of {}",
+                    names()
+                )));
+            }
+        }
         for (name, column) in &mut self.columns {
             let sparse = match v.get(name.as_str()) {
                 Some(s) => {
@@ -493,14 +540,28 @@ impl PointVectors {
             };
             column.push(sparse);
         }
-        Ok(dense)
+        Ok(())
     }
 
-    /// The columns of the sparse vectors some point holds.
-    fn columns(mut self) -> crate::server::batch::SparseColumns {
+    /// The batch of `ids` and `payloads` with the vectors read.
+    fn batch(mut self, ids: Vec<PointId>, payloads: Vec<Value>) -> Batch<'static> {
         self.columns.retain(|(_, c)| c.iter().any(Option::is_some));
-        self.columns
+        let mut dense = self.dense.into_iter();
+        let (_, dim, vectors) = dense.next().expect("one dense vector at least");
+        let dense = dense.map(|(_, dim, v)| (dim, v)).collect();
+        Batch { dim, ids, vectors: vectors.into(), payloads, sparse: self.columns, dense }
     }
+}
+
+/// One dense vector of `dim` numbers at `at`, appended to `out`.
+fn read_dense(v: &Value, at: &str, dim: usize, out: &mut Vec<f32>) -> Result<(), ApiError> {
+    let n = vector_of(v, at, out)?;
+    if n != dim {
+        let mut e = ApiError::core(shoal_core::Error::DimensionMismatch { expected: dim, found: n });
+        e.message = format!("{at}: {}", e.message);
+        return Err(e);
+    }
+    Ok(())
 }
 
 /// `PUT /collections/{name}/points`: `{"points": [{"id", "vector", "payload"}]}` or
@@ -510,24 +571,14 @@ async fn upsert(State(app): Shared, Path(name): Path<String>, body: Body) -> Res
         refuse_shard_key(&body.shard_key)?;
         refuse("update_filter", &body.update_filter, "conditional updates are not supported")?;
         refuse("update_mode", &body.update_mode, "every upsert inserts or replaces")?;
-        let dim = store.meta.dim;
-        let (mut ids, mut vectors, mut payloads) = (Vec::new(), Vec::new(), Vec::new());
-        let mut sparse = PointVectors::new(&store.meta);
-        let check_dim = |n: usize, at: &str| {
-            if n == dim {
-                return Ok(());
-            }
-            let mut e = ApiError::core(shoal_core::Error::DimensionMismatch { expected: dim, found: n });
-            e.message = format!("{at}: {}", e.message);
-            Err(e)
-        };
+        let (mut ids, mut payloads) = (Vec::new(), Vec::new());
+        let mut vectors = PointVectors::new(&store);
         match (body.points, body.batch) {
             (Some(points), None) => {
                 for (i, p) in points.into_iter().enumerate() {
                     let at = format!("points[{i}]");
                     ids.push(point_id(&p.id, &format!("{at}.id"))?);
-                    let v = sparse.split(&p.vector, &format!("{at}.vector"))?;
-                    check_dim(vector_of(v, &format!("{at}.vector"), &mut vectors)?, &at)?;
+                    vectors.push(&p.vector, &format!("{at}.vector"))?;
                     payloads.push(p.payload.unwrap_or(Value::Null));
                 }
             }
@@ -539,9 +590,7 @@ async fn upsert(State(app): Shared, Path(name): Path<String>, body: Body) -> Res
                     return Err(ApiError::bad_request("batch: as many vectors as ids"));
                 }
                 for (i, v) in b.vectors.iter().enumerate() {
-                    let at = format!("batch.vectors[{i}]");
-                    let v = sparse.split(v, &at)?;
-                    check_dim(vector_of(v, &at, &mut vectors)?, &at)?;
+                    vectors.push(v, &format!("batch.vectors[{i}]"))?;
                 }
                 if let Some(ps) = b.payloads {
                     if ps.len() != ids.len() {
@@ -564,7 +613,7 @@ async fn upsert(State(app): Shared, Path(name): Path<String>, body: Body) -> Res
         if payloads.iter().all(Value::is_null) {
             payloads.clear();
         }
-        let batch = Batch { dim, ids, vectors: vectors.into(), payloads, sparse: sparse.columns() };
+        let batch = vectors.batch(ids, payloads);
         store.upsert(&batch, None)?;
         Ok(update_result())
     })
@@ -650,26 +699,26 @@ impl PayloadSel {
     }
 }
 
-/// A record of `store`'s point `id`: `{"id", "payload", "vector"}`.
-/// The dense vector's name in a collection's requests and answers.
-fn dense_name(store: &Store) -> &str {
-    store.meta.vector_name.as_deref().unwrap_or("")
+/// The dense vectors' names in a collection's requests and answers, in the core's order.
+fn dense_names(store: &Store) -> Vec<String> {
+    store.meta.dense_names()
 }
 
-/// `dense_name`: the dense vector's name in answers (`""` unless the collection named it; an unnamed
-/// vector alone comes as a bare list, as Qdrant gives it).
-fn record(col: &shoal_core::Collection, id: PointId, sel: &PayloadSel, vectors: &VectorSel, dense_name: &str) -> Value {
+/// A record of point `id`: `{"id", "payload", "vector"}`. `dense`: the dense vectors' names in
+/// answers (one: `""` unless the collection named it; an unnamed vector alone comes as a bare
+/// list, as Qdrant gives it).
+fn record(col: &shoal_core::Collection, id: PointId, sel: &PayloadSel, vectors: &VectorSel, dense: &[String]) -> Value {
     let payload = if sel.wanted() { sel.apply(col.payload(id).unwrap_or(Value::Null)) } else { Value::Null };
-    let dense = |col: &shoal_core::Collection| col.vector(id).map_or(Value::Null, |v| json!(v));
+    let vector = |d: usize| col.dense_vector(id, d).map_or(Value::Null, |v| json!(v));
     let vector = match vectors {
         VectorSel::None => Value::Null,
         VectorSel::Names(names) if names.is_empty() => Value::Null,
         // One dense vector and nothing else: a bare list, as Qdrant answers for its unnamed vector.
-        _ if col.sparse_vectors().is_empty() && dense_name.is_empty() => dense(col),
+        _ if col.sparse_vectors().is_empty() && dense.len() == 1 && dense[0].is_empty() => vector(0),
         sel => {
             let mut m = Map::new();
-            if sel.wants(dense_name) {
-                m.insert(dense_name.to_string(), dense(col));
+            for (d, name) in dense.iter().enumerate().filter(|(_, n)| sel.wants(n)) {
+                m.insert(name.clone(), vector(d));
             }
             for s in col.sparse_vectors().iter().filter(|s| sel.wants(&s.name)) {
                 // A damaged segment (which `verify` reports) shows no vector here.
@@ -695,12 +744,12 @@ async fn retrieve(State(app): Shared, Path(name): Path<String>, body: Body) -> R
         let sel = PayloadSel::parse(body.with_payload.as_ref(), true)?;
         let with_vector = with_vector(&body.with_vector)?;
         let col = store.read();
-        with_vector.check(&col, dense_name(&store))?;
+        with_vector.check(&col, &dense_names(&store))?;
         let sel = sel.on(col.nested())?;
         Ok(ids
             .iter()
             .filter(|&&id| col.contains(id))
-            .map(|&id| record(&col, id, &sel, &with_vector, dense_name(&store)))
+            .map(|&id| record(&col, id, &sel, &with_vector, &dense_names(&store)))
             .collect())
     })
     .await
@@ -727,7 +776,7 @@ async fn retrieve_one(State(app): Shared, Path((name, id)): Path<(String, String
                     message: format!("Not found: No point with id {id} found"),
                 });
             }
-            Ok(record(&col, id, &PayloadSel::All, &VectorSel::All, dense_name(&store)))
+            Ok(record(&col, id, &PayloadSel::All, &VectorSel::All, &dense_names(&store)))
         })
         .await?;
         Ok(ok(rec, started))
@@ -763,14 +812,14 @@ async fn scroll(State(app): Shared, Path(name): Path<String>, body: Body) -> Res
         let sel = PayloadSel::parse(body.with_payload.as_ref(), true)?;
         let with_vector = with_vector(&body.with_vector)?;
         let col = store.read();
-        with_vector.check(&col, dense_name(&store))?;
+        with_vector.check(&col, &dense_names(&store))?;
         let sel = sel.on(col.nested())?;
         let ids = col.matching_ids(body.filter.as_ref()).map_err(ApiError::core)?;
         let start = ids.partition_point(|&id| id < from);
         let page = &ids[start..ids.len().min(start + limit)];
         let next = ids.get(start + limit).copied();
         let points: Vec<Value> =
-            page.iter().map(|&id| record(&col, id, &sel, &with_vector, dense_name(&store))).collect();
+            page.iter().map(|&id| record(&col, id, &sel, &with_vector, &dense_names(&store))).collect();
         Ok(json!({"points": points, "next_page_offset": next}))
     })
     .await

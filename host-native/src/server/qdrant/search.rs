@@ -10,7 +10,7 @@ use shoal_core::{Metric, SearchParams, SearchRequest, SparseVector};
 use super::bodies::{self, refuse, refuse_shard_key, with_vector};
 use super::{Body, PayloadSel, Shared, on_json, record, vector_of};
 use crate::server::ApiError;
-use crate::server::store::Store;
+use crate::server::store::{Meta, Store};
 
 /// Qdrant's default `k` of reciprocal rank fusion (Shoal's own requests default to 61).
 const QDRANT_RRF_K: u32 = 2;
@@ -80,7 +80,7 @@ fn run_query(store: &Store, body: bodies::QueryRequest) -> Result<Vec<Value>, Ap
     answer(
         store,
         |euclid| {
-            let mut req = stage(top, euclid, super::dense_name(store))?;
+            let mut req = stage(top, euclid, &store.meta)?;
             req.offset = body.offset.unwrap_or(0) as usize;
             Ok(req)
         },
@@ -99,7 +99,7 @@ fn run_old_search(store: &Store, body: bodies::SearchRequest) -> Result<Vec<Valu
                 return Err(ApiError::bad_request(format!("vector: unknown field `{k}` (expected name and vector)")));
             }
             let name = o["name"].as_str().ok_or_else(|| ApiError::bad_request("vector.name: expected a string"))?;
-            named.using = Some(name.to_string()).filter(|n| !n.is_empty() && n != super::dense_name(store));
+            named.using = store.meta.core_using(Some(name.to_string()));
             query_into(&mut named, o.get("vector").unwrap_or(&Value::Null), "vector.vector")?;
         }
         v => query_into(&mut named, v, "vector")?,
@@ -135,24 +135,31 @@ fn core_params(params: Option<bodies::SearchParams>) -> Result<SearchParams, Api
     Ok(SearchParams { exact: p.exact.unwrap_or(false), nprobe: p.nprobe, rerank: p.rerank })
 }
 
-/// Runs the request `build` makes (told whether the collection's metric is Euclid) and
-/// answers Qdrant's `ScoredPoint`s: `{"id", "version", "score", "payload", "vector"}`. When the
-/// request ranks by a vector, Euclid scores are distances (Shoal's `l2` is squared); fused
-/// scores are as fused. The threshold applies to those scores.
+/// Whether a core request's `using` searches a Euclid dense vector.
+type Euclid<'a> = &'a dyn Fn(Option<&str>) -> bool;
+
+/// Runs the request `build` makes (told which of the collection's dense vectors are Euclid)
+/// and answers Qdrant's `ScoredPoint`s: `{"id", "version", "score", "payload", "vector"}`.
+/// When the request ranks by a Euclid vector, scores are distances (Shoal's `l2` is squared);
+/// fused scores are as fused. The threshold applies to those scores.
 fn answer(
     store: &Store,
-    build: impl FnOnce(bool) -> Result<SearchRequest, ApiError>,
+    build: impl FnOnce(Euclid<'_>) -> Result<SearchRequest, ApiError>,
     out: Output<'_>,
 ) -> Result<Vec<Value>, ApiError> {
     let sel = PayloadSel::parse(out.with_payload, false)?;
     let with_vector = with_vector(out.with_vector)?;
     let col = store.read();
-    with_vector.check(&col, super::dense_name(store))?;
+    let dense = super::dense_names(store);
+    with_vector.check(&col, &dense)?;
     let sel = sel.on(col.nested())?;
-    let euclid = col.metric() == Metric::L2;
-    let req = build(euclid)?;
+    let euclid = |using: Option<&str>| {
+        let d = col.dense_position(using.unwrap_or("")).or((col.dense_vectors().len() == 1).then_some(0));
+        d.is_some_and(|d| col.dense_vectors()[d].metric == Metric::L2)
+    };
+    let req = build(&euclid)?;
     let res = col.search(&req).map_err(ApiError::core)?;
-    let distances = euclid && req.vector.is_some();
+    let distances = euclid(req.using.as_deref()) && req.vector.is_some();
     let threshold = out.score_threshold;
     Ok(res
         .points
@@ -160,7 +167,7 @@ fn answer(
         .map(|p| (p, if distances { p.score.max(0.0).sqrt() } else { p.score }))
         .filter(|(_, s)| threshold.is_none_or(|t| if distances { f64::from(*s) <= t } else { f64::from(*s) >= t }))
         .map(|(p, score)| {
-            let mut r = record(&col, p.id, &sel, &with_vector, super::dense_name(store));
+            let mut r = record(&col, p.id, &sel, &with_vector, &dense);
             r["score"] = json!(score);
             r["version"] = json!(0);
             r
@@ -171,7 +178,7 @@ fn answer(
 /// Qdrant's `Prefetch` (or the query part of a `QueryRequest`) as Shoal's request: what it
 /// ranks by, its own prefetches, filter, params, limit and threshold (a Euclid distance
 /// squared, as Shoal's `l2` scores are). Their number and depth are checked by the search.
-fn stage(p: bodies::Prefetch, euclid: bool, dense: &str) -> Result<SearchRequest, ApiError> {
+fn stage(p: bodies::Prefetch, euclid: Euclid<'_>, meta: &Meta) -> Result<SearchRequest, ApiError> {
     refuse("lookup_from", &p.lookup_from, "vectors come from the query itself")?;
     let prefetch: Vec<Value> = match p.prefetch {
         None | Some(Value::Null) => Vec::new(),
@@ -180,9 +187,8 @@ fn stage(p: bodies::Prefetch, euclid: bool, dense: &str) -> Result<SearchRequest
         Some(_) => return Err(ApiError::bad_request("prefetch: expected a prefetch object or a list of them")),
     };
     let mut req = SearchRequest {
-        // The dense vector's name (`""` unless the collection named it) is the dense vector;
-        // another name a sparse one (the search checks it exists).
-        using: p.using.filter(|u| !u.is_empty() && u != dense),
+        // Qdrant's names as the core's (the search checks they exist).
+        using: meta.core_using(p.using),
         limit: p.limit.unwrap_or(10) as usize,
         filter: p.filter.filter(|f| !f.is_null()),
         params: core_params(p.params)?,
@@ -192,7 +198,7 @@ fn stage(p: bodies::Prefetch, euclid: bool, dense: &str) -> Result<SearchRequest
         let at = format!("prefetch[{i}]");
         let sub: bodies::Prefetch =
             serde_json::from_value(v).map_err(|e| ApiError::bad_request(format!("{at}: {e}")))?;
-        req.prefetch.push(stage(sub, euclid, dense).map_err(|e| e.at(&at))?);
+        req.prefetch.push(stage(sub, euclid, meta).map_err(|e| e.at(&at))?);
     }
     let fusion = |req: &mut SearchRequest, name: &str, k: Option<u32>, weights: Option<Vec<f32>>| {
         req.fusion = Some(name.into());
@@ -227,7 +233,8 @@ fn stage(p: bodies::Prefetch, euclid: bool, dense: &str) -> Result<SearchRequest
     }
     // A distance threshold as a squared one (negative: no point, as no distance is below it).
     let squared = |t: f64| if t < 0.0 { -1.0 } else { (t * t) as f32 };
-    req.score_threshold = p.score_threshold.map(|t| if euclid && req.vector.is_some() { squared(t) } else { t as f32 });
+    let distances = euclid(req.using.as_deref()) && req.vector.is_some();
+    req.score_threshold = p.score_threshold.map(|t| if distances { squared(t) } else { t as f32 });
     Ok(req)
 }
 

@@ -18,7 +18,8 @@ use std::sync::{Arc, Condvar, Mutex, RwLock};
 use serde_json::{Value, json};
 use shoal_core::set::{Manifest, parse_live_name, parse_segment_name};
 use shoal_core::{
-    Collection, CollectionConfig, IndexKind, Metric, PointId, Schema, SealedSegment, SparseSpec, SparseVector,
+    Collection, CollectionConfig, DenseSpec, IndexKind, Metric, PointId, Schema, SealedSegment, SparseSpec,
+    SparseVector,
 };
 use shoal_format::AlignedBytes;
 
@@ -64,6 +65,11 @@ pub struct Meta {
     /// the collection's one dense vector. Absent: Qdrant's unnamed form (`""`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub vector_name: Option<String>,
+    /// Two or more dense vectors: name -> `{"dim", "metric"}` (as manifest 2, without the
+    /// index); `dim`, `metric` and `vector_name` then describe the first by name. Written only
+    /// when there are two or more, so a collection without the feature keeps today's file.
+    #[serde(default, skip_serializing_if = "serde_json::Map::is_empty")]
+    pub dense_vectors: serde_json::Map<String, Value>,
 }
 
 fn empty_object() -> Value {
@@ -75,10 +81,39 @@ fn yes() -> bool {
 }
 
 impl Meta {
-    /// Whether `name` is the dense vector's name in Qdrant's requests (`""` unless the
-    /// collection was created with a named one).
+    /// The dense vectors' names in Qdrant's requests and answers, in the core's order (one:
+    /// `""` unless the collection was created with a named one).
+    pub fn dense_names(&self) -> Vec<String> {
+        if self.dense_vectors.is_empty() {
+            return vec![self.vector_name.clone().unwrap_or_default()];
+        }
+        let mut names: Vec<String> = self.dense_vectors.keys().cloned().collect();
+        names.sort();
+        names
+    }
+
+    /// Whether `name` is a dense vector's name in Qdrant's requests.
     pub fn is_dense_name(&self, name: &str) -> bool {
-        name == self.vector_name.as_deref().unwrap_or("")
+        self.dense_names().iter().any(|n| n == name)
+    }
+
+    /// The core's `using` for Qdrant's: with one dense vector, its name (or `""`, or none) is
+    /// the core's unnamed vector and another name a sparse one; with several, names are the
+    /// core's.
+    pub fn core_using(&self, using: Option<String>) -> Option<String> {
+        match using {
+            Some(u) if self.dense_vectors.is_empty() && (u.is_empty() || self.is_dense_name(&u)) => None,
+            other => other,
+        }
+    }
+
+    /// The dense vectors as the core's, by name (one: named `""` in the core).
+    pub fn dense_specs(&self) -> Result<Vec<DenseSpec>, ApiError> {
+        if self.dense_vectors.is_empty() {
+            let (config, ..) = self.parse_one()?;
+            return Ok(vec![DenseSpec { name: String::new(), dim: config.dim, metric: config.metric }]);
+        }
+        DenseSpec::list_from_value(&Value::Object(self.dense_vectors.clone())).map_err(ApiError::core)
     }
 
     /// The sparse vectors, by name ascending.
@@ -88,6 +123,22 @@ impl Meta {
 
     /// Checks the configuration and returns what it means.
     pub fn parse(&self) -> Result<(CollectionConfig, Schema, IndexKind), ApiError> {
+        let parsed = self.parse_one()?;
+        if !self.dense_vectors.is_empty() {
+            let specs = self.dense_specs()?;
+            let first = (&specs[0].name, specs[0].dim, specs[0].metric);
+            let named = self.vector_name.as_ref().unwrap_or(&String::new()).clone();
+            if specs.len() < 2 || first != (&named, parsed.0.dim, parsed.0.metric) {
+                return Err(ApiError::bad_request(
+                    "dense_vectors: two or more, the first by name being dim, metric and vector_name",
+                ));
+            }
+        }
+        Ok(parsed)
+    }
+
+    /// [`parse`](Self::parse) without the check of `dense_vectors`.
+    fn parse_one(&self) -> Result<(CollectionConfig, Schema, IndexKind), ApiError> {
         self.sparse_specs()?;
         let metric = match self.metric.as_str() {
             "cosine" => Metric::Cosine,
@@ -221,6 +272,9 @@ fn segment_storage(path: &Path, on_disk: bool) -> Result<Box<dyn shoal_core::Seg
 /// A new collection of `meta`'s configuration (`config`, `schema`: what [`Meta::parse`] gave).
 fn empty_collection(meta: &Meta, config: CollectionConfig, schema: Schema) -> Result<Collection, ApiError> {
     let mut col = Collection::with_schema(config, schema).map_err(ApiError::core)?;
+    if !meta.dense_vectors.is_empty() {
+        col.set_dense_vectors(meta.dense_specs()?).map_err(ApiError::core)?;
+    }
     col.set_sparse_vectors(meta.sparse_specs()?).map_err(ApiError::core)?;
     Ok(col)
 }
@@ -238,7 +292,7 @@ fn open_set(dir: &Path, meta: &Meta) -> Result<(Collection, u64), ApiError> {
                 fs::read(&path).map_err(|e| shoal_core::Error::BadSet(format!("{}: {e}", path.display())))
             })
             .map_err(|e| ApiError::internal(format!("{}: {e}", dir.join(MANIFEST).display())))?;
-            if col.dim() != config.dim || col.metric() != config.metric || col.sparse_vectors() != specs {
+            if col.dense_vectors() != meta.dense_specs()? || col.sparse_vectors() != specs {
                 return Err(ApiError::internal(format!(
                     "{}: differs from collection.json",
                     dir.join(MANIFEST).display()
@@ -302,6 +356,29 @@ fn write_first_segment(dir: &Path, meta: &Meta, src: &Path, wal_from: u64, link:
     write_atomic(&dir.join(MANIFEST), &cp.manifest.to_json()).map_err(|e| ApiError::internal(e.to_string()))
 }
 
+/// A batch's dense vectors as the core takes them: the first, then the others in name order.
+fn dense_lists<'b>(b: &'b Batch<'_>) -> Vec<&'b [f32]> {
+    std::iter::once(&b.vectors[..]).chain(b.dense.iter().map(|(_, v)| &v[..])).collect()
+}
+
+/// Checks a batch's dense vectors against the collection: the first's dimension here, the
+/// others' count, lengths and values by the core.
+fn check_dense(col: &Collection, b: &Batch<'_>) -> Result<(), ApiError> {
+    if b.dim != col.dim() {
+        return Err(ApiError::core(shoal_core::Error::DimensionMismatch { expected: col.dim(), found: b.dim }));
+    }
+    if let Some((i, (dim, _))) = b
+        .dense
+        .iter()
+        .enumerate()
+        .find(|(i, (dim, _))| col.dense_vectors().get(i + 1).is_some_and(|spec| spec.dim != *dim))
+    {
+        let expected = col.dense_vectors()[i + 1].dim;
+        return Err(ApiError::core(shoal_core::Error::DimensionMismatch { expected, found: *dim }));
+    }
+    col.check_dense(b.ids.len(), &dense_lists(b)[1..]).map_err(ApiError::core)
+}
+
 /// Applies one logged record to a collection.
 /// A batch's sparse vectors as the collection's columns (one per sparse vector, in its order,
 /// empty where the batch has none): a name the collection does not have, or a column of
@@ -323,7 +400,7 @@ fn apply(col: &mut Collection, kind: Kind, body: &[u8]) -> Result<u64, String> {
         Kind::Upsert => {
             let b = batch::parse(body)?;
             let sparse = sparse_columns(col, &b)?;
-            col.upsert_sparse(&b.ids, &b.vectors, &b.payloads, &sparse).map_err(|e| e.to_string())?;
+            col.upsert_vectors(&b.ids, &dense_lists(&b), &b.payloads, &sparse).map_err(|e| e.to_string())?;
             Ok(b.ids.len() as u64)
         }
         Kind::Delete => {
@@ -505,9 +582,7 @@ impl Store {
     ) -> Result<(), ApiError> {
         let extended = {
             let col = self.read();
-            if b.dim != col.dim() {
-                return Err(ApiError::core(shoal_core::Error::DimensionMismatch { expected: col.dim(), found: b.dim }));
-            }
+            check_dense(&col, b)?;
             let extended = if self.meta.dynamic { infer_schema(col.schema(), &b.payloads) } else { None };
             col.check_insert(b.ids.len(), &b.vectors, &b.payloads, extended.as_ref()).map_err(ApiError::core)?;
             sparse_columns(&col, b).map_err(ApiError::bad_request)?;
@@ -521,7 +596,7 @@ impl Store {
         let body = match raw {
             Some(r) => r,
             None => {
-                encoded = batch::encode_with_sparse(b.dim, &b.ids, &b.vectors, &b.sparse, &b.payloads);
+                encoded = batch::encode_with_sparse(b.dim, &b.ids, &b.vectors, (&b.dense, &b.sparse), &b.payloads);
                 &encoded
             }
         };
@@ -533,7 +608,7 @@ impl Store {
         }
         logged?;
         let sparse = sparse_columns(&col, b).map_err(ApiError::bad_request)?;
-        col.upsert_sparse(&b.ids, &b.vectors, &b.payloads, &sparse).map_err(ApiError::core)?;
+        col.upsert_vectors(&b.ids, &dense_lists(b), &b.payloads, &sparse).map_err(ApiError::core)?;
         drop(col);
         drop(wal);
         let unsealed = self.unsealed.fetch_add(b.ids.len() as u64, Ordering::Relaxed) + b.ids.len() as u64;
@@ -573,7 +648,8 @@ impl Store {
             };
             // Logged as one batch of the points with their vectors: as many as replay takes,
             // and a bounded copy of vectors built under the log's lock.
-            let bytes = ids.len().saturating_mul(32 + 4 * col.dim());
+            let floats: usize = col.dense_vectors().iter().map(|s| s.dim).sum();
+            let bytes = ids.len().saturating_mul(32 + 4 * floats);
             if ids.len() > batch::MAX_POINTS || bytes > MAX_PAYLOAD_EDIT_BYTES {
                 return Err(ApiError::bad_request(format!(
                     "{} points to change in one request: a payload change rewrites each point with its \
@@ -584,6 +660,8 @@ impl Store {
                 )));
             }
             let mut vectors = Vec::with_capacity(ids.len() * col.dim());
+            // Each point keeps its other dense vectors (counted in the bound below as well).
+            let mut dense: batch::DenseColumns = col.dense_vectors()[1..].iter().map(|s| (s.dim, Vec::new())).collect();
             let mut payloads = Vec::with_capacity(ids.len());
             // Each point keeps its sparse vectors too.
             let mut sparse_pairs = 0usize;
@@ -592,6 +670,10 @@ impl Store {
             let mut payload_bytes = 0usize;
             for &id in &ids {
                 vectors.extend_from_slice(col.vector(id).expect("a live point of a full collection has its vector"));
+                for (d, (_, column)) in dense.iter_mut().enumerate() {
+                    column
+                        .extend_from_slice(col.dense_vector(id, d + 1).expect("a live point holds every dense vector"));
+                }
                 for (name, column) in &mut sparse {
                     let v = col.sparse_vector(id, name).map_err(ApiError::core)?;
                     sparse_pairs += v.as_ref().map_or(0, |v| v.entries().len());
@@ -617,7 +699,7 @@ impl Store {
                 payloads.clear();
             }
             sparse.retain(|(_, column)| column.iter().any(Option::is_some));
-            Batch { dim: col.dim(), ids, vectors: vectors.into(), payloads, sparse }
+            Batch { dim: col.dim(), ids, vectors: vectors.into(), payloads, sparse, dense }
         };
         if batch.ids.is_empty() {
             return Ok(0);
@@ -818,6 +900,7 @@ mod tests {
             payload: None,
             sparse_vectors: serde_json::Map::new(),
             vector_name: None,
+            dense_vectors: serde_json::Map::new(),
         };
         std::fs::write(dir.path("collection.json"), serde_json::to_vec(&meta).unwrap()).unwrap();
         let schema = Schema::from_json(r#"{"w": "integer"}"#).unwrap();
