@@ -94,7 +94,11 @@ export class Collection {
    * `sparse` declares sparse vectors beside the dense one: `{ "text-sparse": { modifier: "idf" } }`
    * (`modifier` `"none"`, the default, or `"idf"`); points may carry them (`insert`'s `sparse`)
    * and requests search them (`{ sparse: { indices, values }, using: "text-sparse" }`).
-   * @param {{ dim: number, metric?: "l2" | "dot" | "cosine", fields?: Record<string, FieldType>, nested?: boolean, sparse?: Record<string, { modifier?: "none" | "idf" }> }} config
+   * `vectors`, in place of `dim` and `metric`, declares several named dense vectors:
+   * `{ image: { dim: 512, metric: "cosine" }, text: { dim: 384, metric: "dot" } }`; every point
+   * holds each (`insert`'s `vectors: { image, text }`), requests name the one they search
+   * (`{ vector, using: "text" }`), `get` and `scroll` return one by name (`withVector: "text"`).
+   * @param {{ dim?: number, metric?: "l2" | "dot" | "cosine", vectors?: Record<string, { dim: number, metric: "l2" | "dot" | "cosine" }>, fields?: Record<string, FieldType>, nested?: boolean, sparse?: Record<string, { modifier?: "none" | "idf" }> }} config
    */
   constructor(config) {
     const g = wasmGlue();
@@ -102,7 +106,13 @@ export class Collection {
     if (wrapped) {
       this.#w = wrapped;
     } else {
-      const { dim, metric = "l2", fields, nested = false, sparse } = config ?? {};
+      const { vectors, fields, nested = false, sparse } = config ?? {};
+      // Several named vectors: `dim` and `metric` are placeholders the wasm side replaces.
+      const named = vectors !== undefined && vectors !== null;
+      if (named && (config.dim !== undefined || config.metric !== undefined)) {
+        throw new ShoalError("invalid_config", "invalid collection config: give dim and metric, or vectors, not both");
+      }
+      const { dim, metric = "l2" } = /** @type {{ dim: number, metric?: string }} */ (named ? { dim: 1 } : config ?? {});
       if (typeof nested !== "boolean") {
         throw new ShoalError("invalid_config", "invalid collection config: nested must be a boolean");
       }
@@ -121,7 +131,8 @@ export class Collection {
         fieldsJson = JSON.stringify(fields);
       }
       const sparseJson = sparse === undefined || sparse === null ? undefined : jsonOf(sparse, "invalid_config", "sparse");
-      this.#w = call(() => new g.WasmCollection(dim, metric, fieldsJson, nested, sparseJson));
+      const denseJson = named ? jsonOf(vectors, "invalid_config", "vectors") : undefined;
+      this.#w = call(() => new g.WasmCollection(dim, metric, fieldsJson, nested, sparseJson, denseJson));
     }
     this.#dim = this.#w.dim();
   }
@@ -209,22 +220,28 @@ export class Collection {
   /**
    * Inserts (or replaces) points with one bulk copy of the ids and one of the vectors.
    * All input is checked before anything changes. Returns the number of points inserted.
-   * `payloads`: optional, one payload object (or `null`) per point. `sparse`: optional, per
-   * sparse vector name one `{ indices, values }` (or `null`: the point does not hold it) per point.
-   * @param {{ ids: any, vectors: Float32Array | ArrayLike<number>, payloads?: ReadonlyArray<Record<string, any> | null>, sparse?: Record<string, ReadonlyArray<{ indices: ArrayLike<number>, values: ArrayLike<number> } | null>> }} points
+   * `vectors`: the points' vectors, row-major; with several named dense vectors, an object of
+   * name -> the points' vectors of that name (every one). `payloads`: optional, one payload
+   * object (or `null`) per point. `sparse`: optional, per sparse vector name one
+   * `{ indices, values }` (or `null`: the point does not hold it) per point.
+   * @param {{ ids: any, vectors: Float32Array | ArrayLike<number> | Record<string, Float32Array | ArrayLike<number>>, payloads?: ReadonlyArray<Record<string, any> | null>, sparse?: Record<string, ReadonlyArray<{ indices: ArrayLike<number>, values: ArrayLike<number> } | null>> }} points
    */
   insert({ ids, vectors, payloads, sparse } = /** @type {any} */ ({})) {
     this.#get();
     const norm = normalizeIds(ids);
     const n = "big" in norm ? norm.big.length : "numbers" in norm ? norm.numbers.length : norm.n;
-    const vec = toFloat32(vectors, "length_mismatch", "vectors");
-    if (vec.length !== n * this.#dim) {
+    // Several named vectors: each converted here, staged by name below (lengths checked there).
+    const named =
+      vectors !== null && typeof vectors === "object" && !Array.isArray(vectors) && !ArrayBuffer.isView(vectors);
+    const dense = named ? Object.entries(vectors).map(([k, v]) => [k, toFloat32(v, "length_mismatch", `vectors.${k}`)]) : [];
+    const vec = named ? new Float32Array(0) : toFloat32(vectors, "length_mismatch", "vectors");
+    if (!named && vec.length !== n * this.#dim) {
       throw new ShoalError(
         "length_mismatch",
         `${n} ids need ${n * this.#dim} floats at dimension ${this.#dim}, got ${vec.length}`,
       );
     }
-    const staged = sparse !== undefined && sparse !== null;
+    const staged = named || (sparse !== undefined && sparse !== null);
     const idsJson = "json" in norm ? norm.json : staged ? idListJson(norm) : undefined;
     const batch = this.reserve(n);
     batch.vectors.set(vec);
@@ -233,7 +250,9 @@ export class Collection {
       // views but not what was written through them. A bad vector drops the batch (and all
       // that was staged) as every failed commit does.
       try {
-        stageSparse(this.#get(), sparse, n);
+        const w = this.#get();
+        for (const [name, v] of dense) call(() => w.stage_dense(name, v));
+        if (sparse !== undefined && sparse !== null) stageSparse(w, sparse, n);
       } catch (e) {
         call(() => this.#get().reserve(0));
         this.#pending = null;
@@ -270,7 +289,7 @@ export class Collection {
    * Float32Array (normalised for the cosine metric); a codes-only collection keeps no vectors
    * (`codes_only`). Ids as for `delete`: numbers must be integers in 0..=2^53 (`invalid_id`).
    * @param {any} ids
-   * @param {{ withPayload?: boolean, withVector?: boolean }} [opts]
+   * @param {{ withPayload?: boolean, withVector?: boolean | string }} [opts]
    */
   get(ids, opts) {
     const w = this.#get();
@@ -281,9 +300,9 @@ export class Collection {
   }
 
   /** One call of the wasm `points` export: `head` is the request JSON without its closing brace. */
-  #points(/** @type {any} */ w, /** @type {string} */ head, /** @type {boolean} */ withPayload, /** @type {boolean} */ withVector) {
-    const json = `${head},"payload":${withPayload},"vector":${withVector}}`;
-    return records(call(() => w.points(json)), this.#dim, withPayload, withVector);
+  #points(/** @type {any} */ w, /** @type {string} */ head, /** @type {boolean} */ withPayload, /** @type {boolean | string} */ withVector) {
+    const json = `${head},"payload":${withPayload},"vector":${JSON.stringify(withVector)}}`;
+    return records(call(() => w.points(json)), this.#dim, withPayload, withVector !== false);
   }
 
   /**
@@ -308,7 +327,7 @@ export class Collection {
    * (default 100) points with ids above `after` (from the first without it). `next` is the id to
    * give as `after` for the next page, `null` after the last. Each call goes over the matching
    * ids once; `points()` iterates over them all going over them once in all.
-   * @param {{ filter?: Record<string, any> | null, limit?: number, after?: number | bigint | string | null, withPayload?: boolean, withVector?: boolean }} [opts]
+   * @param {{ filter?: Record<string, any> | null, limit?: number, after?: number | bigint | string | null, withPayload?: boolean, withVector?: boolean | string }} [opts]
    * @returns {{ points: Array<{ id: number | bigint | string, payload?: Record<string, any>, vector?: Float32Array }>, next: number | bigint | string | null }}
    */
   scroll(opts = {}) {
@@ -332,7 +351,7 @@ export class Collection {
    * Every point passing `filter` (all without one), ids ascending, read `limit` (default 100)
    * at a time: `for await (const p of col.points({ filter }))`. The matching ids are taken when
    * the iteration starts; points deleted meanwhile are skipped. Options as for `scroll`.
-   * @param {{ filter?: Record<string, any> | null, limit?: number, withPayload?: boolean, withVector?: boolean }} [opts]
+   * @param {{ filter?: Record<string, any> | null, limit?: number, withPayload?: boolean, withVector?: boolean | string }} [opts]
    * @returns {AsyncGenerator<{ id: number | bigint | string, payload?: Record<string, any>, vector?: Float32Array }, void, undefined>}
    */
   async *points(opts = {}) {

@@ -92,10 +92,14 @@ export type FieldType = "keyword" | "integer" | "float" | "bool" | "text" | "tex
 export type Payload = Record<string, unknown>;
 
 export interface CollectionConfig {
-  /** Vector dimension, 1..=65536. */
-  dim: number;
+  /** Vector dimension, 1..=65536 (unless `vectors` is given). */
+  dim?: number;
   /** Default "l2". */
   metric?: Metric;
+  /** Several named dense vectors, in place of `dim` and `metric` (1 to 16; names unique
+   * across dense and sparse vectors). Every point holds each; `dim` and `metric` are then the
+   * first's by name. */
+  vectors?: Record<string, { dim: number; metric: Metric }>;
   /** Payload fields; without them points carry no payload. */
   fields?: Record<string, FieldType>;
   /** Nested payloads: any JSON object is a payload, filter keys are JSON paths
@@ -209,7 +213,8 @@ export interface PrefetchRequest {
   vector?: Float32Array | readonly number[];
   /** A sparse query, searched in the sparse vector `using` names (a ranking of its own). */
   sparse?: SparseVector;
-  /** The sparse vector `sparse` searches (`""`, the default, is the dense vector). */
+  /** The vector searched: a dense vector's name (with `vector`; none or `""`: the one named
+   * `""`, or the only one) or a sparse vector's (with `sparse`). */
   using?: string;
   text?: string;
   /** 1..=10000, default 10. */
@@ -273,7 +278,8 @@ export interface PointRecord {
   id: PointId;
   /** The stored payload (`{}` when none), unless `withPayload: false`. */
   payload?: Payload;
-  /** The stored vector (normalised for `cosine`), with `withVector: true`. */
+  /** The stored vector (normalised for `cosine`), with `withVector: true` (the first dense
+   * vector) or a dense vector's name. */
   vector?: Float32Array;
 }
 
@@ -281,8 +287,9 @@ export interface PointRecord {
 export interface RecordOptions {
   /** Return payloads (default true). */
   withPayload?: boolean;
-  /** Return stored vectors (default false); a codes-only collection has none (`codes_only`). */
-  withVector?: boolean;
+  /** Return stored vectors (default false; `true`: the first dense vector; a name: that dense
+   * vector); a codes-only collection has none (`codes_only`). */
+  withVector?: boolean | string;
 }
 
 /** Options of `Collection.scroll`. */
@@ -335,7 +342,8 @@ export class Collection {
   /** Inserts (or replaces) points; returns how many were inserted. */
   insert(points: {
     ids: Ids;
-    vectors: Float32Array | ArrayLike<number>;
+    /** Row-major; with several dense vectors, name -> that vector of every point. */
+    vectors: Float32Array | ArrayLike<number> | Record<string, Float32Array | ArrayLike<number>>;
     payloads?: readonly (Payload | null)[];
     /** Per sparse vector name, one vector (or `null`: the point does not hold it) per point. */
     sparse?: Record<string, readonly (SparseVector | null)[]>;

@@ -84,7 +84,8 @@ export function records(out, dim, withPayload, withVector) {
       /** @type {{ id: number | bigint | string, payload?: any, vector?: Float32Array }} */
       const p = { id: ids[i] };
       if (withPayload) p.payload = payloads[i];
-      if (vectors) p.vector = vectors.slice(i * dim, (i + 1) * dim);
+      // (The vector asked for by name may have another dimension than the first.)
+      if (vectors) p.vector = vectors.slice((i * vectors.length) / ids.length, ((i + 1) * vectors.length) / ids.length);
       points[i] = p;
     }
     return points;
@@ -110,13 +111,14 @@ export function filterJson(filter) {
 }
 
 /**
- * The `withPayload` (default true) and `withVector` (default false) options of `get`,
+ * The `withPayload` (default true) and `withVector` (default false; a name: that dense vector) options of `get`,
  * `scroll` and `points`.
  * @param {any} opts
- * @returns {[boolean, boolean]}
+ * @returns {[boolean, boolean | string]}
  */
 export function withOptions(opts) {
   if (opts === undefined || opts === null) return [true, false];
   if (typeof opts !== "object") throw new ShoalError("invalid_argument", "options must be an object like { withVector: true }");
-  return [opts.withPayload !== false, opts.withVector === true];
+  const v = opts.withVector;
+  return [opts.withPayload !== false, typeof v === "string" ? v : v === true];
 }
