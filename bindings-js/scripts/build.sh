@@ -76,8 +76,14 @@ base_features=(--enable-mutable-globals --enable-nontrapping-float-to-int --enab
   --enable-call-indirect-overlong)
 
 # -Oz, then binaryen's whole-program type flow analysis (GUFA: constants and unreachable code
-# found across calls) and -Oz again: 0.5 KB gzipped less than -Oz alone.
-passes=(-Oz --gufa -Oz)
+# found across calls) and -Oz again: 0.5 KB gzipped less than -Oz alone. And:
+#   --converge           the passes again while the module shrinks (0.4 KB).
+#   --reorder-functions-by-name  the functions in name order, so a crate's and a module's
+#                        functions sit next to each other for gzip (2.1 KB; the raw size barely
+#                        moves). The order of functions does not change what they compute.
+# (--low-memory-unused saves 1.5 KB more but changes the kernels' loads: in Node, dot_batch
+# 5% slower, l2_sq_batch 8% faster.)
+passes=(-Oz --gufa -Oz --converge --reorder-functions-by-name)
 
 # --- one build ----------------------------------------------------------------------------
 build() {
@@ -88,7 +94,7 @@ build() {
   local out="$here/$pkg/$variant"
   echo "build.sh: [$variant] wasm-pack build (RUSTFLAGS='$rustflags', profile $profile)"
   # Keep the `target_features` section for wasm-bindgen (the profile's `strip = true` would
-  # drop it); wasm-opt strips debug info and producers afterwards.
+  # drop it); wasm-opt strips it, debug info and producers afterwards.
   rm -rf "$out"
   RUSTFLAGS="$rustflags" CARGO_TARGET_DIR="$target_dir" CARGO_PROFILE_WASM_RELEASE_STRIP=false \
     wasm-pack --log-level warn build "$here" --target web --out-dir "$pkg/$variant" --profile "$profile" \
@@ -101,7 +107,7 @@ build() {
     mkdir -p "$root/target/js-sizes"
     "$wasm_opt" "${passes[@]}" -g "${base_features[@]}" "$@" "$out/shoal_js_bg.wasm" -o "$root/target/js-sizes/simd.named.wasm"
   fi
-  "$wasm_opt" "${passes[@]}" --strip-debug --strip-producers "${base_features[@]}" "$@" "$out/shoal_js_bg.wasm" -o "$out/shoal_js_bg.wasm.opt"
+  "$wasm_opt" "${passes[@]}" --strip-debug --strip-producers --strip-target-features "${base_features[@]}" "$@" "$out/shoal_js_bg.wasm" -o "$out/shoal_js_bg.wasm.opt"
   mv "$out/shoal_js_bg.wasm.opt" "$out/shoal_js_bg.wasm"
   if [ -f "$root/target/js-sizes/simd.named.wasm" ] && [ "$variant" = simd ] && [ "$pkg" = pkg ]; then
     touch "$root/target/js-sizes/simd.named.wasm" # the report's module goes with this build

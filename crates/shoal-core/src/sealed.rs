@@ -33,14 +33,19 @@ impl IndexKind {
         match self {
             IndexKind::Flat => serde_json::json!({}),
             IndexKind::IvfRabitq(p) => {
-                let mut o = serde_json::json!({"index": "ivf-rabitq", "seed": p.seed, "bits": p.bits});
+                // A map built by hand: `json!` converts its values with `to_value(..).unwrap()`,
+                // whose panic message carries `serde_json::Error`'s `Debug` into the wasm package.
+                let mut o = serde_json::Map::new();
+                o.insert("index".into(), "ivf-rabitq".into());
+                o.insert("seed".into(), p.seed.into());
+                o.insert("bits".into(), p.bits.into());
                 if let Some(n) = p.partitions {
-                    o["partitions"] = serde_json::json!(n);
+                    o.insert("partitions".into(), n.into());
                 }
                 if p.codes_only {
-                    o["codes_only"] = serde_json::json!(true);
+                    o.insert("codes_only".into(), true.into());
                 }
-                o
+                serde_json::Value::Object(o)
             }
         }
     }

@@ -39,7 +39,7 @@ impl TableWriter {
     }
 
     pub(crate) fn finish(self) -> Vec<u8> {
-        assert_eq!(self.entries.len(), (self.groups * self.arrays) as usize, "array table incomplete");
+        assert!(self.entries.len() == (self.groups * self.arrays) as usize, "array table incomplete");
         let table_end = HEADER + self.entries.len() * ENTRY;
         let data_start = table_end.div_ceil(64) * 64;
         let mut out = Vec::with_capacity(data_start + self.data.len());

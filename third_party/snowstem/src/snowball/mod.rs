@@ -41,7 +41,11 @@ enum Store {
 /// View a stack buffer as text. Every edit splices valid UTF-8 at char
 /// boundaries, so the bytes always form a valid string.
 fn inline_str(bytes: &[u8]) -> &str {
-    core::str::from_utf8(bytes).expect("stack buffer holds valid UTF-8")
+    // Shoal: a panic without `Utf8Error`'s `Debug` (see README.md).
+    match core::str::from_utf8(bytes) {
+        Ok(s) => s,
+        Err(_) => panic!("stack buffer holds valid UTF-8"),
+    }
 }
 
 /// The word being stemmed.

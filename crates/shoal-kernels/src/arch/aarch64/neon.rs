@@ -124,7 +124,7 @@ pub unsafe fn popcount(a: &[u64]) -> u32 {
 /// The CPU must support NEON (every aarch64 CPU does).
 #[target_feature(enable = "neon")]
 pub unsafe fn hamming(a: &[u64], b: &[u64]) -> u32 {
-    assert_eq!(a.len(), b.len(), "hamming: length mismatch");
+    assert!(a.len() == b.len(), "hamming: length mismatch");
     // SAFETY: NEON is enabled here; the lengths are equal.
     unsafe { count_bits::<true>(a, b) }
 }

@@ -36,7 +36,7 @@ pub fn fold_lanes(mut acc: [f32; LANES]) -> f32 {
 
 /// Dot product in the canonical order. Panics if the lengths differ.
 pub fn dot(a: &[f32], b: &[f32]) -> f32 {
-    assert_eq!(a.len(), b.len(), "dot: length mismatch");
+    assert!(a.len() == b.len(), "dot: length mismatch");
     let mut acc = [0.0f32; LANES];
     for (i, (x, y)) in a.iter().zip(b).enumerate() {
         acc[i % LANES] += x * y;
@@ -46,7 +46,7 @@ pub fn dot(a: &[f32], b: &[f32]) -> f32 {
 
 /// Squared Euclidean distance in the canonical order. Panics if the lengths differ.
 pub fn l2_sq(a: &[f32], b: &[f32]) -> f32 {
-    assert_eq!(a.len(), b.len(), "l2_sq: length mismatch");
+    assert!(a.len() == b.len(), "l2_sq: length mismatch");
     let mut acc = [0.0f32; LANES];
     for (i, (x, y)) in a.iter().zip(b).enumerate() {
         let d = x - y;
@@ -90,16 +90,15 @@ pub fn popcount(a: &[u64]) -> u32 {
 
 /// Hamming distance between two bit codes of equal length. Panics if the lengths differ.
 pub fn hamming(a: &[u64], b: &[u64]) -> u32 {
-    assert_eq!(a.len(), b.len(), "hamming: length mismatch");
+    assert!(a.len() == b.len(), "hamming: length mismatch");
     a.iter().zip(b).map(|(x, y)| (x ^ y).count_ones()).sum()
 }
 
 /// Shared precondition of the batch kernels.
 #[inline]
 pub(crate) fn check_batch(query: &[f32], rows: &[f32], out: &[f32]) {
-    assert_eq!(
-        Some(rows.len()),
-        out.len().checked_mul(query.len()),
+    assert!(
+        out.len().checked_mul(query.len()) == Some(rows.len()),
         "batch kernel: rows.len() must equal out.len() * query.len()"
     );
 }

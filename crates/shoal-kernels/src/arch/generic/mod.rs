@@ -156,7 +156,7 @@ unsafe fn finish<V: F32Vector>(mut acc: [V; MAX_REGS]) -> f32 {
 #[inline(always)]
 pub(crate) unsafe fn pair<V: F32Vector, T: Term>(a: &[f32], b: &[f32]) -> f32 {
     const { assert!(V::WIDTH * V::REGS == LANES && V::REGS <= MAX_REGS) };
-    assert_eq!(a.len(), b.len(), "{}: length mismatch", T::NAME);
+    assert!(a.len() == b.len(), "{}: length mismatch", T::NAME);
     let n = a.len();
     let full = n - n % LANES;
     let (pa, pb) = (a.as_ptr(), b.as_ptr());

@@ -120,7 +120,7 @@ pub unsafe fn popcount(a: &[u64]) -> u32 {
 /// The engine must support SIMD128 (guaranteed by the module's compile-time target feature).
 #[target_feature(enable = "simd128")]
 pub unsafe fn hamming(a: &[u64], b: &[u64]) -> u32 {
-    assert_eq!(a.len(), b.len(), "hamming: length mismatch");
+    assert!(a.len() == b.len(), "hamming: length mismatch");
     // SAFETY: SIMD128 is enabled here; the lengths are equal.
     unsafe { count_bits::<true>(a, b) }
 }

@@ -129,7 +129,7 @@ pub unsafe fn popcount(a: &[u64]) -> u32 {
 /// The CPU must support AVX2 and `popcnt`.
 #[target_feature(enable = "avx2,popcnt")]
 pub unsafe fn hamming(a: &[u64], b: &[u64]) -> u32 {
-    assert_eq!(a.len(), b.len(), "hamming: length mismatch");
+    assert!(a.len() == b.len(), "hamming: length mismatch");
     // SAFETY: AVX2 and popcnt are enabled here; the lengths are equal.
     unsafe { count_bits::<true>(a, b) }
 }

@@ -120,7 +120,7 @@ pub unsafe fn popcount(a: &[u64]) -> u32 {
 /// The CPU must support AVX-512F and AVX-512 VPOPCNTDQ.
 #[target_feature(enable = "avx512f,avx512vpopcntdq")]
 pub unsafe fn hamming(a: &[u64], b: &[u64]) -> u32 {
-    assert_eq!(a.len(), b.len(), "hamming: length mismatch");
+    assert!(a.len() == b.len(), "hamming: length mismatch");
     // SAFETY: both features are enabled here; the lengths are equal.
     unsafe { count_bits::<true>(a, b) }
 }

@@ -17,6 +17,6 @@ pub unsafe fn popcount(a: &[u64]) -> u32 {
 /// The CPU must support the `popcnt` instruction.
 #[target_feature(enable = "popcnt")]
 pub unsafe fn hamming(a: &[u64], b: &[u64]) -> u32 {
-    assert_eq!(a.len(), b.len(), "hamming: length mismatch");
+    assert!(a.len() == b.len(), "hamming: length mismatch");
     a.iter().zip(b).map(|(x, y)| (x ^ y).count_ones()).sum()
 }
