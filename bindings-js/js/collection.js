@@ -94,11 +94,11 @@ export class Collection {
    * `sparse` declares sparse vectors beside the dense one: `{ "text-sparse": { modifier: "idf" } }`
    * (`modifier` `"none"`, the default, or `"idf"`); points may carry them (`insert`'s `sparse`)
    * and requests search them (`{ sparse: { indices, values }, using: "text-sparse" }`).
-   * `vectors`, in place of `dim` and `metric`, declares several named dense vectors:
-   * `{ image: { dim: 512, metric: "cosine" }, text: { dim: 384, metric: "dot" } }`; every point
-   * holds each (`insert`'s `vectors: { image, text }`), requests name the one they search
-   * (`{ vector, using: "text" }`), `get` and `scroll` return one by name (`withVector: "text"`).
-   * @param {{ dim?: number, metric?: "l2" | "dot" | "cosine", vectors?: Record<string, { dim: number, metric: "l2" | "dot" | "cosine" }>, fields?: Record<string, FieldType>, nested?: boolean, sparse?: Record<string, { modifier?: "none" | "idf" }> }} config
+   * Collections with named or several dense vectors (built by `shoal serve` or the Rust crate,
+   * opened with `fromBytes` or `openSet`) are searched by name (`{ vector, using: "text" }`)
+   * and return vectors by name (`withVector: "text"`); the package does not create them
+   * (`unsupported`: its size budget).
+   * @param {{ dim: number, metric?: "l2" | "dot" | "cosine", fields?: Record<string, FieldType>, nested?: boolean, sparse?: Record<string, { modifier?: "none" | "idf" }> }} config
    */
   constructor(config) {
     const g = wasmGlue();
@@ -106,13 +106,13 @@ export class Collection {
     if (wrapped) {
       this.#w = wrapped;
     } else {
-      const { vectors, fields, nested = false, sparse } = config ?? {};
-      // Several named vectors: `dim` and `metric` are placeholders the wasm side replaces.
-      const named = vectors !== undefined && vectors !== null;
-      if (named && (config.dim !== undefined || config.metric !== undefined)) {
-        throw new ShoalError("invalid_config", "invalid collection config: give dim and metric, or vectors, not both");
+      const { dim, metric = "l2", fields, nested = false, sparse } = config ?? {};
+      if (/** @type {any} */ (config)?.vectors !== undefined) {
+        throw new ShoalError(
+          "unsupported",
+          "named dense vectors are written by shoal serve or the Rust crate; the npm package opens and searches them",
+        );
       }
-      const { dim, metric = "l2" } = /** @type {{ dim: number, metric?: string }} */ (named ? { dim: 1 } : config ?? {});
       if (typeof nested !== "boolean") {
         throw new ShoalError("invalid_config", "invalid collection config: nested must be a boolean");
       }
@@ -131,8 +131,7 @@ export class Collection {
         fieldsJson = JSON.stringify(fields);
       }
       const sparseJson = sparse === undefined || sparse === null ? undefined : jsonOf(sparse, "invalid_config", "sparse");
-      const denseJson = named ? jsonOf(vectors, "invalid_config", "vectors") : undefined;
-      this.#w = call(() => new g.WasmCollection(dim, metric, fieldsJson, nested, sparseJson, denseJson));
+      this.#w = call(() => new g.WasmCollection(dim, metric, fieldsJson, nested, sparseJson));
     }
     this.#dim = this.#w.dim();
   }
@@ -220,28 +219,24 @@ export class Collection {
   /**
    * Inserts (or replaces) points with one bulk copy of the ids and one of the vectors.
    * All input is checked before anything changes. Returns the number of points inserted.
-   * `vectors`: the points' vectors, row-major; with several named dense vectors, an object of
-   * name -> the points' vectors of that name (every one). `payloads`: optional, one payload
-   * object (or `null`) per point. `sparse`: optional, per sparse vector name one
-   * `{ indices, values }` (or `null`: the point does not hold it) per point.
-   * @param {{ ids: any, vectors: Float32Array | ArrayLike<number> | Record<string, Float32Array | ArrayLike<number>>, payloads?: ReadonlyArray<Record<string, any> | null>, sparse?: Record<string, ReadonlyArray<{ indices: ArrayLike<number>, values: ArrayLike<number> } | null>> }} points
+   * `vectors`: the points' vectors, row-major. `payloads`: optional, one payload object (or
+   * `null`) per point. `sparse`: optional, per sparse vector name one `{ indices, values }` (or
+   * `null`: the point does not hold it) per point. (A collection of several dense vectors,
+   * written by `shoal serve` or natively, is opened and searched here, not written.)
+   * @param {{ ids: any, vectors: Float32Array | ArrayLike<number>, payloads?: ReadonlyArray<Record<string, any> | null>, sparse?: Record<string, ReadonlyArray<{ indices: ArrayLike<number>, values: ArrayLike<number> } | null>> }} points
    */
   insert({ ids, vectors, payloads, sparse } = /** @type {any} */ ({})) {
     this.#get();
     const norm = normalizeIds(ids);
     const n = "big" in norm ? norm.big.length : "numbers" in norm ? norm.numbers.length : norm.n;
-    // Several named vectors: each converted here, staged by name below (lengths checked there).
-    const named =
-      vectors !== null && typeof vectors === "object" && !Array.isArray(vectors) && !ArrayBuffer.isView(vectors);
-    const dense = named ? Object.entries(vectors).map(([k, v]) => [k, toFloat32(v, "length_mismatch", `vectors.${k}`)]) : [];
-    const vec = named ? new Float32Array(0) : toFloat32(vectors, "length_mismatch", "vectors");
-    if (!named && vec.length !== n * this.#dim) {
+    const vec = toFloat32(vectors, "length_mismatch", "vectors");
+    if (vec.length !== n * this.#dim) {
       throw new ShoalError(
         "length_mismatch",
         `${n} ids need ${n * this.#dim} floats at dimension ${this.#dim}, got ${vec.length}`,
       );
     }
-    const staged = named || (sparse !== undefined && sparse !== null);
+    const staged = sparse !== undefined && sparse !== null;
     const idsJson = "json" in norm ? norm.json : staged ? idListJson(norm) : undefined;
     const batch = this.reserve(n);
     batch.vectors.set(vec);
@@ -250,9 +245,7 @@ export class Collection {
       // views but not what was written through them. A bad vector drops the batch (and all
       // that was staged) as every failed commit does.
       try {
-        const w = this.#get();
-        for (const [name, v] of dense) call(() => w.stage_dense(name, v));
-        if (sparse !== undefined && sparse !== null) stageSparse(w, sparse, n);
+        stageSparse(this.#get(), sparse, n);
       } catch (e) {
         call(() => this.#get().reserve(0));
         this.#pending = null;

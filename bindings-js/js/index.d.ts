@@ -92,14 +92,10 @@ export type FieldType = "keyword" | "integer" | "float" | "bool" | "text" | "tex
 export type Payload = Record<string, unknown>;
 
 export interface CollectionConfig {
-  /** Vector dimension, 1..=65536 (unless `vectors` is given). */
-  dim?: number;
+  /** Vector dimension, 1..=65536. */
+  dim: number;
   /** Default "l2". */
   metric?: Metric;
-  /** Several named dense vectors, in place of `dim` and `metric` (1 to 16; names unique
-   * across dense and sparse vectors). Every point holds each; `dim` and `metric` are then the
-   * first's by name. */
-  vectors?: Record<string, { dim: number; metric: Metric }>;
   /** Payload fields; without them points carry no payload. */
   fields?: Record<string, FieldType>;
   /** Nested payloads: any JSON object is a payload, filter keys are JSON paths
@@ -342,8 +338,7 @@ export class Collection {
   /** Inserts (or replaces) points; returns how many were inserted. */
   insert(points: {
     ids: Ids;
-    /** Row-major; with several dense vectors, name -> that vector of every point. */
-    vectors: Float32Array | ArrayLike<number> | Record<string, Float32Array | ArrayLike<number>>;
+    vectors: Float32Array | ArrayLike<number>;
     payloads?: readonly (Payload | null)[];
     /** Per sparse vector name, one vector (or `null`: the point does not hold it) per point. */
     sparse?: Record<string, readonly (SparseVector | null)[]>;

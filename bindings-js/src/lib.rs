@@ -15,14 +15,37 @@
 //!
 //! The kernel benchmark exports ([`bench`]) exist only with the `bench` feature, in the
 //! benchmark build of the package (`SHOAL_JS_FEATURES=bench`), never in the published one.
+//!
+//! In wasm the crate is `no_std`: dlmalloc (std's own allocator on this target) is the global
+//! allocator, and a panic traps at once. Nothing ever shows a panic's message here (the JS
+//! side sees the trap and marks the instance unusable, `checkNotTrapped`), so the code that
+//! would format those messages — `Debug` impls, Unicode tables, location printing — leaves the
+//! package (the size budget).
 
+#![cfg_attr(target_arch = "wasm32", no_std)]
+
+extern crate alloc;
+
+#[cfg(target_arch = "wasm32")]
+#[global_allocator]
+static ALLOC: dlmalloc::GlobalDlmalloc = dlmalloc::GlobalDlmalloc;
+
+/// A panic traps (`unreachable`), as std's `panic = "abort"` does on this target, without
+/// formatting its message first.
+#[cfg(target_arch = "wasm32")]
+#[panic_handler]
+fn panic(_: &core::panic::PanicInfo<'_>) -> ! {
+    core::arch::wasm32::unreachable()
+}
+
+use alloc::boxed::Box;
+use alloc::format;
+use alloc::string::{String, ToString};
+use alloc::vec::Vec;
 use shoal_core::{
     Collection, CollectionConfig, Error, IdEncoding, IndexKind, Kernels, Metric, PointId, SearchRequest,
     SearchResponse, point_id_from_json,
 };
-use std::format;
-use std::string::String;
-use std::vec::Vec;
 use wasm_bindgen::prelude::*;
 
 #[cfg(feature = "bench")]
@@ -130,9 +153,6 @@ pub struct WasmCollection {
     inner: Collection,
     /// Sparse vectors staged for the next commit ([`WasmCollection::stage_sparse`]).
     staged: Vec<Vec<Option<shoal_core::SparseVector>>>,
-    /// Dense vectors staged for the next commit ([`WasmCollection::stage_dense`]), by number
-    /// (the first is copied into the batch: an empty list marks it staged).
-    staged_dense: Vec<Option<Vec<f32>>>,
 }
 
 impl WasmCollection {
@@ -145,7 +165,7 @@ impl WasmCollection {
 
     fn wrap(mut inner: Collection) -> WasmCollection {
         inner.set_clock(Box::new(now_micros as fn() -> u64));
-        WasmCollection { inner, staged: Vec::new(), staged_dense: Vec::new() }
+        WasmCollection { inner, staged: Vec::new() }
     }
 }
 
@@ -171,8 +191,7 @@ impl WasmCollection {
     /// (`"l2"`, `"dot"` or `"cosine"`); `fields`, when given, is the payload schema as JSON
     /// (`{"tag": "keyword", "year": "integer"}`); `nested`: payloads are any JSON objects and
     /// `fields` declare paths (`docs/format.md`, "Nested payloads"); `sparse`, when given, the
-    /// sparse vectors as JSON (`{"name": {"modifier": "none" | "idf"}}`); `dense`, when given,
-    /// the dense vectors as JSON (`{"name": {"dim", "metric"}}`), in place of `dim` and `metric`.
+    /// sparse vectors as JSON (`{"name": {"modifier": "none" | "idf"}}`).
     #[wasm_bindgen(constructor)]
     pub fn new(
         dim: usize,
@@ -180,7 +199,6 @@ impl WasmCollection {
         fields: Option<String>,
         nested: bool,
         sparse: Option<String>,
-        dense: Option<String>,
     ) -> Result<WasmCollection, JsValue> {
         let metric = Metric::parse(metric)
             .ok_or_else(|| js_error(&Error::InvalidConfig("metric must be \"l2\", \"dot\" or \"cosine\"")))?;
@@ -193,10 +211,6 @@ impl WasmCollection {
                 .and_then(|schema| Collection::with_schema(config, schema)),
         }
         .and_then(|mut col| {
-            if let Some(json) = dense {
-                let v = serde_json::from_slice(json.as_bytes()).unwrap_or_default();
-                col.set_dense_vectors(shoal_core::DenseSpec::list_from_value(&v)?)?;
-            }
             if let Some(json) = sparse {
                 let v = serde_json::from_slice(json.as_bytes()).unwrap_or_default();
                 col.set_sparse_vectors(shoal_core::SparseSpec::list_from_value(&v, false)?)?;
@@ -210,9 +224,8 @@ impl WasmCollection {
     /// Reserves a batch of `n` points, dropping any batch reserved before and not committed.
     /// May grow wasm memory: call the `pending_*_ptr` methods afterwards.
     pub fn reserve(&mut self, n: usize) -> Result<(), JsValue> {
-        // Vectors staged for an earlier batch never reach this one.
+        // Sparse vectors staged for an earlier batch never reach this one.
         self.staged.clear();
-        self.staged_dense.clear();
         self.inner.reserve(n).map_err(|e| js_error(&e))
     }
 
@@ -241,7 +254,6 @@ impl WasmCollection {
         ids: Option<String>,
     ) -> Result<usize, JsValue> {
         let sparse = core::mem::take(&mut self.staged);
-        let mut dense = core::mem::take(&mut self.staged_dense);
         let enc = if ids_are_f64 { IdEncoding::F64 } else { IdEncoding::U64 };
         let parsed = payloads
             .map_or(Ok(Vec::new()), |json| {
@@ -256,37 +268,7 @@ impl WasmCollection {
                 return Err(js_error(&e));
             }
         };
-        let specs = self.inner.dense_vectors();
-        dense.resize(specs.len(), None);
-        if let Some(d) = dense.iter().position(Option::is_none).filter(|_| specs.len() > 1) {
-            // Several dense vectors come through `stage_dense`, the first included.
-            let e = Error::InvalidRequest(format!("vectors: every point holds the dense vector \"{}\"", specs[d].name));
-            let _ = self.inner.reserve(0);
-            return Err(js_error(&e));
-        }
-        let dense: Vec<&[f32]> = dense.iter().skip(1).flatten().map(Vec::as_slice).collect();
-        self.inner.commit_vectors(enc, ids.as_deref(), &payloads, (&dense, &sparse)).map_err(|e| js_error(&e))
-    }
-
-    /// Stages dense vector `name` of the reserved batch's points (`n * dim` f32, row-major;
-    /// call after [`reserve`](Self::reserve), which drops what was staged): the first dense
-    /// vector is copied into the batch, the others go with it at commit.
-    pub fn stage_dense(&mut self, name: &str, vectors: Vec<f32>) -> Result<(), JsValue> {
-        let d = self.inner.dense_position(name).ok_or_else(|| {
-            js_error(&Error::InvalidRequest(format!("vectors: the collection has no dense vector \"{name}\"")))
-        })?;
-        if d == 0 {
-            let dim = self.inner.dim();
-            let pending = self.inner.pending_vectors();
-            if pending.len() != vectors.len() {
-                let ids = pending.len() / dim;
-                return Err(js_error(&Error::LengthMismatch { ids, floats: vectors.len(), dim }));
-            }
-            pending.copy_from_slice(&vectors);
-        }
-        self.staged_dense.resize(self.inner.dense_vectors().len(), None);
-        self.staged_dense[d] = Some(if d == 0 { Vec::new() } else { vectors });
-        Ok(())
+        self.inner.commit_sparse(enc, ids.as_deref(), &payloads, &sparse).map_err(|e| js_error(&e))
     }
 
     /// Stages sparse vector `name` of the reserved batch's points (call after
@@ -303,6 +285,13 @@ impl WasmCollection {
 }
 
 impl WasmCollection {
+    /// The number of dense vector `name`, or a typed error naming it.
+    fn dense_position(&self, name: &str) -> Result<usize, JsValue> {
+        self.inner
+            .dense_position(name)
+            .ok_or_else(|| js_error(&Error::InvalidRequest(format!("the collection has no dense vector \"{name}\""))))
+    }
+
     fn staged_column(&mut self, name: &str, counts: &[u32], indices: &[u32], values: &[f32]) -> Result<(), JsValue> {
         let bad = |m: String| js_error(&Error::InvalidRequest(m));
         let t = self
@@ -459,9 +448,7 @@ impl WasmCollection {
         let flag = |key: &str| req.get(key).and_then(Value::as_bool) == Some(true);
         // `"vector": true` is the first dense vector, `"vector": "name"` the one of that name.
         let d = match req.get("vector").and_then(Value::as_str) {
-            Some(name) => Some(self.inner.dense_position(name).ok_or_else(|| {
-                js_error(&Error::InvalidRequest(format!("withVector: the collection has no dense vector \"{name}\"")))
-            })?),
+            Some(name) => Some(self.dense_position(name)?),
             None => flag("vector").then_some(0),
         };
         let (with_vector, with_payload) = (d.is_some(), flag("payload"));
@@ -496,7 +483,9 @@ impl WasmCollection {
         for &id in ids {
             if with_vector {
                 vectors.extend_from_slice(
-                    self.inner.dense_vector(id, d.unwrap_or(0)).expect("a live point of a full collection has its vectors"),
+                    self.inner
+                        .dense_vector(id, d.unwrap_or(0))
+                        .expect("a live point of a full collection has its vectors"),
                 );
             }
             let payload = if with_payload { self.inner.payload(id) } else { None };

@@ -18,6 +18,10 @@ use shoal_index::ivf::{IvfData, IvfIndex, IvfQuery, IvfSections};
 use crate::Error;
 use crate::sections::bad;
 
+/// Whether this build writes collections of several dense vectors (natively; the npm package
+/// opens and searches them, its size budget leaving the writing out).
+pub(crate) const WRITES_SEVERAL: bool = !cfg!(target_family = "wasm");
+
 /// One dense vector of a collection: its name (`""` is Qdrant's unnamed vector), dimension and
 /// metric. Every point holds every dense vector of its collection.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -139,10 +143,13 @@ pub(crate) fn open_all(reader: &SegmentReader<'_>, rows: usize) -> Result<(Strin
             (Some(r), Some(p)) if ivf.is_some() => {
                 let (to_row, to_pos) =
                     (cast_records::<u32>("DENSE_ROWS", r)?, cast_records::<u32>("DENSE_POSITIONS", p)?);
-                if to_row.len() != rows
-                    || to_pos.len() != rows
-                    || to_row.iter().enumerate().any(|(pos, &r)| to_pos.get(r as usize) != Some(&(pos as u32)))
-                {
+                let mut inverse = to_row.len() == rows && to_pos.len() == rows;
+                if inverse {
+                    for (pos, &row) in to_row.iter().enumerate() {
+                        inverse &= to_pos.get(row as usize) == Some(&(pos as u32));
+                    }
+                }
+                if !inverse {
                     return Err(bad("DENSE_ROWS", "the position maps are not inverse permutations"));
                 }
                 Some((range_of(bytes, r), range_of(bytes, p)))

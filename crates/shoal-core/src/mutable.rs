@@ -44,8 +44,9 @@ pub(crate) struct Mutable {
     pub(crate) dense: Vec<(Vec<f32>, usize)>,
 }
 
-/// The rows `rows` of row-major `(vectors, dim)`, in that order.
-pub(crate) fn select_rows((v, dim): &(Vec<f32>, usize), rows: impl Iterator<Item = usize>) -> (Vec<f32>, usize) {
+/// The rows `rows` of row-major `(vectors, dim)`, in that order (a `dyn` iterator: one copy
+/// of this in the package whatever the caller's).
+pub(crate) fn select_rows((v, dim): &(Vec<f32>, usize), rows: &mut dyn Iterator<Item = usize>) -> (Vec<f32>, usize) {
     let mut out = Vec::new();
     for r in rows {
         out.extend_from_slice(&v[r * dim..(r + 1) * dim]);

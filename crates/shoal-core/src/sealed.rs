@@ -156,8 +156,8 @@ pub struct SealedSegment {
     text: Option<TextRanges>,
     /// The sparse vectors, in collection order.
     sparse: alloc::vec::Vec<crate::sparse::SparseRanges>,
-    /// Dense vector 0's name (`""` without header bit 1).
-    name: alloc::string::String,
+    /// The dense vectors, in collection order (one named `""` without header bit 1).
+    specs: alloc::vec::Vec<crate::DenseSpec>,
     /// Dense vectors `1..` (header bit 1), in collection order.
     dense: alloc::vec::Vec<crate::dense::DenseRanges>,
 }
@@ -245,15 +245,16 @@ impl SealedSegment {
                 return Err(bad("META", "a codes-only segment has one dense vector"));
             }
             crate::dense::open_all(&reader, rows)?
-        } else if [(0, shoal_format::DENSE_NAME), (1, shoal_format::DENSE_META)]
-            .iter()
-            .any(|&(d, k)| reader.section(shoal_format::dense_kind(d, k)).is_some())
+        } else if reader.section(shoal_format::dense_kind(0, shoal_format::DENSE_NAME)).is_some()
+            || reader.section(shoal_format::dense_kind(1, shoal_format::DENSE_META)).is_some()
         {
             return Err(bad("DENSE_META", "dense vector sections without header bit 1"));
         } else {
             (alloc::string::String::new(), alloc::vec::Vec::new())
         };
-        Ok(SealedSegment { storage, dim, metric, rows, ids, vectors, ivf, payload, text, sparse, name, dense })
+        let first = crate::DenseSpec { name, dim, metric };
+        let specs = core::iter::once(first).chain(dense.iter().map(|d| d.spec.clone())).collect();
+        Ok(SealedSegment { storage, dim, metric, rows, ids, vectors, ivf, payload, text, sparse, specs, dense })
     }
 
     /// Reads every byte: section checksums, the id index's order and agreement with `IDS`,
@@ -278,9 +279,8 @@ impl SealedSegment {
     }
 
     /// The segment's dense vectors, in collection order (one named `""` without header bit 1).
-    pub fn dense_specs(&self) -> alloc::vec::Vec<crate::DenseSpec> {
-        let first = crate::DenseSpec { name: self.name.clone(), dim: self.dim, metric: self.metric };
-        core::iter::once(first).chain(self.dense.iter().map(|d| d.spec.clone())).collect()
+    pub fn dense_specs(&self) -> &[crate::DenseSpec] {
+        &self.specs
     }
 
     /// Dense vector `d`'s view (`None`: the segment has no such vector).

@@ -116,11 +116,11 @@ impl Manifest {
         let v: Value = serde_json::from_slice(bytes).map_err(|e| bad(format!("manifest: {e}")))?;
         let layout = v.get("shoal_manifest").and_then(Value::as_u64);
         let mut specs = Vec::new();
-        let metric_of = |v: &Map<String, Value>, what: &str| {
-            let name = string(v, what, "metric")?;
-            shoal_index::Metric::parse(&name)
-                .filter(|m| m.name() == name)
-                .ok_or_else(|| bad(format!("{what}: unknown metric \"{name}\"")))
+        let metric_of = |v: &Map<String, Value>, what: &str| match v["metric"].as_str() {
+            Some("l2") => Ok(shoal_index::Metric::L2),
+            Some("dot") => Ok(shoal_index::Metric::Dot),
+            Some("cosine") => Ok(shoal_index::Metric::Cosine),
+            _ => Err(bad(format!("{what}: unknown metric"))),
         };
         let dim_of =
             |v: &Map<String, Value>, what: &str| uint(v, what, "dim").map(|d| usize::try_from(d).unwrap_or(usize::MAX));
@@ -134,10 +134,12 @@ impl Manifest {
             for (name, spec) in all {
                 let what = format!("manifest: vector \"{name}\"");
                 let spec = object(spec, &what, &["dim", "metric", "index"], &[])?;
-                if index.is_some_and(|i| i != &spec["index"]) {
+                // (Compared as text: `Value`'s `PartialEq` is more code in the package.)
+                let text = spec["index"].to_string();
+                if index.as_ref().is_some_and(|(i, _)| *i != text) {
                     return Err(bad("manifest: every dense vector has the collection's index".into()));
                 }
-                index = Some(&spec["index"]);
+                index = Some((text, &spec["index"]));
                 let (dim, metric) = (dim_of(spec, &what)?, metric_of(spec, &what)?);
                 vectors.push(crate::DenseSpec { name: name.clone(), dim, metric });
             }
@@ -148,7 +150,7 @@ impl Manifest {
             if o["payload"] != "nested" && o["payload"] != "flat" {
                 return Err(bad("manifest: payload must be \"flat\" or \"nested\"".into()));
             }
-            (o, index.cloned().unwrap_or(Value::Null), vectors)
+            (o, index.map_or(Value::Null, |(_, i)| i.clone()), vectors)
         } else {
             let keys = ["shoal_manifest", "generation", "dim", "metric", "fields", "index", "segments"];
             let o = object(&v, "manifest", &keys, &["wal"])?;

@@ -182,6 +182,9 @@ fn prepare(
         prepared.sparse.push(s);
     }
     if dense.len() > 1 {
+        if !crate::dense::WRITES_SEVERAL {
+            return Err(Error::Unsupported("writing several dense vectors in this build"));
+        }
         if codes_only {
             return Err(Error::InvalidConfig("codes-only segments hold one dense vector"));
         }
@@ -206,7 +209,7 @@ fn prepare(
     if let Some((plan, _)) = &prepared.ivf {
         planned.extend(ivf_sections::planned(plan, dim, 0));
     }
-    for (d, (spec, plan)) in prepared.dense.iter().enumerate().skip(1) {
+    for (d, (spec, plan)) in prepared.dense.iter().enumerate().skip(1).filter(|_| crate::dense::WRITES_SEVERAL) {
         let f = SECTION_OPTIONAL;
         planned.push((dense_kind(d, DENSE_META), f, core::mem::size_of::<DenseMeta>() as u64));
         planned.push((dense_kind(d, KIND_VECTORS), f, (n * spec.dim * 4) as u64));
@@ -264,7 +267,7 @@ fn fill(
         ivf_sections::write(kernels, metric, src, (dim, 0), plan, *seed, codes_only, layout, file, progress);
     }
     let order = prepared.ivf.as_ref().map(|(p, _)| &p.order[..]);
-    for (d, (spec, plan)) in prepared.dense.iter().enumerate().skip(1) {
+    for (d, (spec, plan)) in prepared.dense.iter().enumerate().skip(1).filter(|_| crate::dense::WRITES_SEVERAL) {
         fill_dense(kernels, (src, order), (d, spec, plan.as_ref()), prepared.ivf_seed(), layout, file, progress);
     }
     for (kind, bytes) in prepared.extra() {

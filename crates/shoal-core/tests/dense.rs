@@ -230,7 +230,7 @@ fn bad_dense_input_is_a_typed_error_and_changes_nothing() {
     assert_eq!(col.len(), 0);
     col.upsert_vectors(&ids, &[&a, &b, &c], &[], &[]).unwrap();
     for (req, what) in [
-        (json!({"vector": [0, 0, 0, 0], "using": "nope"}), "no dense vector \"nope\""),
+        (json!({"vector": [0, 0, 0, 0], "using": "nope"}), "\"nope\" is not a dense vector"),
         (json!({"vector": [0, 0, 0], "using": ""}), "dimension"),
         (json!({"vector": [0, 0, 0, 0, 0], "using": "text"}), "dimension"),
         (json!({"text": "x", "using": "text"}), "goes with `vector` or `sparse`"),

@@ -357,8 +357,8 @@ fn bad_sparse_input_is_a_typed_error_and_changes_nothing() {
             json!({"sparse": {"indices": [1], "values": [1]}, "using": "plain", "vector": [0, 0, 0, 0]}),
             "ranking of its own",
         ),
-        (json!({"vector": [0, 0, 0, 0], "using": "plain"}), "\"plain\" is a sparse vector"),
-        (json!({"vector": [0, 0, 0, 0], "using": "other"}), "no dense vector \"other\""),
+        (json!({"vector": [0, 0, 0, 0], "using": "plain"}), "\"plain\" is not a dense vector"),
+        (json!({"vector": [0, 0, 0, 0], "using": "other"}), "\"other\" is not a dense vector"),
     ] {
         let e = SearchRequest::from_json(&req.to_string()).and_then(|r| col.search(&r)).unwrap_err();
         assert!(e.to_string().contains(what), "{req}: {e}");

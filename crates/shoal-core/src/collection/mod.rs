@@ -240,6 +240,9 @@ impl Collection {
         crate::dense::sort_specs(&mut specs);
         crate::dense::check_specs(&specs)?;
         check_namespace(&specs, &self.sparse)?;
+        if specs.len() > 1 && !crate::dense::WRITES_SEVERAL {
+            return Err(Error::Unsupported("several dense vectors in this build (it opens and searches them)"));
+        }
         if specs.len() > 1 && matches!(self.index, IndexKind::IvfRabitq(p) if p.codes_only) {
             return Err(Error::InvalidConfig("codes-only segments hold one dense vector"));
         }
@@ -276,11 +279,13 @@ impl Collection {
     /// The stored dense vector `d` of an internal id (`None`: no such vector, or a codes-only
     /// segment).
     fn dense_at(&self, internal: usize, d: usize) -> Option<&[f32]> {
-        match (self.locate(internal), d) {
-            (_, 0) => self.vector_at(internal),
-            (Loc::Sealed(p, row), _) => self.parts[p].seg.space(d)?.vector(row),
-            (Loc::Mutable(row), _) => {
-                let (v, dim) = self.mutable.dense.get(d - 1)?;
+        match self.locate(internal) {
+            Loc::Sealed(p, row) => self.parts[p].seg.space(d)?.vector(row),
+            Loc::Mutable(row) => {
+                let (v, dim) = match d {
+                    0 => (&self.mutable.vectors, self.dim),
+                    _ => self.mutable.dense.get(d - 1).map(|(v, dim)| (v, *dim))?,
+                };
                 Some(&v[row * dim..(row + 1) * dim])
             }
         }
@@ -339,7 +344,7 @@ impl Collection {
         let mut col = Collection::new(CollectionConfig { dim: seg.dim(), metric: seg.metric() })?;
         col.schema = seg.schema().filter(|s| !s.is_empty()).cloned();
         col.sparse = seg.sparse_specs();
-        col.dense = seg.dense_specs();
+        col.dense = seg.dense_specs().to_vec();
         // Later seals build the same kind of index, sized for their own rows.
         col.index = match seg.index_kind() {
             IndexKind::IvfRabitq(p) => IndexKind::IvfRabitq(shoal_index::ivf::IvfParams { partitions: None, ..p }),
@@ -460,15 +465,7 @@ impl Collection {
     /// The stored vector of a live point (normalised for cosine); `None` also for the points
     /// of a codes-only segment, which keeps no vectors.
     pub fn vector(&self, id: PointId) -> Option<&[f32]> {
-        self.vector_at(self.internal_of(id)?)
-    }
-
-    /// The stored vector of an internal id (`None` in a codes-only segment).
-    fn vector_at(&self, internal: usize) -> Option<&[f32]> {
-        match self.locate(internal) {
-            Loc::Sealed(p, row) => self.parts[p].seg.vector(row),
-            Loc::Mutable(row) => Some(&self.mutable.vectors[row * self.dim..(row + 1) * self.dim]),
-        }
+        self.dense_at(self.internal_of(id)?, 0)
     }
 
     /// Whether the collection keeps index codes only (a codes-only segment, see
@@ -572,6 +569,9 @@ impl Collection {
     /// Checks the dense vectors `1..` of `points` points (`extra[d - 1]`, row-major): one list
     /// per vector, each of the right length, every element finite.
     pub fn check_dense(&self, points: usize, extra: &[&[f32]]) -> Result<(), Error> {
+        if !crate::dense::WRITES_SEVERAL && self.dense.len() > 1 {
+            return Err(Error::Unsupported("writing several dense vectors in this build"));
+        }
         if extra.len() + 1 != self.dense.len() {
             return Err(self.dense_count_error());
         }
@@ -783,6 +783,7 @@ impl Collection {
             }
         }
         self.mutable.dense.resize_with(self.dense.len() - 1, Default::default);
+        let extra = if crate::dense::WRITES_SEVERAL { extra } else { &[] };
         for ((rows, spec), v) in self.mutable.dense.iter_mut().zip(&self.dense[1..]).zip(extra) {
             rows.1 = spec.dim;
             rows.0.extend_from_slice(v);

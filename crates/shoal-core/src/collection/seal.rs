@@ -150,8 +150,11 @@ impl MergeSnapshot {
             starts.push(total);
             total += live.len();
             let vectors = seg.vectors().ok_or(Error::CodesOnly("merge"))?;
-            let spaces = (1..self.dense_specs.len()).map(|d| seg.space(d)).collect::<Option<Vec<_>>>();
-            let spaces = spaces.ok_or(Error::InvalidRequest("merge: a segment lacks a dense vector".into()))?;
+            let mut spaces = Vec::with_capacity(self.dense_specs.len());
+            for d in 1..self.dense_specs.len() * usize::from(crate::dense::WRITES_SEVERAL) {
+                spaces
+                    .push(seg.space(d).ok_or(Error::Unsupported("a segment without the collection's dense vectors"))?);
+            }
             parts.push(MergePart { seg, vectors, live, view: seg.payload(), spaces });
         }
         starts.push(total);
@@ -237,6 +240,9 @@ impl Source for MergeSource<'_> {
     }
 
     fn dense(&self, i: usize, d: usize) -> &[f32] {
+        if !crate::dense::WRITES_SEVERAL {
+            unreachable!("no writes of several dense vectors in this build");
+        }
         match self.locate(i) {
             (p, j) if p < self.parts.len() => {
                 let part = &self.parts[p];
@@ -452,8 +458,10 @@ impl Collection {
         } else {
             core::mem::take(&mut m.sparse)
         };
-        let dense = if m.deleted.count() > 0 {
-            m.dense.iter().map(|v| select_rows(v, (0..rows).filter(|&r| !m.deleted.contains(r)))).collect()
+        let dense = if !crate::dense::WRITES_SEVERAL {
+            Vec::new()
+        } else if m.deleted.count() > 0 {
+            m.dense.iter().map(|v| select_rows(v, &mut (0..rows).filter(|&r| !m.deleted.contains(r)))).collect()
         } else {
             core::mem::take(&mut m.dense)
         };
@@ -540,7 +548,11 @@ impl Collection {
             docs: self.schema.clone().map(|s| (s, docs)),
             sparse: m.sparse.iter().map(|s| s.select(live_rows())).collect(),
             specs: self.sparse.clone(),
-            dense: m.dense.iter().map(|v| select_rows(v, live_rows())).collect(),
+            dense: if crate::dense::WRITES_SEVERAL {
+                m.dense.iter().map(|v| select_rows(v, &mut live_rows())).collect()
+            } else {
+                Vec::new()
+            },
             dense_specs: self.dense.clone(),
             dim,
             metric: self.metric,
@@ -746,7 +758,7 @@ impl Collection {
             let same = |a: &[DenseSpec], b: &[DenseSpec]| {
                 a.len() == b.len() && a.iter().zip(b).all(|(x, y)| (x.dim, x.metric) == (y.dim, y.metric))
             };
-            if !same(&dense, &col.dense) || (col.dense.len() > 1 && dense != col.dense) {
+            if !same(dense, &col.dense) || (col.dense.len() > 1 && dense != &col.dense[..]) {
                 return Err(bad("the dense vectors"));
             }
             if seg.sparse_specs() != col.sparse {
@@ -831,7 +843,9 @@ fn rest_of(m: Mutable, n: usize, dim: usize) -> Mutable {
         rest.payloads = m.payloads.into_iter().skip(n).take(rows - n).collect();
     }
     rest.sparse = m.sparse.iter().map(|s| s.select(n..rows)).collect();
-    rest.dense = m.dense.iter().map(|v| select_rows(v, n..rows)).collect();
+    if crate::dense::WRITES_SEVERAL {
+        rest.dense = m.dense.iter().map(|v| select_rows(v, &mut (n..rows))).collect();
+    }
     rest.committed = rows - n;
     for r in 0..rest.committed {
         if m.deleted.contains(n + r) {

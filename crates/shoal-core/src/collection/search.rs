@@ -34,13 +34,11 @@ impl Collection {
         match self.dense_position(name) {
             Some(d) => Ok(d),
             None if name.is_empty() && self.dense.len() == 1 => Ok(0),
-            None if self.sparse_position(name).is_some() => Err(Error::InvalidRequest(format!(
-                "`using`: \"{name}\" is a sparse vector: it is searched with `sparse`"
+            // One message for every case (each formatted message is code in the package).
+            None => Err(Error::InvalidRequest(format!(
+                "`using`: \"{name}\" is not a dense vector of the collection (with several, name the one to \
+                 search; a sparse vector is searched with `sparse`)"
             ))),
-            None if name.is_empty() => Err(Error::InvalidRequest(
-                "`using`: the collection has several dense vectors: name the one to search".into(),
-            )),
-            None => Err(Error::InvalidRequest(format!("`using`: the collection has no dense vector \"{name}\""))),
         }
     }
 
@@ -405,7 +403,8 @@ impl Collection {
                 stats.scanned += count;
             }
             (_, Some(_)) => {
-                let mut rows = matching.iter().map(|r| r as usize).filter_map(|r| Some((base + r, space.vector(r)?)));
+                // (`vectors` is there: the branch above takes codes-only segments.)
+                let mut rows = matching.iter().map(|r| r as usize).map(|r| (base + r, space.vector(r).unwrap_or(&[])));
                 self.push_exact(scan.metric, scan.query, &mut rows, bufs.topk);
                 stats.scanned += count;
             }

@@ -21,6 +21,12 @@ use crate::progress::Progress;
 use crate::rabitq::{EPSILON0, ExFactors, Factors, MAX_BITS, ex_code_bytes};
 use crate::rotation::{ROUNDS, Rotation, padded_dim};
 
+/// What dense vector `d`'s section kinds add to vector 0's (`VECTORS` and the IVF kinds):
+/// `docs/format.md`, "Named vectors".
+fn kind_base(d: usize) -> u32 {
+    dense_kind(d, KIND_IVF_META) - KIND_IVF_META
+}
+
 fn bad(section: &'static str, reason: &'static str) -> FormatError {
     FormatError::BadSection { section, reason }
 }
@@ -79,7 +85,8 @@ pub fn planned(plan: &IvfPlan, dim: usize, d: usize) -> Vec<(u32, u32, u64)> {
         out.push((KIND_RABITQ_EX_CODES, n * plan.ex_bytes_per_row()));
         out.push((KIND_RABITQ_EX_FACTORS, n * core::mem::size_of::<ExFactors>()));
     }
-    out.into_iter().map(|(kind, len)| (dense_kind(d, kind), SECTION_OPTIONAL, len as u64)).collect()
+    let base = kind_base(d);
+    out.into_iter().map(|(kind, len)| (base + kind, SECTION_OPTIONAL, len as u64)).collect()
 }
 
 /// Writes dense vector `d`'s IVF sections of `plan` into `file` (laid out by `layout`, whose
@@ -98,7 +105,8 @@ pub fn write(
     file: &mut [u8],
     progress: &dyn Progress,
 ) {
-    let range = |kind: u32| layout.range(dense_kind(d, kind));
+    let base = kind_base(d);
+    let range = |kind: u32| layout.range(base + kind);
     let small: [(u32, &[u8]); 5] = [
         (KIND_IVF_CENTROIDS, bytemuck::cast_slice(&plan.centroids)),
         (KIND_IVF_ROT_CENTROIDS, bytemuck::cast_slice(&plan.rot_centroids)),
@@ -182,7 +190,8 @@ impl IvfSections {
         (dim, d): (usize, usize),
         rows: usize,
     ) -> Result<Option<IvfSections>, FormatError> {
-        let Some(meta) = reader.section(dense_kind(d, KIND_IVF_META)) else { return Ok(None) };
+        let base = kind_base(d);
+        let Some(meta) = reader.section(base + KIND_IVF_META) else { return Ok(None) };
         let meta: &IvfMeta = match cast_records::<IvfMeta>("IVF_META", meta)? {
             [m] => m,
             _ => return Err(bad("IVF_META", "must hold exactly one record")),
@@ -210,23 +219,23 @@ impl IvfSections {
             return Err(bad("IVF_META", "reserved bytes are not zero"));
         }
         let bytes = reader.bytes();
-        let centroids = reader.require(dense_kind(d, KIND_IVF_CENTROIDS))?;
+        let centroids = reader.require(base + KIND_IVF_CENTROIDS)?;
         if Some(cast_records::<f32>("IVF_CENTROIDS", centroids)?.len()) != nlist.checked_mul(dim) {
             return Err(bad("IVF_CENTROIDS", "length does not match nlist x dim"));
         }
-        let rot = reader.require(dense_kind(d, KIND_IVF_ROT_CENTROIDS))?;
+        let rot = reader.require(base + KIND_IVF_ROT_CENTROIDS)?;
         if Some(cast_records::<f32>("IVF_ROT_CENTROIDS", rot)?.len()) != nlist.checked_mul(padded) {
             return Err(bad("IVF_ROT_CENTROIDS", "length does not match nlist x padded"));
         }
-        let offsets_bytes = reader.require(dense_kind(d, KIND_IVF_OFFSETS))?;
+        let offsets_bytes = reader.require(base + KIND_IVF_OFFSETS)?;
         let offsets = cast_records::<u32>("IVF_OFFSETS", offsets_bytes)?;
         check_offsets("IVF_OFFSETS", offsets, nlist, rows)?;
-        let signs_bytes = reader.require(dense_kind(d, KIND_RABITQ_ROTATION))?;
+        let signs_bytes = reader.require(base + KIND_RABITQ_ROTATION)?;
         let signs = cast_records::<u64>("RABITQ_ROTATION", signs_bytes)?;
         if signs.len() != ROUNDS * padded / 64 {
             return Err(bad("RABITQ_ROTATION", "length does not match rounds x padded"));
         }
-        let blocks_bytes = reader.require(dense_kind(d, KIND_RABITQ_BLOCK_OFFSETS))?;
+        let blocks_bytes = reader.require(base + KIND_RABITQ_BLOCK_OFFSETS)?;
         let blocks = cast_records::<u32>("RABITQ_BLOCK_OFFSETS", blocks_bytes)?;
         let total_blocks = (0..nlist).map(|p| ((offsets[p + 1] - offsets[p]) as usize).div_ceil(32)).sum();
         check_offsets("RABITQ_BLOCK_OFFSETS", blocks, nlist, total_blocks)?;
@@ -235,21 +244,21 @@ impl IvfSections {
         {
             return Err(bad("RABITQ_BLOCK_OFFSETS", "block counts do not match partition sizes"));
         }
-        let codes = reader.require(dense_kind(d, KIND_RABITQ_CODES))?;
+        let codes = reader.require(base + KIND_RABITQ_CODES)?;
         if Some(codes.len()) != total_blocks.checked_mul(block_bytes(padded)) {
             return Err(bad("RABITQ_CODES", "length does not match the blocks"));
         }
-        let factors = reader.require(dense_kind(d, KIND_RABITQ_FACTORS))?;
+        let factors = reader.require(base + KIND_RABITQ_FACTORS)?;
         if cast_records::<Factors>("RABITQ_FACTORS", factors)?.len() != rows {
             return Err(bad("RABITQ_FACTORS", "length does not match the row count"));
         }
         let bits = meta.code_bits;
         let (ex_codes, ex_factors) = if bits > 1 {
-            let codes = reader.require(dense_kind(d, KIND_RABITQ_EX_CODES))?;
+            let codes = reader.require(base + KIND_RABITQ_EX_CODES)?;
             if Some(codes.len()) != rows.checked_mul(ex_code_bytes(padded, bits)) {
                 return Err(bad("RABITQ_EX_CODES", "length does not match rows x (bits - 1) x padded / 8"));
             }
-            let f = reader.require(dense_kind(d, KIND_RABITQ_EX_FACTORS))?;
+            let f = reader.require(base + KIND_RABITQ_EX_FACTORS)?;
             if cast_records::<ExFactors>("RABITQ_EX_FACTORS", f)?.len() != rows {
                 return Err(bad("RABITQ_EX_FACTORS", "length does not match the row count"));
             }

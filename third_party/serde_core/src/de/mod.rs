@@ -407,7 +407,7 @@ impl<'a> fmt::Display for Unexpected<'a> {
             Signed(i) => write!(formatter, "integer `{}`", i),
             Float(_) => formatter.write_str("floating point"),
             Char(c) => write!(formatter, "character `{}`", c),
-            Str(s) => write!(formatter, "string {:?}", s),
+            Str(s) => write!(formatter, "string \"{}\"", s),
             Bytes(_) => formatter.write_str("byte array"),
             Unit => formatter.write_str("unit value"),
             Option => formatter.write_str("Option value"),
