@@ -104,6 +104,13 @@ def queries(client, url, points, seed):
                 hits += len({p.id for p in got} & {i for i, _ in want})
                 total += len(want)
                 answers.append([(p.id, p.score) for p in got])
+            # A threshold in the vector's own terms (a distance for Euclid, a similarity else).
+            cut = brute(points, name, q, lambda p: True, 10)[4][1]
+            kept = client.query_points("n", query=q, using=name, limit=10, score_threshold=cut,
+                                       search_params=m.SearchParams(exact=True)).points
+            lower = VECTORS[name][1] == m.Distance.EUCLID
+            assert kept and all((p.score <= cut + 1e-4) if lower else (p.score >= cut - 1e-4) for p in kept), name
+            assert len(kept) in range(4, 7), (name, len(kept))
             # Qdrant's older search call (gone from this client) with a NamedVector.
             status, old = http(url, "POST", "/collections/n/points/search",
                                {"vector": {"name": name, "vector": q}, "limit": 10})
@@ -138,9 +145,15 @@ def main():
         assert {k: (v.size, v.distance) for k, v in params.vectors.items()} == VECTORS, params.vectors
         items = list(points.items())
         for at in range(0, N, 100):
-            batch = [m.PointStruct(id=pid, payload=p,
-                                   vector={**d, "keywords": m.SparseVector(indices=list(s), values=list(s.values()))})
-                     for pid, (d, s, p) in items[at:at + 100]]
+            part = items[at:at + 100]
+            sparse = [m.SparseVector(indices=list(s), values=list(s.values())) for _, (_, s, _) in part]
+            if at % 200 == 0:
+                batch = [m.PointStruct(id=pid, payload=p, vector={**d, "keywords": sv})
+                         for (pid, (d, _, p)), sv in zip(part, sparse)]
+            else:  # Qdrant's columnar batch: per vector name, one vector per id
+                columns = {name: [d[name] for _, (d, _, _) in part] for name in VECTORS}
+                batch = m.Batch(ids=[pid for pid, _ in part], payloads=[p for _, (_, _, p) in part],
+                                vectors={**columns, "keywords": sparse})
             client.upsert("n", batch)
         assert client.count("n").count == N
         first = queries(client, server.url, points, 1)

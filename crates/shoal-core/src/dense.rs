@@ -105,7 +105,7 @@ fn name_of(reader: &SegmentReader<'_>, d: usize) -> Result<String, Error> {
     let name = reader.require(dense_kind(d, DENSE_NAME))?;
     let name = core::str::from_utf8(name).map_err(|_| bad("DENSE_NAME", "not UTF-8"))?;
     if !valid_name(name) {
-        return Err(bad("DENSE_NAME", "not a valid name"));
+        return Err(bad("DENSE_NAME", "invalid"));
     }
     Ok(name.into())
 }
@@ -117,21 +117,29 @@ pub(crate) fn open_all(reader: &SegmentReader<'_>, rows: usize) -> Result<(Strin
     let bytes = reader.bytes();
     let name0 = name_of(reader, 0)?;
     let mut out: Vec<DenseRanges> = Vec::new();
+    let mut ended = false;
     for d in 1..MAX_DENSE_VECTORS {
-        let Some(meta) = reader.section(dense_kind(d, DENSE_META)) else { break };
+        // Vectors follow without a gap: none after a missing one.
+        let Some(meta) = reader.section(dense_kind(d, DENSE_META)) else {
+            ended = true;
+            continue;
+        };
+        if ended {
+            return Err(bad("DENSE_META", "a gap"));
+        }
         let meta: DenseMeta = match cast_records::<DenseMeta>("DENSE_META", meta)? {
             [m] => *m,
             _ => return Err(bad("DENSE_META", "must hold exactly one record")),
         };
         let metric = Metric::from_code(meta.metric).ok_or(bad("DENSE_META", "unknown metric"))?;
         if meta.dim == 0 || meta.dim > MAX_DIM || meta.present != rows as u64 || meta.reserved != [0; 16] {
-            return Err(bad("DENSE_META", "dimension, present rows or reserved bytes out of range"));
+            return Err(bad("DENSE_META", "out of range"));
         }
         let dim = meta.dim as usize;
         let name = name_of(reader, d)?;
         let previous = out.last().map_or(name0.as_str(), |r| r.spec.name.as_str());
         if previous.as_bytes() >= name.as_bytes() {
-            return Err(bad("DENSE_NAME", "names not unique and ascending"));
+            return Err(bad("DENSE_NAME", "names out of order"));
         }
         let vectors = reader.require(dense_kind(d, KIND_VECTORS))?;
         if Some(cast_records::<f32>("VECTORS", vectors)?.len()) != rows.checked_mul(dim) {
@@ -150,17 +158,17 @@ pub(crate) fn open_all(reader: &SegmentReader<'_>, rows: usize) -> Result<(Strin
                     }
                 }
                 if !inverse {
-                    return Err(bad("DENSE_ROWS", "the position maps are not inverse permutations"));
+                    return Err(bad("DENSE_ROWS", "maps not inverse"));
                 }
                 Some((range_of(bytes, r), range_of(bytes, p)))
             }
-            _ => return Err(bad("DENSE_ROWS", "position maps go with an index, and only with one")),
+            _ => return Err(bad("DENSE_ROWS", "maps without an index")),
         };
         let spec = DenseSpec { name, dim, metric };
         out.push(DenseRanges { spec, vectors: range_of(bytes, vectors), ivf, maps });
     }
     if out.is_empty() {
-        return Err(bad("DENSE_META", "header bit 1 with one dense vector"));
+        return Err(bad("DENSE_META", "one dense vector"));
     }
     Ok((name0, out))
 }

@@ -242,13 +242,13 @@ impl SealedSegment {
         }
         let (name, dense) = if reader.header().flags & shoal_format::FLAG_DENSE_VECTORS != 0 {
             if vectors.is_none() {
-                return Err(bad("META", "a codes-only segment has one dense vector"));
+                return Err(bad("META", "codes only, several vectors"));
             }
             crate::dense::open_all(&reader, rows)?
         } else if reader.section(shoal_format::dense_kind(0, shoal_format::DENSE_NAME)).is_some()
             || reader.section(shoal_format::dense_kind(1, shoal_format::DENSE_META)).is_some()
         {
-            return Err(bad("DENSE_META", "dense vector sections without header bit 1"));
+            return Err(bad("DENSE_META", "without header bit 1"));
         } else {
             (alloc::string::String::new(), alloc::vec::Vec::new())
         };

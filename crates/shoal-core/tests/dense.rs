@@ -314,3 +314,82 @@ fn damaged_position_maps_with_valid_checksums_are_typed_errors() {
         assert!(matches!(e, Error::Format(_)), "{what}: {e:?}");
     }
 }
+
+/// The host's background seal and merge (snapshot, build, swap with writes in between) carry
+/// every dense vector; the planner's IVF-with-filter paths (a tiny exact-scan limit) and its
+/// exact paths (a huge one) answer as the oracle on the mapped vectors too.
+#[test]
+fn background_seals_and_merges_and_every_filter_path_keep_every_vector() {
+    for index in [IndexKind::Flat, ivf()] {
+        let mut rng = Rng::new(5);
+        let mut col = new_collection(index);
+        let mut model = Model::new();
+        for round in 0..3u64 {
+            upsert(&mut col, &mut model, &mut rng, &(0..200).map(|i| id(round * 150 + i)).collect::<Vec<_>>());
+            let snap = col.seal_snapshot().unwrap();
+            // Meanwhile: upserts (some replacing snapshot rows) and deletes.
+            upsert(&mut col, &mut model, &mut rng, &(0..40).map(|i| id(round * 150 + 180 + i)).collect::<Vec<_>>());
+            let gone: Vec<PointId> = model.keys().copied().filter(|_| rng.below(10) == 0).collect();
+            col.delete(&gone).unwrap();
+            gone.iter().for_each(|g| {
+                model.remove(g);
+            });
+            let seg = shoal_core::SealedSegment::open(Box::new(snap.build(&col.kernels()))).unwrap();
+            col.attach_sealed(snap, Some(std::sync::Arc::new(seg)));
+            check_all(&col, &model, &mut rng, &format!("{index:?} round {round} attached"));
+        }
+        let all: Vec<usize> = (0..col.segment_count()).collect();
+        let snap = col.merge_snapshot(&all).unwrap();
+        let gone: Vec<PointId> = model.keys().copied().filter(|_| rng.below(7) == 0).collect();
+        col.delete(&gone).unwrap();
+        gone.iter().for_each(|g| {
+            model.remove(g);
+        });
+        let merged = shoal_core::SealedSegment::open(Box::new(snap.build(&col.kernels()).unwrap())).unwrap();
+        col.attach_merged(snap, std::sync::Arc::new(merged)).unwrap();
+        check_all(&col, &model, &mut rng, &format!("{index:?} merged"));
+        for limit in [3, 1_000_000] {
+            col.set_filter_exact_limit(Some(limit));
+            check_all(&col, &model, &mut rng, &format!("{index:?} merged, exact-scan limit {limit}"));
+        }
+    }
+}
+
+/// A manifest asking codes-only segments of a collection of several dense vectors is refused
+/// on open (its first seal could not be written); a segment with a gap in its dense vectors
+/// is refused too.
+#[test]
+fn inconsistent_manifests_and_gaps_are_typed_errors() {
+    let mut col = new_collection(IndexKind::Flat);
+    upsert(&mut col, &mut Model::new(), &mut Rng::new(1), &(0..20).map(id).collect::<Vec<_>>());
+    let text = String::from_utf8(col.checkpoint(None).manifest.to_json()).unwrap();
+    let codes_only = r#""index":{"bits":2,"codes_only":true,"index":"ivf-rabitq","seed":0}"#;
+    let text = text.replace(r#""index":{}"#, codes_only);
+    let m = Manifest::from_json(text.as_bytes()).unwrap();
+    let e = Collection::open_set(&m, &mut |_| unreachable!(), &mut |_| unreachable!()).unwrap_err();
+    assert!(matches!(e, Error::BadSet(_)), "{e:?}");
+    // Vector 1's sections renumbered as vector 2's: vectors 0 and 2, no 1.
+    use shoal_format::{SegmentReader, SegmentWriter, dense_kind};
+    let bytes = col.to_bytes().unwrap().to_vec();
+    let aligned = shoal_core::AlignedBytes::from_slice(&bytes);
+    let reader = SegmentReader::open(aligned.as_slice()).unwrap();
+    let mut w = SegmentWriter::new();
+    w.set_flags(reader.header().flags);
+    let (lo, hi) = (dense_kind(1, 0), dense_kind(2, 0));
+    let copies: Vec<(u32, u32, Vec<u8>)> = reader
+        .sections()
+        .iter()
+        .filter(|e| !(hi..hi + 32).contains(&e.kind)) // vector 2 dropped, vector 1 moved there
+        .map(|e| {
+            let kind = if (lo..lo + 32).contains(&e.kind) { e.kind + 32 } else { e.kind };
+            (kind, e.flags, aligned.as_slice()[e.offset as usize..(e.offset + e.length) as usize].to_vec())
+        })
+        .collect();
+    for (k, f, b) in &copies {
+        w.add_section(*k, *f, b);
+    }
+    let mut out = shoal_core::AlignedBytes::zeroed(w.file_len() as usize);
+    w.write_into(out.as_mut_slice());
+    let e = Collection::from_bytes(out.as_slice()).unwrap_err();
+    assert!(matches!(e, Error::Format(_)), "{e:?}");
+}

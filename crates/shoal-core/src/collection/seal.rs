@@ -738,8 +738,9 @@ impl Collection {
         let first = &manifest.vectors[0];
         let mut col =
             Collection::with_schema(crate::CollectionConfig { dim: first.dim, metric: first.metric }, schema)?;
-        col.index = index;
         col.dense = manifest.vectors.clone();
+        col.check_index(index).map_err(|e| Error::BadSet(format!("manifest: {e}")))?;
+        col.index = index;
         col.generation = manifest.generation;
         col.sparse = manifest.sparse.clone();
         for entry in &manifest.segments {

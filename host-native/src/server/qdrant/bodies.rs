@@ -310,8 +310,9 @@ pub struct PointStruct {
 pub struct Batch {
     /// The ids.
     pub ids: Vec<Value>,
-    /// One vector per id.
-    pub vectors: Vec<Value>,
+    /// One vector per id (a list), or per vector name one per id (Qdrant's named batch:
+    /// `{"image": [[...], ...], "keywords": [{"indices", "values"}, ...]}`).
+    pub vectors: Value,
     /// One payload per id, or none.
     pub payloads: Option<Vec<Value>>,
 }

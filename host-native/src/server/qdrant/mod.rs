@@ -215,7 +215,9 @@ fn create_meta(body: bodies::CreateCollection) -> Result<Meta, ApiError> {
                         named.push((name, params));
                     }
                     named.sort_by(|a, b| a.0.cmp(&b.0));
-                    if named.iter().any(|(_, p)| p.2.is_some() && p.2 != named[0].1.2) {
+                    // The vectors that set it must agree; it then holds for the collection.
+                    let on_disk = named.iter().find_map(|(_, p)| p.2);
+                    if named.iter().any(|(_, p)| p.2.is_some() && p.2 != on_disk) {
                         return Err(ApiError::bad_request(
                             "vectors: on_disk (or memory) applies to the whole collection in Shoal: give every vector the same",
                         ));
@@ -225,9 +227,9 @@ fn create_meta(body: bodies::CreateCollection) -> Result<Meta, ApiError> {
                             dense_vectors.insert(name.clone(), json!({"dim": dim, "metric": metric}));
                         }
                     }
-                    let (name, params) = named.swap_remove(0);
+                    let (name, (dim, metric, _)) = named.swap_remove(0);
                     vector_name = Some(name).filter(|n| !n.is_empty());
-                    params
+                    (dim, metric, on_disk)
                 }
                 v => vector_params(v, "vectors")?,
             }
@@ -586,11 +588,30 @@ async fn upsert(State(app): Shared, Path(name): Path<String>, body: Body) -> Res
                 for (i, id) in b.ids.iter().enumerate() {
                     ids.push(point_id(id, &format!("batch.ids[{i}]"))?);
                 }
-                if b.vectors.len() != ids.len() {
-                    return Err(ApiError::bad_request("batch: as many vectors as ids"));
-                }
-                for (i, v) in b.vectors.iter().enumerate() {
-                    vectors.push(v, &format!("batch.vectors[{i}]"))?;
+                let n = ids.len();
+                match &b.vectors {
+                    Value::Array(list) if list.len() == n => {
+                        for (i, v) in list.iter().enumerate() {
+                            vectors.push(v, &format!("batch.vectors[{i}]"))?;
+                        }
+                    }
+                    // Named: per name one vector per id, read point by point as `{name: vector}`.
+                    Value::Object(columns) if columns.values().all(|c| c.as_array().is_some_and(|c| c.len() == n)) => {
+                        for i in 0..n {
+                            // (`null`: the point does not hold that vector.)
+                            let point: Map<String, Value> = columns
+                                .iter()
+                                .filter(|(_, c)| !c[i].is_null())
+                                .map(|(name, c)| (name.clone(), c[i].clone()))
+                                .collect();
+                            vectors.push(&Value::Object(point), &format!("batch.vectors[{i}]"))?;
+                        }
+                    }
+                    _ => {
+                        return Err(ApiError::bad_request(
+                            "batch.vectors: one vector per id, or per vector name a list of one vector per id",
+                        ));
+                    }
                 }
                 if let Some(ps) = b.payloads {
                     if ps.len() != ids.len() {
