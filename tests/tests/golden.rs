@@ -395,13 +395,24 @@ fn check_feature_golden(
         let expected = serde_json::to_vec_pretty(&results(&col)).unwrap();
         std::fs::write(golden(&format!("{name}.expected.json")), expected).unwrap();
     }
+    let (bytes, col) = read_feature_golden(name, flags, results);
+    assert!(build().to_bytes().unwrap() == &bytes[..], "{name}: the writer no longer reproduces the golden bytes");
+    (bytes, col)
+}
+
+/// Reads golden file `name`: its header flags, `verify`, and the searches `results` runs
+/// against its expected file.
+fn read_feature_golden(
+    name: &str,
+    flags: u32,
+    results: &dyn Fn(&Collection) -> serde_json::Value,
+) -> (Vec<u8>, Collection) {
     let bytes = read_golden(&format!("{name}.shoal"));
     assert_eq!(u32::from_le_bytes(bytes[12..16].try_into().unwrap()), flags);
     let col = Collection::from_bytes(&bytes).unwrap();
     col.verify().unwrap();
     let expected: serde_json::Value = serde_json::from_slice(&read_golden(&format!("{name}.expected.json"))).unwrap();
     assert_eq!(results(&col), expected, "{name}: results changed");
-    assert!(build().to_bytes().unwrap() == &bytes[..], "{name}: the writer no longer reproduces the golden bytes");
     (bytes, col)
 }
 
@@ -418,13 +429,7 @@ fn check_read_only_golden(
         return check_feature_golden(name, flags, &|| build().unwrap(), results);
     }
     assert!(matches!(build(), Err(shoal_core::Error::Unsupported(_))), "{name}: wasm writes it");
-    let bytes = read_golden(&format!("{name}.shoal"));
-    assert_eq!(u32::from_le_bytes(bytes[12..16].try_into().unwrap()), flags);
-    let col = Collection::from_bytes(&bytes).unwrap();
-    col.verify().unwrap();
-    let expected: serde_json::Value = serde_json::from_slice(&read_golden(&format!("{name}.expected.json"))).unwrap();
-    assert_eq!(results(&col), expected, "{name}: results changed");
-    (bytes, col)
+    read_feature_golden(name, flags, results)
 }
 
 /// The sparse vectors of `v1-sparse` ("plain" and "weighted", the latter with the idf
