@@ -165,6 +165,7 @@ mod each_configuration {
         config_8 = 8,
         config_9 = 9,
         config_10 = 10,
+        config_11 = 11,
     );
 }
 
@@ -177,8 +178,8 @@ mod native {
     use shoal_payload::{Filter, reference};
     use shoal_testkit::oracle;
     use shoal_testkit::scenario::{
-        FIELDS, FILTERS, NESTED_FILTERS, Op, Output, SPARSE, Scenario, TEXTS, filter_of, fusion_request,
-        live_points_at_searches, text_of,
+        FIELDS, FILTERS, NESTED_FILTERS, Op, Output, SPARSE, Scenario, TEXTS, dense_specs, filter_of, fusion_request,
+        live_points_at_searches, named_request, named_using, named_vector, text_of,
     };
 
     fn workspace_root() -> PathBuf {
@@ -208,7 +209,7 @@ mod native {
                         live.points.iter().zip(&live.payloads).filter(pass).map(|(p, _)| p.clone()).collect()
                     }
                 };
-                if c.fusion || text_of(&c, qi).is_some() {
+                if c.fusion || text_of(&c, qi).is_some() || (c.named && named_using(&c, qi).is_none()) {
                     // Text, hybrid and fused searches: cross-target identity is checked here;
                     // their results against a naive BM25 and the fusion formulas are the
                     // business of the text and prefetch tests.
@@ -224,13 +225,29 @@ mod native {
                     continue;
                 }
                 checked += 1;
-                let want = oracle::top_k(c.metric, &passing, q, c.k);
+                let want = match named_using(&c, qi).filter(|_| c.named) {
+                    // Vector `d` of the live points, derived from their vector "a" (stored as
+                    // given: "a" is not cosine).
+                    Some(d) => {
+                        assert_ne!(c.metric, shoal_core::Metric::Cosine);
+                        let spec = &dense_specs(&c)[d];
+                        let prep = |v: &[f32]| {
+                            let v = named_vector(v, d);
+                            if spec.metric == shoal_core::Metric::Cosine { oracle::normalized(&v) } else { v }
+                        };
+                        let points: Vec<(PointId, Vec<f32>)> = passing.iter().map(|(id, v)| (*id, prep(v))).collect();
+                        oracle::top_k(spec.metric, &points, &named_vector(q, d), c.k)
+                    }
+                    None => oracle::top_k(c.metric, &passing, q, c.k),
+                };
                 let want: Vec<(PointId, u32)> = want.iter().map(|&(id, s)| (id, s.to_bits())).collect();
                 assert_eq!(got, want, "{}: result differs from the brute-force oracle", c.name);
             }
         }
         assert_eq!(at, out.ids.len());
-        let plain = (0..c.queries).filter(|&q| !c.fusion && text_of(&c, q).is_none()).count();
+        let plain = (0..c.queries)
+            .filter(|&q| !c.fusion && text_of(&c, q).is_none() && (!c.named || named_using(&c, q).is_some()))
+            .count();
         assert!(checked >= plain, "{}: at least the first search is exact", c.name);
         assert_eq!(text_results > 0, c.payloads && !c.nested, "{}: text and hybrid queries find points", c.name);
     }
@@ -301,11 +318,17 @@ mod native {
             } else {
                 Vec::new()
             },
-            // Fusion configurations: query q is requests[q], whole (its vectors included).
-            "requests": if c.fusion {
-                s.queries.chunks_exact(c.dim).enumerate().map(|(q, v)| fusion_request(&c, q, v)).collect::<Vec<_>>()
+            // Fusion and named configurations: query q is requests[q], whole (its vectors included).
+            "requests": s.queries.chunks_exact(c.dim).enumerate().filter(|_| c.fusion || c.named).map(|(q, v)| {
+                if c.named { named_request(&c, q, v) } else { fusion_request(&c, q, v) }
+            }).collect::<Vec<_>>(),
+            // Named configurations: the collection's dense vectors. The npm package does not write
+            // several dense vectors, so it opens the final segment instead of replaying the ops
+            // and its searches must give the last search step's results.
+            "vectors": if c.named {
+                dense_specs(&c).iter().map(|d| (d.name.clone(), json!({"dim": d.dim, "metric": d.metric.name()}))).collect::<serde_json::Map<_, _>>().into()
             } else {
-                Vec::new()
+                Value::Null
             },
             "expected": {
                 "ids": ids(&out.ids),

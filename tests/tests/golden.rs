@@ -416,22 +416,6 @@ fn read_feature_golden(
     (bytes, col)
 }
 
-/// [`check_feature_golden`] for a file the wasm builds read but do not write (several dense
-/// vectors): natively the same checks; in wasm the reading and searching ones, and the
-/// collection `build` makes is refused as `unsupported` there.
-fn check_read_only_golden(
-    name: &str,
-    flags: u32,
-    build: &dyn Fn() -> Result<Collection, shoal_core::Error>,
-    results: &dyn Fn(&Collection) -> serde_json::Value,
-) -> (Vec<u8>, Collection) {
-    if !cfg!(target_family = "wasm") {
-        return check_feature_golden(name, flags, &|| build().unwrap(), results);
-    }
-    assert!(matches!(build(), Err(shoal_core::Error::Unsupported(_))), "{name}: wasm writes it");
-    read_feature_golden(name, flags, results)
-}
-
 /// The sparse vectors of `v1-sparse` ("plain" and "weighted", the latter with the idf
 /// modifier): row `i` holds a vector of `i % 5` pairs (none when `i % 7 == 3`; empty when
 /// `i % 5 == 0`), indices from a fixed permutation of 0..40 and the largest index once.
@@ -530,11 +514,12 @@ fn v1_named_golden_file_reads_verifies_and_searches_the_same() {
             DenseSpec { name: "text".into(), dim: 9, metric: Metric::L2 },
             DenseSpec { name: "image".into(), dim: 6, metric: Metric::Dot },
             DenseSpec { name: "".into(), dim, metric },
-        ])?;
+        ])
+        .unwrap();
         col.upsert_vectors(&ids, &[&vectors, &image, &text], &[], &[]).unwrap();
         col.seal_with(IndexKind::IvfRabitq(IvfParams { partitions: Some(4), seed: 7, bits: 2, codes_only: false }))
             .unwrap();
-        Ok(col)
+        col
     };
     let named_results = |col: &Collection| {
         let mut out = vec![results(col, dim)];
@@ -551,7 +536,7 @@ fn v1_named_golden_file_reads_verifies_and_searches_the_same() {
         }
         serde_json::Value::from(out)
     };
-    let (bytes, col) = check_read_only_golden("v1-named", shoal_format::FLAG_DENSE_VECTORS, &build, &named_results);
+    let (bytes, col) = check_feature_golden("v1-named", shoal_format::FLAG_DENSE_VECTORS, &build, &named_results);
     let names: Vec<&str> = col.dense_vectors().iter().map(|s| s.name.as_str()).collect();
     assert_eq!(names, ["", "image", "text"]);
     // Row 5's vectors as they were given (the dot and l2 ones are stored unchanged).

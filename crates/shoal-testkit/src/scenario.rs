@@ -6,7 +6,8 @@
 
 use serde_json::{Value, json};
 use shoal_core::{
-    Collection, CollectionConfig, IndexKind, Kernels, Metric, PointId, SearchRequest, SparseSpec, SparseVector,
+    Collection, CollectionConfig, DenseSpec, IndexKind, Kernels, Metric, PointId, SearchRequest, SparseSpec,
+    SparseVector,
 };
 
 use crate::Rng;
@@ -51,6 +52,63 @@ pub struct Config {
     /// modifier) and queries search them, alone and fused with the dense vector
     /// ([`sparse_request`]).
     pub sparse: bool,
+    /// Points carry three dense vectors: "a" (this config's `dim` and `metric`, not cosine) and
+    /// [`NAMED`]'s, derived from "a" ([`named_vector`]); queries search each in turn, alone, with
+    /// text, and two of them fused ([`named_request`]).
+    pub named: bool,
+}
+
+/// The dense vectors after "a" of configurations with [`Config::named`]: name, dimension,
+/// metric. Vector `d` of a point is [`named_vector`] of its vector "a".
+pub const NAMED: [(&str, usize, Metric); 2] = [("b", 7, Metric::L2), ("c", 19, Metric::Cosine)];
+
+/// The dense vectors of a configuration, by name (one named `""` unless [`Config::named`]).
+pub fn dense_specs(c: &Config) -> Vec<DenseSpec> {
+    let first = DenseSpec { name: if c.named { "a" } else { "" }.into(), dim: c.dim, metric: c.metric };
+    let named = NAMED.iter().map(|&(name, dim, metric)| DenseSpec { name: name.into(), dim, metric });
+    core::iter::once(first).chain(named.take(if c.named { NAMED.len() } else { 0 })).collect()
+}
+
+/// Dense vector `d` of a point (or query) whose vector "a" is `v`: `v` itself for `d == 0`, then
+/// alternately the last and the first [`NAMED`]`[d - 1]` coordinates — so exact copies, zero
+/// rows and scaled queries carry over to every vector.
+pub fn named_vector(v: &[f32], d: usize) -> Vec<f32> {
+    match d {
+        0 => v.to_vec(),
+        _ if d % 2 == 1 => v[v.len() - NAMED[d - 1].1..].to_vec(),
+        _ => v[..NAMED[d - 1].1].to_vec(),
+    }
+}
+
+/// Which dense vector query `q` of a [`Config::named`] configuration searches alone (`None`:
+/// a fusion of two, or text alone): `q % 3`, but every sixth query fuses "a" and "c".
+pub fn named_using(config: &Config, q: usize) -> Option<usize> {
+    let text_alone = text_of(config, q).is_some() && (q / TEXTS.len()) % 2 == 1;
+    (q % 6 != 5 && !text_alone).then_some(q % 3)
+}
+
+/// The request of query `q` (vector "a" `v`) of a [`Config::named`] configuration, whole (the
+/// fixtures carry it as it is): vector `q % 3` by name, with the query's filter and text; every
+/// sixth query the RRF of "a" and "c" in prefetches.
+pub fn named_request(config: &Config, q: usize, v: &[f32]) -> Value {
+    let name = |d: usize| if d == 0 { "a" } else { NAMED[d - 1].0 };
+    let mut req = json!({"limit": config.k});
+    if q % 6 == 5 {
+        req["prefetch"] = json!([
+            {"vector": v, "using": "a", "limit": 20},
+            {"vector": named_vector(v, 2), "using": "c", "limit": 20},
+        ]);
+    } else if let Some(d) = named_using(config, q) {
+        req["vector"] = json!(named_vector(v, d));
+        req["using"] = json!(name(d));
+    }
+    if let Some(text) = text_of(config, q) {
+        req["text"] = json!(text);
+    }
+    if let Some(f) = filter_of(config, q) {
+        req["filter"] = f;
+    }
+    req
 }
 
 /// The sparse vectors of configurations with [`Config::sparse`], as the JSON every host parses.
@@ -180,6 +238,10 @@ pub fn payload(id: u64, step: usize) -> Value {
 
 /// The request of query `q` (vector `v`) of a configuration: its filter, text and vector.
 pub fn request_of(config: &Config, q: usize, v: &[f32]) -> SearchRequest {
+    if config.named {
+        let json = named_request(config, q, v).to_string();
+        return SearchRequest::from_json(&json).expect("a valid request of several dense vectors");
+    }
     if config.fusion {
         let json = fusion_request(config, q, v).to_string();
         return SearchRequest::from_json(&json).expect("a valid fusion request");
@@ -256,7 +318,7 @@ pub fn filter_of(config: &Config, q: usize) -> Option<Value> {
 
 /// The configurations every target runs: each metric, GloVe's 50-d, an odd dimension whose
 /// tail splits a SIMD register, and a common embedding size.
-pub const CONFIGS: [Config; 11] = [
+pub const CONFIGS: [Config; 12] = [
     Config {
         name: "l2-50",
         metric: Metric::L2,
@@ -272,6 +334,7 @@ pub const CONFIGS: [Config; 11] = [
         nested: false,
         fusion: false,
         sparse: false,
+        named: false,
     },
     Config {
         name: "dot-131",
@@ -288,6 +351,7 @@ pub const CONFIGS: [Config; 11] = [
         nested: false,
         fusion: false,
         sparse: false,
+        named: false,
     },
     Config {
         name: "cosine-384",
@@ -304,6 +368,7 @@ pub const CONFIGS: [Config; 11] = [
         nested: false,
         fusion: false,
         sparse: false,
+        named: false,
     },
     Config {
         name: "cosine-50",
@@ -320,6 +385,7 @@ pub const CONFIGS: [Config; 11] = [
         nested: false,
         fusion: false,
         sparse: false,
+        named: false,
     },
     Config {
         name: "ivf-l2-64",
@@ -336,6 +402,7 @@ pub const CONFIGS: [Config; 11] = [
         nested: false,
         fusion: false,
         sparse: false,
+        named: false,
     },
     Config {
         name: "ivf-cosine-50",
@@ -352,6 +419,7 @@ pub const CONFIGS: [Config; 11] = [
         nested: false,
         fusion: false,
         sparse: false,
+        named: false,
     },
     Config {
         name: "ivf-dot-200",
@@ -368,6 +436,7 @@ pub const CONFIGS: [Config; 11] = [
         nested: false,
         fusion: false,
         sparse: false,
+        named: false,
     },
     Config {
         name: "uuid-ivf-l2-40",
@@ -384,6 +453,7 @@ pub const CONFIGS: [Config; 11] = [
         nested: false,
         fusion: false,
         sparse: false,
+        named: false,
     },
     Config {
         name: "nested-dot-24",
@@ -402,6 +472,7 @@ pub const CONFIGS: [Config; 11] = [
         nested: true,
         fusion: false,
         sparse: false,
+        named: false,
     },
     Config {
         name: "fusion-cosine-16",
@@ -420,6 +491,7 @@ pub const CONFIGS: [Config; 11] = [
         nested: false,
         fusion: true,
         sparse: false,
+        named: false,
     },
     Config {
         name: "sparse-dot-12",
@@ -437,6 +509,24 @@ pub const CONFIGS: [Config; 11] = [
         nested: false,
         fusion: true,
         sparse: true,
+        named: false,
+    },
+    Config {
+        name: "named-dot-24",
+        metric: Metric::Dot,
+        dim: 24,
+        queries: 48,
+        k: 10,
+        seed: 12,
+        ivf_partitions: Some(4),
+        payloads: true,
+        ivf_bits: 3,
+        codes_only: false,
+        uuids: true,
+        nested: false,
+        fusion: false,
+        sparse: false,
+        named: true,
     },
 ];
 
@@ -730,6 +820,9 @@ pub fn run(s: &Scenario, kernels: Kernels) -> Output {
         Collection::new(config)
     }
     .expect("valid config");
+    if c.named {
+        col.set_dense_vectors(dense_specs(&c)).expect("an empty collection");
+    }
     if c.sparse {
         let specs = serde_json::from_str(SPARSE).expect("valid sparse JSON");
         col.set_sparse_vectors(SparseSpec::list_from_value(&specs, true).expect("valid sparse vectors"))
@@ -746,7 +839,12 @@ pub fn run(s: &Scenario, kernels: Kernels) -> Output {
     for op in &s.ops {
         match op {
             Op::Insert { ids, vectors, payloads, sparse } => {
-                col.upsert_sparse(ids, vectors, payloads, sparse).expect("valid insert")
+                let specs = dense_specs(&c);
+                let dense: Vec<Vec<f32>> = (0..specs.len())
+                    .map(|d| vectors.chunks_exact(c.dim).flat_map(|v| named_vector(v, d)).collect())
+                    .collect();
+                let dense: Vec<&[f32]> = dense.iter().map(Vec::as_slice).collect();
+                col.upsert_vectors(ids, &dense, payloads, sparse).expect("valid insert")
             }
             Op::Delete { ids } => {
                 col.delete(ids).expect("a writable collection");
