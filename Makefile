@@ -22,7 +22,7 @@ DEMO_PORT ?= 6333
 .PHONY: demo test bench setup setup-rust setup-js setup-deb setup-edge setup-demo build-js lint test-rust test-js test-edge test-demo \
         test-aarch64 test-wasm check-targets \
         bench-kernels bench-search bench-node bench-ann bench-filtered bench-text bench-ingest bench-codes-only bench-build \
-        test-qdrant fuzz bench-plots bench-ram
+        test-qdrant fuzz bench-plots bench-ram bench-sparse
 
 ## ---- setup ---------------------------------------------------------------------------
 
@@ -284,6 +284,13 @@ bench-text: build-js
 	$(CARGO) bench -p shoal-host --bench text
 	node --max-old-space-size=8000 bench/node/text.mjs
 	python3 bench/text.py report
+
+# Sparse-vector search on GCIDE, pruned against every posting (not in `make bench`'s list: it
+# shares bench-text's prepared data).
+bench-sparse:
+	pip install -q -r bench/requirements-bench.txt
+	python3 bench/text.py prepare
+	$(CARGO) bench -p shoal-host --bench sparse
 
 ## ---- fuzz (nightly; not part of `make test`) -----------------------------------------
 

@@ -44,7 +44,8 @@ DATASETS = ["glove-100k", "glove-400k", "gcide-256", "synthetic-1m-128"]
 # The result files a run leaves in the cache that the plots and tables use.
 COLLECT = [f"{kind}-{d}.json" for d in DATASETS for kind in ("peers", "shoal")] + \
     [f"shoal-{d}-b{b}.json" for d in DATASETS for b in range(2, 9)] + \
-    ["large-10m.json", "text-shoal.json", "text-tantivy.json", "text-node.json", "ram-bits1.json", "ram-bits4.json"]
+    ["large-10m.json", "text-shoal.json", "text-tantivy.json", "text-node.json", "ram-bits1.json", "ram-bits4.json",
+     "sparse-shoal.json"]
 TEXT_KINDS = ("term", "and", "phrase")
 
 

@@ -92,7 +92,9 @@ pub struct SearchRequest {
 /// Index parameters of a request.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct SearchParams {
-    /// Scan every point exactly even when an approximate index exists.
+    /// Scan every point exactly even when an approximate index exists; a sparse search then
+    /// scores every row its posting lists hold instead of skipping those that cannot be among
+    /// the results (the same results, slower: for comparisons).
     pub exact: bool,
     /// Partitions to probe in an IVF index.
     pub nprobe: Option<u32>,
