@@ -196,3 +196,38 @@ fn a_score_rounded_above_the_threshold_is_not_skipped() {
     assert_eq!(res.points.len(), 1);
     assert_eq!((res.points[0].id, res.points[0].score), (PointId::Num(11), 1.0 + 8.0 * ulp));
 }
+
+/// Sums that overflow on the way (the reference's left-to-right `f32` sum reaches infinity though
+/// the products cancel) and NaN scores neither hide a row nor become a threshold.
+#[test]
+fn overflow_on_the_way_and_nan_scores_are_not_pruned() {
+    let ask = |col: &Collection, indices: &[u32], values: &[f32]| {
+        let req = json!({"sparse": {"indices": indices, "values": values}, "using": "s", "limit": 1});
+        let res = col.search(&SearchRequest::from_json(&req.to_string()).unwrap()).unwrap();
+        res.points.iter().map(|p| (p.id, p.score.to_bits())).collect::<Vec<_>>()
+    };
+    let put = |col: &mut Collection, id: u64, indices: &[u32], values: &[f32]| {
+        let v = SparseVector::new(indices, values).unwrap();
+        col.upsert_sparse(&[PointId::Num(id)], &[0.0], &[json!({})], &[vec![Some(v)]]).unwrap();
+    };
+    // 3e38 + 3e38 = inf, and inf stays: point 20 scores inf though its products cancel.
+    let mut col = collection(false);
+    put(&mut col, 10, &[4], &[1e36]);
+    col.seal();
+    put(&mut col, 20, &[0, 1, 2, 3], &[3e38, 3e38, -3e38, -3e38]);
+    put(&mut col, 21, &[2], &[3e38]);
+    put(&mut col, 22, &[3], &[3e38]);
+    col.seal();
+    assert_eq!(ask(&col, &[0, 1, 2, 3, 4], &[1.0; 5]), vec![(PointId::Num(20), f32::INFINITY.to_bits())]);
+    // Row 0 scores NaN (inf - inf): the best real score still wins.
+    let mut col = collection(false);
+    put(&mut col, 30, &[0, 1, 2], &[3e38, 3e38, -3e38]);
+    put(&mut col, 31, &[3], &[1.0]);
+    col.seal();
+    let exact = {
+        let req = json!({"sparse": {"indices": [0, 1, 2, 3], "values": [1.0, 1.0, 2.0, 1.0]}, "using": "s", "limit": 1, "params": {"exact": true}});
+        let res = col.search(&SearchRequest::from_json(&req.to_string()).unwrap()).unwrap();
+        res.points.iter().map(|p| (p.id, p.score.to_bits())).collect::<Vec<_>>()
+    };
+    assert_eq!(ask(&col, &[0, 1, 2, 3], &[1.0, 1.0, 2.0, 1.0]), exact);
+}

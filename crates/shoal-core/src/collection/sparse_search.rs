@@ -61,7 +61,10 @@ impl Collection {
         };
         // The `k`-th best score once there are `k` (a row scoring below it cannot be a result);
         // none with `params.exact`, or in a build without pruning.
-        let threshold = |best: &Option<TopK>| best.as_ref().filter(|b| b.len() == k).map(|b| -b.threshold());
+        // A NaN k-th score bounds nothing.
+        let threshold = |best: &Option<TopK>| {
+            best.as_ref().filter(|b| b.len() == k).map(|b| -b.threshold()).filter(|t| !t.is_nan())
+        };
         for (part, view) in self.parts.iter().zip(&views) {
             let Some(view) = view else { continue };
             let (seg, deleted) = (&*part.seg, &part.deleted);
@@ -227,11 +230,16 @@ impl<'a> Lists<'a> {
             0 => self.margin,
             i => self.below[i - 1],
         };
-        let mut bound = rest;
+        // `bound` sums the products; `positive` their positive parts: a left-to-right `f32` sum
+        // can overflow on the way though the whole cancels, so nothing is skipped whose positive
+        // parts could reach `f32::MAX`.
+        let (mut bound, mut positive) = (rest, rest);
         for l in self.lists.iter().filter(|l| l.essential && l.rows.get(l.at) == Some(&r)) {
-            bound += f64::from(l.w) * f64::from(l.values[l.at]);
+            let p = f64::from(l.w) * f64::from(l.values[l.at]);
+            bound += p;
+            positive += p.max(0.0);
         }
-        let skip = !live || threshold.is_some_and(|t| below(bound, t));
+        let skip = !live || threshold.is_some_and(|t| below(bound, t) && below(positive, f32::MAX));
         let mut score = 0.0f32;
         for l in &mut self.lists {
             if !l.essential {
