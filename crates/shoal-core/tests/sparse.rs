@@ -12,7 +12,7 @@ use shoal_core::{
     Collection, CollectionConfig, Error, Metric, PointId, Schema, SearchRequest, SparseSpec, SparseVector,
 };
 use shoal_testkit::Rng;
-use shoal_testkit::oracle::{Fused, fused};
+use shoal_testkit::oracle::{Fused, bm25_idf, fused, sparse_dot};
 
 const DIM: usize = 4;
 /// Indices drawn from a small range so that points share them.
@@ -58,24 +58,6 @@ fn map_of((indices, values): &(Vec<u32>, Vec<f32>)) -> BTreeMap<u32, f32> {
     indices.iter().copied().zip(values.iter().copied()).collect()
 }
 
-/// The naive score: 0, plus `w_i * x_i` for every query index the point holds, ascending.
-fn naive(query: &BTreeMap<u32, f32>, stored: &BTreeMap<u32, f32>) -> Option<f32> {
-    let mut score = 0.0f32;
-    let mut shared = false;
-    for (i, w) in query {
-        if let Some(x) = stored.get(i) {
-            score += w * x;
-            shared = true;
-        }
-    }
-    shared.then_some(score)
-}
-
-/// BM25's IDF, written out: `ln(1 + (n - df + 0.5) / (df + 0.5))`.
-fn idf(n: u64, df: u64) -> f32 {
-    libm::logf(1.0 + ((n - df) as f32 + 0.5) / (df as f32 + 0.5))
-}
-
 /// The ranking the collection must give for `query` in vector `t` over `points` (every row
 /// that counts for the statistics is a live point here), filtered by tag: `(id, score)`.
 fn expected(
@@ -103,13 +85,13 @@ fn expected_with(
         let n = holding.len() as u64;
         for (i, w) in q.iter_mut() {
             let df = holding.iter().filter(|m| m.contains_key(i)).count() as u64;
-            *w *= idf(n, df);
+            *w *= bm25_idf(n, df);
         }
     }
     let mut out: Vec<(PointId, f32)> = points
         .iter()
         .filter(|(_, (_, t2))| tag.is_none_or(|tag| tag == t2))
-        .filter_map(|(id, (s, _))| Some((*id, naive(&q, s[t].as_ref()?)?)))
+        .filter_map(|(id, (s, _))| Some((*id, sparse_dot(&q, s[t].as_ref()?)?)))
         .collect();
     out.sort_by(|a, b| b.1.total_cmp(&a.1));
     out

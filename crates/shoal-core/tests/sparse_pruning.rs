@@ -11,6 +11,7 @@ use proptest::prelude::*;
 use serde_json::{Value, json};
 use shoal_core::{Collection, CollectionConfig, Metric, PointId, Schema, SearchRequest, SparseSpec, SparseVector};
 use shoal_testkit::Rng;
+use shoal_testkit::oracle::{bm25_idf, sparse_dot};
 
 /// Distinct indices; index `i` is held by about `1 / (1 + i / 4)` of the points.
 const INDICES: u64 = 120;
@@ -57,24 +58,6 @@ fn sparse_json(m: &BTreeMap<u32, f32>) -> Value {
     json!({"indices": m.keys().collect::<Vec<_>>(), "values": m.values().collect::<Vec<_>>()})
 }
 
-/// The naive score: 0, plus `w_i * x_i` for every query index the point holds, ascending.
-fn naive(q: &BTreeMap<u32, f32>, x: &BTreeMap<u32, f32>) -> Option<f32> {
-    let mut score = 0.0f32;
-    let mut shared = false;
-    for (i, w) in q {
-        if let Some(v) = x.get(i) {
-            score += w * v;
-            shared = true;
-        }
-    }
-    shared.then_some(score)
-}
-
-/// BM25's IDF as `docs/format.md` writes it, in `f32` with `libm::logf`.
-fn idf(n: u64, df: u64) -> f32 {
-    libm::logf(1.0 + ((n - df) as f32 + 0.5) / (df as f32 + 0.5))
-}
-
 /// What the search must return: the live points (in insertion order, which is internal-id
 /// order here: each id inserted once) passing `tag`, by naive score descending then insertion
 /// order, cut to `k`.
@@ -88,7 +71,7 @@ fn exhaustive(
         .iter()
         .enumerate()
         .filter(|(_, p)| p.3 && tag.is_none_or(|t| t == p.2))
-        .filter_map(|(i, p)| Some((i, naive(q, &p.1)?)))
+        .filter_map(|(i, p)| Some((i, sparse_dot(q, &p.1)?)))
         .collect();
     scored.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
     scored.iter().take(k).map(|&(i, s)| (points[i].0, s.to_bits())).collect()
@@ -143,7 +126,7 @@ proptest! {
                 if idf_modifier {
                     for (i, v) in w.iter_mut() {
                         let df = points.iter().filter(|p| p.1.contains_key(i)).count() as u64;
-                        *v *= idf(n, df);
+                        *v *= bm25_idf(n, df);
                     }
                 }
                 // What an exhaustive scorer reads: the sealed rows (live or not) holding a query

@@ -30,6 +30,28 @@ pub fn top_k<I: Copy>(metric: Metric, points: &[(I, Vec<f32>)], query: &[f32], k
     scored.into_iter().take(k).map(|(key, _, id)| (id, if metric == Metric::L2 { key } else { -key })).collect()
 }
 
+/// The naive sparse score: 0, plus `w_i * x_i` in `f32` for every query index the stored
+/// vector holds, indices ascending (`None` when they share none).
+pub fn sparse_dot(
+    query: &std::collections::BTreeMap<u32, f32>,
+    stored: &std::collections::BTreeMap<u32, f32>,
+) -> Option<f32> {
+    let mut score = 0.0f32;
+    let mut shared = false;
+    for (i, w) in query {
+        if let Some(x) = stored.get(i) {
+            score += w * x;
+            shared = true;
+        }
+    }
+    shared.then_some(score)
+}
+
+/// BM25's IDF, written out: `ln(1 + (n - df + 0.5) / (df + 0.5))` in `f32` with `libm::logf`.
+pub fn bm25_idf(n: u64, df: u64) -> f32 {
+    libm::logf(1.0 + ((n - df) as f32 + 0.5) / (df as f32 + 0.5))
+}
+
 /// How [`fused`] fuses: reciprocal rank fusion (`k`, optional weights) or DBSF.
 #[derive(Clone, Copy, Debug)]
 pub enum Fused<'w> {
