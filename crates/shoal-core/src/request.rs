@@ -370,7 +370,8 @@ fn object<'v>(
 /// What a search did.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
 pub struct SearchStats {
-    /// Points whose exact distance was computed.
+    /// Points whose exact distance or score was computed (for a sparse vector, rows whose dot
+    /// product was summed: a segment's rows skipped by their bound are not counted).
     pub scanned: u64,
     /// Points whose distance was estimated from quantized codes.
     pub estimated: u64,

@@ -450,13 +450,23 @@ impl<'a> SparseView<'a> {
         }
     }
 
-    /// The rows holding `index` and their values, ascending by row (`None`: no row holds it).
+    /// The rows holding `index` and their values, ascending by row (`None`: no row holds it;
+    /// `Err`: a damaged list).
     pub(crate) fn postings(&self, index: u32) -> Result<Option<Postings<'a>>, Error> {
         let t = self.terms.partition_point(|t| t.index < index);
         let Some(term) = self.terms.get(t).filter(|t| t.index == index) else { return Ok(None) };
         let start = usize::try_from(term.start).ok();
         match start.and_then(|s| Some(s..s.checked_add(term.df as usize)?)) {
-            Some(r) if r.end <= self.postings.len() => Ok(Some((&self.postings[r.clone()], &self.values[r]))),
+            Some(r) if r.end <= self.postings.len() => {
+                let rows = &self.postings[r.clone()];
+                // Read as they are walked: a damaged list (rows repeated, unordered or past the
+                // segment) is an error, never a point scored twice or another segment's point.
+                let n = self.offsets.len() - 1;
+                if rows.windows(2).any(|p| p[0] >= p[1]) || rows.last().is_some_and(|&x| x as usize >= n) {
+                    return Err(bad("SPARSE_POSTINGS", "rows not ascending or out of range"));
+                }
+                Ok(Some((rows, &self.values[r])))
+            }
             _ => Err(bad("SPARSE_TERMS", "postings out of range")),
         }
     }

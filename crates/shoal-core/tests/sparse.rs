@@ -397,19 +397,34 @@ fn damaged_sparse_sections_with_valid_checksums_are_typed_errors() {
     let cases: Vec<(&str, Vec<u8>)> = vec![
         // A posting's row past the segment's rows.
         ("row out of range", rewrite(SPARSE_POSTINGS, &set_u32(0, 1000))),
+        // The first list's first row repeated (its second posting given the first's row).
+        ("row repeated", rewrite(SPARSE_POSTINGS, &|b: &mut Vec<u8>| b.copy_within(0..4, 4))),
         // Two terms out of order (the first term's index made larger than the second's).
         ("terms out of order", rewrite(SPARSE_TERMS, &set_u32(0, u32::MAX))),
         // A present bit past the rows.
         ("present bit past the rows", rewrite(SPARSE_PRESENT, &|b: &mut Vec<u8>| *b.last_mut().unwrap() |= 0x80)),
     ];
     let query = json!({"sparse": {"indices": (0..INDICES).collect::<Vec<_>>(), "values": vec![1.0; INDICES as usize]}, "using": "plain", "limit": 100});
-    let req = SearchRequest::from_json(&query.to_string()).unwrap();
+    let mut exact = query.clone();
+    exact["params"] = json!({"exact": true});
+    let requests = [query, exact].map(|q| SearchRequest::from_json(&q.to_string()).unwrap());
     for (what, damaged) in cases {
         let Ok(opened) = Collection::from_bytes(&damaged) else { continue }; // refused on open: fine
         assert!(opened.verify().is_err(), "{what}: verify passes");
-        // Searching answers (an error, or points of this segment only), never panics.
-        if let Ok(res) = opened.search(&req) {
-            assert!(res.points.iter().all(|p| ids.contains(&p.id)), "{what}: a point not in the segment");
+        // Searching answers (an error, or points of this segment only, each once), never
+        // panics; a damaged posting list (every query index is in the query) is an error.
+        for req in &requests {
+            match opened.search(req) {
+                Ok(res) => {
+                    assert!(!what.starts_with("row "), "{what}: searched as if valid");
+                    assert!(res.points.iter().all(|p| ids.contains(&p.id)), "{what}: a point not in the segment");
+                    let mut seen: Vec<PointId> = res.points.iter().map(|p| p.id).collect();
+                    seen.sort();
+                    seen.dedup();
+                    assert_eq!(seen.len(), res.points.len(), "{what}: a point given twice");
+                }
+                Err(e) => assert!(e.to_string().contains("SPARSE"), "{what}: {e}"),
+            }
         }
         for &pid in &ids {
             let _ = opened.sparse_vector(pid, "plain");

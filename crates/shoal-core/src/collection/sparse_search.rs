@@ -82,9 +82,6 @@ impl Collection {
                 for e in &w {
                     if let Some((rows, values)) = view.postings(e.index)? {
                         for (&r, &x) in rows.iter().zip(values) {
-                            if r as usize >= seg.rows() {
-                                return Err(out_of_range());
-                            }
                             keys.push(u64::from(r) << 32 | products.len() as u64);
                             products.push(e.value * x);
                         }
@@ -107,15 +104,11 @@ impl Collection {
                 continue;
             }
             let mut lists = Lists::of(view, &w)?;
-            let seg_rows = seg.rows();
             // Document at a time: the next row is the smallest one an essential list holds.
             while let Some(r) = lists.next_row(threshold(&best)) {
-                if r >= seg_rows {
-                    return Err(out_of_range());
-                }
-                stats.scanned += 1;
                 let live = !deleted.contains(r) && sealed_passes(seg, compiled.as_ref(), filter, r as u32);
                 if let Some(score) = lists.score(r as u32, live, threshold(&best)) {
+                    stats.scanned += 1;
                     push(&mut best, part.base + r, score);
                 }
             }
@@ -142,12 +135,6 @@ impl Collection {
 /// out). Without it, and with `params.exact`, each segment is scored term at a time over every
 /// posting of the query's indices; the results are the same bits.
 const PRUNES: bool = cfg!(feature = "sparse-pruning");
-
-/// A damaged file (open checks lengths, `verify` everything): a typed error, never another
-/// segment's point or a panic.
-fn out_of_range() -> Error {
-    crate::sections::bad("SPARSE_POSTINGS", "a row out of range")
-}
 
 /// A segment's posting lists of a query, in query order, walked document at a time by
 /// MaxScore (`docs/format.md`, "Pruning that cannot change results"): the lists whose bounds
