@@ -96,6 +96,11 @@ def run(url):
     assert info.config.params.vectors.distance == m.Distance.COSINE
     # As in Qdrant: the indexed fields only.
     assert set(info.payload_schema) == {"color", "size"}, info.payload_schema
+    # An index removed is no longer listed; filters on its field (`price` below) still work.
+    client.create_payload_index("shop", field_name="price", field_schema=m.PayloadSchemaType.FLOAT)
+    assert set(client.get_collection("shop").payload_schema) == {"color", "size", "price"}
+    assert client.delete_payload_index("shop", field_name="price", wait=True).status == m.UpdateStatus.COMPLETED
+    assert set(client.get_collection("shop").payload_schema) == {"color", "size"}
 
     # Query with filters against brute force.
     q = [0.3, -0.2, 0.9, 0.1, -0.5, 0.4]

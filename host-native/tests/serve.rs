@@ -710,3 +710,69 @@ fn merges_stop_at_the_largest_segment_allowed() {
     assert!(rows.contains(&1000), "pairs of seals merged: {rows:?}");
     assert_eq!(count(&s, "m"), 4000);
 }
+
+/// `DELETE /collections/{name}/index/{field}` on a collection with nested payloads: the path is
+/// no longer listed, filters on it keep their answers, and the removal (and a later retyped
+/// declaration) holds across restarts from the log alone and from a sealed segment's manifest.
+/// A collection with Shoal's flat fields keeps them: a 400 that changes nothing.
+#[test]
+fn declared_paths_are_removed_and_stay_removed_after_restarts() {
+    let dir = TempDir::new("serve", "dropindex");
+    let s = Server::start(&dir.0, &[]);
+    create(&s, "q", json!({"vectors": {"size": 4, "distance": "Dot"}}));
+    create(&s, "flat", json!({"dim": 4, "metric": "dot", "fields": {"tag": "keyword"}}));
+    for (field, ty) in [("metadata.topic", "keyword"), ("year", "integer")] {
+        okj(&s, "PUT", "/collections/q/index", json!({"field_name": field, "field_schema": ty}));
+    }
+    let points: Vec<Value> = (0..60u64)
+        .map(|i| {
+            let topic = TAGS[(i % 3) as usize];
+            json!({"id": i, "vector": vector_of(i, 4), "payload": {"metadata": {"topic": topic}, "year": 1990 + i}})
+        })
+        .collect();
+    okj(&s, "PUT", "/collections/q/points?wait=true", json!({"points": points}));
+    let schema = |s: &Server| {
+        let info = okj(s, "GET", "/collections/q", Value::Null);
+        let fields = info["result"]["payload_schema"].as_object().unwrap();
+        fields.iter().map(|(k, v)| format!("{k}:{}", v["data_type"].as_str().unwrap())).collect::<Vec<_>>()
+    };
+    let filter = json!({"must": [{"key": "year", "range": {"gte": 2000, "lt": 2020}},
+                                 {"key": "metadata.topic", "match": {"value": "red"}}]});
+    let search = |s: &Server| {
+        let q = json!({"vector": vector_of(3, 4), "limit": 100, "filter": filter});
+        ids_of(&okj(s, "POST", "/collections/q/search", q))
+    };
+    let matching: Vec<u64> = search(&s);
+    let mut sorted = matching.clone();
+    sorted.sort();
+    assert_eq!(sorted, (10..30u64).filter(|i| i % 3 == 0).collect::<Vec<_>>());
+    assert_eq!(schema(&s), ["metadata.topic:keyword", "year:integer"]);
+
+    okj(&s, "DELETE", "/collections/q/index/year?wait=true", Value::Null);
+    assert_eq!(schema(&s), ["metadata.topic:keyword"]);
+    assert_eq!(search(&s), matching, "a filter on a path no longer declared answers the same");
+    // A path never declared: nothing to remove, no error (as in Qdrant).
+    okj(&s, "DELETE", "/collections/q/index/never", Value::Null);
+    assert_eq!(schema(&s), ["metadata.topic:keyword"]);
+    // Flat fields hold the payloads' values: refused, nothing changed.
+    let (status, v) = call(&s, "DELETE", "/collections/flat/index/tag", None, &[]);
+    assert!(status == 400 && v["status"]["error"].as_str().unwrap().contains("keeps its fields"), "{status} {v}");
+    let flat = okj(&s, "GET", "/collections/flat", Value::Null);
+    assert_eq!(flat["result"]["payload_schema"]["tag"]["data_type"], "keyword", "{flat}");
+
+    // From the log alone (killed, not stopped).
+    s.kill9();
+    let s = Server::start(&dir.0, &[]);
+    assert_eq!(schema(&s), ["metadata.topic:keyword"]);
+    assert_eq!(search(&s), matching);
+    // Sealed: the manifest holds the paths; then `year` declared again with another type, in
+    // the log after the manifest.
+    assert_eq!(okj(&s, "POST", "/collections/q/seal", json!({}))["result"]["sealed"], true);
+    okj(&s, "PUT", "/collections/q/index", json!({"field_name": "year", "field_schema": "float"}));
+    okj(&s, "DELETE", "/collections/q/index/metadata.topic", Value::Null);
+    s.kill9();
+    let s = Server::start(&dir.0, &[]);
+    assert_eq!(schema(&s), ["year:float"]);
+    assert_eq!(search(&s), matching);
+    assert_eq!(count(&s, "q"), 60);
+}

@@ -1,4 +1,6 @@
-//! Payload schema changes: fields added to a collection.
+//! Payload schema changes: fields added to a collection; the declared paths of a collection
+//! with nested payloads, which are recorded (not built as columns: its filters read the stored
+//! documents) and so may also be removed.
 
 use alloc::format;
 use alloc::vec::Vec;
@@ -51,6 +53,23 @@ impl Collection {
         if let Some(schema) = self.schema.as_ref().filter(|s| text::has_text(s)) {
             self.mutable.text = Some(text::build(schema, self.mutable.payloads.iter()));
         }
+        Ok(())
+    }
+
+    /// Replaces the declared paths of a collection with nested payloads by those of `schema`
+    /// (any set: paths may be added, removed or retyped, since they are recorded, not built).
+    /// Nothing stored changes, so neither does any answer. A collection with flat fields keeps
+    /// them (they hold its payloads' values): `InvalidRequest`, and the collection is as before.
+    pub fn set_declared_paths(&mut self, schema: Schema) -> Result<(), Error> {
+        if !self.nested() {
+            return Err(Error::InvalidRequest(
+                "declared paths: this collection's payload fields are flat columns holding their values; they cannot be removed".into(),
+            ));
+        }
+        let fields: Vec<(&str, shoal_payload::FieldType)> = schema.fields().collect();
+        let schema = Schema::nested(&fields).map_err(Error::InvalidSchema)?;
+        self.writable("schema change")?;
+        self.schema = Some(schema);
         Ok(())
     }
 }

@@ -15,12 +15,9 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex, RwLock};
 
-use serde_json::{Value, json};
+use serde_json::Value;
 use shoal_core::set::{Manifest, parse_live_name, parse_segment_name};
-use shoal_core::{
-    Collection, CollectionConfig, DenseSpec, IndexKind, Metric, PointId, Schema, SealedSegment, SparseSpec,
-    SparseVector,
-};
+use shoal_core::{Collection, CollectionConfig, IndexKind, PointId, Schema, SealedSegment, SparseVector};
 use shoal_format::AlignedBytes;
 
 use super::batch::{self, Batch};
@@ -28,144 +25,13 @@ use super::wal::{self, Kind, ReplayEnd, WalWriter};
 use super::{ApiError, Options};
 use crate::storage::{MmapSegment, monotonic_micros, write_atomic};
 
+mod meta;
+mod schema;
 mod seal;
 
-/// How a collection was configured at creation (`collection.json`).
-#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct Meta {
-    /// Vector dimension.
-    pub dim: usize,
-    /// `cosine`, `dot` or `l2`.
-    pub metric: String,
-    /// Payload fields declared at creation (`{"tag": "keyword", ...}`).
-    #[serde(default = "empty_object")]
-    pub fields: Value,
-    /// Seal options (`{"index": "ivf-rabitq", "bits": 1}`); `{}` is flat.
-    #[serde(default = "empty_object")]
-    pub index: Value,
-    /// Full vectors memory-mapped (true) or read into RAM (false).
-    #[serde(default = "yes")]
-    pub on_disk: bool,
-    /// Unknown payload fields add themselves to the schema (as Qdrant collections did before
-    /// nested payloads) instead of being refused.
-    #[serde(default)]
-    pub dynamic: bool,
-    /// `"nested"`: payloads are any JSON objects and `fields` are declared paths
-    /// (`docs/format.md`, "Nested payloads"); absent: flat fields. Written only when nested,
-    /// so a collection without the feature keeps today's file.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub payload: Option<String>,
-    /// Sparse vectors: name -> `{"modifier": "none" | "idf"}` (as manifest 2). Written only
-    /// when there are some, so a collection without the feature keeps today's file.
-    #[serde(default, skip_serializing_if = "serde_json::Map::is_empty")]
-    pub sparse_vectors: serde_json::Map<String, Value>,
-    /// Qdrant's name of the dense vector when the collection was created with one named dense
-    /// vector (`{"vectors": {"text-dense": {...}}}`): requests and answers use that name for
-    /// the collection's one dense vector. Absent: Qdrant's unnamed form (`""`).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub vector_name: Option<String>,
-    /// Two or more dense vectors: name -> `{"dim", "metric"}` (as manifest 2, without the
-    /// index); `dim`, `metric` and `vector_name` then describe the first by name. Written only
-    /// when there are two or more, so a collection without the feature keeps today's file.
-    #[serde(default, skip_serializing_if = "serde_json::Map::is_empty")]
-    pub dense_vectors: serde_json::Map<String, Value>,
-}
-
-fn empty_object() -> Value {
-    json!({})
-}
-
-fn yes() -> bool {
-    true
-}
-
-impl Meta {
-    /// The dense vectors' names in Qdrant's requests and answers, in the core's order (one:
-    /// `""` unless the collection was created with a named one).
-    pub fn dense_names(&self) -> Vec<String> {
-        if self.dense_vectors.is_empty() {
-            return vec![self.vector_name.clone().unwrap_or_default()];
-        }
-        let mut names: Vec<String> = self.dense_vectors.keys().cloned().collect();
-        names.sort();
-        names
-    }
-
-    /// Whether `name` is a dense vector's name in Qdrant's requests.
-    pub fn is_dense_name(&self, name: &str) -> bool {
-        self.dense_names().iter().any(|n| n == name)
-    }
-
-    /// The core's `using` for Qdrant's: with one dense vector, its name (or `""`, or none) is
-    /// the core's unnamed vector and another name a sparse one; with several, names are the
-    /// core's.
-    pub fn core_using(&self, using: Option<String>) -> Option<String> {
-        match using {
-            Some(u) if self.dense_vectors.is_empty() && (u.is_empty() || self.is_dense_name(&u)) => None,
-            other => other,
-        }
-    }
-
-    /// The dense vectors as the core's, by name (one: named `""` in the core).
-    pub fn dense_specs(&self) -> Result<Vec<DenseSpec>, ApiError> {
-        if self.dense_vectors.is_empty() {
-            let (config, ..) = self.parse_one()?;
-            return Ok(vec![DenseSpec { name: String::new(), dim: config.dim, metric: config.metric }]);
-        }
-        DenseSpec::list_from_value(&Value::Object(self.dense_vectors.clone())).map_err(ApiError::core)
-    }
-
-    /// The sparse vectors, by name ascending.
-    pub fn sparse_specs(&self) -> Result<Vec<SparseSpec>, ApiError> {
-        SparseSpec::list_from_value(&Value::Object(self.sparse_vectors.clone()), true).map_err(ApiError::core)
-    }
-
-    /// Checks the configuration and returns what it means.
-    pub fn parse(&self) -> Result<(CollectionConfig, Schema, IndexKind), ApiError> {
-        let parsed = self.parse_one()?;
-        if !self.dense_vectors.is_empty() {
-            let specs = self.dense_specs()?;
-            let first = (&specs[0].name, specs[0].dim, specs[0].metric);
-            let named = self.vector_name.as_ref().unwrap_or(&String::new()).clone();
-            if specs.len() < 2 || first != (&named, parsed.0.dim, parsed.0.metric) {
-                return Err(ApiError::bad_request(
-                    "dense_vectors: two or more, the first by name being dim, metric and vector_name",
-                ));
-            }
-        }
-        Ok(parsed)
-    }
-
-    /// [`parse`](Self::parse) without the check of `dense_vectors`.
-    fn parse_one(&self) -> Result<(CollectionConfig, Schema, IndexKind), ApiError> {
-        self.sparse_specs()?;
-        let metric = match self.metric.as_str() {
-            "cosine" => Metric::Cosine,
-            "dot" => Metric::Dot,
-            "l2" => Metric::L2,
-            m => return Err(ApiError::bad_request(format!("metric {m:?}: expected cosine, dot or l2"))),
-        };
-        if self.dim == 0 || self.dim > 65_536 {
-            return Err(ApiError::bad_request(format!("dim {} is not in 1..=65536", self.dim)));
-        }
-        let schema = match self.payload.as_deref() {
-            None | Some("flat") => Collection::parse_schema(&self.fields),
-            Some("nested") => Collection::parse_nested_schema(&self.fields),
-            Some(other) => return Err(ApiError::bad_request(format!("payload {other:?}: expected flat or nested"))),
-        }
-        .map_err(ApiError::core)?;
-        let index = IndexKind::from_json(&self.index.to_string()).map_err(ApiError::core)?;
-        if matches!(index, IndexKind::IvfRabitq(p) if p.codes_only) {
-            // A served collection takes writes and reseals; a codes-only segment cannot be
-            // rebuilt. Codes-only segments are served read-only through `shoal import`.
-            return Err(ApiError::bad_request(
-                "index.codes_only: a served collection keeps its vectors (import a codes-only segment instead)",
-            ));
-        }
-        Ok((CollectionConfig { dim: self.dim, metric }, schema, index))
-    }
-}
+pub use meta::Meta;
+use schema::infer_schema;
+pub use schema::schema_json;
 
 /// A collection being served.
 pub struct Store {
@@ -410,8 +276,14 @@ fn apply(col: &mut Collection, kind: Kind, body: &[u8]) -> Result<u64, String> {
         Kind::Schema => {
             let text = std::str::from_utf8(body).map_err(|e| e.to_string())?;
             let schema = Schema::from_json(text).map_err(|e| e.to_string())?;
-            // A manifest written after this record may already hold a larger schema (its
-            // `fields` are the schema at the swap): a logged schema it contains is applied.
+            if col.nested() {
+                // Declared paths, each record the whole list then (paths are removed too): the
+                // last record replayed is the list when the log ended.
+                return col.set_declared_paths(schema).map(|()| 0).map_err(|e| e.to_string());
+            }
+            // Flat fields only grow. A manifest written after this record may already hold a
+            // larger schema (its `fields` are the schema at the swap): a logged schema it
+            // contains is applied.
             let contained =
                 col.schema().is_some_and(|now| schema.fields().all(|(n, t)| now.field(n).map(|f| f.1) == Some(t)));
             if !contained {
@@ -729,31 +601,6 @@ impl Store {
         if self.read().codes_only() { Err(ApiError::core(shoal_core::Error::CodesOnly(what))) } else { Ok(()) }
     }
 
-    /// Adds payload fields (`PUT /collections/{name}/index`).
-    pub fn add_fields(&self, fields: &[(String, shoal_core::FieldType)]) -> Result<(), ApiError> {
-        let mut wal = self.lock_wal()?;
-        self.writable("schema change")?;
-        let schema = {
-            let col = self.read();
-            let mut all = field_list(col.schema());
-            for (name, ty) in fields {
-                match all.iter().find(|(n, _)| n == name) {
-                    Some((_, t)) if t == ty => {}
-                    Some((_, t)) => {
-                        return Err(ApiError::bad_request(format!("field `{name}` is already a {} field", t.name())));
-                    }
-                    None => all.push((name.clone(), *ty)),
-                }
-            }
-            if col.schema().map_or(0, |s| s.len()) == all.len() {
-                return Ok(());
-            }
-            Schema::new(&all).map_err(|e| ApiError::core(shoal_core::Error::InvalidSchema(e)))?
-        };
-        append(&mut wal, Kind::Schema, schema_json(&schema).to_string().as_bytes())?;
-        self.col.write().expect("collection lock poisoned").extend_schema(schema).map_err(ApiError::core)
-    }
-
     /// Marks the collection deleted (a running seal leaves its files alone) and removes its
     /// folder.
     pub fn destroy(&self) -> Result<(), ApiError> {
@@ -819,52 +666,11 @@ pub fn create_folder(dir: &Path, name: &str, meta: &Meta, segment: Option<&Path>
     fs::File::open(parent).and_then(|d| d.sync_all()).map_err(|e| io_err(parent, "fsync", e))
 }
 
-/// The schema as JSON (`{"name": "type", ...}`).
-pub fn schema_json(schema: &Schema) -> Value {
-    Value::Object(schema.fields().map(|(n, t)| (n.to_string(), Value::String(t.name().into()))).collect())
-}
-
-/// The fields of a schema (none without one), to extend.
-fn field_list(schema: Option<&Schema>) -> Vec<(String, shoal_core::FieldType)> {
-    schema.map(|s| s.fields().map(|(n, t)| (n.to_string(), t)).collect()).unwrap_or_default()
-}
-
-/// The schema extended with the fields of `payloads` it lacks, typed from their first value
-/// (string: keyword, integer: integer, other number: float, bool: bool; arrays by their
-/// elements); `None` when nothing is new.
-fn infer_schema(current: Option<&Schema>, payloads: &[Value]) -> Option<Schema> {
-    use shoal_core::FieldType;
-    let mut fields = field_list(current);
-    let known = fields.len();
-    let type_of = |v: &Value| -> Option<FieldType> {
-        match v {
-            Value::String(_) => Some(FieldType::Keyword),
-            Value::Bool(_) => Some(FieldType::Bool),
-            Value::Number(n) if n.is_i64() || n.is_u64() => Some(FieldType::Integer),
-            Value::Number(_) => Some(FieldType::Float),
-            _ => None,
-        }
-    };
-    for doc in payloads {
-        let Some(obj) = doc.as_object() else { continue };
-        for (key, value) in obj {
-            if fields.iter().any(|(n, _)| n == key) {
-                continue;
-            }
-            let ty = match value {
-                Value::Array(items) => items.iter().find_map(type_of),
-                v => type_of(v),
-            };
-            if let Some(ty) = ty {
-                fields.push((key.clone(), ty));
-            }
-        }
-    }
-    (fields.len() > known).then(|| Schema::new(&fields)).and_then(Result::ok)
-}
-
 #[cfg(test)]
 mod tests {
+    use serde_json::json;
+    use shoal_core::Metric;
+
     use super::*;
 
     fn opts() -> Arc<Options> {
@@ -883,6 +689,26 @@ mod tests {
         assert_eq!(col.schema().unwrap().len(), 2);
         // A logged field with another type is still an error.
         assert!(apply(&mut col, Kind::Schema, br#"{"a": "integer"}"#).is_err());
+    }
+
+    /// A collection with nested payloads: each schema record is the list of declared paths
+    /// then, so replay ends at the last one, whatever was removed or retyped between.
+    #[test]
+    fn replaying_declared_paths_ends_at_the_last_record() {
+        let config = CollectionConfig { dim: 2, metric: Metric::L2 };
+        let paths = Collection::parse_nested_schema(&serde_json::json!({"m.a": "keyword", "b": "integer"})).unwrap();
+        let mut col = Collection::with_schema(config, paths).unwrap();
+        apply(&mut col, Kind::Schema, br#"{"m.a": "keyword"}"#).unwrap();
+        apply(&mut col, Kind::Schema, br#"{"b": "float"}"#).unwrap();
+        let fields: Vec<_> = col.schema().unwrap().fields().map(|(n, t)| (n.to_string(), t.name())).collect();
+        assert_eq!(fields, [("b".to_string(), "float")]);
+        assert!(col.nested());
+        apply(&mut col, Kind::Schema, b"{}").unwrap();
+        assert!(col.schema().unwrap().fields().next().is_none() && col.nested());
+        // A flat collection's fields stay.
+        let mut flat = Collection::with_schema(config, Schema::from_json(r#"{"a": "keyword"}"#).unwrap()).unwrap();
+        assert!(flat.set_declared_paths(Schema::from_json("{}").unwrap()).is_err());
+        assert_eq!(flat.schema().unwrap().len(), 1);
     }
 
     /// A folder of the single-segment layout (a dynamic collection: `collection.json` has no
