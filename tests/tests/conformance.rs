@@ -193,6 +193,8 @@ mod native {
         let mut count_at = 0;
         let mut checked = 0;
         let mut text_results = 0;
+        // Named configurations: the dense vectors whose exact searches were checked (a bit each).
+        let mut reached = 0u32;
         for (live, exact) in &snaps {
             for (qi, q) in s.queries.chunks_exact(c.dim).enumerate() {
                 let n = out.counts[count_at] as usize;
@@ -229,6 +231,7 @@ mod native {
                     // Vector `d` of the live points, derived from their vector "a" (stored as
                     // given: "a" is not cosine).
                     Some(d) => {
+                        reached |= 1 << d;
                         assert_ne!(c.metric, shoal_core::Metric::Cosine);
                         let spec = &dense_specs(&c)[d];
                         let prep = |v: &[f32]| {
@@ -249,6 +252,9 @@ mod native {
             .filter(|&q| !c.fusion && text_of(&c, q).is_none() && (!c.named || named_using(&c, q).is_some()))
             .count();
         assert!(checked >= plain, "{}: at least the first search is exact", c.name);
+        if c.named {
+            assert_eq!(reached, (1 << dense_specs(&c).len()) - 1, "{}: every vector checked", c.name);
+        }
         assert_eq!(text_results > 0, c.payloads && !c.nested, "{}: text and hybrid queries find points", c.name);
     }
 
@@ -258,6 +264,13 @@ mod native {
         let dir = workspace_root().join("target/conformance");
         std::fs::create_dir_all(&dir).unwrap();
         let c = s.config;
+        // The npm package opens the final segment of a named configuration and compares its
+        // searches with the last search step: the segment must be what that step searched.
+        assert!(
+            !c.named || matches!(s.ops[..], [.., Op::RoundTrip, Op::Search]),
+            "{}: the ops end with a round trip then a search",
+            c.name
+        );
         // f32 values written as the exact f64 of the f32: JSON numbers parse back to that f64 in JS,
         // and `Float32Array` then holds the original bits.
         let floats = |v: &[f32]| Value::from(v.iter().map(|&x| x as f64).collect::<Vec<f64>>());

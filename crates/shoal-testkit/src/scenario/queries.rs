@@ -29,14 +29,15 @@ pub fn named_vector(v: &[f32], d: usize) -> Vec<f32> {
 }
 
 /// Which dense vector query `q` of a [`Config::named`] configuration searches alone (`None`:
-/// a fusion of two, or text alone): `q % 3`, but every sixth query fuses "a" and "c".
+/// a fusion of two, or text alone): `(q + q / 6) % 3`, so that the queries without text (`q %
+/// 6 == 0`) reach every vector too, but every sixth query fuses "a" and "c".
 pub fn named_using(config: &Config, q: usize) -> Option<usize> {
     let text_alone = text_of(config, q).is_some() && (q / TEXTS.len()) % 2 == 1;
-    (q % 6 != 5 && !text_alone).then_some(q % 3)
+    (q % 6 != 5 && !text_alone).then_some((q + q / 6) % 3)
 }
 
 /// The request of query `q` (vector "a" `v`) of a [`Config::named`] configuration, whole (the
-/// fixtures carry it as it is): vector `q % 3` by name, with the query's filter and text; every
+/// fixtures carry it as it is): vector [`named_using`] by name, with the query's filter and text; every
 /// sixth query the RRF of "a" and "c" in prefetches.
 pub fn named_request(config: &Config, q: usize, v: &[f32]) -> Value {
     let name = |d: usize| if d == 0 { "a" } else { NAMED[d - 1].0 };
