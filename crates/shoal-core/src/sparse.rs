@@ -461,9 +461,12 @@ impl<'a> SparseView<'a> {
                 let rows = &self.postings[r.clone()];
                 // Read as they are walked: a damaged list (rows repeated, unordered or past the
                 // segment) is an error, never a point scored twice or another segment's point.
-                let n = self.offsets.len() - 1;
-                if rows.windows(2).any(|p| p[0] >= p[1]) || rows.last().is_some_and(|&x| x as usize >= n) {
-                    return Err(bad("SPARSE_POSTINGS", "rows not ascending or out of range"));
+                let (n, mut least) = (self.offsets.len() - 1, 0);
+                for &x in rows {
+                    if x < least || x as usize >= n {
+                        return Err(bad("SPARSE_POSTINGS", "rows not ascending or out of range"));
+                    }
+                    least = x.wrapping_add(1);
                 }
                 Ok(Some((rows, &self.values[r])))
             }
