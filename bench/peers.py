@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Peer comparison driver: hnswlib, FAISS IVF-RaBitQ, usearch and Lance IVF_RQ, same data, same run.
+"""Peer comparison driver: hnswlib, FAISS (HNSW and IVF-RaBitQ), usearch and Lance IVF_RQ, same data, same run.
 
 For every dataset prepared by ``bench/datasets.py`` (``~/.cache/shoal/datasets/<name>/``) this
 builds each peer SINGLE-THREADED with its documented good settings, sweeps its search knob, and
@@ -68,7 +68,7 @@ THREAD_ENV = {"OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1", "MKL_NUM_THRE
 # (peer, config name) -> description; each config runs in its own worker process.
 CONFIGS = {
     "hnswlib": ["hnsw-M16-efc200"],
-    "faiss": ["ivf-rabitq1", "ivf-rabitq1-refine", "ivf-rabitq1fs-refine", "ivf-rabitq4-refine"],
+    "faiss": ["hnsw32-flat", "ivf-rabitq1", "ivf-rabitq1-refine", "ivf-rabitq1fs-refine", "ivf-rabitq4-refine"],
     "usearch": ["hnsw-M16-efa128"],
     "lance": ["ivf-rq1", "ivf-rq-default"],
 }
@@ -271,6 +271,8 @@ def run_faiss(data, config, args):
 
     faiss.omp_set_num_threads(1)
     metric = faiss.METRIC_L2 if data.metric == "l2" else faiss.METRIC_INNER_PRODUCT
+    if config.startswith("hnsw"):
+        return run_faiss_hnsw(faiss, data, config, metric)
     nlist = max(1, int(round(4 * data.n ** 0.5)))
     bits = 4 if config.startswith("ivf-rabitq4") else 1
     fastscan = config.startswith("ivf-rabitq1fs")
@@ -314,6 +316,42 @@ def run_faiss(data, config, args):
             points.append({"params": params, "recall": data.recall(raw),
                            "recall_batch": data.recall(labels), **single, "qps_batch": bqps})
             report_point("faiss", config, points[-1])
+    return info, points
+
+
+def run_faiss_hnsw(faiss, data, config, metric):
+    """FAISS's graph index, ``IndexHNSWFlat``: M 32 (the wiki's usual ``HNSW32``), efConstruction
+    200 (as hnswlib's build here), full vectors; the sweep is ``efSearch``."""
+    m, efc = 32, 200
+    gc.collect()
+    rss0 = rss_bytes()
+    reset_peak_rss()
+    t = time.perf_counter()
+    index = faiss.IndexHNSWFlat(data.d, m, metric)
+    index.hnsw.efConstruction = efc
+    index.add(data.base)
+    build = time.perf_counter() - t
+    gc.collect()
+    ser = faiss.serialize_index(index)
+    info = {"build_seconds": build, "rss_delta_bytes": rss_bytes() - rss0,
+            "peak_rss_delta_bytes": peak_rss_bytes() - rss0,
+            "index_bytes": int(ser.nbytes), "index_bytes_how": "len(faiss.serialize_index(index))",
+            "params": {"class": "IndexHNSWFlat", "M": m, "efConstruction": efc,
+                       "metric": "L2" if metric == faiss.METRIC_L2 else "IP"},
+            "version": faiss.__version__}
+    del ser
+    points = []
+    Q = data.queries
+    kq = data.kq
+    for ef in HNSW_EFS:
+        if ef < kq:
+            continue
+        index.hnsw.efSearch = ef
+        raw, single = time_single(data, lambda i: index.search(Q[i:i + 1], kq)[1][0])
+        (_, labels), bqps = time_batch(data, lambda: index.search(Q, kq))
+        points.append({"params": {"ef": ef}, "recall": data.recall(raw),
+                       "recall_batch": data.recall(labels), **single, "qps_batch": bqps})
+        report_point("faiss", config, points[-1])
     return info, points
 
 
@@ -605,7 +643,7 @@ def print_summary(result):
             print(f"note ({cfg['peer']} / {cfg['config']}): {note}")
     print("QPS = queries/s, one query per call in a Python loop (batch: whole query matrix in one "
           "call, 1 thread); the cell is the QPS at the recall target on the configuration's frontier, "
-          "interpolated between the sweep points around it, with their settings in parentheses (hnsw: ef; faiss: nprobe,k_factor; lance: "
+          "interpolated between the sweep points around it, with their settings in parentheses (hnsw: ef; faiss: ef or nprobe,k_factor; lance: "
           "nprobes,refine_factor). busy = whole-machine CPU use in cores while that configuration "
           "ran (about 1.0 = the machine was otherwise idle).")
 
