@@ -765,9 +765,19 @@ fn declared_paths_are_removed_and_stay_removed_after_restarts() {
     let s = Server::start(&dir.0, &[]);
     assert_eq!(schema(&s), ["metadata.topic:keyword"]);
     assert_eq!(search(&s), matching);
-    // Sealed: the manifest holds the paths; then `year` declared again with another type, in
-    // the log after the manifest.
+    // Sealed: the manifest holds the paths (the log after it none).
     assert_eq!(okj(&s, "POST", "/collections/q/seal", json!({}))["result"]["sealed"], true);
+    s.kill9();
+    let s = Server::start(&dir.0, &[]);
+    assert_eq!(schema(&s), ["metadata.topic:keyword"]);
+    // Declarations a nested collection refuses (a text path, an element index) are 400s that
+    // log nothing: the server still starts after them.
+    for (field, ty) in [("title", "text"), ("items[0].k", "keyword"), ("a..b", "keyword")] {
+        let body = json!({"field_name": field, "field_schema": ty});
+        let (status, v) = json_call(&s, "PUT", "/collections/q/index", body);
+        assert_eq!(status, 400, "{field} {ty}: {v}");
+    }
+    // `year` declared again with another type, in the log after the manifest.
     okj(&s, "PUT", "/collections/q/index", json!({"field_name": "year", "field_schema": "float"}));
     okj(&s, "DELETE", "/collections/q/index/metadata.topic", Value::Null);
     s.kill9();

@@ -28,7 +28,10 @@ impl Store {
             if col.schema().map_or(0, |s| s.len()) == all.len() {
                 return Ok(());
             }
-            Schema::new(&all).map_err(|e| ApiError::core(shoal_core::Error::InvalidSchema(e)))?
+            // Checked as the collection will apply it (a nested one's paths: no `text`, no
+            // `[n]`), before it is logged: every logged record must apply on replay.
+            if col.nested() { Schema::nested(&all) } else { Schema::new(&all) }
+                .map_err(|e| ApiError::core(shoal_core::Error::InvalidSchema(e)))?
         };
         append(&mut wal, Kind::Schema, schema_json(&schema).to_string().as_bytes())?;
         self.col.write().expect("collection lock poisoned").extend_schema(schema).map_err(ApiError::core)
@@ -52,7 +55,7 @@ impl Store {
                 return Ok(false);
             }
             let kept: Vec<_> = all.into_iter().filter(|(n, _)| n != name).collect();
-            Schema::new(&kept).map_err(|e| ApiError::core(shoal_core::Error::InvalidSchema(e)))?
+            Schema::nested(&kept).map_err(|e| ApiError::core(shoal_core::Error::InvalidSchema(e)))?
         };
         append(&mut wal, Kind::Schema, schema_json(&schema).to_string().as_bytes())?;
         let mut col = self.col.write().expect("collection lock poisoned");
