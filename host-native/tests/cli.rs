@@ -269,7 +269,7 @@ fn bad_search_requests_are_clear_errors() {
     fails(shoal(&["search", seg, "--vector", &nan]), "non-finite");
     fails(shoal(&["search", seg, "--query-id", "1", "--limit", "0"]), "limit must be in");
     fails(shoal(&["search", seg, "--request", r#"{"vector": [1], "limt": 3}"#]), "limt");
-    fails(shoal(&["search", seg, "--request", "{"]), "invalid search request");
+    fails(shoal(&["search", seg, "--request", "{"]), "invalid request: EOF while parsing");
     fails(shoal(&["search", &format!("{seg}.missing"), "--query-id", "1"]), "cannot open");
 }
 

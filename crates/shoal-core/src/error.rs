@@ -39,7 +39,9 @@ pub enum Error {
     },
     /// The collection configuration is invalid.
     InvalidConfig(&'static str),
-    /// The search request is not valid JSON of the expected shape, or breaks a limit.
+    /// A request the collection cannot take: a search request that is not valid JSON of the
+    /// expected shape or breaks a limit, or an operation (a write, a schema change, seal
+    /// options, a merge) that does not apply.
     InvalidRequest(String),
     /// The request uses a capability this build does not have yet.
     Unsupported(&'static str),
@@ -121,7 +123,7 @@ impl fmt::Display for Error {
                 )
             }
             Error::InvalidConfig(why) => write!(f, "invalid collection config: {why}"),
-            Error::InvalidRequest(why) => write!(f, "invalid search request: {why}"),
+            Error::InvalidRequest(why) => write!(f, "invalid request: {why}"),
             Error::Unsupported(what) => write!(f, "not supported yet: {what}"),
             Error::NoPendingBatch => f.write_str("commit without a reserved batch (call reserve first)"),
             Error::CapacityExceeded => f.write_str(
