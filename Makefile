@@ -22,7 +22,7 @@ DEMO_PORT ?= 6333
 .PHONY: demo test bench setup setup-rust setup-js setup-deb setup-edge setup-demo build-js lint test-rust test-js test-edge test-demo \
         test-aarch64 test-wasm check-targets \
         bench-kernels bench-search bench-node bench-ann bench-filtered bench-text bench-ingest bench-codes-only bench-build \
-        test-qdrant fuzz bench-plots bench-ram bench-sparse
+        test-qdrant fuzz bench-plots bench-ram bench-sparse bench-query-threads
 
 ## ---- setup ---------------------------------------------------------------------------
 
@@ -243,6 +243,13 @@ bench-ann:
 	SHOAL_ANN_DATASETS=$(ANN_DATASETS) $(CARGO) bench -p shoal-host --bench ann
 	for d in $$(echo $(ANN_DATASETS) | tr , ' '); do node bench/node/ann.mjs $$d; done
 	for d in $$(echo $(ANN_DATASETS) | tr , ' '); do python3 bench/peers.py $$d; done
+
+# Queries in parallel natively: the ANN sweep on glove-100k and gcide-256 with queries answered by
+# 1 and by 2 threads at once (each one query at a time), QPS of both per sweep point.
+bench-query-threads:
+	pip install -q -r bench/requirements-bench.txt
+	python3 bench/datasets.py --only $(ANN_DATASETS)
+	SHOAL_ANN_DATASETS=$(ANN_DATASETS) SHOAL_ANN_QUERY_THREADS=1,2 $(CARGO) bench -p shoal-host --bench ann
 
 # Index builds on every core: `shoal build` of 1M x 128-d on 1 and 2 threads, medians, same bytes.
 bench-build:

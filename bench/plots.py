@@ -44,6 +44,7 @@ DATASETS = ["glove-100k", "glove-400k", "gcide-256", "synthetic-1m-128"]
 # The result files a run leaves in the cache that the plots and tables use.
 COLLECT = [f"{kind}-{d}.json" for d in DATASETS for kind in ("peers", "shoal")] + \
     [f"shoal-{d}-b{b}.json" for d in DATASETS for b in range(2, 9)] + \
+    [f"shoal-{d}-queries-parallel.json" for d in DATASETS] + \
     ["large-10m.json", "text-shoal.json", "text-tantivy.json", "text-node.json", "ram-bits1.json", "ram-bits4.json",
      "sparse-shoal.json"]
 TEXT_KINDS = ("term", "and", "phrase")
@@ -87,7 +88,9 @@ def save(fig, name):
 def engines(dataset):
     """Every configuration measured on ``dataset``: (label, index MB, [(recall, qps)], params)."""
     out = []
-    runs = [json.loads(p.read_text()) for p in RESULTS.glob(f"shoal-{dataset}*.json")]
+    # (The queries-in-parallel runs have their own table, written by hand.)
+    runs = [json.loads(p.read_text()) for p in RESULTS.glob(f"shoal-{dataset}*.json")
+            if not p.name.endswith("-queries-parallel.json")]
     for r in sorted(runs, key=lambda r: (r.get("codes_only", False), r.get("bits", 1))):
         if r.get("dataset") != dataset or r.get("threads", 1) != 1 or r.get("segments", 1) != 1:
             continue

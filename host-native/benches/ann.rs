@@ -9,7 +9,9 @@
 //! extended-bit estimates without the full vectors; `SHOAL_ANN_SEGMENTS=8` builds the same
 //! points as 8 segments of a set, sealed one after another without merges, to measure what
 //! searching several segments costs against one; `SHOAL_ANN_THREADS=2` gives the build and a
-//! query's segments two threads — by default everything runs on one).
+//! query's segments two threads — by default everything runs on one; `SHOAL_ANN_QUERY_THREADS=1,2`
+//! also times every sweep point with queries answered by 1 and by 2 threads at once, each
+//! thread one query at a time, and reports both QPS).
 
 use std::time::Instant;
 
@@ -22,6 +24,9 @@ fn main() {
     let threads: usize = std::env::var("SHOAL_ANN_THREADS").ok().and_then(|t| t.parse().ok()).unwrap_or(1);
     rayon::ThreadPoolBuilder::new().num_threads(threads).build_global().expect("the first use of rayon's pool");
     println!("{threads} thread(s): builds, and a query's segments (one query at a time)");
+    let query_threads: Vec<usize> = std::env::var("SHOAL_ANN_QUERY_THREADS")
+        .map(|t| t.split(',').map(|n| n.parse().expect("SHOAL_ANN_QUERY_THREADS is a list of counts")).collect())
+        .unwrap_or_default();
     let names = std::env::var("SHOAL_ANN_DATASETS").unwrap_or_else(|_| "glove-100k".into());
     for name in names.split(',') {
         let dir = cache().join("datasets").join(name);
@@ -141,20 +146,38 @@ fn main() {
                 let qps = nq as f64 / secs;
                 // The peers' driver reports its fastest pass: the same statistic, beside the median.
                 let qps_best = nq as f64 / best;
+                // Queries in parallel: the median pass of each thread count, alternating.
+                let mut by_threads: Vec<Vec<f64>> = vec![Vec::new(); query_threads.len()];
+                for _ in 0..repeats {
+                    for (times, &t) in by_threads.iter_mut().zip(&query_threads) {
+                        times.extend(common::pass_seconds_threads(&col, &reqs, t, 1));
+                    }
+                }
+                let qps_threads: serde_json::Map<String, serde_json::Value> = query_threads
+                    .iter()
+                    .zip(by_threads)
+                    .map(|(t, times)| (t.to_string(), (nq as f64 / common::median(times)).into()))
+                    .collect();
                 let (np, rr) = (nprobe.unwrap_or(defaults.nprobe as u32), rerank.unwrap_or(defaults.rerank as u32));
                 let label = if nprobe.is_none() {
                     format!(" (defaults; adaptive ratio {})", defaults.probe_ratio)
                 } else {
                     String::new()
                 };
+                let parallel: String =
+                    qps_threads.iter().map(|(t, q)| format!("  x{t} {:.0}", q.as_f64().unwrap())).collect();
                 println!(
-                    "{np:>7} {rr:>7} {recall:>9.4} {qps:>10.0} {qps_best:>10.0} {:>10.3}{label}",
+                    "{np:>7} {rr:>7} {recall:>9.4} {qps:>10.0} {qps_best:>10.0} {:>10.3}{parallel}{label}",
                     1e3 * secs / nq as f64
                 );
-                points.push(serde_json::json!({
+                let mut point = serde_json::json!({
                     "params": {"nprobe": np, "rerank": rr, "defaults": nprobe.is_none()},
                     "recall": recall, "qps": qps, "qps_best": qps_best,
-                }));
+                });
+                if !qps_threads.is_empty() {
+                    point["qps_threads"] = qps_threads.into();
+                }
+                points.push(point);
             }
             // QPS at a recall target is read off the frontier of these points, interpolated
             // between the two around the target, for every engine alike: `bench/plots.py`.
@@ -173,6 +196,9 @@ fn main() {
             }
             if threads > 1 {
                 file.push_str(&format!("-t{threads}"));
+            }
+            if !query_threads.is_empty() {
+                file.push_str("-queries-parallel");
             }
             let file = format!("{file}.json");
             write_result(&file, &results);

@@ -60,6 +60,28 @@ pub fn pass_seconds(col: &Collection, reqs: &[SearchRequest], out: &mut Vec<Scor
         .collect()
 }
 
+/// Wall seconds of each of `repeats` passes over `reqs` by `threads` threads at once (query `i`
+/// on thread `i % threads`, each with its own result buffer): queries in parallel, as a server
+/// answers concurrent requests.
+pub fn pass_seconds_threads(col: &Collection, reqs: &[SearchRequest], threads: usize, repeats: usize) -> Vec<f64> {
+    (0..repeats.max(1))
+        .map(|_| {
+            let t = std::time::Instant::now();
+            std::thread::scope(|s| {
+                for j in 0..threads {
+                    s.spawn(move || {
+                        let mut out = Vec::new();
+                        for r in reqs.iter().skip(j).step_by(threads) {
+                            col.search_into(std::hint::black_box(r), &mut out).unwrap();
+                        }
+                    });
+                }
+            });
+            t.elapsed().as_secs_f64()
+        })
+        .collect()
+}
+
 /// The int32 ground-truth matrix (`queries x k`) of a `.npy` file.
 pub fn load_gt(path: &Path, queries: usize, k: usize) -> Vec<u32> {
     let bytes = std::fs::read(path).expect("read gt.npy");
