@@ -278,30 +278,22 @@ def run_faiss(data, config, args):
     fastscan = config.startswith("ivf-rabitq1fs")
     factory = f"IVF{nlist},RaBitQ" + ("fs" if fastscan else "") + ("" if bits == 1 else str(bits))
     refine = config.endswith("-refine")
-    gc.collect()
-    rss0 = rss_bytes()
-    reset_peak_rss()
-    t = time.perf_counter()
-    base_index = faiss.index_factory(data.d, factory, metric)
-    ivf = faiss.downcast_index(base_index)
-    ivf.qb = 8  # quantise queries to 8 bits, as FAISS's own RaBitQ benchmark does
-    index = faiss.IndexRefineFlat(base_index) if refine else base_index
-    index.train(data.base)
-    index.add(data.base)
-    build = time.perf_counter() - t
-    gc.collect()
-    ser = faiss.serialize_index(index)
-    info = {"build_seconds": build, "rss_delta_bytes": rss_bytes() - rss0,
-            "peak_rss_delta_bytes": peak_rss_bytes() - rss0,
-            "index_bytes": int(ser.nbytes), "index_bytes_how": "len(faiss.serialize_index(index))",
-            "params": {"factory": factory + (" + IndexRefineFlat" if refine else ""), "nlist": nlist,
-                       "class": type(ivf).__name__, "bits": bits, "qb": 8,
-                       "metric": "L2" if metric == faiss.METRIC_L2 else "IP"},
-            "version": faiss.__version__}
-    del ser
+    built = {}
+
+    def build():
+        base_index = faiss.index_factory(data.d, factory, metric)
+        built["ivf"] = ivf = faiss.downcast_index(base_index)
+        ivf.qb = 8  # quantise queries to 8 bits, as FAISS's own RaBitQ benchmark does
+        index = faiss.IndexRefineFlat(base_index) if refine else base_index
+        index.train(data.base)
+        index.add(data.base)
+        return index
+
+    index, info = faiss_build(faiss, build, metric)
+    ivf = built["ivf"]
+    info["params"] = {"factory": factory + (" + IndexRefineFlat" if refine else ""), "nlist": nlist,
+                      "class": type(ivf).__name__, "bits": bits, "qb": 8, **info["params"]}
     points = []
-    Q = data.queries
-    kq = data.kq
     for nprobe in NPROBES:
         if nprobe > nlist:
             continue
@@ -311,11 +303,7 @@ def run_faiss(data, config, args):
             if refine:
                 index.k_factor = kf
                 params["k_factor"] = kf
-            raw, single = time_single(data, lambda i: index.search(Q[i:i + 1], kq)[1][0])
-            (_, labels), bqps = time_batch(data, lambda: index.search(Q, kq))
-            points.append({"params": params, "recall": data.recall(raw),
-                           "recall_batch": data.recall(labels), **single, "qps_batch": bqps})
-            report_point("faiss", config, points[-1])
+            points.append(faiss_point(data, index, config, params))
     return info, points
 
 
@@ -323,36 +311,54 @@ def run_faiss_hnsw(faiss, data, config, metric):
     """FAISS's graph index, ``IndexHNSWFlat``: M 32 (the wiki's usual ``HNSW32``), efConstruction
     200 (as hnswlib's build here), full vectors; the sweep is ``efSearch``."""
     m, efc = 32, 200
+
+    def build():
+        index = faiss.IndexHNSWFlat(data.d, m, metric)
+        index.hnsw.efConstruction = efc
+        index.add(data.base)
+        return index
+
+    index, info = faiss_build(faiss, build, metric)
+    info["params"] = {"class": "IndexHNSWFlat", "M": m, "efConstruction": efc, **info["params"]}
+    points = []
+    for ef in HNSW_EFS:
+        if ef < data.kq:
+            continue
+        index.hnsw.efSearch = ef
+        points.append(faiss_point(data, index, config, {"ef": ef}))
+    return info, points
+
+
+def faiss_build(faiss, build, metric):
+    """A FAISS index from ``build()``, measured as every peer's build is: the index and its info
+    (build time, RSS delta, serialised size, the metric in ``params``)."""
     gc.collect()
     rss0 = rss_bytes()
     reset_peak_rss()
     t = time.perf_counter()
-    index = faiss.IndexHNSWFlat(data.d, m, metric)
-    index.hnsw.efConstruction = efc
-    index.add(data.base)
-    build = time.perf_counter() - t
+    index = build()
+    seconds = time.perf_counter() - t
     gc.collect()
     ser = faiss.serialize_index(index)
-    info = {"build_seconds": build, "rss_delta_bytes": rss_bytes() - rss0,
+    info = {"build_seconds": seconds, "rss_delta_bytes": rss_bytes() - rss0,
             "peak_rss_delta_bytes": peak_rss_bytes() - rss0,
             "index_bytes": int(ser.nbytes), "index_bytes_how": "len(faiss.serialize_index(index))",
-            "params": {"class": "IndexHNSWFlat", "M": m, "efConstruction": efc,
-                       "metric": "L2" if metric == faiss.METRIC_L2 else "IP"},
+            "params": {"metric": "L2" if metric == faiss.METRIC_L2 else "IP"},
             "version": faiss.__version__}
     del ser
-    points = []
-    Q = data.queries
-    kq = data.kq
-    for ef in HNSW_EFS:
-        if ef < kq:
-            continue
-        index.hnsw.efSearch = ef
-        raw, single = time_single(data, lambda i: index.search(Q[i:i + 1], kq)[1][0])
-        (_, labels), bqps = time_batch(data, lambda: index.search(Q, kq))
-        points.append({"params": {"ef": ef}, "recall": data.recall(raw),
-                       "recall_batch": data.recall(labels), **single, "qps_batch": bqps})
-        report_point("faiss", config, points[-1])
-    return info, points
+    return index, info
+
+
+def faiss_point(data, index, config, params):
+    """One sweep point of a FAISS index as its current settings stand: single-query and batched
+    QPS and recall, reported as it is measured."""
+    Q, kq = data.queries, data.kq
+    raw, single = time_single(data, lambda i: index.search(Q[i:i + 1], kq)[1][0])
+    (_, labels), bqps = time_batch(data, lambda: index.search(Q, kq))
+    point = {"params": params, "recall": data.recall(raw),
+             "recall_batch": data.recall(labels), **single, "qps_batch": bqps}
+    report_point("faiss", config, point)
+    return point
 
 
 def run_usearch(data, config, args):
