@@ -6,7 +6,8 @@
 //! 2. **CJK runs**: adjacent segments made only of Han, Hiragana, Katakana or Hangul characters
 //!    form a run, indexed as overlapping character bigrams (`東京都` → `東京`, `京都`); a run of one
 //!    character is indexed as that character.
-//! 3. **Lowercasing** with `char::to_lowercase` (full Unicode case mapping, from `core`).
+//! 3. **Lowercasing** as `char::to_lowercase` (full Unicode case mapping), from a compact table
+//!    of the same mapping (`case.rs`).
 //! 4. **Accent folding** (optional, on by default) by a fixed table, no NFKD: Latin-1
 //!    Supplement and Latin Extended-A letters map to ASCII (`é` → `e`, `ß` → `ss`, `æ` → `ae`,
 //!    `ł` → `l`, `þ` → `th`), combining marks U+0300–U+036F are dropped (so decomposed input
@@ -33,6 +34,8 @@ use alloc::string::String;
 use alloc::vec::Vec;
 
 use snowstem::{Algorithm, Stemmer};
+
+use crate::case::lowercase;
 
 /// Switches of the [`Analyzer`]; stored in the index (`TextMeta`) so queries analyse alike.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -145,13 +148,13 @@ impl Analyzer {
             }
             buf.clear();
             for c in seg.chars() {
-                for l in c.to_lowercase() {
+                lowercase(c, &mut |l| {
                     if self.opts.fold_accents {
                         fold_into(l, &mut buf);
                     } else if !is_apostrophe(l) {
                         buf.push(l);
                     }
-                }
+                });
             }
             self.emit(&buf, stemmed.as_mut(), &mut pos, &mut f);
         });

@@ -26,6 +26,8 @@
 extern crate alloc;
 
 pub mod analyzer;
+mod case;
+mod case_table;
 pub mod dict;
 mod error;
 mod index;
