@@ -94,11 +94,12 @@ export class Collection {
    * `sparse` declares sparse vectors beside the dense one: `{ "text-sparse": { modifier: "idf" } }`
    * (`modifier` `"none"`, the default, or `"idf"`); points may carry them (`insert`'s `sparse`)
    * and requests search them (`{ sparse: { indices, values }, using: "text-sparse" }`).
-   * Collections with named or several dense vectors (built by `shoal serve` or the Rust crate,
-   * opened with `fromBytes` or `openSet`) are searched by name (`{ vector, using: "text" }`)
-   * and return vectors by name (`withVector: "text"`); the package does not create them
-   * (`unsupported`: its size budget).
-   * @param {{ dim: number, metric?: "l2" | "dot" | "cosine", fields?: Record<string, FieldType>, nested?: boolean, sparse?: Record<string, { modifier?: "none" | "idf" }> }} config
+   * `vectors` declares named dense vectors instead of `dim` and `metric` (1 to 16, each with
+   * its own dimension and metric): `{ text: { dim: 384, metric: "cosine" }, image: { dim: 512,
+   * metric: "dot" } }`; every point holds all of them (`insert`'s `vectors` by name), requests
+   * search one by name (`{ vector, using: "text" }`) and points give them back by name
+   * (`withVector: "text"`). The same as collections built by `shoal serve` with named vectors.
+   * @param {{ dim?: number, metric?: "l2" | "dot" | "cosine", vectors?: Record<string, { dim: number, metric: "l2" | "dot" | "cosine" }>, fields?: Record<string, FieldType>, nested?: boolean, sparse?: Record<string, { modifier?: "none" | "idf" }> }} config
    */
   constructor(config) {
     const g = wasmGlue();
@@ -106,12 +107,12 @@ export class Collection {
     if (wrapped) {
       this.#w = wrapped;
     } else {
-      const { dim, metric = "l2", fields, nested = false, sparse } = config ?? {};
-      if (/** @type {any} */ (config)?.vectors !== undefined) {
-        throw new ShoalError(
-          "unsupported",
-          "named dense vectors are written by shoal serve or the Rust crate; the npm package opens and searches them",
-        );
+      const { vectors, fields, nested = false, sparse } = config ?? {};
+      const named = vectors !== undefined && vectors !== null;
+      // With named vectors, `dim` and `metric` are the wasm side's placeholders, replaced.
+      const { dim, metric = "l2" } = named ? { dim: 1 } : /** @type {{ dim: number, metric?: string }} */ (config ?? {});
+      if (named && (config?.dim !== undefined || config?.metric !== undefined)) {
+        throw new ShoalError("invalid_config", "invalid collection config: give vectors, or dim and metric, not both");
       }
       if (typeof nested !== "boolean") {
         throw new ShoalError("invalid_config", "invalid collection config: nested must be a boolean");
@@ -131,7 +132,8 @@ export class Collection {
         fieldsJson = JSON.stringify(fields);
       }
       const sparseJson = sparse === undefined || sparse === null ? undefined : jsonOf(sparse, "invalid_config", "sparse");
-      this.#w = call(() => new g.WasmCollection(dim, metric, fieldsJson, nested, sparseJson));
+      const vectorsJson = named ? jsonOf(vectors, "invalid_config", "vectors") : undefined;
+      this.#w = call(() => new g.WasmCollection(dim, metric, fieldsJson, nested, sparseJson, vectorsJson));
     }
     this.#dim = this.#w.dim();
   }
@@ -221,22 +223,34 @@ export class Collection {
    * All input is checked before anything changes. Returns the number of points inserted.
    * `vectors`: the points' vectors, row-major. `payloads`: optional, one payload object (or
    * `null`) per point. `sparse`: optional, per sparse vector name one `{ indices, values }` (or
-   * `null`: the point does not hold it) per point. (A collection of several dense vectors,
-   * written by `shoal serve` or natively, is opened and searched here, not written.)
-   * @param {{ ids: any, vectors: Float32Array | ArrayLike<number>, payloads?: ReadonlyArray<Record<string, any> | null>, sparse?: Record<string, ReadonlyArray<{ indices: ArrayLike<number>, values: ArrayLike<number> } | null>> }} points
+   * `null`: the point does not hold it) per point. A collection with named dense vectors
+   * takes `vectors` by name, every one of them: `{ text: Float32Array, image: Float32Array }`
+   * (each row-major at its own dimension).
+   * @param {{ ids: any, vectors: Float32Array | ArrayLike<number> | Record<string, Float32Array | ArrayLike<number>>, payloads?: ReadonlyArray<Record<string, any> | null>, sparse?: Record<string, ReadonlyArray<{ indices: ArrayLike<number>, values: ArrayLike<number> } | null>> }} points
    */
   insert({ ids, vectors, payloads, sparse } = /** @type {any} */ ({})) {
-    this.#get();
+    const w = this.#get();
     const norm = normalizeIds(ids);
     const n = "big" in norm ? norm.big.length : "numbers" in norm ? norm.numbers.length : norm.n;
-    const vec = toFloat32(vectors, "length_mismatch", "vectors");
+    const [first, ...rest] = /** @type {string[]} */ (w.dense_names());
+    const byName = vectors !== null && typeof vectors === "object" && !Array.isArray(vectors) && !ArrayBuffer.isView(vectors);
+    const named = /** @type {Record<string, any>} */ (byName ? vectors : {});
+    const keys = Object.keys(named);
+    if (byName ? keys.length !== rest.length + 1 || !keys.every((k) => k === first || rest.includes(k)) : rest.length > 0) {
+      throw new ShoalError(
+        "invalid_request",
+        `vectors: give { name: vectors } for each dense vector of the collection (${JSON.stringify([first, ...rest])})`,
+      );
+    }
+    const vec = toFloat32(byName ? named[first] : vectors, "length_mismatch", "vectors");
     if (vec.length !== n * this.#dim) {
       throw new ShoalError(
         "length_mismatch",
         `${n} ids need ${n * this.#dim} floats at dimension ${this.#dim}, got ${vec.length}`,
       );
     }
-    const staged = sparse !== undefined && sparse !== null;
+    const extra = rest.map((name) => toFloat32(named[name], "length_mismatch", `vectors.${name}`));
+    const staged = (sparse !== undefined && sparse !== null) || extra.length > 0;
     const idsJson = "json" in norm ? norm.json : staged ? idListJson(norm) : undefined;
     const batch = this.reserve(n);
     batch.vectors.set(vec);
@@ -245,7 +259,8 @@ export class Collection {
       // views but not what was written through them. A bad vector drops the batch (and all
       // that was staged) as every failed commit does.
       try {
-        stageSparse(this.#get(), sparse, n);
+        rest.forEach((name, i) => call(() => this.#get().stage_dense(name, extra[i])));
+        if (sparse !== undefined && sparse !== null) stageSparse(this.#get(), sparse, n);
       } catch (e) {
         call(() => this.#get().reserve(0));
         this.#pending = null;

@@ -92,10 +92,13 @@ export type FieldType = "keyword" | "integer" | "float" | "bool" | "text" | "tex
 export type Payload = Record<string, unknown>;
 
 export interface CollectionConfig {
-  /** Vector dimension, 1..=65536. */
-  dim: number;
-  /** Default "l2". */
+  /** Vector dimension, 1..=65536 (one dense vector, named ""; not with `vectors`). */
+  dim?: number;
+  /** Default "l2" (not with `vectors`). */
   metric?: Metric;
+  /** Named dense vectors instead of `dim` and `metric` (1 to 16): every point holds all of
+   * them, requests search one by name (`using`), `get` returns one by name (`withVector`). */
+  vectors?: Record<string, { dim: number; metric: Metric }>;
   /** Payload fields; without them points carry no payload. */
   fields?: Record<string, FieldType>;
   /** Nested payloads: any JSON object is a payload, filter keys are JSON paths
@@ -338,7 +341,8 @@ export class Collection {
   /** Inserts (or replaces) points; returns how many were inserted. */
   insert(points: {
     ids: Ids;
-    vectors: Float32Array | ArrayLike<number>;
+    /** Row-major; with named dense vectors, each of them by name. */
+    vectors: Float32Array | ArrayLike<number> | Record<string, Float32Array | ArrayLike<number>>;
     payloads?: readonly (Payload | null)[];
     /** Per sparse vector name, one vector (or `null`: the point does not hold it) per point. */
     sparse?: Record<string, readonly (SparseVector | null)[]>;

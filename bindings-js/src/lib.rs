@@ -153,6 +153,8 @@ pub struct WasmCollection {
     inner: Collection,
     /// Sparse vectors staged for the next commit ([`WasmCollection::stage_sparse`]).
     staged: Vec<Vec<Option<shoal_core::SparseVector>>>,
+    /// Dense vectors `1..` staged for the next commit ([`WasmCollection::stage_dense`]).
+    staged_dense: Vec<Vec<f32>>,
 }
 
 impl WasmCollection {
@@ -165,7 +167,7 @@ impl WasmCollection {
 
     fn wrap(mut inner: Collection) -> WasmCollection {
         inner.set_clock(Box::new(now_micros as fn() -> u64));
-        WasmCollection { inner, staged: Vec::new() }
+        WasmCollection { inner, staged: Vec::new(), staged_dense: Vec::new() }
     }
 }
 
@@ -191,7 +193,9 @@ impl WasmCollection {
     /// (`"l2"`, `"dot"` or `"cosine"`); `fields`, when given, is the payload schema as JSON
     /// (`{"tag": "keyword", "year": "integer"}`); `nested`: payloads are any JSON objects and
     /// `fields` declare paths (`docs/format.md`, "Nested payloads"); `sparse`, when given, the
-    /// sparse vectors as JSON (`{"name": {"modifier": "none" | "idf"}}`).
+    /// sparse vectors as JSON (`{"name": {"modifier": "none" | "idf"}}`); `vectors`, when
+    /// given, the dense vectors as JSON (`{"name": {"dim": 384, "metric": "cosine"}}`), which
+    /// replace `dim` and `metric`.
     #[wasm_bindgen(constructor)]
     pub fn new(
         dim: usize,
@@ -199,6 +203,7 @@ impl WasmCollection {
         fields: Option<String>,
         nested: bool,
         sparse: Option<String>,
+        vectors: Option<String>,
     ) -> Result<WasmCollection, JsValue> {
         let metric = Metric::parse(metric)
             .ok_or_else(|| js_error(&Error::InvalidConfig("metric must be \"l2\", \"dot\" or \"cosine\"")))?;
@@ -215,6 +220,10 @@ impl WasmCollection {
                 let v = serde_json::from_slice(json.as_bytes()).unwrap_or_default();
                 col.set_sparse_vectors(shoal_core::SparseSpec::list_from_value(&v, false)?)?;
             }
+            if let Some(json) = vectors {
+                let v = serde_json::from_slice(json.as_bytes()).unwrap_or_default();
+                col.set_dense_vectors(shoal_core::DenseSpec::list_from_value(&v)?)?;
+            }
             Ok(col)
         })
         .map_err(|e| js_error(&e))?;
@@ -224,8 +233,9 @@ impl WasmCollection {
     /// Reserves a batch of `n` points, dropping any batch reserved before and not committed.
     /// May grow wasm memory: call the `pending_*_ptr` methods afterwards.
     pub fn reserve(&mut self, n: usize) -> Result<(), JsValue> {
-        // Sparse vectors staged for an earlier batch never reach this one.
+        // Vectors staged for an earlier batch never reach this one.
         self.staged.clear();
+        self.staged_dense.clear();
         self.inner.reserve(n).map_err(|e| js_error(&e))
     }
 
@@ -245,8 +255,9 @@ impl WasmCollection {
     /// `Float64Array` view) rather than `u64`s; they must then be integers in `0..=2^53`.
     /// `payloads`, when given, is a JSON array with one payload object (or `null`) per point.
     /// `ids`, when given, is a JSON array of the batch's ids (integers and UUID strings, mixed)
-    /// and the id slots are ignored. The sparse vectors staged since the last commit go with
-    /// the batch. On error the batch is dropped and the collection is unchanged.
+    /// and the id slots are ignored. The dense vectors `1..` and sparse vectors staged since the
+    /// last commit go with the batch. On error the batch is dropped and the collection is
+    /// unchanged.
     pub fn commit(
         &mut self,
         ids_are_f64: bool,
@@ -254,6 +265,7 @@ impl WasmCollection {
         ids: Option<String>,
     ) -> Result<usize, JsValue> {
         let sparse = core::mem::take(&mut self.staged);
+        let dense = core::mem::take(&mut self.staged_dense);
         let enc = if ids_are_f64 { IdEncoding::F64 } else { IdEncoding::U64 };
         let parsed = payloads
             .map_or(Ok(Vec::new()), |json| {
@@ -268,7 +280,25 @@ impl WasmCollection {
                 return Err(js_error(&e));
             }
         };
-        self.inner.commit_sparse(enc, ids.as_deref(), &payloads, &sparse).map_err(|e| js_error(&e))
+        let extra: Vec<&[f32]> = dense.iter().map(Vec::as_slice).collect();
+        self.inner.commit_vectors(enc, ids.as_deref(), &payloads, (&extra, &sparse)).map_err(|e| js_error(&e))
+    }
+
+    /// Stages dense vector `name` (one of vectors `1..`: vector 0 fills the reserved batch) of
+    /// the reserved batch's points, row-major; checked at commit, with the batch.
+    pub fn stage_dense(&mut self, name: &str, vectors: Vec<f32>) -> Result<(), JsValue> {
+        let d = self.dense_position(name)?;
+        if d == 0 {
+            return Err(js_error(&Error::InvalidRequest(format!("\"{name}\" is the reserved batch's vector"))));
+        }
+        self.staged_dense.resize_with(self.inner.dense_vectors().len() - 1, Vec::new);
+        self.staged_dense[d - 1] = vectors;
+        Ok(())
+    }
+
+    /// The dense vectors' names, in order (vector 0 first: the one the reserved batch holds).
+    pub fn dense_names(&self) -> Vec<String> {
+        self.inner.dense_vectors().iter().map(|d| d.name.clone()).collect()
     }
 
     /// Stages sparse vector `name` of the reserved batch's points (call after

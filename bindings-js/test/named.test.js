@@ -3,8 +3,9 @@
 // "text" l2 9-d, the last two each with its own IVF index, stored by its own partitions) and
 // searches each by name. Each vector's exact answers equal, bit for bit, those of a one-vector
 // collection holding that vector's points as read back by name; its IVF answers give each
-// point its exact score; filters and a set round trip keep it so. The package does not write
-// such collections: creating one, or inserting into one, is a typed error that changes nothing.
+// point its exact score; filters and a set round trip keep it so. A collection of the same
+// vectors written here from those points searches as the native segment does, before and
+// after seals; bad writes are typed errors that change nothing.
 import { readFileSync } from "node:fs";
 import { beforeAll, describe, expect, it } from "vitest";
 import { Collection, init } from "../js/index.js";
@@ -51,11 +52,63 @@ describe("named dense vectors", () => {
     expectShoalError(() => col.get(all, { withVector: "audio" }), "invalid_request");
   });
 
-  it("does not write collections of several dense vectors", () => {
-    expectShoalError(() => new Collection({ vectors: { a: { dim: 2, metric: "l2" }, b: { dim: 3, metric: "l2" } } }), "unsupported");
-    const col = Collection.fromBytes(readFileSync(GOLDEN));
-    expectShoalError(() => col.insert({ ids: [1], vectors: new Float32Array(12) }), "unsupported");
+  it("writes collections of several dense vectors, which search as the native segment does", () => {
+    const golden = Collection.fromBytes(readFileSync(GOLDEN));
+    const all = golden.scroll({ limit: 1000, withPayload: false }).points.map((p) => p.id);
+    const specs = { "": { dim: 12, metric: "cosine" }, ...VECTORS };
+    /** Every point's vector `name` from the golden segment, row-major. */
+    const flat = (/** @type {string} */ name, /** @type {any[]} */ ids) => {
+      const { dim } = specs[name];
+      const out = new Float32Array(ids.length * dim);
+      golden.get(ids, { withVector: name, withPayload: false }).forEach((p, i) => out.set(p.vector, i * dim));
+      return out;
+    };
+    const byName = (/** @type {any[]} */ ids) => Object.fromEntries(Object.keys(specs).map((n) => [n, flat(n, ids)]));
+    const col = new Collection({ vectors: specs });
+    expect([col.len, col.dim, col.metric]).toEqual([0, 12, "cosine"]);
+    // Two batches, the second through a seal: unsealed and sealed rows searched together.
+    expect(col.insert({ ids: all.slice(0, 40), vectors: byName(all.slice(0, 40)) })).toBe(40);
+    col.seal();
+    expect(col.insert({ ids: all.slice(40), vectors: byName(all.slice(40)) })).toBe(24);
+    const same = (/** @type {Collection} */ c) => {
+      for (const name of Object.keys(specs)) {
+        for (let q = 0; q < 3; q++) {
+          const vector = randomVectors(1, specs[name].dim, 70 + q);
+          const request = { vector, using: name, limit: 10, params: { exact: true } };
+          const [got, want] = [c.search(request).points, golden.search(request).points];
+          if (specs[name].metric === "cosine") {
+            // Normalised again on insert: the same ranking, scores within an ulp or two.
+            expect(got.map((p) => p.id)).toEqual(want.map((p) => p.id));
+            got.forEach((p, i) => expect(p.score).toBeCloseTo(want[i].score, 6));
+          } else {
+            expect(got).toEqual(want);
+          }
+        }
+      }
+      const got = c.get(all.slice(0, 3), { withVector: "text", withPayload: false });
+      expect(got).toEqual(golden.get(all.slice(0, 3), { withVector: "text", withPayload: false }));
+    };
+    same(col);
+    col.seal({ index: "ivf-rabitq", partitions: 4 });
+    same(col);
+    const reopened = Collection.fromBytes(col.toBytes());
+    same(reopened);
+    reopened.free();
+
+    // Bad writes are typed errors that change nothing.
+    const one = byName([all[0]]);
+    expect(expectShoalError(() => col.insert({ ids: [1], vectors: one[""] }), "invalid_request").message).toContain("image");
+    const { text: _text, ...missing } = one;
+    expectShoalError(() => col.insert({ ids: [1], vectors: missing }), "invalid_request");
+    expectShoalError(() => col.insert({ ids: [1], vectors: { ...one, audio: one.text } }), "invalid_request");
+    expectShoalError(() => col.insert({ ids: [1], vectors: { ...one, image: new Float32Array(5) } }), "length_mismatch");
+    expectShoalError(() => col.insert({ ids: [1], vectors: { ...one, text: new Float32Array(9).fill(NaN) } }), "non_finite");
     expect(col.len).toBe(64);
-    expect(col.get([1000], { withPayload: false })).toEqual([{ id: 1000 }]);
+    expect(col.get([1], { withPayload: false })).toEqual([]);
+    same(col);
+    expectShoalError(() => new Collection({ vectors: specs, dim: 12 }), "invalid_config");
+    expectShoalError(() => new Collection({ vectors: { a: { dim: 0, metric: "l2" } } }), "invalid_config");
+    col.free();
+    golden.free();
   });
 });

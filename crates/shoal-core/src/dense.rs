@@ -18,11 +18,6 @@ use shoal_index::ivf::{IvfData, IvfIndex, IvfQuery, IvfSections};
 use crate::Error;
 use crate::sections::bad;
 
-/// Whether this build writes collections of several dense vectors (feature `dense-writes`: every
-/// build but the npm package's, which opens and searches them, its size budget leaving the
-/// writing out).
-pub(crate) const WRITES_SEVERAL: bool = cfg!(feature = "dense-writes");
-
 /// One dense vector of a collection: its name (`""` is Qdrant's unnamed vector), dimension and
 /// metric. Every point holds every dense vector of its collection.
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -77,9 +77,6 @@ impl Source for FlatSource<'_> {
     }
 
     fn dense(&self, i: usize, d: usize) -> &[f32] {
-        if !crate::dense::WRITES_SEVERAL {
-            unreachable!("no writes of several dense vectors in this build");
-        }
         let (v, dim) = &self.dense[d - 1];
         &v[i * dim..(i + 1) * dim]
     }

@@ -182,9 +182,6 @@ fn prepare(
         prepared.sparse.push(s);
     }
     if dense.len() > 1 {
-        if !crate::dense::WRITES_SEVERAL {
-            return Err(Error::Unsupported("writing several dense vectors in this build"));
-        }
         if codes_only {
             return Err(Error::InvalidConfig("codes-only segments hold one dense vector"));
         }
@@ -209,7 +206,7 @@ fn prepare(
     if let Some((plan, _)) = &prepared.ivf {
         planned.extend(ivf_sections::planned(plan, dim, 0));
     }
-    for (d, (spec, plan)) in prepared.dense.iter().enumerate().skip(1).filter(|_| crate::dense::WRITES_SEVERAL) {
+    for (d, (spec, plan)) in prepared.dense.iter().enumerate().skip(1) {
         let f = SECTION_OPTIONAL;
         planned.push((dense_kind(d, DENSE_META), f, core::mem::size_of::<DenseMeta>() as u64));
         planned.push((dense_kind(d, KIND_VECTORS), f, (n * spec.dim * 4) as u64));
@@ -267,7 +264,7 @@ fn fill(
         ivf_sections::write(kernels, metric, src, (dim, 0), plan, *seed, codes_only, layout, file, progress);
     }
     let order = prepared.ivf.as_ref().map(|(p, _)| &p.order[..]);
-    for (d, (spec, plan)) in prepared.dense.iter().enumerate().skip(1).filter(|_| crate::dense::WRITES_SEVERAL) {
+    for (d, (spec, plan)) in prepared.dense.iter().enumerate().skip(1) {
         fill_dense(kernels, (src, order), (d, spec, plan.as_ref()), prepared.ivf_seed(), layout, file, progress);
     }
     for (kind, bytes) in prepared.extra() {

@@ -243,9 +243,6 @@ impl Collection {
         crate::dense::sort_specs(&mut specs);
         crate::dense::check_specs(&specs)?;
         check_namespace(&specs, &self.sparse)?;
-        if specs.len() > 1 && !crate::dense::WRITES_SEVERAL {
-            return Err(Error::Unsupported("several dense vectors in this build (it opens and searches them)"));
-        }
         if specs.len() > 1 && matches!(self.index, IndexKind::IvfRabitq(p) if p.codes_only) {
             return Err(Error::InvalidConfig("codes-only segments hold one dense vector"));
         }

@@ -151,7 +151,7 @@ impl MergeSnapshot {
             total += live.len();
             let vectors = seg.vectors().ok_or(Error::CodesOnly("merge"))?;
             let mut spaces = Vec::with_capacity(self.dense_specs.len());
-            for d in 1..self.dense_specs.len() * usize::from(crate::dense::WRITES_SEVERAL) {
+            for d in 1..self.dense_specs.len() {
                 spaces
                     .push(seg.space(d).ok_or(Error::Unsupported("a segment without the collection's dense vectors"))?);
             }
@@ -240,9 +240,6 @@ impl Source for MergeSource<'_> {
     }
 
     fn dense(&self, i: usize, d: usize) -> &[f32] {
-        if !crate::dense::WRITES_SEVERAL {
-            unreachable!("no writes of several dense vectors in this build");
-        }
         match self.locate(i) {
             (p, j) if p < self.parts.len() => {
                 let part = &self.parts[p];
@@ -458,9 +455,7 @@ impl Collection {
         } else {
             core::mem::take(&mut m.sparse)
         };
-        let dense = if !crate::dense::WRITES_SEVERAL {
-            Vec::new()
-        } else if m.deleted.count() > 0 {
+        let dense = if m.deleted.count() > 0 {
             m.dense.iter().map(|v| select_rows(v, &mut (0..rows).filter(|&r| !m.deleted.contains(r)))).collect()
         } else {
             core::mem::take(&mut m.dense)
@@ -548,11 +543,7 @@ impl Collection {
             docs: self.schema.clone().map(|s| (s, docs)),
             sparse: m.sparse.iter().map(|s| s.select(live_rows())).collect(),
             specs: self.sparse.clone(),
-            dense: if crate::dense::WRITES_SEVERAL {
-                m.dense.iter().map(|v| select_rows(v, &mut live_rows())).collect()
-            } else {
-                Vec::new()
-            },
+            dense: m.dense.iter().map(|v| select_rows(v, &mut live_rows())).collect(),
             dense_specs: self.dense.clone(),
             dim,
             metric: self.metric,
@@ -844,9 +835,7 @@ fn rest_of(m: Mutable, n: usize, dim: usize) -> Mutable {
         rest.payloads = m.payloads.into_iter().skip(n).take(rows - n).collect();
     }
     rest.sparse = m.sparse.iter().map(|s| s.select(n..rows)).collect();
-    if crate::dense::WRITES_SEVERAL {
-        rest.dense = m.dense.iter().map(|v| select_rows(v, &mut (n..rows))).collect();
-    }
+    rest.dense = m.dense.iter().map(|v| select_rows(v, &mut (n..rows))).collect();
     rest.committed = rows - n;
     for r in 0..rest.committed {
         if m.deleted.contains(n + r) {

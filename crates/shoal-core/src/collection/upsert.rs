@@ -81,9 +81,6 @@ impl Collection {
     /// Checks the dense vectors `1..` of `points` points (`extra[d - 1]`, row-major): one list
     /// per vector, each of the right length, every element finite.
     pub fn check_dense(&self, points: usize, extra: &[&[f32]]) -> Result<(), Error> {
-        if !crate::dense::WRITES_SEVERAL && self.dense.len() > 1 {
-            return Err(Error::Unsupported("writing several dense vectors in this build"));
-        }
         if extra.len() + 1 != self.dense.len() {
             return Err(self.dense_count_error());
         }
@@ -295,7 +292,6 @@ impl Collection {
             }
         }
         self.mutable.dense.resize_with(self.dense.len() - 1, Default::default);
-        let extra = if crate::dense::WRITES_SEVERAL { extra } else { &[] };
         for ((rows, spec), v) in self.mutable.dense.iter_mut().zip(&self.dense[1..]).zip(extra) {
             rows.1 = spec.dim;
             rows.0.extend_from_slice(v);
