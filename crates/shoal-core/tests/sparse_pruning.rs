@@ -25,14 +25,15 @@ fn collection(idf: bool) -> Collection {
 
 /// A point's sparse vector: skewed index frequencies, each index with its own magnitude
 /// (subnormal, 10^-3 .. 10^2, near `f32::MAX` / 8) and sign, values from a few levels (so rows
-/// tie).
-fn random_point(rng: &mut Rng) -> BTreeMap<u32, f32> {
+/// tie), and in `quiet` stretches of points every value 2^-12 of that (so whole blocks of a
+/// list bound far below the others: block-max skips them).
+fn random_point(rng: &mut Rng, quiet: bool) -> BTreeMap<u32, f32> {
     let mut m = BTreeMap::new();
     for i in 0..INDICES {
         if rng.below(4 + i) < 4 {
             let magnitude = [1e-3f32, 0.1, 1.0, 7.0, 100.0, 4e37, 1e-39][(i * 5 % 7) as usize];
             let sign = if i % 11 == 3 { -1.0 } else { 1.0 };
-            let level = [1.0f32, 0.5, 2.0, 0.25][rng.below(4) as usize];
+            let level = [1.0f32, 0.5, 2.0, 0.25][rng.below(4) as usize] / if quiet { 4096.0 } else { 1.0 };
             m.insert(i as u32, sign * magnitude * level);
         }
     }
@@ -95,9 +96,10 @@ proptest! {
                 let mut docs = Vec::new();
                 for &id in &ids {
                     // Every tenth point repeats the one before: equal scores, ordered by id.
+                    let quiet = matches!(id, PointId::Num(n) if n / 150 % 2 == 1);
                     let x = match points.last() {
                         Some(last) if rng.below(10) == 0 => last.1.clone(),
-                        _ => random_point(&mut rng),
+                        _ => random_point(&mut rng, quiet),
                     };
                     let tag = ["a", "b"][rng.below(2) as usize].to_string();
                     let keys: Vec<u32> = x.keys().copied().collect();
@@ -162,6 +164,35 @@ proptest! {
             // Pruning happened: otherwise this test would not test it.
             prop_assert!(pruned * 3 >= queries * 6, "only {} of {} searches skipped rows", pruned, queries * 6);
         }
+    }
+}
+
+/// Block-max passes whole blocks of a list that cannot reach the threshold, and not one row
+/// more: the first row of the next block, the only one that can, is the result.
+#[test]
+fn block_max_skips_blocks_but_not_the_row_after_them() {
+    for loud in [128u64, 191, 150] {
+        let mut col = collection(false);
+        // One list over rows 0..192, blocks of 64 postings: row 0 (50) sets the threshold of
+        // `k` 1, rows 64..=127 (block 1) hold 1, and row `loud` in block 2 holds 60.
+        let ids: Vec<PointId> = (0..192).map(PointId::Num).collect();
+        let column: Vec<Option<SparseVector>> = (0..192u64)
+            .map(|r| {
+                let value = match r {
+                    0 => 50.0,
+                    r if r == loud => 60.0,
+                    _ => 1.0,
+                };
+                Some(SparseVector::new(&[7], &[value]).unwrap())
+            })
+            .collect();
+        col.upsert_sparse(&ids, &[0.0; 192], &vec![json!({}); 192], &[column]).unwrap();
+        col.seal();
+        let req = json!({"sparse": {"indices": [7], "values": [1.0]}, "using": "s", "limit": 1});
+        let res = col.search(&SearchRequest::from_json(&req.to_string()).unwrap()).unwrap();
+        assert_eq!(res.points.len(), 1);
+        assert_eq!((res.points[0].id, res.points[0].score), (PointId::Num(loud), 60.0), "loud row {loud}");
+        assert_eq!(res.stats.scanned, 2, "rows summed: row 0 and row {loud}");
     }
 }
 

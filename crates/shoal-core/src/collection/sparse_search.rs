@@ -1,8 +1,9 @@
 //! Sparse vector requests (`docs/format.md`, "Sparse vectors"): each sealed segment walked by
 //! MaxScore over the query's posting lists — rows in order, each scored from the lists holding
 //! it as the reference [`dot`] sums, the lists of smallest bounds left out (and rows skipped)
-//! once nothing only they hold can reach the `k` best, by a bound with a margin over `f32`
-//! rounding, so the top `k` is the exhaustive one, bit for bit (`params.exact`, and the npm
+//! once nothing only they hold can reach the `k` best, and whole blocks of 64 postings passed
+//! while their block-max bounds cannot, by bounds with a margin over `f32` rounding, so the top
+//! `k` is the exhaustive one, bit for bit (`params.exact`, and the npm
 //! package, score every posting term at a time instead); then the unsealed rows through [`dot`]
 //! itself; weights from the set's statistics when the vector has the `idf` modifier; merged by
 //! score, ties by internal id.
@@ -106,7 +107,8 @@ impl Collection {
             let mut lists = Lists::of(view, &w)?;
             // Document at a time: the next row is the smallest one an essential list holds.
             while let Some(r) = lists.next_row(threshold(&best)) {
-                let live = !deleted.contains(r) && sealed_passes(seg, compiled.as_ref(), filter, r as u32);
+                // Deletes and the filter only for a row whose bound can reach the threshold.
+                let live = || !deleted.contains(r) && sealed_passes(seg, compiled.as_ref(), filter, r as u32);
                 if let Some(score) = lists.score(r as u32, live, threshold(&best)) {
                     stats.scanned += 1;
                     push(&mut best, part.base + r, score);
@@ -140,7 +142,8 @@ const PRUNES: bool = cfg!(feature = "sparse-pruning");
 /// MaxScore (`docs/format.md`, "Pruning that cannot change results"): the lists whose bounds
 /// sum (with the margin over `f32` rounding) below the threshold are not essential — a row
 /// only they hold cannot be a result, so rows come from the essential lists alone and are
-/// looked up in the others.
+/// looked up in the others — and by block-max: while the essential lists' current blocks
+/// bound every row up to the first block's end below the threshold, those rows are passed.
 struct Lists<'a> {
     lists: Vec<List<'a>>,
     /// The lists by bound ascending.
@@ -150,6 +153,8 @@ struct Lists<'a> {
     /// `by_bound[..inessential]` are not essential.
     inessential: usize,
     margin: f64,
+    /// The block-max window: rows up to `.0` score at most `.1` (with `.2` lists inessential).
+    window: Option<(u32, f64, usize)>,
 }
 
 /// One query index's postings in a segment and where its walk stands.
@@ -159,8 +164,35 @@ struct List<'a> {
     values: &'a [f32],
     /// The largest product of `w` and a value, never below 0 (a row without the index gets 0).
     bound: f64,
+    /// The same bound per block of [`BLOCK`] postings (empty for a list of one block).
+    blocks: Vec<f64>,
     at: usize,
     essential: bool,
+}
+
+/// Postings per block of the block-max bounds.
+const BLOCK: usize = 64;
+
+/// `max(0, w · x)` over the values `x` from `lo` to `hi`, in `f64`.
+fn product_bound(q: f64, (lo, hi): (f32, f32)) -> f64 {
+    (q * f64::from(if q >= 0.0 { hi } else { lo })).max(0.0)
+}
+
+/// The smallest and largest of `values`.
+fn extent(values: &[f32]) -> (f32, f32) {
+    values.iter().fold((f32::MAX, f32::MIN), |(lo, hi), &x| (lo.min(x), hi.max(x)))
+}
+
+impl List<'_> {
+    /// The bound of the current block's postings (the walk is not over).
+    fn block_bound(&self) -> f64 {
+        self.blocks.get(self.at / BLOCK).copied().unwrap_or(self.bound)
+    }
+
+    /// The last row of the current block.
+    fn block_last_row(&self) -> u32 {
+        self.rows[((self.at / BLOCK + 1) * BLOCK).min(self.rows.len()) - 1]
+    }
 }
 
 impl<'a> Lists<'a> {
@@ -169,11 +201,19 @@ impl<'a> Lists<'a> {
         let mut magnitude = 0.0f64;
         for e in w {
             let Some((rows, values)) = view.postings(e.index)? else { continue };
-            let (lo, hi) = values.iter().fold((f32::MAX, f32::MIN), |(lo, hi), &x| (lo.min(x), hi.max(x)));
             let q = f64::from(e.value);
-            let bound = (q * f64::from(if q >= 0.0 { hi } else { lo })).max(0.0);
+            let (mut lo, mut hi) = (f32::MAX, f32::MIN);
+            let mut blocks = Vec::new();
+            for block in values.chunks(BLOCK) {
+                let (l, h) = extent(block);
+                (lo, hi) = (lo.min(l), hi.max(h));
+                if values.len() > BLOCK {
+                    blocks.push(product_bound(q, (l, h)));
+                }
+            }
             magnitude += q.abs() * f64::from(lo.abs().max(hi.abs()));
-            lists.push(List { w: e.value, rows, values, bound, at: 0, essential: true });
+            let bound = product_bound(q, (lo, hi));
+            lists.push(List { w: e.value, rows, values, bound, blocks, at: 0, essential: true });
         }
         // Smallest bound first (by its `f32` rounding: the order only decides how much is
         // skipped), through the package's one integer sort.
@@ -192,31 +232,63 @@ impl<'a> Lists<'a> {
             sum += lists[j].bound;
             below.push(sum);
         }
-        Ok(Lists { lists, by_bound, below, inessential: 0, margin })
+        Ok(Lists { lists, by_bound, below, inessential: 0, margin, window: None })
     }
 
     /// The next row an essential list holds (`None`: the walk is over), after making the lists
-    /// whose bounds sum below `threshold` inessential.
+    /// whose bounds sum below `threshold` inessential and passing the rows the essential
+    /// lists' current blocks bound below it.
     fn next_row(&mut self, threshold: Option<f32>) -> Option<usize> {
-        if let Some(t) = threshold {
-            while self.inessential < self.lists.len() && below(self.below[self.inessential], t) {
-                self.lists[self.by_bound[self.inessential]].essential = false;
-                self.inessential += 1;
+        let Some(t) = threshold else {
+            let essential = self.lists.iter().filter(|l| l.essential);
+            return essential.filter_map(|l| l.rows.get(l.at)).min().map(|&r| r as usize);
+        };
+        while self.inessential < self.lists.len() && below(self.below[self.inessential], t) {
+            self.lists[self.by_bound[self.inessential]].essential = false;
+            self.inessential += 1;
+        }
+        loop {
+            let essential = self.lists.iter().filter(|l| l.essential);
+            let next = *essential.filter_map(|l| l.rows.get(l.at)).min()?;
+            let (end, bound) = match self.window {
+                Some((end, bound, inessential)) if next <= end && inessential == self.inessential => (end, bound),
+                _ => {
+                    // A row up to `end` (the first current block's last row) scores at most the
+                    // current blocks' bounds of the essential lists holding it plus the others'
+                    // bounds (all non-negative, so the sum bounds the positive parts too). Kept
+                    // while the walk stays in these blocks.
+                    let (mut end, mut bound) = (u32::MAX, self.rest());
+                    for l in self.lists.iter().filter(|l| l.essential && l.at < l.rows.len()) {
+                        end = end.min(l.block_last_row());
+                        bound += l.block_bound();
+                    }
+                    self.window = Some((end, bound, self.inessential));
+                    (end, bound)
+                }
+            };
+            if !below(bound, t) {
+                return Some(next as usize);
+            }
+            for l in self.lists.iter_mut().filter(|l| l.essential) {
+                l.at += l.rows[l.at..].partition_point(|&x| x <= end);
             }
         }
-        let essential = self.lists.iter().filter(|l| l.essential);
-        essential.filter_map(|l| l.rows.get(l.at)).min().map(|&r| r as usize)
+    }
+
+    /// The margin plus the bounds of the lists that are not essential.
+    fn rest(&self) -> f64 {
+        match self.inessential {
+            0 => self.margin,
+            i => self.below[i - 1],
+        }
     }
 
     /// Moves past row `r` (the current row of [`next_row`](Self::next_row)) and scores it when
-    /// it is `live` and can reach `threshold`: the reference's sum, the products of the lists
-    /// holding `r` in query order (indices ascending).
-    fn score(&mut self, r: u32, live: bool, threshold: Option<f32>) -> Option<f32> {
+    /// it can reach `threshold` and is `live` (asked only then): the reference's sum, the
+    /// products of the lists holding `r` in query order (indices ascending).
+    fn score(&mut self, r: u32, live: impl FnOnce() -> bool, threshold: Option<f32>) -> Option<f32> {
         // Above the score: the essential lists' products and the others' bounds.
-        let rest = match self.inessential {
-            0 => self.margin,
-            i => self.below[i - 1],
-        };
+        let rest = self.rest();
         // `bound` sums the products; `positive` their positive parts: a left-to-right `f32` sum
         // can overflow on the way though the whole cancels, so nothing is skipped whose positive
         // parts could reach `f32::MAX`.
@@ -226,7 +298,7 @@ impl<'a> Lists<'a> {
             bound += p;
             positive += p.max(0.0);
         }
-        let skip = !live || threshold.is_some_and(|t| below(bound, t) && below(positive, f32::MAX));
+        let skip = threshold.is_some_and(|t| below(bound, t) && below(positive, f32::MAX)) || !live();
         let mut score = 0.0f32;
         for l in &mut self.lists {
             if !l.essential {
