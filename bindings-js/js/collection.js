@@ -149,7 +149,7 @@ export class Collection {
     return this.#get().len();
   }
 
-  /** Vector dimension. */
+  /** Vector dimension (of vector 0, the first by name, in a collection of several). */
   get dim() {
     return this.#dim;
   }
@@ -171,12 +171,23 @@ export class Collection {
    * @returns {Batch}
    */
   reserve(n) {
+    if (this.#get().dense_names().length > 1) {
+      throw new ShoalError(
+        "invalid_request",
+        "reserve(): this collection has several dense vectors: insert() them by name ({ vectors: { name: floats } })",
+      );
+    }
+    return this.#reserve(n, this.#dim);
+  }
+
+  /** `reserve(n)` of points whose vectors take `floats` f32 each (all dense vectors' dims). */
+  #reserve(/** @type {number} */ n, /** @type {number} */ floats) {
     const w = this.#get();
     if (!Number.isSafeInteger(n) || n < 0) {
       throw new ShoalError("invalid_argument", "reserve(n): n must be a non-negative integer");
     }
     // wasm32 memory is at most 4 GiB: refuse what can never fit instead of aborting.
-    if (n * (this.#dim * 4 + 8) >= 2 ** 32) {
+    if (n * (floats * 4 + 8) >= 2 ** 32) {
       throw new ShoalError("capacity_exceeded", `a batch of ${n} points of dimension ${this.#dim} does not fit in wasm memory`);
     }
     this.#pending = null;
@@ -252,7 +263,8 @@ export class Collection {
     const extra = rest.map((name) => toFloat32(named[name], "length_mismatch", `vectors.${name}`));
     const staged = (sparse !== undefined && sparse !== null) || extra.length > 0;
     const idsJson = "json" in norm ? norm.json : staged ? idListJson(norm) : undefined;
-    const batch = this.reserve(n);
+    // Room for every dense vector counted up front (the extra ones are copied in when staged).
+    const batch = this.#reserve(n, extra.reduce((sum, v) => sum + v.length / Math.max(n, 1), this.#dim));
     batch.vectors.set(vec);
     if (staged) {
       // After the batch is filled: staging may grow wasm memory, which detaches the batch's

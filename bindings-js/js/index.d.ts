@@ -91,14 +91,27 @@ export type FieldType = "keyword" | "integer" | "float" | "bool" | "text" | "tex
 /** A point's payload: field name -> a value, an array of values, or null. */
 export type Payload = Record<string, unknown>;
 
-export interface CollectionConfig {
-  /** Vector dimension, 1..=65536 (one dense vector, named ""; not with `vectors`). */
-  dim?: number;
-  /** Default "l2" (not with `vectors`). */
-  metric?: Metric;
-  /** Named dense vectors instead of `dim` and `metric` (1 to 16): every point holds all of
-   * them, requests search one by name (`using`), `get` returns one by name (`withVector`). */
-  vectors?: Record<string, { dim: number; metric: Metric }>;
+/** A collection's configuration: one dense vector (`dim`, `metric`) or named ones (`vectors`). */
+export type CollectionConfig = CollectionOptions &
+  (
+    | {
+        /** Vector dimension, 1..=65536 (one dense vector, named ""). */
+        dim: number;
+        /** Default "l2". */
+        metric?: Metric;
+        vectors?: undefined;
+      }
+    | {
+        /** Named dense vectors (1 to 16): every point holds all of them, requests search one
+         * by name (`using`), `get` returns one by name (`withVector`). */
+        vectors: Record<string, { dim: number; metric: Metric }>;
+        dim?: undefined;
+        metric?: undefined;
+      }
+  );
+
+/** What a collection's configuration holds besides its dense vectors. */
+export interface CollectionOptions {
   /** Payload fields; without them points carry no payload. */
   fields?: Record<string, FieldType>;
   /** Nested payloads: any JSON object is a payload, filter keys are JSON paths
@@ -332,11 +345,14 @@ export class Collection {
   constructor(config: CollectionConfig);
   /** Number of live points. */
   readonly len: number;
+  /** The dimension of vector 0 (the first by name, with `vectors`). */
   readonly dim: number;
+  /** The metric of vector 0. */
   readonly metric: Metric;
   /** The kernel implementation in use: "simd128" or "scalar". */
   readonly kernels: string;
-  /** Reserves `n` points; fill the returned views, then `commit()`. */
+  /** Reserves `n` points; fill the returned views, then `commit()`. (A collection of several
+   * dense vectors takes them through `insert`, by name.) */
   reserve(n: number): Batch;
   /** Inserts (or replaces) points; returns how many were inserted. */
   insert(points: {

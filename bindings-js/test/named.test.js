@@ -103,6 +103,7 @@ describe("named dense vectors", () => {
     expectShoalError(() => col.insert({ ids: [1], vectors: { ...one, audio: one.text } }), "invalid_request");
     expectShoalError(() => col.insert({ ids: [1], vectors: { ...one, image: new Float32Array(5) } }), "length_mismatch");
     expectShoalError(() => col.insert({ ids: [1], vectors: { ...one, text: new Float32Array(9).fill(NaN) } }), "non_finite");
+    expect(expectShoalError(() => col.reserve(1), "invalid_request").message).toContain("insert()");
     expect(col.len).toBe(64);
     expect(col.get([1], { withPayload: false })).toEqual([]);
     same(col);

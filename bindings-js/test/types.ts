@@ -41,6 +41,8 @@ export async function use(C: typeof Api.Collection, W: typeof WorkerApi.SearchWo
   col.insert({ ids: [1, 2n], vectors: new Float32Array(6), payloads: [{ tag: "a" }, null] });
   const named = new C({ vectors: { text: { dim: 2, metric: "cosine" }, image: { dim: 3, metric: "dot" } } });
   named.insert({ ids: [1], vectors: { text: [1, 0], image: new Float32Array(3) } });
+  // @ts-expect-error: named vectors replace dim and metric
+  new C({ dim: 3, vectors: { text: { dim: 2, metric: "cosine" } } });
   const filter: Api.Filter = { must: [{ key: "tag", match: { value: "a" } }], must_not: [{ key: "year", range: { lt: 2000 } }] };
   const res: Api.SearchResponse = col.search({ vector: [1, 0, 0], text: "whale", limit: 5, filter, with_payload: true });
   const got: Api.PointRecord[] = col.get([1], { withVector: true });
