@@ -206,34 +206,14 @@ fn keep_best(cands: &mut Vec<Estimate>, order: &mut Vec<u64>, depth: usize) -> f
     crate::order::f32_of((cut >> 32) as u32)
 }
 
-/// A candidate's place in the exact phase's order: its lower bound (`f32::total_cmp` order, NaN
-/// as `+inf`) in the high half, its row in the low half (rows are distinct: no two are equal).
-fn lower_order(e: &Estimate) -> u64 {
-    let lower = if e.lower.is_nan() { f32::INFINITY } else { e.lower };
-    u64::from(crate::order::f32_key(lower)) << 32 | u64::from(e.row)
-}
-
-/// Sorts `cands` (distinct rows) by [`lower_order`]: natively one sort by that key. (The
-/// signature is the wasm version's, which swaps in its scratch.)
-#[cfg(not(target_arch = "wasm32"))]
-#[allow(clippy::ptr_arg)]
-fn sort_by_lower(cands: &mut Vec<Estimate>, _: &mut Vec<u64>, _: &mut Vec<u64>, _: &mut Vec<Estimate>) {
-    cands.sort_unstable_by_key(lower_order);
-}
-
-/// Sorts `cands` (distinct rows) by [`lower_order`] in the wasm package, with its plain integer
-/// sort only (a comparator's sort is one more sort routine in the package): the keys sorted,
-/// each candidate found again by its row in the sorted `(row, index)` keys. The same order as
-/// the native sort (the keys are distinct). `order`, `by_row` and `sorted` are scratch.
-#[cfg_attr(not(target_arch = "wasm32"), allow(dead_code))]
-fn sort_by_lower_integers(
-    cands: &mut Vec<Estimate>,
-    order: &mut Vec<u64>,
-    by_row: &mut Vec<u64>,
-    sorted: &mut Vec<Estimate>,
-) {
+/// Sorts `cands` (distinct rows) by lower bound (`f32::total_cmp` order, NaN as `+inf`), then
+/// row — with the plain integer sort only (a comparator's sort is one more sort routine in the
+/// wasm package): `(lower, row)` keys sorted, each candidate found again by its row in the
+/// sorted `(row, index)` keys. `order`, `by_row` and `sorted` are scratch.
+fn sort_by_lower(cands: &mut Vec<Estimate>, order: &mut Vec<u64>, by_row: &mut Vec<u64>, sorted: &mut Vec<Estimate>) {
+    let lower = |e: &Estimate| if e.lower.is_nan() { f32::INFINITY } else { e.lower };
     order.clear();
-    order.extend(cands.iter().map(lower_order));
+    order.extend(cands.iter().map(|e| u64::from(crate::order::f32_key(lower(e))) << 32 | u64::from(e.row)));
     shoal_format::sort_u64(order);
     by_row.clear();
     by_row.extend(cands.iter().enumerate().map(|(i, e)| u64::from(e.row) << 32 | i as u64));
@@ -245,9 +225,6 @@ fn sort_by_lower_integers(
     }));
     core::mem::swap(cands, sorted);
 }
-
-#[cfg(target_arch = "wasm32")]
-use sort_by_lower_integers as sort_by_lower;
 
 /// Reusable buffers of one query; sized on first use, then reused without allocating.
 #[derive(Debug, Default)]
@@ -739,39 +716,6 @@ pub fn default_query(nlist: usize) -> IvfQuery {
 mod tests {
     use super::*;
     use crate::rng::Rng;
-
-    /// The native sort and the wasm package's integer sort give the same order, NaN and
-    /// infinite bounds and ties included.
-    #[test]
-    fn both_sorts_by_lower_bound_agree() {
-        let mut rng = Rng::new(7);
-        let special = [f32::NAN, -f32::NAN, f32::INFINITY, f32::NEG_INFINITY, 0.0, -0.0, 1.0];
-        for n in [0usize, 1, 2, 17, 300, 2000] {
-            let mut rows: Vec<u32> = (0..n as u32 * 3).collect();
-            for i in (1..rows.len()).rev() {
-                rows.swap(i, rng.below(i + 1));
-            }
-            let cands: Vec<Estimate> = rows[..n]
-                .iter()
-                .map(|&row| {
-                    let mut unit = || (rng.next_u64() >> 40) as f32 / (1u32 << 24) as f32;
-                    let lower = match unit() {
-                        u if u < 0.25 => special[(u * 28.0) as usize],
-                        u if u < 0.5 => (u * 10.0).floor() * 0.5,
-                        u => u * 10.0 - 5.0,
-                    };
-                    Estimate { key: unit(), lower, row }
-                })
-                .collect();
-            let (mut a, mut b) = (cands.clone(), cands);
-            sort_by_lower(&mut a, &mut Vec::new(), &mut Vec::new(), &mut Vec::new());
-            sort_by_lower_integers(&mut b, &mut Vec::new(), &mut Vec::new(), &mut Vec::new());
-            let bits =
-                |v: &[Estimate]| v.iter().map(|e| (e.key.to_bits(), e.lower.to_bits(), e.row)).collect::<Vec<_>>();
-            assert_eq!(bits(&a), bits(&b), "{n} candidates");
-            assert!(a.windows(2).all(|w| lower_order(&w[0]) < lower_order(&w[1])));
-        }
-    }
 
     #[test]
     fn probe_keys_sort_as_key_then_partition() {
