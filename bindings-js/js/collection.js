@@ -81,6 +81,8 @@ export class Collection {
   /** @type {any} */
   #w;
   #dim;
+  /** The dense vectors' names, vector 0 first (fixed with the collection). @type {string[]} */
+  #names;
   /** @type {Batch | null} the batch reserved last and not committed yet */
   #pending = null;
 
@@ -136,6 +138,7 @@ export class Collection {
       this.#w = call(() => new g.WasmCollection(dim, metric, fieldsJson, nested, sparseJson, vectorsJson));
     }
     this.#dim = this.#w.dim();
+    this.#names = this.#w.dense_names();
   }
 
   #get() {
@@ -171,7 +174,7 @@ export class Collection {
    * @returns {Batch}
    */
   reserve(n) {
-    if (this.#get().dense_names().length > 1) {
+    if (this.#names.length > 1) {
       throw new ShoalError(
         "invalid_request",
         "reserve(): this collection has several dense vectors: insert() them by name ({ vectors: { name: floats } })",
@@ -240,10 +243,10 @@ export class Collection {
    * @param {{ ids: any, vectors: Float32Array | ArrayLike<number> | Record<string, Float32Array | ArrayLike<number>>, payloads?: ReadonlyArray<Record<string, any> | null>, sparse?: Record<string, ReadonlyArray<{ indices: ArrayLike<number>, values: ArrayLike<number> } | null>> }} points
    */
   insert({ ids, vectors, payloads, sparse } = /** @type {any} */ ({})) {
-    const w = this.#get();
+    this.#get();
     const norm = normalizeIds(ids);
     const n = "big" in norm ? norm.big.length : "numbers" in norm ? norm.numbers.length : norm.n;
-    const [first, ...rest] = /** @type {string[]} */ (w.dense_names());
+    const [first, ...rest] = this.#names;
     const byName = vectors !== null && typeof vectors === "object" && !Array.isArray(vectors) && !ArrayBuffer.isView(vectors);
     const named = /** @type {Record<string, any>} */ (byName ? vectors : {});
     const keys = Object.keys(named);
@@ -261,7 +264,8 @@ export class Collection {
       );
     }
     const extra = rest.map((name) => toFloat32(named[name], "length_mismatch", `vectors.${name}`));
-    const staged = (sparse !== undefined && sparse !== null) || extra.length > 0;
+    const hasSparse = sparse !== undefined && sparse !== null;
+    const staged = hasSparse || extra.length > 0;
     const idsJson = "json" in norm ? norm.json : staged ? idListJson(norm) : undefined;
     // Room for every dense vector counted up front (the extra ones are copied in when staged).
     const batch = this.#reserve(n, extra.reduce((sum, v) => sum + v.length / Math.max(n, 1), this.#dim));
@@ -272,7 +276,7 @@ export class Collection {
       // that was staged) as every failed commit does.
       try {
         rest.forEach((name, i) => call(() => this.#get().stage_dense(name, extra[i])));
-        if (sparse !== undefined && sparse !== null) stageSparse(this.#get(), sparse, n);
+        if (hasSparse) stageSparse(this.#get(), sparse, n);
       } catch (e) {
         call(() => this.#get().reserve(0));
         this.#pending = null;

@@ -239,17 +239,13 @@ impl<'a> Lists<'a> {
     /// whose bounds sum below `threshold` inessential and passing the rows the essential
     /// lists' current blocks bound below it.
     fn next_row(&mut self, threshold: Option<f32>) -> Option<usize> {
-        let Some(t) = threshold else {
-            let essential = self.lists.iter().filter(|l| l.essential);
-            return essential.filter_map(|l| l.rows.get(l.at)).min().map(|&r| r as usize);
-        };
+        let Some(t) = threshold else { return self.next_essential().map(|r| r as usize) };
         while self.inessential < self.lists.len() && below(self.below[self.inessential], t) {
             self.lists[self.by_bound[self.inessential]].essential = false;
             self.inessential += 1;
         }
         loop {
-            let essential = self.lists.iter().filter(|l| l.essential);
-            let next = *essential.filter_map(|l| l.rows.get(l.at)).min()?;
+            let next = self.next_essential()?;
             let (end, bound) = match self.window {
                 Some((end, bound, inessential)) if next <= end && inessential == self.inessential => (end, bound),
                 _ => {
@@ -273,6 +269,11 @@ impl<'a> Lists<'a> {
                 l.at += l.rows[l.at..].partition_point(|&x| x <= end);
             }
         }
+    }
+
+    /// The smallest row an essential list holds at its position (`None`: they are all over).
+    fn next_essential(&self) -> Option<u32> {
+        self.lists.iter().filter(|l| l.essential).filter_map(|l| l.rows.get(l.at)).min().copied()
     }
 
     /// The margin plus the bounds of the lists that are not essential.
