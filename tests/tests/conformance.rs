@@ -31,52 +31,64 @@ fn differences(a: &Output, b: &Output) -> usize {
     ids + scores + counts + seg
 }
 
-/// Runs the configurations `which` with every variant: `[config][variant]`. Natively the runs
-/// are spread over the machine's cores (each run is deterministic on its own); wasm runs them
-/// in turn.
-fn run_all(which: &[usize], variants: &[Kernels]) -> Vec<Vec<Output>> {
-    let jobs: Vec<(usize, usize)> = which.iter().flat_map(|&c| (0..variants.len()).map(move |v| (c, v))).collect();
-    let one = |(c, v): (usize, usize)| run(&scenario(CONFIGS[c]), variants[v]);
+/// `f(0..n)`, natively spread over the machine's cores (each call is deterministic on its own),
+/// in turn in wasm.
+fn map_jobs<T: Send>(n: usize, f: impl Fn(usize) -> T + Sync) -> Vec<T> {
     #[cfg(not(target_family = "wasm"))]
-    let outputs: Vec<Output> = {
+    {
         use std::sync::Mutex;
         use std::sync::atomic::{AtomicUsize, Ordering};
         let next = AtomicUsize::new(0);
-        let done = Mutex::new(vec![None; jobs.len()]);
-        let threads = std::thread::available_parallelism().map_or(1, |n| n.get()).min(jobs.len());
+        let done = Mutex::new((0..n).map(|_| None).collect::<Vec<Option<T>>>());
+        let threads = std::thread::available_parallelism().map_or(1, |n| n.get()).min(n);
         std::thread::scope(|scope| {
             for _ in 0..threads {
                 scope.spawn(|| {
                     loop {
                         let i = next.fetch_add(1, Ordering::Relaxed);
-                        let Some(&job) = jobs.get(i) else { break };
-                        let out = one(job);
+                        if i >= n {
+                            break;
+                        }
+                        let out = f(i);
                         done.lock().unwrap()[i] = Some(out);
                     }
                 });
             }
         });
         done.into_inner().unwrap().into_iter().map(|o| o.expect("every job ran")).collect()
-    };
+    }
     #[cfg(target_family = "wasm")]
-    let outputs: Vec<Output> = jobs.iter().map(|&job| one(job)).collect();
+    (0..n).map(f).collect()
+}
+
+/// Runs the configurations `which` with every variant: `[config][variant]`.
+fn run_all(which: &[usize], variants: &[Kernels]) -> Vec<Vec<Output>> {
+    let jobs: Vec<(usize, usize)> = which.iter().flat_map(|&c| (0..variants.len()).map(move |v| (c, v))).collect();
+    let outputs = map_jobs(jobs.len(), |i| run(&scenario(CONFIGS[jobs[i].0]), variants[jobs[i].1]));
     let mut outputs = outputs.into_iter();
     which.iter().map(|_| outputs.by_ref().take(variants.len()).collect()).collect()
 }
 
 /// Runs the configurations `which` with every kernel variant of the target: every variant
-/// equals the scalar one, and (unless `SHOAL_WRITE_GOLDEN` is set) the committed digests.
-/// Returns the scalar outputs.
+/// equals the first (the scalar one, unless `SHOAL_ONLY_KERNELS` leaves it out), and (unless
+/// `SHOAL_WRITE_GOLDEN` is set) the committed digests. Returns the first variant's outputs.
 fn check_configs(which: &[usize]) -> Vec<Output> {
     let variants = variants::under_test("conformance");
-    assert_eq!(variants[0].name(), "scalar");
-    let outputs = run_all(which, &variants);
     let write = std::env::var_os("SHOAL_WRITE_GOLDEN").is_some();
+    assert!(!write || variants[0].name() == "scalar", "the digests are written from every variant, scalar first");
+    let outputs = run_all(which, &variants);
     let mut reference = Vec::new();
     for (&c, mut outs) in which.iter().zip(outputs) {
         let config = &CONFIGS[c];
         for (k, out) in variants.iter().zip(&outs) {
-            assert_eq!(differences(out, &outs[0]), 0, "{}: kernels {} differ from scalar", config.name, k.name());
+            assert_eq!(
+                differences(out, &outs[0]),
+                0,
+                "{}: kernels {} differ from {}",
+                config.name,
+                k.name(),
+                variants[0].name()
+            );
         }
         if !write {
             for (k, out) in variants.iter().zip(&outs) {
@@ -93,19 +105,21 @@ fn check_configs(which: &[usize]) -> Vec<Output> {
     reference
 }
 
-/// Natively: every configuration at once (in parallel), then the oracle, the fixtures for the
-/// Node replay and, with `SHOAL_WRITE_GOLDEN`, the digests.
+/// Natively: every configuration at once (in parallel), then (in parallel too) the oracle and
+/// the fixtures for the Node replay and, with `SHOAL_WRITE_GOLDEN`, the digests.
 #[cfg(not(target_family = "wasm"))]
 #[test]
 fn every_kernel_variant_gives_the_committed_outputs() {
     let all: Vec<usize> = (0..CONFIGS.len()).collect();
     let outputs = check_configs(&all);
+    map_jobs(CONFIGS.len(), |c| {
+        let s = scenario(CONFIGS[c]);
+        native::check_against_oracle(&s, &outputs[c]);
+        native::write_fixture(&s, &outputs[c]);
+    });
     let mut digests = serde_json::Map::new();
     for (config, reference) in CONFIGS.iter().zip(&outputs) {
         digests.insert(config.name.to_string(), reference.digest());
-        let s = scenario(*config);
-        native::check_against_oracle(&s, reference);
-        native::write_fixture(&s, reference);
     }
     if std::env::var_os("SHOAL_WRITE_GOLDEN").is_some() {
         let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("golden/conformance.json");

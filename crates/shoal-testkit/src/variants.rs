@@ -37,8 +37,28 @@ pub fn missing(suite: &str, name: &str) {
 
 /// Every variant usable here, the scalar reference first; panics when a required variant is
 /// missing (or is not a variant name at all).
+///
+/// `SHOAL_ONLY_KERNELS=neon` (names as for `SHOAL_REQUIRE_KERNELS`) keeps only the named
+/// variants, for a suite too slow to run every variant where it runs (the end-to-end conformance
+/// scenario under QEMU: there the kernel equivalence suite still compares every variant to the
+/// scalar one, and each kept variant is still held to the committed digests).
 pub fn under_test(suite: &str) -> Vec<Kernels> {
-    let available: Vec<Kernels> = Kernels::available().collect();
+    let mut available: Vec<Kernels> = Kernels::available().collect();
+    let only: Vec<String> = std::env::var("SHOAL_ONLY_KERNELS")
+        .unwrap_or_default()
+        .split(',')
+        .map(|s| s.trim().to_string())
+        .filter(|s| !s.is_empty())
+        .collect();
+    if !only.is_empty() {
+        for name in &only {
+            assert!(
+                available.iter().any(|k| k.name() == name),
+                "{suite}: kernel variant {name} (SHOAL_ONLY_KERNELS) is not available on this machine"
+            );
+        }
+        available.retain(|k| only.iter().any(|n| n == k.name()));
+    }
     for name in required() {
         assert!(
             available.iter().any(|k| k.name() == name),
