@@ -499,14 +499,14 @@ fn open_payload(reader: &SegmentReader<'_>, rows: usize) -> Result<Option<Payloa
     if view.rows() as usize != rows {
         return Err(bad("PAYLOAD_DOCS", "payload rows differ from the segment rows"));
     }
-    // Nested payloads (header flag bit 3): documents only, no columns in this version.
-    let schema = if reader.header().flags & shoal_format::FLAG_NESTED_PAYLOAD != 0 {
-        if !view.schema().is_empty() {
-            return Err(bad("PAYLOAD_FIELDS", "columns in a segment with nested payloads"));
-        }
-        Schema::nested::<&str>(&[]).expect("no fields")
-    } else {
-        view.schema().clone()
+    // Nested payloads (header flag bit 3): columns by path (with stray rows), or — as written
+    // before paths were columns — documents alone.
+    let nested = reader.header().flags & shoal_format::FLAG_NESTED_PAYLOAD != 0;
+    let schema = match (nested, view.schema().is_nested()) {
+        (true, true) | (false, false) => view.schema().clone(),
+        (true, false) if view.schema().is_empty() => Schema::nested::<&str>(&[]).expect("no fields"),
+        (true, false) => return Err(bad("PAYLOAD_FIELDS", "flat columns in a segment with nested payloads")),
+        (false, true) => return Err(bad("PAYLOAD_COLUMNS", "nested columns without header flag bit 3")),
     };
     let base = reader.bytes();
     Ok(Some(PayloadRanges { schema, sections: [fields, columns, dicts, postings, docs].map(|s| range_of(base, s)) }))

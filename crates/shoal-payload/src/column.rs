@@ -52,8 +52,11 @@ pub struct ColumnMeta {
     pub valued_points: u32,
     /// [`MODE_CODES`], [`MODE_SETS`], [`MODE_DIRECT`] or [`MODE_COUNTED`].
     pub mode: u32,
+    /// Nested payloads: rows answered from their documents (`PAYLOAD_COLUMNS` array 8); zero
+    /// otherwise.
+    pub stray_points: u32,
     /// Zero.
-    pub reserved: [u32; 7],
+    pub reserved: [u32; 6],
 }
 
 /// Column mode: a slot holds one code (0 none, 1 several, `2 + i` value `i`); rows with

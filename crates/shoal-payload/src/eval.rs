@@ -9,7 +9,7 @@ use crate::error::FilterError;
 use crate::filter::{Condition, FieldCheck, Filter, Literal, Range};
 use crate::schema::{FieldType, Schema};
 use crate::store::{Dict, FieldView, PayloadView};
-use crate::values::{f64_of_key, i64_of_key, key_of_i64};
+use crate::values::{f64_of_key, i64_of_key, key_of_f64, key_of_i64};
 use shoal_format::PointId;
 
 /// A set of rows `0..len` as bits.
@@ -229,9 +229,13 @@ enum Node {
 pub struct CompiledFilter<'v, 'a> {
     view: &'v PayloadView<'a>,
     root: Node,
-    /// Nested payloads: the filter, evaluated on each row's stored document, and the rows its
-    /// `has_id` ids have in this segment (`root` is unused).
+    /// Nested payloads: the filter, evaluated on stored documents, and the rows its `has_id`
+    /// ids have in this segment.
     doc: Option<(&'v Filter, Vec<(PointId, u32)>)>,
+    /// Nested payloads whose filter names only paths this segment has as columns (and no
+    /// `nested` condition): the rows those paths have as strays, the only ones evaluated on
+    /// their documents (ascending); `None`: every row is (`root` is unused).
+    strays: Option<Vec<u32>>,
 }
 
 impl<'a> PayloadView<'a> {
@@ -259,10 +263,32 @@ impl<'a> PayloadView<'a> {
         filter.validate(schema)?;
         if schema.is_nested() {
             let doc = Some((filter, has_id_rows(filter, row_of)));
-            return Ok(CompiledFilter { view: self, root: Node::Const(true), doc });
+            let mut paths = Vec::new();
+            if !self.schema().is_nested() || !column_paths(filter, self.schema(), &mut paths) {
+                return Ok(CompiledFilter { view: self, root: Node::Const(true), doc, strays: None });
+            }
+            let mut strays: Vec<u32> = paths.iter().flat_map(|&i| self.field(i).stray_rows).copied().collect();
+            shoal_format::sort_u32(&mut strays);
+            strays.dedup();
+            let root = compile_filter(self, filter, row_of);
+            return Ok(CompiledFilter { view: self, root, doc, strays: Some(strays) });
         }
-        Ok(CompiledFilter { view: self, root: compile_filter(self, filter, row_of), doc: None })
+        Ok(CompiledFilter { view: self, root: compile_filter(self, filter, row_of), doc: None, strays: None })
     }
+}
+
+/// Nested payloads: whether every key of `f` is a path `schema` has a column for, with no
+/// `nested` condition (which only documents answer); the paths' fields go to `out`.
+fn column_paths(f: &Filter, schema: &Schema, out: &mut Vec<usize>) -> bool {
+    let lists = [&f.must, &f.should, &f.must_not];
+    lists.into_iter().flatten().chain(f.min_should.iter().flat_map(|m| &m.conditions)).all(|c| match c {
+        Condition::Filter(inner) => column_paths(inner, schema, out),
+        Condition::HasId(_) => true,
+        Condition::Nested { .. } => false,
+        Condition::IsEmpty(k) | Condition::IsNull(k) | Condition::Field { key: k, .. } => {
+            schema.field(k).map(|(i, _)| out.push(i)).is_some()
+        }
+    })
 }
 
 fn compile_filter(view: &PayloadView<'_>, f: &Filter, row_of: &dyn Fn(PointId) -> Option<u32>) -> Node {
@@ -293,18 +319,32 @@ fn has_id_rows(f: &Filter, row_of: &dyn Fn(PointId) -> Option<u32>) -> Vec<(Poin
     rows
 }
 
+/// The code of the value equal to `l` (as the reference evaluator compares them: an integer
+/// literal equals an integral number, whatever the column's type), if the column has it.
 fn literal_code(field: &FieldView<'_>, l: &Literal) -> Option<u32> {
-    let i = match (&field.dict, l) {
-        (Dict::Strings { .. }, Literal::Keyword(s)) => field.dict.find_string(s)?,
-        (Dict::Keys(k), Literal::Integer(x)) => k.binary_search(&key_of_i64(*x)).ok()? as u32,
-        (Dict::Keys(k), Literal::Bool(b)) => k.binary_search(&(*b as u64)).ok()? as u32,
+    let key = |k: u64| match field.dict {
+        Dict::Keys(keys) => keys.binary_search(&k).ok(),
+        _ => None,
+    };
+    let i = match (field.field_type, l) {
+        (FieldType::Keyword, Literal::Keyword(s)) => field.dict.find_string(s)?,
+        (FieldType::Integer, Literal::Integer(x)) => key(key_of_i64(*x))? as u32,
+        // Nested payloads: a float value equal to the integer (one that is exactly an `f64`).
+        (FieldType::Float, Literal::Integer(x)) => {
+            let f = *x as f64;
+            key(key_of_f64(f)).filter(|_| i128::from(*x) == f as i128)? as u32
+        }
+        (FieldType::Bool, Literal::Bool(b)) => key(*b as u64)? as u32,
         _ => return None,
     };
     Some(i + CODE_FIRST_VALUE)
 }
 
 fn range_codes(field: &FieldView<'_>, r: &Range) -> (u32, u32) {
-    let Dict::Keys(keys) = field.dict else { return (0, 0) };
+    // Only numbers are in ranges.
+    let (Dict::Keys(keys), FieldType::Integer | FieldType::Float) = (field.dict, field.field_type) else {
+        return (0, 0);
+    };
     let as_f64 = |k: u64| match field.field_type {
         FieldType::Integer => i64_of_key(k) as f64,
         _ => f64_of_key(k),
@@ -605,30 +645,46 @@ impl<'v, 'a> CompiledFilter<'v, 'a> {
     pub fn matches(&self, row: u32) -> bool {
         row < self.view.rows()
             && match &self.doc {
-                Some((f, ids)) => doc_passes(self.view, f, ids, row),
-                None => eval(self.view, &self.root, row),
+                Some((f, ids)) if self.strays.as_ref().is_none_or(|s| s.binary_search(&row).is_ok()) => {
+                    doc_passes(self.view, f, ids, row)
+                }
+                _ => eval(self.view, &self.root, row),
             }
     }
 
     /// Bounds on the number of matching rows, from the index sizes alone (no scan).
     pub fn estimate_cardinality(&self) -> Cardinality {
-        match self.doc {
+        let rows = u64::from(self.view.rows());
+        match (&self.doc, &self.strays) {
             // Counted as matching everything: a vector search then checks only its candidates.
-            Some(_) => Cardinality::new(0, u64::from(self.view.rows()), u64::from(self.view.rows())),
-            None => estimate(self.view, &self.root),
+            (Some(_), None) => Cardinality::new(0, rows, rows),
+            // Each stray row may go either way.
+            (Some(_), Some(s)) => {
+                let (e, n) = (estimate(self.view, &self.root), s.len() as u64);
+                Cardinality::new(e.min.saturating_sub(n), e.expected, e.max.saturating_add(n).min(rows))
+            }
+            (None, _) => estimate(self.view, &self.root),
         }
     }
 
-    /// Every matching row, from the value → rows indexes (columns only for `is_empty`).
+    /// Every matching row, from the value → rows indexes (columns only for `is_empty`; stray
+    /// rows of nested payloads from their documents).
     pub fn matching_points(&self) -> Bitset {
-        match &self.doc {
-            Some(_) => {
-                let mut b = Bitset::empty(self.view.rows());
-                (0..self.view.rows()).filter(|&r| self.matches(r)).for_each(|r| b.insert(r));
-                b
+        let Some((f, ids)) = &self.doc else { return matching(self.view, &self.root) };
+        let Some(strays) = &self.strays else {
+            let mut b = Bitset::empty(self.view.rows());
+            (0..self.view.rows()).filter(|&r| self.matches(r)).for_each(|r| b.insert(r));
+            return b;
+        };
+        let mut b = matching(self.view, &self.root);
+        for &r in strays {
+            if doc_passes(self.view, f, ids, r) {
+                b.insert(r);
+            } else {
+                b.remove(r);
             }
-            None => matching(self.view, &self.root),
         }
+        b
     }
 }
 

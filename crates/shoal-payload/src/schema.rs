@@ -153,8 +153,10 @@ impl Schema {
     /// A nested-mode schema (`docs/format.md`, "Nested payloads"): payloads are any JSON
     /// objects, filter keys are paths, and `fields` declare paths for indexing (keys and `[]`,
     /// no `[n]`; `keyword`, `integer`, `float` or `bool` — text paths are not supported yet).
-    /// Indexes on paths are recorded but not built in this version: conditions on nested
-    /// collections are evaluated on the stored documents, with the same answers.
+    /// Each declared path is built as a column; a row the column cannot describe (a value of
+    /// another type, an object, ...) is a stray of the path, answered from its document, as
+    /// are conditions on undeclared paths — the answers are the reference evaluator's either
+    /// way.
     pub fn nested<S: AsRef<str>>(fields: &[(S, FieldType)]) -> Result<Schema, PayloadError> {
         let mut schema = Schema::new(fields)?;
         for (name, ty) in &schema.fields {

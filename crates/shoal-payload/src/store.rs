@@ -140,6 +140,7 @@ struct FieldAcc {
     has_text: Vec<bool>,
     null_rows: Vec<u32>,
     nulls_only_rows: Vec<u32>,
+    stray_rows: Vec<u32>,
 }
 
 /// Accumulates point payloads (validating each completely before taking it) and writes the
@@ -171,8 +172,6 @@ pub struct PayloadBuilder {
 impl PayloadBuilder {
     /// An empty builder for `schema`.
     pub fn new(schema: Schema) -> PayloadBuilder {
-        // Nested mode keeps documents only: its paths are not columns in this version.
-        let schema = if schema.is_nested() { Schema::nested::<&str>(&[]).expect("no fields") } else { schema };
         let fields = (0..schema.len()).map(|_| FieldAcc { row_offsets: vec![0], ..FieldAcc::default() }).collect();
         PayloadBuilder { schema, fields, doc_offsets: vec![0], doc_bytes: Vec::new() }
     }
@@ -200,6 +199,15 @@ impl PayloadBuilder {
         if self.rows() == u32::MAX {
             return Err(PayloadError::new("payload", PayloadErrorKind::TooManyPoints));
         }
+        // Values are read from the document as it is stored (nested numbers in one form).
+        let doc = &match doc {
+            Value::Null => Value::Null,
+            d => {
+                let mut d = d.clone();
+                crate::values::canonicalize(&self.schema, &mut d);
+                d
+            }
+        };
         let values = parse_payload(&self.schema, doc)?;
         let row = self.rows();
         for (i, fv) in values.into_iter().enumerate() {
@@ -209,6 +217,7 @@ impl PayloadBuilder {
                 FieldValues::Absent | FieldValues::EmptyArray => {}
                 FieldValues::Null => acc.null_rows.push(row),
                 FieldValues::NullsOnly => acc.nulls_only_rows.push(row),
+                FieldValues::Stray => acc.stray_rows.push(row),
                 FieldValues::Values(vals) => {
                     for v in vals {
                         match v {
@@ -236,11 +245,7 @@ impl PayloadBuilder {
         }
         let doc_text = match doc {
             Value::Null => "{}".to_string(),
-            d => {
-                let mut d = d.clone();
-                crate::values::canonicalize(&self.schema, &mut d);
-                d.to_string()
-            }
+            d => d.to_string(),
         };
         self.doc_bytes.extend_from_slice(doc_text.as_bytes());
         self.doc_offsets.push(self.doc_bytes.len() as u64);
@@ -252,14 +257,16 @@ impl PayloadBuilder {
         let rows = self.rows();
         let n = self.schema.len() as u32;
         let mut fields = TableWriter::new(MAGIC_FIELDS, n, 2);
-        let mut columns = TableWriter::new(MAGIC_COLUMNS, n, 8);
+        // Nested payloads add array 8, the stray rows.
+        let nested = self.schema.is_nested();
+        let mut columns = TableWriter::new(MAGIC_COLUMNS, n, if nested { 9 } else { 8 });
         let mut dicts = TableWriter::new(MAGIC_DICTS, n, 2);
         let mut postings = TableWriter::new(MAGIC_POSTINGS, n, POSTINGS_ARRAYS);
         for (i, mut acc) in self.fields.into_iter().enumerate() {
             let ty = self.schema.field_type(i);
             fields.push(self.schema.name(i).as_bytes());
             fields.push(&[ty.code(), 0, 0, 0]);
-            let (col, post) = match ty {
+            let (mut col, post) = match ty {
                 FieldType::Text | FieldType::TextEn => {
                     acc.has_text.resize(rows as usize, false);
                     let col = build_presence_column(&acc.has_text, &acc.null_rows, &acc.nulls_only_rows);
@@ -300,7 +307,11 @@ impl PayloadBuilder {
                     build_column(dict.len() as u32, &acc.row_offsets, &vals, &acc.null_rows, &acc.nulls_only_rows)
                 }
             };
+            col.meta.stray_points = acc.stray_rows.len() as u32;
             push_column(&mut columns, &col);
+            if nested {
+                columns.push(&acc.stray_rows);
+            }
             postings.push(&post.offsets);
             postings.push(&post.starts);
             if post.starts.is_empty() {
@@ -411,6 +422,9 @@ pub struct FieldView<'a> {
     pub dict: Dict<'a>,
     /// Value → rows.
     pub postings: Postings<'a>,
+    /// Nested payloads: the rows whose values on this path the column does not hold
+    /// (ascending), answered from their documents; empty otherwise.
+    pub stray_rows: &'a [u32],
 }
 
 impl FieldView<'_> {
@@ -457,7 +471,9 @@ impl<'a> PayloadView<'a> {
     /// Opens the sections with the cheap checks of `docs/format.md` (O(fields)).
     pub fn open(s: PayloadSectionBytes<'a>) -> Result<PayloadView<'a>, LayoutError> {
         let ft = Table::open(s.fields, MAGIC_FIELDS, "PAYLOAD_FIELDS", 2)?;
-        let ct = Table::open(s.columns, MAGIC_COLUMNS, "PAYLOAD_COLUMNS", 8)?;
+        let ct = Table::open_any(s.columns, MAGIC_COLUMNS, "PAYLOAD_COLUMNS", &[8, 9])?;
+        // Nested payloads: names are paths, and array 8 holds each path's stray rows.
+        let nested = ct.arrays() == 9;
         let dt = Table::open(s.dicts, MAGIC_DICTS, "PAYLOAD_DICTS", 2)?;
         let pt = Table::open_any(s.postings, MAGIC_POSTINGS, "PAYLOAD_POSTINGS", &[POSTINGS_ARRAYS, 2])?;
         let docs = Table::open(s.docs, MAGIC_DOCS, "PAYLOAD_DOCS", 2)?;
@@ -494,6 +510,13 @@ impl<'a> PayloadView<'a> {
             }
             names.push((name, ty));
             let column = open_column(&ct, g, rows, ty)?;
+            let stray_rows: &[u32] = if nested {
+                ct.array_n(g, 8, column.meta.stray_points as u64, "stray rows length")?
+            } else if column.meta.stray_points != 0 {
+                return Err(malformed("PAYLOAD_COLUMNS", "stray rows without nested payloads"));
+            } else {
+                &[]
+            };
             let dict_len = column.meta.dict_len as u64;
             let dict = match ty {
                 FieldType::Text | FieldType::TextEn => {
@@ -531,9 +554,10 @@ impl<'a> PayloadView<'a> {
                     ..Postings::default()
                 }
             };
-            fields.push(FieldView { field_type: ty, column, dict, postings });
+            fields.push(FieldView { field_type: ty, column, dict, postings, stray_rows });
         }
-        let schema = Schema::new(&names).map_err(|_| malformed("PAYLOAD_FIELDS", "invalid schema"))?;
+        let schema = if nested { Schema::nested(&names) } else { Schema::new(&names) }
+            .map_err(|_| malformed("PAYLOAD_FIELDS", "invalid schema"))?;
         Ok(PayloadView { schema, rows, fields, doc_offsets, doc_bytes })
     }
 
@@ -586,10 +610,46 @@ impl<'a> PayloadView<'a> {
         if self.doc_offsets.windows(2).any(|w| w[0] > w[1]) {
             return Err(malformed(docs, "offsets decrease"));
         }
+        let nested = self.schema.is_nested();
         for r in 0..self.rows {
-            match self.document(r)? {
-                Value::Object(_) => {}
-                _ => return Err(malformed(docs, "document is not an object")),
+            let doc = self.document(r)?;
+            if !doc.is_object() {
+                return Err(malformed(docs, "document is not an object"));
+            }
+            if nested && !self.fields.is_empty() {
+                self.verify_nested_row(r, &doc)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Nested payloads: what every path's column says of `row` (values, `null`, arrays of
+    /// `null`s, stray) is what its stored document gives.
+    fn verify_nested_row(&self, row: u32, doc: &Value) -> Result<(), LayoutError> {
+        let cols = "PAYLOAD_COLUMNS";
+        let derived = parse_payload(&self.schema, doc).map_err(|_| malformed(cols, "a document is not nested"))?;
+        for (f, want) in self.fields.iter().zip(derived) {
+            let c = &f.column;
+            let listed = |rows: &[u32]| rows.binary_search(&row).is_ok();
+            let got = (listed(f.stray_rows), listed(c.null_rows), listed(c.nulls_only_rows), f.values(row));
+            let same = match want {
+                FieldValues::Stray => matches!(got, (true, false, false, ref v) if v.is_empty()),
+                FieldValues::Null => matches!(got, (false, true, false, ref v) if v.is_empty()),
+                FieldValues::NullsOnly => matches!(got, (false, false, true, ref v) if v.is_empty()),
+                FieldValues::Absent | FieldValues::EmptyArray => {
+                    matches!(got, (false, false, false, ref v) if v.is_empty())
+                }
+                FieldValues::Values(want) => {
+                    let (stray, null, nulls_only, v) = got;
+                    !stray
+                        && !null
+                        && !nulls_only
+                        && want.iter().all(|x| v.contains(x))
+                        && v.iter().all(|x| want.contains(x))
+                }
+            };
+            if !same {
+                return Err(malformed(cols, "a nested column disagrees with its documents"));
             }
         }
         Ok(())
@@ -774,7 +834,7 @@ fn verify_field(f: &FieldView<'_>, rows: u32) -> Result<(), LayoutError> {
     if valued != m.valued_points {
         return Err(malformed(cols, "valued_points is wrong"));
     }
-    for list in [c.null_rows, c.nulls_only_rows] {
+    for list in [c.null_rows, c.nulls_only_rows, f.stray_rows] {
         if !strictly_ascending_below(list, rows) || list.iter().any(|&r| c.code(r) != CODE_EMPTY) {
             return Err(malformed(cols, "null row lists unsorted or holding values"));
         }

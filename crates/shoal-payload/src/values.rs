@@ -44,6 +44,11 @@ pub enum FieldValues {
     /// One value, or an array with at least one non-null element (the non-null elements, in
     /// input order).
     Values(Vec<ScalarValue>),
+    /// Nested payloads: the path reaches something its column cannot hold — a value of
+    /// another type, an object, an array inside an array, or `null` beside values — so the
+    /// row's conditions on it are answered from its document (`docs/format.md`, "Nested
+    /// payloads").
+    Stray,
 }
 
 /// The JSON type name of a value, for error messages.
@@ -183,8 +188,14 @@ pub fn parse_payload(schema: &Schema, doc: &Value) -> Result<Vec<FieldValues>, P
     let mut out = alloc::vec![FieldValues::Absent; schema.len()];
     let obj = match doc {
         Value::Null => return Ok(out),
-        // Nested mode: any object (its paths are not columns in this version).
-        Value::Object(_) if schema.is_nested() => return Ok(out),
+        // Nested mode: any object; each declared path gives what it reaches.
+        Value::Object(_) if schema.is_nested() => {
+            for (i, (path, ty)) in schema.fields().enumerate() {
+                let steps = crate::path::parse(path).expect("declared paths parse");
+                out[i] = nested_values(ty, &crate::path::resolve(doc, &steps));
+            }
+            return Ok(out);
+        }
         Value::Object(o) => o,
         _ => return Err(PayloadError::new("payload", PayloadErrorKind::NotAnObject)),
     };
@@ -203,6 +214,67 @@ pub fn parse_payload_str(schema: &Schema, text: &str) -> Result<(Value, Vec<Fiel
         .map_err(|e| PayloadError::new("payload", PayloadErrorKind::InvalidJson(e.to_string())))?;
     let values = parse_payload(schema, &doc)?;
     Ok((doc, values))
+}
+
+/// What a declared path of type `ty` holds, given the values `reached` it reaches in one
+/// document (`docs/format.md`, "Nested payloads"): the non-null values of the members (an
+/// array member's elements, one level), `Null` when some member is `null`, `NullsOnly` when
+/// some member is a non-empty array of `null`s, else `Absent`; `Stray` when the column cannot
+/// say what the reference evaluator would (a value of another type, an object, an array in an
+/// array, `null` beside values, or both `null` and an array of `null`s).
+fn nested_values(ty: FieldType, reached: &[&Value]) -> FieldValues {
+    let (mut vals, mut null, mut nulls_only) = (Vec::new(), false, false);
+    for &m in reached {
+        let items = match m {
+            Value::Null => {
+                null = true;
+                continue;
+            }
+            Value::Array(a) => {
+                nulls_only |= !a.is_empty() && a.iter().all(Value::is_null);
+                a.as_slice()
+            }
+            x => core::slice::from_ref(x),
+        };
+        for x in items.iter().filter(|x| !x.is_null()) {
+            match nested_scalar(ty, x) {
+                Some(v) => vals.push(v),
+                None => return FieldValues::Stray,
+            }
+        }
+    }
+    match (vals.is_empty(), null, nulls_only) {
+        (false, false, _) => FieldValues::Values(vals),
+        (false, true, _) | (true, true, true) => FieldValues::Stray,
+        (true, true, false) => FieldValues::Null,
+        (true, false, true) => FieldValues::NullsOnly,
+        (true, false, false) => FieldValues::Absent,
+    }
+}
+
+/// A nested path's scalar as its column holds it: strings in `keyword`, integral numbers in
+/// `integer` (as [`json_integer`] reads them), numbers that are exactly an `f64` in `float`,
+/// booleans in `bool`; `None` for anything else.
+fn nested_scalar(ty: FieldType, v: &Value) -> Option<ScalarValue> {
+    Some(match (ty, v) {
+        (FieldType::Keyword, Value::String(s)) => ScalarValue::Keyword(s.clone()),
+        (FieldType::Bool, Value::Bool(b)) => ScalarValue::Bool(*b),
+        (FieldType::Integer, Value::Number(n)) => ScalarValue::Integer(json_integer(n)?),
+        (FieldType::Float, Value::Number(n)) => {
+            let f = n.as_f64()?;
+            // An integer the `f64` rounds (beyond 2^53) would match the wrong literals.
+            let exact = match (n.as_i64(), n.as_u64()) {
+                (Some(i), _) => i128::from(i) == f as i128,
+                (None, Some(u)) => u128::from(u) == f as u128,
+                _ => true,
+            };
+            if !exact {
+                return None;
+            }
+            ScalarValue::Float(if f == 0.0 { 0.0 } else { f })
+        }
+        _ => return None,
+    })
 }
 
 fn parse_field(ty: FieldType, value: &Value, name: &str) -> Result<FieldValues, PayloadError> {

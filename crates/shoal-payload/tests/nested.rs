@@ -4,7 +4,7 @@
 //! payload sections (documents only); validation of paths and modes.
 
 use serde_json::{Value, json};
-use shoal_payload::{Filter, FilterErrorKind, PayloadBuilder, PointId, Schema, reference};
+use shoal_payload::{Condition, FieldType, Filter, FilterErrorKind, PayloadBuilder, PointId, Schema, reference};
 
 /// Qdrant's filtering documentation: countries with cities.
 fn countries() -> Vec<Value> {
@@ -30,28 +30,75 @@ fn dinosaurs() -> Vec<Value> {
     ]
 }
 
-/// The rows passing `filter`, by the reference evaluator and by the sealed sections (which
-/// must agree).
-fn rows(docs: &[Value], filter: Value) -> Vec<u32> {
-    let schema = Schema::nested::<&str>(&[]).unwrap();
-    let f = Filter::from_value(&filter).unwrap();
-    f.validate(&schema).unwrap();
-    let want: Vec<u32> = (0..docs.len() as u32)
-        .filter(|&r| reference::matches_in(&f, &docs[r as usize], PointId::Num(u64::from(r)), true))
-        .collect();
+/// The keys of `f`'s conditions (inside `nested` too, which resolve them within elements).
+fn keys(f: &Filter, out: &mut Vec<String>) {
+    let lists = [&f.must, &f.should, &f.must_not];
+    for c in lists.into_iter().flatten().chain(f.min_should.iter().flat_map(|m| &m.conditions)) {
+        match c {
+            Condition::Filter(inner) | Condition::Nested { filter: inner, .. } => keys(inner, out),
+            Condition::IsEmpty(k) | Condition::IsNull(k) | Condition::Field { key: k, .. } => out.push(k.clone()),
+            Condition::HasId(_) => {}
+        }
+    }
+}
+
+/// `docs` in payload sections with `paths` declared; for each filter, `matching_points` and
+/// the rows `matches` takes (row `r` has id `r`).
+fn section_rows(docs: &[Value], filters: &[Filter], paths: &[(&str, FieldType)]) -> Vec<(Vec<u32>, Vec<u32>)> {
+    let schema = Schema::nested(paths).unwrap();
     let mut b = PayloadBuilder::new(schema.clone());
     for d in docs {
         b.push(d).unwrap();
     }
     let sections = b.finish().to_aligned();
     let view = sections.view().unwrap();
-    let compiled = view.compile_for(&f, &schema, &|id| id.as_num().map(|n| n as u32)).unwrap();
-    assert_eq!(compiled.matching_points().to_rows(), want, "{filter}");
-    assert_eq!((0..docs.len() as u32).filter(|&r| compiled.matches(r)).collect::<Vec<_>>(), want, "{filter}");
-    // The documents come back as they went in (no payload as `{}`).
+    view.verify().unwrap();
+    assert_eq!(view.schema(), &schema);
+    // The documents come back as they went in (no payload as `{}`), numbers in one form.
     for (r, d) in docs.iter().enumerate() {
-        let want = if d.is_null() { json!({}) } else { d.clone() };
+        let mut want = if d.is_null() { json!({}) } else { d.clone() };
+        shoal_payload::canonicalize(&schema, &mut want);
         assert_eq!(view.document(r as u32).unwrap(), want);
+    }
+    let row_of = |id: PointId| id.as_num().map(|n| n as u32);
+    filters
+        .iter()
+        .map(|f| {
+            let compiled = view.compile_for(f, &schema, &row_of).unwrap();
+            let by_row = (0..docs.len() as u32).filter(|&r| compiled.matches(r)).collect();
+            let c = compiled.estimate_cardinality();
+            let all = compiled.matching_points().to_rows();
+            assert!(c.min <= all.len() as u64 && all.len() as u64 <= c.max, "{c:?} for {}", all.len());
+            (all, by_row)
+        })
+        .collect()
+}
+
+/// The rows of `docs` (row `r` has id `r`) passing `f` by the reference evaluator.
+fn reference_rows(docs: &[Value], f: &Filter) -> Vec<u32> {
+    (0..docs.len() as u32)
+        .filter(|&r| reference::matches_in(f, &docs[r as usize], PointId::Num(u64::from(r)), true))
+        .collect()
+}
+
+/// The rows passing `filter`, by the reference evaluator and by sealed sections — with no
+/// path declared (documents alone), and with every key of the filter declared as each type
+/// (columns, their strays answered from the documents) — which must all agree.
+fn rows(docs: &[Value], filter: Value) -> Vec<u32> {
+    let schema = Schema::nested::<&str>(&[]).unwrap();
+    let f = Filter::from_value(&filter).unwrap();
+    f.validate(&schema).unwrap();
+    let want = reference_rows(docs, &f);
+    let mut declared = Vec::new();
+    keys(&f, &mut declared);
+    declared.retain(|k| Schema::nested(&[(k.as_str(), FieldType::Keyword)]).is_ok());
+    declared.sort();
+    declared.dedup();
+    let f = [f];
+    assert_eq!(section_rows(docs, &f, &[]), [(want.clone(), want.clone())], "{filter}");
+    for ty in [FieldType::Keyword, FieldType::Integer, FieldType::Float, FieldType::Bool] {
+        let paths: Vec<(&str, FieldType)> = declared.iter().map(|k| (k.as_str(), ty)).collect();
+        assert_eq!(section_rows(docs, &f, &paths), [(want.clone(), want.clone())], "{filter} with {ty:?} columns");
     }
     want
 }
@@ -124,4 +171,148 @@ fn modes_and_paths_are_validated() {
     b.push(&Value::Null).unwrap();
     assert!(b.push(&json!([1])).is_err());
     assert!(!Schema::nested::<&str>(&[]).unwrap().is_empty());
+}
+
+/// Random nested documents, declared paths and filters: columns (with their strays) give the
+/// reference evaluator's answers.
+mod random {
+    use super::*;
+    use proptest::prelude::*;
+
+    const KEYS: [&str; 3] = ["a", "b", "c"];
+    /// Paths the filters use; most may be declared.
+    const PATHS: [&str; 10] = ["a", "b", "c", "a.b", "a.c", "a[].b", "b[].a", "c.a.b", "a[]", "b[].c[]"];
+    const TYPES: [FieldType; 4] = [FieldType::Keyword, FieldType::Integer, FieldType::Float, FieldType::Bool];
+
+    fn scalar() -> BoxedStrategy<Value> {
+        prop_oneof![
+            Just(json!("x")),
+            Just(json!("y")),
+            Just(json!("")),
+            (-3i64..3).prop_map(|x| json!(x)),
+            Just(json!(2.5)),
+            Just(json!(-0.0)),
+            Just(json!(1e20)),
+            Just(json!(9_007_199_254_740_993u64)),
+            Just(json!(9_007_199_254_740_992u64)),
+            Just(json!(u64::MAX)),
+            any::<bool>().prop_map(|b| json!(b)),
+            Just(Value::Null),
+        ]
+        .boxed()
+    }
+
+    fn value() -> BoxedStrategy<Value> {
+        scalar()
+            .prop_recursive(3, 24, 4, |inner| {
+                prop_oneof![
+                    proptest::collection::vec(inner.clone(), 0..4).prop_map(Value::Array),
+                    proptest::collection::vec((0..3usize, inner), 0..3).prop_map(|kv| {
+                        Value::Object(kv.into_iter().map(|(k, v)| (KEYS[k].to_string(), v)).collect())
+                    }),
+                ]
+            })
+            .boxed()
+    }
+
+    fn doc() -> BoxedStrategy<Value> {
+        prop_oneof![
+            1 => Just(Value::Null),
+            8 => proptest::collection::vec((0..3usize, value()), 0..4).prop_map(|kv| {
+                Value::Object(kv.into_iter().map(|(k, v)| (KEYS[k].to_string(), v)).collect())
+            }),
+        ]
+        .boxed()
+    }
+
+    fn literal() -> BoxedStrategy<Value> {
+        prop_oneof![
+            Just(json!("x")),
+            Just(json!("y")),
+            (-3i64..3).prop_map(|x| json!(x)),
+            Just(json!(9_007_199_254_740_993u64)),
+            Just(json!(9_007_199_254_740_992u64)),
+            any::<bool>().prop_map(|b| json!(b)),
+        ]
+        .boxed()
+    }
+
+    fn condition(keys: &'static [&'static str]) -> BoxedStrategy<Value> {
+        let key = proptest::sample::select(keys);
+        prop_oneof![
+            (key.clone(), literal()).prop_map(|(k, l)| json!({"key": k, "match": {"value": l}})),
+            (key.clone(), proptest::collection::vec(literal(), 1..3))
+                .prop_map(|(k, l)| json!({"key": k, "match": {"any": l}})),
+            (key.clone(), proptest::collection::vec(literal(), 1..3))
+                .prop_map(|(k, l)| json!({"key": k, "match": {"except": l}})),
+            (key.clone(), -6i32..6, 0i32..6).prop_map(|(k, lo, w)| {
+                json!({"key": k, "range": {"gte": f64::from(lo) / 2.0, "lt": f64::from(lo + w) / 2.0}})
+            }),
+            key.clone().prop_map(|k| json!({"is_null": {"key": k}})),
+            key.prop_map(|k| json!({"is_empty": {"key": k}})),
+        ]
+        .boxed()
+    }
+
+    fn filter() -> BoxedStrategy<Value> {
+        let leaf = prop_oneof![
+            6 => condition(&PATHS),
+            1 => proptest::collection::vec(0u64..12, 1..3).prop_map(|ids| json!({"has_id": ids})),
+            1 => (proptest::sample::select(&PATHS[..]), condition(&KEYS))
+                .prop_map(|(k, c)| json!({"nested": {"key": k, "filter": {"must": [c]}}})),
+        ];
+        let list = proptest::collection::vec(leaf, 0..3);
+        (list.clone(), list.clone(), list.clone(), proptest::option::of((list, 0usize..3)))
+            .prop_map(|(must, should, must_not, min)| {
+                let mut f = json!({"must": must, "should": should, "must_not": must_not});
+                if let Some((conditions, min_count)) = min {
+                    f["min_should"] = json!({"conditions": conditions, "min_count": min_count});
+                }
+                f
+            })
+            .boxed()
+    }
+
+    /// One condition of each kind on `key`, with literals of every type.
+    fn single_conditions(key: &str) -> Vec<Value> {
+        let m = |check: Value| json!({"must": [{"key": key, "match": check}]});
+        let mut out = vec![
+            json!({"must": [{"is_null": {"key": key}}]}),
+            json!({"must": [{"is_empty": {"key": key}}]}),
+            m(json!({"any": ["x", 1, true]})),
+            m(json!({"except": ["x"]})),
+            m(json!({"except": [0, false]})),
+            json!({"must": [{"key": key, "range": {"gte": 0, "lt": 1.5}}]}),
+            json!({"must": [{"key": key, "range": {"gt": -1e30}}]}),
+        ];
+        for l in [json!("x"), json!(""), json!(0), json!(-1), json!(true), json!(9_007_199_254_740_993u64)] {
+            out.push(m(json!({"value": l})));
+        }
+        out
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(200))]
+        #[test]
+        fn columns_by_path_answer_as_the_documents(
+            docs in proptest::collection::vec(doc(), 1..12),
+            declared in proptest::collection::vec(proptest::option::weighted(0.8, 0..4usize), PATHS.len()),
+            filter in filter(),
+        ) {
+            let mut filters = vec![filter];
+            filters.extend(PATHS.iter().flat_map(|p| single_conditions(p)));
+            let parsed: Vec<Filter> = filters.iter().map(|f| Filter::from_value(f).unwrap()).collect();
+            for f in &parsed {
+                f.validate(&Schema::nested::<&str>(&[]).unwrap()).unwrap();
+            }
+            let paths: Vec<(&str, FieldType)> =
+                PATHS.iter().zip(&declared).filter_map(|(p, t)| Some((*p, TYPES[(*t)?]))).collect();
+            let got = section_rows(&docs, &parsed, &paths);
+            for ((f, json), (all, by_row)) in parsed.iter().zip(&filters).zip(&got) {
+                let want = reference_rows(&docs, f);
+                prop_assert_eq!(all, &want, "{} with {:?}", json, paths);
+                prop_assert_eq!(by_row, &want, "{} with {:?}", json, paths);
+            }
+        }
+    }
 }

@@ -1,6 +1,6 @@
 //! Payload schema changes: fields added to a collection; the declared paths of a collection
-//! with nested payloads, which are recorded (not built as columns: its filters read the stored
-//! documents) and so may also be removed.
+//! with nested payloads, which segments written from then on build as columns, and which may
+//! also be removed or retyped (a column answers exactly as the documents would).
 
 use alloc::format;
 use alloc::vec::Vec;
@@ -57,8 +57,9 @@ impl Collection {
     }
 
     /// Replaces the declared paths of a collection with nested payloads by those of `schema`
-    /// (any set: paths may be added, removed or retyped, since they are recorded, not built).
-    /// Nothing stored changes, so neither does any answer. A collection with flat fields keeps
+    /// (any set: paths may be added, removed or retyped). Segments written from then on (seals,
+    /// merges) build the new paths as columns; written ones keep theirs, which answer exactly as
+    /// their documents would, so no answer changes. A collection with flat fields keeps
     /// them (they hold its payloads' values): `InvalidRequest`, and the collection is as before.
     pub fn set_declared_paths(&mut self, schema: Schema) -> Result<(), Error> {
         if !self.nested() {

@@ -121,7 +121,8 @@ pub fn build_column(
         nulls_only_points: nulls_only_rows.len() as u32,
         valued_points: valued,
         mode: MODE_CODES,
-        reserved: [0; 7],
+        stray_points: 0,
+        reserved: [0; 6],
     };
     let col = ColumnParts {
         meta,
@@ -239,7 +240,8 @@ fn build_set_column(
         nulls_only_points: nulls_only_rows.len() as u32,
         valued_points: valued,
         mode: MODE_SETS,
-        reserved: [0; 7],
+        stray_points: 0,
+        reserved: [0; 6],
     };
     let col = ColumnParts {
         meta,
@@ -276,7 +278,8 @@ pub fn build_presence_column(has_value: &[bool], null_rows: &[u32], nulls_only_r
             nulls_only_points: nulls_only_rows.len() as u32,
             valued_points: valued,
             mode: MODE_CODES,
-            reserved: [0; 7],
+            stray_points: 0,
+            reserved: [0; 6],
         },
         slots,
         multi_bits: vec![0; blocks * (RANK_BLOCK / 64)],
