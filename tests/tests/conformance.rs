@@ -192,8 +192,8 @@ mod native {
     use shoal_payload::{Filter, reference};
     use shoal_testkit::oracle;
     use shoal_testkit::scenario::{
-        FIELDS, FILTERS, NESTED_FILTERS, Op, Output, SPARSE, Scenario, TEXTS, dense_specs, filter_of, fusion_request,
-        live_points_at_searches, named_request, named_using, named_vector, text_of,
+        FIELDS, FILTERS, NESTED_FIELDS, NESTED_FILTERS, Op, Output, SPARSE, Scenario, TEXTS, dense_specs, filter_of,
+        fusion_request, live_points_at_searches, named_request, named_using, named_vector, text_of,
     };
 
     fn workspace_root() -> PathBuf {
@@ -341,7 +341,11 @@ mod native {
             "nested": c.nested,
             // Sparse configurations: the sparse vectors of the collection.
             "sparse": if c.sparse { serde_json::from_str::<Value>(SPARSE).unwrap() } else { Value::Null },
-            "fields": if c.payloads && !c.nested { serde_json::from_str::<Value>(FIELDS).unwrap() } else { Value::Null },
+            "fields": match (c.payloads, c.nested) {
+                (true, false) => serde_json::from_str::<Value>(FIELDS).unwrap(),
+                (true, true) => serde_json::from_str::<Value>(NESTED_FIELDS).unwrap(),
+                _ => Value::Null,
+            },
             // ... and texts[q % texts.length] ("": none), alone when floor(q / texts.length) is odd.
             "texts": if c.payloads && !c.nested { TEXTS.to_vec() } else { Vec::new() },
             // (The configuration's own filters: `has_id` with UUIDs where its ids are UUIDs.)

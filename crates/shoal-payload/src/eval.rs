@@ -332,7 +332,8 @@ fn literal_code(field: &FieldView<'_>, l: &Literal) -> Option<u32> {
         // Nested payloads: a float value equal to the integer (one that is exactly an `f64`).
         (FieldType::Float, Literal::Integer(x)) => {
             let f = *x as f64;
-            key(key_of_f64(f)).filter(|_| i128::from(*x) == f as i128)? as u32
+            // (`as` saturates: 2^63 is no `i64`.)
+            key(key_of_f64(f)).filter(|_| f != 9_223_372_036_854_775_808.0 && f as i64 == *x)? as u32
         }
         (FieldType::Bool, Literal::Bool(b)) => key(*b as u64)? as u32,
         _ => return None,

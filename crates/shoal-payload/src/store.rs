@@ -626,34 +626,51 @@ impl<'a> PayloadView<'a> {
     /// Nested payloads: what every path's column says of `row` (values, `null`, arrays of
     /// `null`s, stray) is what its stored document gives.
     fn verify_nested_row(&self, row: u32, doc: &Value) -> Result<(), LayoutError> {
-        let cols = "PAYLOAD_COLUMNS";
-        let derived = parse_payload(&self.schema, doc).map_err(|_| malformed(cols, "a document is not nested"))?;
+        let wrong = || malformed("PAYLOAD_COLUMNS", "a nested column disagrees with its documents");
+        let derived = parse_payload(&self.schema, doc).map_err(|_| wrong())?;
         for (f, want) in self.fields.iter().zip(derived) {
             let c = &f.column;
             let listed = |rows: &[u32]| rows.binary_search(&row).is_ok();
-            let got = (listed(f.stray_rows), listed(c.null_rows), listed(c.nulls_only_rows), f.values(row));
-            let same = match want {
-                FieldValues::Stray => matches!(got, (true, false, false, ref v) if v.is_empty()),
-                FieldValues::Null => matches!(got, (false, true, false, ref v) if v.is_empty()),
-                FieldValues::NullsOnly => matches!(got, (false, false, true, ref v) if v.is_empty()),
-                FieldValues::Absent | FieldValues::EmptyArray => {
-                    matches!(got, (false, false, false, ref v) if v.is_empty())
+            let lists = [listed(f.stray_rows), listed(c.null_rows), listed(c.nulls_only_rows)];
+            // The codes of the document's values: the row must hold these and no others.
+            let mut codes = Vec::new();
+            let expected = match want {
+                FieldValues::Stray => [true, false, false],
+                FieldValues::Null => [false, true, false],
+                FieldValues::NullsOnly => [false, false, true],
+                FieldValues::Values(vals) => {
+                    codes.extend(vals.iter().map(|v| value_code(f, v)));
+                    [false; 3]
                 }
-                FieldValues::Values(want) => {
-                    let (stray, null, nulls_only, v) = got;
-                    !stray
-                        && !null
-                        && !nulls_only
-                        && want.iter().all(|x| v.contains(x))
-                        && v.iter().all(|x| want.contains(x))
-                }
+                FieldValues::Absent | FieldValues::EmptyArray => [false; 3],
             };
-            if !same {
-                return Err(malformed(cols, "a nested column disagrees with its documents"));
+            shoal_format::sort_u32(&mut codes);
+            codes.dedup();
+            if lists != expected
+                || c.value_count(row) != codes.len()
+                || codes.iter().any(|&k| !c.any_code(row, |x| x == k))
+            {
+                return Err(wrong());
             }
         }
         Ok(())
     }
+}
+
+/// The code of `v` in `f`'s dictionary (`CODE_EMPTY`, which no value has, when it is not there).
+fn value_code(f: &FieldView<'_>, v: &ScalarValue) -> u32 {
+    let key = |k: u64| match f.dict {
+        Dict::Keys(keys) => keys.binary_search(&k).ok().map(|i| i as u32),
+        _ => None,
+    };
+    let i = match v {
+        ScalarValue::Keyword(s) => f.dict.find_string(s),
+        ScalarValue::Integer(x) => key(key_of_i64(*x)),
+        ScalarValue::Float(x) => key(key_of_f64(*x)),
+        ScalarValue::Bool(b) => key(*b as u64),
+        ScalarValue::Text(_) => None,
+    };
+    i.map_or(CODE_EMPTY, |i| i + CODE_FIRST_VALUE)
 }
 
 fn open_column<'a>(ct: &Table<'a>, g: u32, rows: u32, ty: FieldType) -> Result<ColumnRef<'a>, LayoutError> {

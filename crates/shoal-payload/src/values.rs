@@ -263,9 +263,10 @@ fn nested_scalar(ty: FieldType, v: &Value) -> Option<ScalarValue> {
         (FieldType::Float, Value::Number(n)) => {
             let f = n.as_f64()?;
             // An integer the `f64` rounds (beyond 2^53) would match the wrong literals.
+            // (`as` saturates: 2^63 and 2^64 are no `i64` and no `u64`.)
             let exact = match (n.as_i64(), n.as_u64()) {
-                (Some(i), _) => i128::from(i) == f as i128,
-                (None, Some(u)) => u128::from(u) == f as u128,
+                (Some(i), _) => f != 9_223_372_036_854_775_808.0 && f as i64 == i,
+                (None, Some(u)) => f != 18_446_744_073_709_551_616.0 && f as u64 == u,
                 _ => true,
             };
             if !exact {

@@ -86,7 +86,9 @@ pub fn nested_payload(id: u64, step: usize) -> Value {
     let items: Vec<Value> = (0..id.wrapping_add(step as u64) % 4)
         .map(|j| {
             let k = KEYS[((n + j) % 3) as usize];
-            json!({"k": k, "v": (n + 2 * j) % 7})
+            let v = (n + 2 * j) % 7;
+            // A string now and then: a stray of the `integer` path `items[].v`.
+            if (n + j).is_multiple_of(5) { json!({"k": k, "v": v.to_string()}) } else { json!({"k": k, "v": v}) }
         })
         .collect();
     json!({"meta": flat, "items": items})
@@ -112,6 +114,11 @@ pub fn id_json(id: PointId) -> Value {
         PointId::Uuid(_) => json!(id.to_string()),
     }
 }
+
+/// The declared paths of nested configurations, built as columns (`meta.flag` is left
+/// undeclared, so its conditions are answered from the documents; `meta.price` holds mostly
+/// fractions, strays of an `integer` path, and `items[].v` sometimes a string).
+pub const NESTED_FIELDS: &str = r#"{"meta.color": "keyword", "meta.n": "integer", "meta.tags": "keyword", "meta.price": "integer", "items[].k": "keyword", "items[].v": "integer"}"#;
 
 /// The payload fields of configurations with payloads, as the JSON every host parses.
 /// `refs` is multi-valued over hundreds of values (a counted direct column, some rows past the
@@ -641,7 +648,8 @@ pub fn run(s: &Scenario, kernels: Kernels) -> Output {
     let c = s.config;
     let config = CollectionConfig { dim: c.dim, metric: c.metric };
     let mut col = if c.payloads && c.nested {
-        Collection::with_schema(config, Collection::parse_nested_schema(&json!({})).expect("valid"))
+        let paths: Value = serde_json::from_str(NESTED_FIELDS).expect("valid paths JSON");
+        Collection::with_schema(config, Collection::parse_nested_schema(&paths).expect("valid paths"))
     } else if c.payloads {
         let fields: Value = serde_json::from_str(FIELDS).expect("valid fields JSON");
         Collection::with_schema(config, Collection::parse_schema(&fields).expect("valid fields"))
