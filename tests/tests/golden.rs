@@ -40,6 +40,7 @@ golden_files![
     "v1-uuid",
     "v1-sparse",
     "v1-named",
+    "v1-nested",
 ];
 
 /// The bytes of golden file `file` (`NAME.shoal` or `NAME.expected.json`).
@@ -550,4 +551,53 @@ fn v1_named_golden_file_reads_verifies_and_searches_the_same() {
     let mut damaged = bytes.clone();
     damaged[section.offset as usize] ^= 1;
     assert!(Collection::from_bytes(&damaged).unwrap().verify().is_err());
+}
+
+/// `v1-nested`: a segment with nested payloads (header flag bit 3) and declared paths built as
+/// columns with stray rows (a nine-array `PAYLOAD_COLUMNS`): filters answered by the columns,
+/// by the documents (an undeclared path, `nested`) and by both (strays); the current writer
+/// reproduces it.
+#[test]
+fn v1_nested_golden_file_reads_verifies_and_filters_the_same() {
+    let (dim, metric, ids, vectors) = golden_v1_input();
+    const NAMES: [&str; 3] = ["a", "b", "c"];
+    let docs: Vec<serde_json::Value> = (0..ids.len())
+        .map(|i| {
+            if i % 11 == 0 {
+                return serde_json::Value::Null;
+            }
+            let topic = ["sea", "sky", "land"][i % 3];
+            // A number now and then where the keyword path expects strings: a stray.
+            let topic = if i % 7 == 0 { serde_json::json!(i) } else { serde_json::json!(topic) };
+            let tags: Vec<serde_json::Value> =
+                (0..i % 3).map(|j| serde_json::json!({"name": NAMES[(i + j) % 3], "score": (i * j) % 5})).collect();
+            serde_json::json!({"page_content": format!("text {i}"), "metadata": {"topic": topic, "year": 1990 + i % 30, "tags": tags}})
+        })
+        .collect();
+    let build = || {
+        let paths = serde_json::json!({"metadata.topic": "keyword", "metadata.year": "integer", "metadata.tags[].name": "keyword"});
+        let schema = Collection::parse_nested_schema(&paths).unwrap();
+        let mut col = Collection::with_schema(CollectionConfig { dim, metric }, schema).unwrap();
+        col.insert_with_payloads(&ids, &vectors, &docs).unwrap();
+        col.seal_with(IndexKind::IvfRabitq(IvfParams { partitions: Some(4), seed: 7, bits: 2, codes_only: false }))
+            .unwrap();
+        col
+    };
+    let nested_results = |col: &Collection| {
+        let queries = uniform_vectors(0xbeef, 3, dim);
+        let filters = [
+            r#"{"must": [{"key": "metadata.topic", "match": {"value": "sea"}}]}"#,
+            r#"{"must": [{"key": "metadata.year", "range": {"gte": 2000}}], "must_not": [{"key": "metadata.tags[].name", "match": {"value": "a"}}]}"#,
+            r#"{"must": [{"key": "metadata.tags[].score", "range": {"gte": 3}}]}"#,
+            r#"{"must": [{"nested": {"key": "metadata.tags", "filter": {"must": [{"key": "name", "match": {"value": "a"}}, {"key": "score", "range": {"gte": 3}}]}}}]}"#,
+            r#"{"should": [{"is_empty": {"key": "metadata.tags"}}, {"key": "metadata.topic", "match": {"any": [14, 28, "land"]}}]}"#,
+        ];
+        let mut out = filtered_results(col, &queries, dim, &filters, false);
+        out.extend(filtered_results(col, &queries, dim, &filters, true));
+        serde_json::Value::from(out)
+    };
+    let (_, col) = check_feature_golden("v1-nested", shoal_format::FLAG_NESTED_PAYLOAD, &build, &nested_results);
+    assert!(col.nested());
+    let built: Vec<&str> = col.segment(0).unwrap().schema().unwrap().fields().map(|(n, _)| n).collect();
+    assert_eq!(built, ["metadata.tags[].name", "metadata.topic", "metadata.year"]);
 }

@@ -1,7 +1,8 @@
 //! Collections with nested payloads: any JSON object stored and returned as it went in,
 //! filters by path and `nested` answered alike in the unsealed part, in sealed segments (flat
 //! and IVF), after a segment set and a byte round trip — equal to the brute-force oracle over
-//! the reference evaluator; the segment carries header flag bit 3 and the set manifest layout 2.
+//! the reference evaluator — with paths declared as columns, some after a segment was written;
+//! the segment carries header flag bit 3 and the set manifest layout 2.
 
 use serde_json::{Value, json};
 use shoal_core::{Collection, CollectionConfig, IndexKind, IvfParams, Metric, PointId, SearchRequest};
@@ -36,6 +37,9 @@ fn filters() -> Vec<Value> {
             {"key": "name", "match": {"value": "b"}}, {"key": "score", "range": {"gte": 3}}]}}}]}),
         json!({"should": [{"is_null": {"key": "metadata.topic"}}, {"is_empty": {"key": "metadata"}}]}),
         json!({"must": [{"key": "metadata.tags[].name", "match": {"value": "a"}}, {"has_id": [4, 8, 12, 16, 40, 999]}]}),
+        json!({"should": [{"key": "metadata.year", "match": {"any": [1995, 2011]}}, {"key": "metadata.topic", "match": {"value": "sky"}}],
+               "must_not": [{"key": "metadata.tags[].score", "range": {"lt": 2}}]}),
+        json!({"must": [{"key": "metadata.source", "match": {"except": ["s1"]}}]}),
     ]
 }
 
@@ -50,8 +54,21 @@ fn nested_payloads_filter_alike_everywhere_and_match_the_oracle() {
     assert!(col.nested());
     col.insert_with_payloads(&ids[..150], &vectors[..150 * DIM], &docs[..150]).unwrap();
     col.seal_with(IndexKind::IvfRabitq(IvfParams { partitions: Some(6), ..IvfParams::default() })).unwrap();
+    // Paths declared after the first segment was written (and `metadata.topic` retyped): the
+    // second segment has them as columns (`year` as a float column, `tags[].score` holding
+    // integers, `source` only objects: strays), the first answers them from its documents and
+    // keeps its keyword column.
+    let paths = json!({"metadata.topic": "integer", "metadata.year": "float", "metadata.tags[].name": "keyword",
+                       "metadata.tags[].score": "integer", "metadata.source": "keyword", "metadata.source.name": "keyword"});
+    col.set_declared_paths(Collection::parse_nested_schema(&paths).unwrap()).unwrap();
     col.insert_with_payloads(&ids[150..300], &vectors[150 * DIM..300 * DIM], &docs[150..300]).unwrap();
     col.seal();
+    let built = |c: &Collection, s: usize| -> Vec<String> {
+        c.segment(s).unwrap().schema().unwrap().fields().map(|(n, t)| format!("{n}:{}", t.name())).collect()
+    };
+    assert_eq!(built(&col, 0), ["metadata.topic:keyword"]);
+    assert_eq!(built(&col, 1).len(), 6);
+    assert!(built(&col, 1).contains(&"metadata.topic:integer".to_string()));
     col.insert_with_payloads(&ids[300..], &vectors[300 * DIM..], &docs[300..]).unwrap();
     assert_eq!(col.segment_count(), 2);
     let flags = |c: &Collection| u32::from_le_bytes(c.segment(0).unwrap().bytes()[12..16].try_into().unwrap());
@@ -98,6 +115,7 @@ fn nested_payloads_filter_alike_everywhere_and_match_the_oracle() {
     let one = Collection::from_bytes(&bytes).unwrap();
     one.verify().unwrap();
     assert!(one.nested());
+    assert_eq!(built(&one, 0).len(), 6, "one segment written with every declared path");
     check(&one, "one segment");
     // A flat collection refuses what nested ones take.
     let flat = Collection::with_schema(

@@ -316,3 +316,24 @@ mod random {
         }
     }
 }
+
+/// `verify` re-derives every path's column from the documents: documents that no longer say
+/// what the columns say (here, another segment's, of the same length) are `Malformed`, though
+/// each section on its own is well formed.
+#[test]
+fn verify_finds_columns_that_disagree_with_the_documents() {
+    let schema = Schema::nested(&[("a", FieldType::Keyword), ("b[].c", FieldType::Integer)]).unwrap();
+    let sections = |docs: &[Value]| {
+        let mut b = PayloadBuilder::new(schema.clone());
+        docs.iter().for_each(|d| _ = b.push(d).unwrap());
+        b.finish()
+    };
+    let one = sections(&[json!({"a": "x", "b": [{"c": 1}]}), json!({"a": 7, "b": [{"c": 2}]})]);
+    let other = sections(&[json!({"a": 7, "b": [{"c": 1}]}), json!({"a": "x", "b": [{"c": 2}]})]);
+    for s in [&one, &other] {
+        s.to_aligned().view().unwrap().verify().unwrap();
+    }
+    let mixed = shoal_payload::PayloadSections { docs: other.docs.clone(), ..one.clone() }.to_aligned();
+    let view = mixed.view().unwrap();
+    assert!(matches!(view.verify(), Err(shoal_payload::LayoutError::Malformed { .. })));
+}
