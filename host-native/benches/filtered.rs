@@ -6,6 +6,12 @@
 //! (default 5) passes over all queries. Writes `~/.cache/shoal/results/filtered-shoal-<dataset>.json`
 //! for `bench/filtered.py report`.
 //!
+//! `SHOAL_FILTERED_PAYLOAD=nested` runs the same searches on a collection with nested payloads
+//! (each payload under `metadata`, filter keys `metadata.cat` / `metadata.price`) whose paths
+//! are declared, so built as columns; `nested-documents` declares none, so every condition is
+//! answered from the stored documents. Their results go to
+//! `filtered-shoal-<mode>-<dataset>.json`.
+//!
 //! `python3 bench/filtered.py prepare && cargo bench -p shoal-host --bench filtered`
 
 use std::io::BufRead;
@@ -38,9 +44,23 @@ fn main() {
             .map(|l| serde_json::from_str(&l.unwrap()).unwrap())
             .collect();
     assert_eq!(payloads.len(), n, "one payload per base row");
-    println!("== {name}: {n} x {dim}-d, {}, {nq} queries, filtered", metric.name());
-
-    let schema = Collection::parse_schema(&serde_json::json!({"cat": "keyword", "price": "integer"})).unwrap();
+    let mode = std::env::var("SHOAL_FILTERED_PAYLOAD").unwrap_or_else(|_| "flat".into());
+    println!("== {name}: {n} x {dim}-d, {}, {nq} queries, filtered, {mode} payloads", metric.name());
+    let (schema, payloads) = match mode.as_str() {
+        "flat" => {
+            (Collection::parse_schema(&serde_json::json!({"cat": "keyword", "price": "integer"})).unwrap(), payloads)
+        }
+        "nested" | "nested-documents" => {
+            let paths = if mode == "nested" {
+                serde_json::json!({"metadata.cat": "keyword", "metadata.price": "integer"})
+            } else {
+                serde_json::json!({})
+            };
+            let wrap = |p: serde_json::Value| serde_json::json!({"page_content": "", "metadata": p});
+            (Collection::parse_nested_schema(&paths).unwrap(), payloads.into_iter().map(wrap).collect())
+        }
+        m => panic!("SHOAL_FILTERED_PAYLOAD is flat, nested or nested-documents, not {m}"),
+    };
     let mut col = Collection::with_schema(CollectionConfig { dim, metric }, schema).unwrap();
     let t = Instant::now();
     let ids: Vec<u64> = (0..n as u64).collect();
@@ -91,7 +111,12 @@ fn main() {
     for (case, nprobe) in
         doc["cases"].as_array().unwrap().iter().filter(wanted).flat_map(|c| sweep.iter().map(move |&p| (c, p)))
     {
-        let filter = (!case["filter"].is_null()).then(|| case["filter"].clone());
+        let mut filter = (!case["filter"].is_null()).then(|| case["filter"].clone());
+        if mode != "flat"
+            && let Some(f) = &mut filter
+        {
+            under_metadata(f);
+        }
         let reqs: Vec<SearchRequest> = queries
             .chunks_exact(dim)
             .map(|q| {
@@ -133,11 +158,33 @@ fn main() {
             "recall": recall, "qps": qps, "path": path,
         }));
     }
+    let file = if mode == "flat" {
+        format!("filtered-shoal-{name}.json")
+    } else {
+        format!("filtered-shoal-{mode}-{name}.json")
+    };
     write_result(
-        &format!("filtered-shoal-{name}.json"),
+        &file,
         &serde_json::json!({
-            "engine": "shoal", "dataset": name, "threads": 1, "queries": nq, "build_seconds": build_s,
+            "engine": "shoal", "dataset": name, "payload": mode, "threads": 1, "queries": nq, "build_seconds": build_s,
             "repeats": repeats, "cases": cases,
         }),
     );
+}
+
+/// Prefixes every condition key of filter `f` with `metadata.` (the nested payloads' paths).
+fn under_metadata(f: &mut serde_json::Value) {
+    match f {
+        serde_json::Value::Object(o) => {
+            for (k, v) in o.iter_mut() {
+                if k == "key" {
+                    *v = serde_json::Value::String(format!("metadata.{}", v.as_str().expect("a key")));
+                } else {
+                    under_metadata(v);
+                }
+            }
+        }
+        serde_json::Value::Array(a) => a.iter_mut().for_each(under_metadata),
+        _ => {}
+    }
 }
