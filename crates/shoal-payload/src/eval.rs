@@ -263,11 +263,13 @@ impl<'a> PayloadView<'a> {
         filter.validate(schema)?;
         if schema.is_nested() {
             let doc = Some((filter, has_id_rows(filter, row_of)));
-            let mut paths = Vec::new();
-            if !self.schema().is_nested() || !column_paths(filter, self.schema(), &mut paths) {
+            let mut named = vec![false; self.schema().len()];
+            if !self.schema().is_nested() || !column_paths(filter, self.schema(), &mut named) {
                 return Ok(CompiledFilter { view: self, root: Node::Const(true), doc, strays: None });
             }
-            let mut strays: Vec<u32> = paths.iter().flat_map(|&i| self.field(i).stray_rows).copied().collect();
+            // Each named path's strays once, however many conditions name it.
+            let fields = (0..named.len()).filter(|&i| named[i]).map(|i| self.field(i));
+            let mut strays: Vec<u32> = fields.flat_map(|f| f.stray_rows).copied().collect();
             shoal_format::sort_u32(&mut strays);
             strays.dedup();
             let root = compile_filter(self, filter, row_of);
@@ -278,15 +280,15 @@ impl<'a> PayloadView<'a> {
 }
 
 /// Nested payloads: whether every key of `f` is a path `schema` has a column for, with no
-/// `nested` condition (which only documents answer); the paths' fields go to `out`.
-fn column_paths(f: &Filter, schema: &Schema, out: &mut Vec<usize>) -> bool {
+/// `nested` condition (which only documents answer); the paths' fields are marked in `named`.
+fn column_paths(f: &Filter, schema: &Schema, named: &mut [bool]) -> bool {
     let lists = [&f.must, &f.should, &f.must_not];
     lists.into_iter().flatten().chain(f.min_should.iter().flat_map(|m| &m.conditions)).all(|c| match c {
-        Condition::Filter(inner) => column_paths(inner, schema, out),
+        Condition::Filter(inner) => column_paths(inner, schema, named),
         Condition::HasId(_) => true,
         Condition::Nested { .. } => false,
         Condition::IsEmpty(k) | Condition::IsNull(k) | Condition::Field { key: k, .. } => {
-            schema.field(k).map(|(i, _)| out.push(i)).is_some()
+            schema.field(k).map(|(i, _)| named[i] = true).is_some()
         }
     })
 }

@@ -184,8 +184,10 @@ mod random {
     const PATHS: [&str; 10] = ["a", "b", "c", "a.b", "a.c", "a[].b", "b[].a", "c.a.b", "a[]", "b[].c[]"];
     const TYPES: [FieldType; 4] = [FieldType::Keyword, FieldType::Integer, FieldType::Float, FieldType::Bool];
 
-    fn scalar() -> BoxedStrategy<Value> {
-        prop_oneof![
+    /// A scalar; `wide` adds 40 keywords and 80 integers, so that columns of larger
+    /// segments leave the small-dictionary (value set) mode.
+    fn scalar(wide: bool) -> BoxedStrategy<Value> {
+        let narrow = prop_oneof![
             Just(json!("x")),
             Just(json!("y")),
             Just(json!("")),
@@ -198,12 +200,22 @@ mod random {
             Just(json!(u64::MAX)),
             any::<bool>().prop_map(|b| json!(b)),
             Just(Value::Null),
+            Just(json!(i64::MIN)),
+            Just(json!(i64::MAX)),
+        ];
+        if !wide {
+            return narrow.boxed();
+        }
+        prop_oneof![
+            2 => narrow,
+            1 => (0u32..40).prop_map(|i| json!(format!("k{i:02}"))),
+            1 => (-40i64..40).prop_map(|x| json!(x)),
         ]
         .boxed()
     }
 
-    fn value() -> BoxedStrategy<Value> {
-        scalar()
+    fn value(wide: bool) -> BoxedStrategy<Value> {
+        scalar(wide)
             .prop_recursive(3, 24, 4, |inner| {
                 prop_oneof![
                     proptest::collection::vec(inner.clone(), 0..4).prop_map(Value::Array),
@@ -215,10 +227,10 @@ mod random {
             .boxed()
     }
 
-    fn doc() -> BoxedStrategy<Value> {
+    fn doc(wide: bool) -> BoxedStrategy<Value> {
         prop_oneof![
             1 => Just(Value::Null),
-            8 => proptest::collection::vec((0..3usize, value()), 0..4).prop_map(|kv| {
+            8 => proptest::collection::vec((0..3usize, value(wide)), 0..4).prop_map(|kv| {
                 Value::Object(kv.into_iter().map(|(k, v)| (KEYS[k].to_string(), v)).collect())
             }),
         ]
@@ -232,6 +244,10 @@ mod random {
             (-3i64..3).prop_map(|x| json!(x)),
             Just(json!(9_007_199_254_740_993u64)),
             Just(json!(9_007_199_254_740_992u64)),
+            Just(json!(i64::MIN)),
+            Just(json!(i64::MAX)),
+            Just(json!("k07")),
+            (-40i64..40).prop_map(|x| json!(x)),
             any::<bool>().prop_map(|b| json!(b)),
         ]
         .boxed()
@@ -291,32 +307,52 @@ mod random {
         out
     }
 
+    /// `docs` with `declared` paths: every filter (the random one, then one condition of each
+    /// kind on every path) gives the reference evaluator's rows.
+    fn check(docs: &[Value], declared: &[Option<usize>], filter: Value) -> Result<(), TestCaseError> {
+        let mut filters = vec![filter];
+        filters.extend(PATHS.iter().flat_map(|p| single_conditions(p)));
+        let parsed: Vec<Filter> = filters.iter().map(|f| Filter::from_value(f).unwrap()).collect();
+        for f in &parsed {
+            f.validate(&Schema::nested::<&str>(&[]).unwrap()).unwrap();
+        }
+        let paths: Vec<(&str, FieldType)> =
+            PATHS.iter().zip(declared).filter_map(|(p, t)| Some((*p, TYPES[(*t)?]))).collect();
+        let got = section_rows(docs, &parsed, &paths);
+        for ((f, json), (all, by_row)) in parsed.iter().zip(&filters).zip(&got) {
+            let want = reference_rows(docs, f);
+            prop_assert_eq!(all, &want, "{} with {:?}", json, paths);
+            prop_assert_eq!(by_row, &want, "{} with {:?}", json, paths);
+        }
+        Ok(())
+    }
+
     proptest! {
         #![proptest_config(ProptestConfig::with_cases(200))]
         #[test]
         fn columns_by_path_answer_as_the_documents(
-            docs in proptest::collection::vec(doc(), 1..12),
+            docs in proptest::collection::vec(doc(false), 1..12),
             declared in proptest::collection::vec(proptest::option::weighted(0.8, 0..4usize), PATHS.len()),
             filter in filter(),
         ) {
-            let mut filters = vec![filter];
-            filters.extend(PATHS.iter().flat_map(|p| single_conditions(p)));
-            let parsed: Vec<Filter> = filters.iter().map(|f| Filter::from_value(f).unwrap()).collect();
-            for f in &parsed {
-                f.validate(&Schema::nested::<&str>(&[]).unwrap()).unwrap();
-            }
-            let paths: Vec<(&str, FieldType)> =
-                PATHS.iter().zip(&declared).filter_map(|(p, t)| Some((*p, TYPES[(*t)?]))).collect();
-            let got = section_rows(&docs, &parsed, &paths);
-            for ((f, json), (all, by_row)) in parsed.iter().zip(&filters).zip(&got) {
-                let want = reference_rows(&docs, f);
-                prop_assert_eq!(all, &want, "{} with {:?}", json, paths);
-                prop_assert_eq!(by_row, &want, "{} with {:?}", json, paths);
-            }
+            check(&docs, &declared, filter)?;
+        }
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(24))]
+        /// Hundreds of rows over larger dictionaries: every column mode, and selective
+        /// conditions taking the narrowing path of `matching_points`.
+        #[test]
+        fn columns_of_larger_segments_answer_as_the_documents(
+            docs in proptest::collection::vec(doc(true), 100..400),
+            declared in proptest::collection::vec(proptest::option::weighted(0.8, 0..4usize), PATHS.len()),
+            filter in filter(),
+        ) {
+            check(&docs, &declared, filter)?;
         }
     }
 }
-
 /// `verify` re-derives every path's column from the documents: documents that no longer say
 /// what the columns say (here, another segment's, of the same length) are `Malformed`, though
 /// each section on its own is well formed.
