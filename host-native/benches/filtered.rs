@@ -33,7 +33,11 @@ fn main() {
     .expect("cases.json");
     let metric = Metric::parse(doc["metric"].as_str().unwrap()).expect("metric");
     let (dim, base) = load_vectors(&dir.join("base.npy"));
-    let (_, queries) = load_vectors(&dir.join("queries.npy"));
+    let (_, mut queries) = load_vectors(&dir.join("queries.npy"));
+    // `SHOAL_FILTERED_QUERIES=n`: the first n queries only (documents-only filters are slow).
+    if let Some(q) = std::env::var("SHOAL_FILTERED_QUERIES").ok().and_then(|q| q.parse::<usize>().ok()) {
+        queries.truncate(q * dim);
+    }
     let n = base.len() / dim;
     let nq = queries.len() / dim;
     let exclude: Option<Vec<u64>> =

@@ -45,10 +45,19 @@ pub use search::{Bm25, CHECK_EVERY, Clock, Corpus, Deadline, Hit, SearchParams, 
 
 /// Sorts `order` (indexes) by the bytes `key` gives for each, ascending — the one byte-order
 /// sort of the crates (text terms, keyword dictionaries), through a `dyn` key so that the wasm
-/// package holds one copy of the sort routine for all of them. A bottom-up merge sort: stable,
-/// O(n log n) comparisons, and a few hundred bytes of wasm where a comparator instance of the
-/// standard library's quicksort costs 6 KB.
+/// package holds one copy of the sort routine for all of them. Callers' keys are distinct, so
+/// the order is the same whichever sort runs: natively the standard library's quicksort, in
+/// wasm [`merge_sort_by_bytes`] (a few hundred bytes where a comparator instance of the
+/// quicksort costs 6 KB; about twice its time natively on 300,000 random words).
 pub fn sort_by_bytes<'a>(order: &mut [u32], key: &dyn Fn(u32) -> &'a [u8]) {
+    #[cfg(target_family = "wasm")]
+    merge_sort_by_bytes(order, key);
+    #[cfg(not(target_family = "wasm"))]
+    order.sort_unstable_by(|&a, &b| key(a).cmp(key(b)));
+}
+
+/// [`sort_by_bytes`]' sort in wasm: a bottom-up merge sort; stable, O(n log n) comparisons.
+pub fn merge_sort_by_bytes<'a>(order: &mut [u32], key: &dyn Fn(u32) -> &'a [u8]) {
     let n = order.len();
     let (mut from, mut to) = (order.to_vec(), alloc::vec![0u32; n]);
     let mut width = 1;
