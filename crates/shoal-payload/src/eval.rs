@@ -659,7 +659,7 @@ impl<'v, 'a> CompiledFilter<'v, 'a> {
     pub fn estimate_cardinality(&self) -> Cardinality {
         let rows = u64::from(self.view.rows());
         match (&self.doc, &self.strays) {
-            // Counted as matching everything: a vector search then checks only its candidates.
+            // Unknown without evaluating every document: anywhere from none to every row.
             (Some(_), None) => Cardinality::new(0, rows, rows),
             // Each stray row may go either way.
             (Some(_), Some(s)) => {
