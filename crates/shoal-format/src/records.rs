@@ -36,7 +36,7 @@ pub const KIND_UUID_INDEX: u32 = 7;
 /// [`KIND_UUID_INDEX`]).
 pub const FLAG_UUID_IDS: u32 = 1;
 /// Header flag bit 3: payloads are nested (any JSON object, filter keys are paths); the
-/// payload sections hold documents and no columns in this version.
+/// payload sections hold the documents and the declared paths' columns (with stray rows).
 pub const FLAG_NESTED_PAYLOAD: u32 = 8;
 /// Header flag bit 2: the segment holds sparse vectors (sections [`sparse_kind`]).
 pub const FLAG_SPARSE: u32 = 4;

@@ -303,8 +303,8 @@ fn compile_filter(view: &PayloadView<'_>, f: &Filter, row_of: &dyn Fn(PointId) -
     }
 }
 
-/// Nested payloads: the rows of the filter's `has_id` ids in this segment (the filter itself
-/// is evaluated on each row's stored document; paths are not columns in this version).
+/// Nested payloads: the rows of the filter's `has_id` ids in this segment, for the rows whose
+/// stored documents the filter is evaluated on.
 fn has_id_rows(f: &Filter, row_of: &dyn Fn(PointId) -> Option<u32>) -> Vec<(PointId, u32)> {
     fn walk(f: &Filter, row_of: &dyn Fn(PointId) -> Option<u32>, out: &mut Vec<(PointId, u32)>) {
         let lists = [&f.must, &f.should, &f.must_not];

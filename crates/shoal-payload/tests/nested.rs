@@ -1,7 +1,9 @@
 //! Nested payloads (`docs/format.md`, "Nested payloads"): Qdrant's own filtering examples —
 //! paths into objects and arrays, `is_empty` over paths, and the `nested` condition against
 //! the same conditions without it — through the reference evaluator and through a segment's
-//! payload sections (documents only); validation of paths and modes.
+//! payload sections, with no path declared (documents) and with paths declared as columns of
+//! every type (strays answered from documents); random documents, paths and filters; `verify`
+//! against documents; validation of paths and modes.
 
 use serde_json::{Value, json};
 use shoal_payload::{Condition, FieldType, Filter, FilterErrorKind, PayloadBuilder, PointId, Schema, reference};
