@@ -115,7 +115,8 @@ export interface CollectionOptions {
   /** Payload fields; without them points carry no payload. */
   fields?: Record<string, FieldType>;
   /** Nested payloads: any JSON object is a payload, filter keys are JSON paths
-   * (`metadata.topic`, `tags[].name`), `nested` conditions apply; `fields` declare paths. */
+   * (`metadata.topic`, `tags[].name`), `nested` conditions apply; `fields` declare the paths
+   * built as columns when points are sealed (filters on other paths read every document). */
   nested?: boolean;
   /** Sparse vectors beside the dense one, by name (at most 16): `modifier` `"none"` (the
    * default) or `"idf"` (each index weighted by its inverse document frequency). */
