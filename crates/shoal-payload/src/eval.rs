@@ -324,20 +324,17 @@ fn has_id_rows(f: &Filter, row_of: &dyn Fn(PointId) -> Option<u32>) -> Vec<(Poin
 /// The code of the value equal to `l` (as the reference evaluator compares them: an integer
 /// literal equals an integral number, whatever the column's type), if the column has it.
 fn literal_code(field: &FieldView<'_>, l: &Literal) -> Option<u32> {
-    let key = |k: u64| match field.dict {
-        Dict::Keys(keys) => keys.binary_search(&k).ok(),
-        _ => None,
-    };
+    let key = |k: u64| field.dict.find_key(k);
     let i = match (field.field_type, l) {
         (FieldType::Keyword, Literal::Keyword(s)) => field.dict.find_string(s)?,
-        (FieldType::Integer, Literal::Integer(x)) => key(key_of_i64(*x))? as u32,
+        (FieldType::Integer, Literal::Integer(x)) => key(key_of_i64(*x))?,
         // Nested payloads: a float value equal to the integer (one that is exactly an `f64`).
         (FieldType::Float, Literal::Integer(x)) => {
             let f = *x as f64;
             // (`as` saturates: 2^63 is no `i64`.)
-            key(key_of_f64(f)).filter(|_| f != 9_223_372_036_854_775_808.0 && f as i64 == *x)? as u32
+            key(key_of_f64(f)).filter(|_| f != 9_223_372_036_854_775_808.0 && f as i64 == *x)?
         }
-        (FieldType::Bool, Literal::Bool(b)) => key(*b as u64)? as u32,
+        (FieldType::Bool, Literal::Bool(b)) => key(*b as u64)?,
         _ => return None,
     };
     Some(i + CODE_FIRST_VALUE)
