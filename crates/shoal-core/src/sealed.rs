@@ -198,28 +198,9 @@ impl SealedSegment {
         let bytes = storage.bytes();
         let reader = SegmentReader::open(bytes)?;
         reader.check_known_kinds(&KNOWN_KINDS)?;
-        let meta_bytes = reader.require(KIND_META)?;
-        let meta: &SegmentMeta = match cast_records::<SegmentMeta>("META", meta_bytes)? {
-            [m] => m,
-            _ => return Err(bad("META", "must hold exactly one record")),
-        };
-        if meta.dim == 0 || meta.dim > MAX_DIM {
-            return Err(bad("META", "dimension out of range"));
-        }
-        let metric = Metric::from_code(meta.metric).ok_or(bad("META", "unknown metric"))?;
-        if meta.vector_type != VECTOR_TYPE_F32 && meta.vector_type != VECTOR_TYPE_CODES_ONLY {
-            return Err(bad("META", "unknown vector type"));
-        }
-        if meta.reserved.iter().any(|&b| b != 0) {
-            return Err(bad("META", "reserved bytes are not zero"));
-        }
-        let rows = usize::try_from(meta.rows)
-            .ok()
-            .filter(|&r| r <= u32::MAX as usize)
-            .ok_or(bad("META", "row count out of range"))?;
-        let dim = meta.dim as usize;
+        let (dim, metric, rows, codes_only) = read_meta(reader.require(KIND_META)?)?;
         let ids = IdRanges::open(&reader, rows)?;
-        let vectors = if meta.vector_type == VECTOR_TYPE_F32 {
+        let vectors = if !codes_only {
             let vectors = reader.require(KIND_VECTORS)?;
             if Some(cast_records::<f32>("VECTORS", vectors)?.len()) != rows.checked_mul(dim) {
                 return Err(bad("VECTORS", "length does not match rows x dim"));
@@ -467,6 +448,30 @@ impl SealedSegment {
     pub fn row_of(&self, id: PointId) -> Option<usize> {
         self.ids.row_of(self.bytes(), self.rows, id)
     }
+}
+
+/// Reads and checks a segment's `META` section: `(dim, metric, rows, codes_only)`.
+#[inline(always)]
+pub(crate) fn read_meta(meta: &[u8]) -> Result<(usize, Metric, usize, bool), Error> {
+    let meta: &SegmentMeta = match cast_records::<SegmentMeta>("META", meta)? {
+        [m] => m,
+        _ => return Err(bad("META", "must hold exactly one record")),
+    };
+    if meta.dim == 0 || meta.dim > MAX_DIM {
+        return Err(bad("META", "dimension out of range"));
+    }
+    let metric = Metric::from_code(meta.metric).ok_or(bad("META", "unknown metric"))?;
+    if meta.vector_type != VECTOR_TYPE_F32 && meta.vector_type != VECTOR_TYPE_CODES_ONLY {
+        return Err(bad("META", "unknown vector type"));
+    }
+    if meta.reserved.iter().any(|&b| b != 0) {
+        return Err(bad("META", "reserved bytes are not zero"));
+    }
+    let rows = usize::try_from(meta.rows)
+        .ok()
+        .filter(|&r| r <= u32::MAX as usize)
+        .ok_or(bad("META", "row count out of range"))?;
+    Ok((meta.dim as usize, metric, rows, meta.vector_type == VECTOR_TYPE_CODES_ONLY))
 }
 
 /// The file `w` describes, in a 64-byte-aligned buffer.

@@ -29,7 +29,7 @@ mod writer;
 pub use aligned::AlignedBytes;
 pub use error::FormatError;
 pub use ids::PointId;
-pub use reader::{SegmentReader, cast_records, range_of};
+pub use reader::{SegmentHead, SegmentReader, cast_records, range_of};
 pub use records::*;
 pub use writer::{Layout, SegmentWriter};
 

@@ -40,33 +40,126 @@ fn truncated(what: &'static str, needed: u64, available: usize) -> FormatError {
     FormatError::Truncated { what, needed, available: available as u64 }
 }
 
+/// The header of `bytes` (at least its first 64), checked: magic, CRC, version, flags.
+#[inline(always)]
+fn check_header(bytes: &[u8]) -> Result<&Header, FormatError> {
+    if !(bytes.as_ptr() as usize).is_multiple_of(ALIGN) {
+        return Err(FormatError::Misaligned);
+    }
+    let header_size = core::mem::size_of::<Header>();
+    if bytes.len() < header_size {
+        return Err(truncated("header", header_size as u64, bytes.len()));
+    }
+    if bytes[..8] != MAGIC {
+        return Err(FormatError::BadMagic);
+    }
+    let header: &Header = bytemuck::from_bytes(&bytes[..header_size]);
+    let actual = crc32c(&bytes[..32]);
+    if actual != header.header_crc {
+        return Err(FormatError::ChecksumMismatch { what: "header", kind: 0, stored: header.header_crc, actual });
+    }
+    if header.version == 0 || header.version > FORMAT_VERSION {
+        return Err(FormatError::UnsupportedVersion { found: header.version, newest: FORMAT_VERSION });
+    }
+    if header.flags & !KNOWN_FLAGS != 0 {
+        return Err(FormatError::UnsupportedFlags(header.flags & !KNOWN_FLAGS));
+    }
+    if header.reserved.iter().any(|&b| b != 0) {
+        return Err(FormatError::Malformed("reserved header bytes are not zero"));
+    }
+    Ok(header)
+}
+
+/// The section table that `bytes` (the file's first bytes, at least up to the table's end)
+/// holds after `header`, checked: count, CRC, and every section aligned, in order, apart and
+/// inside `header.file_len`.
+#[inline(always)]
+fn check_table<'a>(bytes: &'a [u8], header: &Header) -> Result<&'a [SectionEntry], FormatError> {
+    if header.section_count == 0 || header.section_count > MAX_SECTIONS {
+        return Err(FormatError::Malformed("section count out of range"));
+    }
+    let table_end = table_end(header);
+    if bytes.len() < table_end {
+        return Err(truncated("section table", table_end as u64, bytes.len()));
+    }
+    let table_bytes = &bytes[core::mem::size_of::<Header>()..table_end];
+    let actual = crc32c(table_bytes);
+    if actual != header.table_crc {
+        return Err(FormatError::ChecksumMismatch { what: "section table", kind: 0, stored: header.table_crc, actual });
+    }
+    let table: &[SectionEntry] = bytemuck::cast_slice(table_bytes);
+    let mut prev_end = table_end as u64;
+    for (i, e) in table.iter().enumerate() {
+        if e.reserved != 0 || e.flags & !SECTION_OPTIONAL != 0 {
+            return Err(FormatError::Malformed("reserved section bits are set"));
+        }
+        if !e.offset.is_multiple_of(ALIGN as u64) {
+            return Err(FormatError::Malformed("section offset is not 64-byte aligned"));
+        }
+        if e.offset < prev_end {
+            return Err(FormatError::Malformed("sections overlap or are out of order"));
+        }
+        let end = e.offset.checked_add(e.length).ok_or(FormatError::Malformed("section length overflows"))?;
+        if end > header.file_len {
+            return Err(truncated("section", end, bytes.len()));
+        }
+        if table[..i].iter().any(|p| p.kind == e.kind) {
+            return Err(FormatError::Malformed("section kind appears twice"));
+        }
+        prev_end = end;
+    }
+    Ok(table)
+}
+
+/// Where the section table of a file with `header` ends (at most 64 + 1024 x 32 bytes).
+fn table_end(header: &Header) -> usize {
+    core::mem::size_of::<Header>() + header.section_count as usize * core::mem::size_of::<SectionEntry>()
+}
+
+/// A segment's header and section table, read from the file's first bytes alone: what a
+/// reader by byte ranges opens before it knows where anything else lies.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SegmentHead {
+    /// The header.
+    pub header: Header,
+    /// The section table.
+    pub table: alloc::vec::Vec<SectionEntry>,
+}
+
+impl SegmentHead {
+    /// Reads and checks the header and section table from `prefix`, the file's first bytes
+    /// (64-byte aligned; any length up to the whole file). A prefix too short for them gives
+    /// [`FormatError::Truncated`] with the length needed; every section must lie inside the
+    /// header's `file_len`.
+    pub fn read(prefix: &[u8]) -> Result<SegmentHead, FormatError> {
+        let header = check_header(prefix)?;
+        if prefix.len() as u64 > header.file_len {
+            return Err(FormatError::Malformed("buffer is longer than the header's file_len"));
+        }
+        let table = check_table(prefix, header)?;
+        Ok(SegmentHead { header: *header, table: table.to_vec() })
+    }
+
+    /// How many bytes from offset 0 hold the header and the table, from `header` (at least
+    /// the file's first 64 bytes), checked as [`read`](Self::read) checks it.
+    pub fn table_end(header: &[u8]) -> Result<u64, FormatError> {
+        let header = check_header(header)?;
+        if header.section_count == 0 || header.section_count > MAX_SECTIONS {
+            return Err(FormatError::Malformed("section count out of range"));
+        }
+        Ok(table_end(header) as u64)
+    }
+
+    /// The table entry of the section of `kind`, if present.
+    pub fn entry(&self, kind: u32) -> Option<&SectionEntry> {
+        self.table.iter().find(|e| e.kind == kind)
+    }
+}
+
 impl<'a> SegmentReader<'a> {
     /// Checks the header and section table of `bytes` (which must start 64-byte aligned).
     pub fn open(bytes: &'a [u8]) -> Result<Self, FormatError> {
-        if !(bytes.as_ptr() as usize).is_multiple_of(ALIGN) {
-            return Err(FormatError::Misaligned);
-        }
-        let header_size = core::mem::size_of::<Header>();
-        if bytes.len() < header_size {
-            return Err(truncated("header", header_size as u64, bytes.len()));
-        }
-        if bytes[..8] != MAGIC {
-            return Err(FormatError::BadMagic);
-        }
-        let header: &Header = bytemuck::from_bytes(&bytes[..header_size]);
-        let actual = crc32c(&bytes[..32]);
-        if actual != header.header_crc {
-            return Err(FormatError::ChecksumMismatch { what: "header", kind: 0, stored: header.header_crc, actual });
-        }
-        if header.version == 0 || header.version > FORMAT_VERSION {
-            return Err(FormatError::UnsupportedVersion { found: header.version, newest: FORMAT_VERSION });
-        }
-        if header.flags & !KNOWN_FLAGS != 0 {
-            return Err(FormatError::UnsupportedFlags(header.flags & !KNOWN_FLAGS));
-        }
-        if header.reserved.iter().any(|&b| b != 0) {
-            return Err(FormatError::Malformed("reserved header bytes are not zero"));
-        }
+        let header = check_header(bytes)?;
         if header.file_len != bytes.len() as u64 {
             return Err(if header.file_len > bytes.len() as u64 {
                 truncated("file", header.file_len, bytes.len())
@@ -74,44 +167,7 @@ impl<'a> SegmentReader<'a> {
                 FormatError::Malformed("buffer is longer than the header's file_len")
             });
         }
-        if header.section_count == 0 || header.section_count > MAX_SECTIONS {
-            return Err(FormatError::Malformed("section count out of range"));
-        }
-        let table_end = header_size + header.section_count as usize * core::mem::size_of::<SectionEntry>();
-        if bytes.len() < table_end {
-            return Err(truncated("section table", table_end as u64, bytes.len()));
-        }
-        let table_bytes = &bytes[header_size..table_end];
-        let actual = crc32c(table_bytes);
-        if actual != header.table_crc {
-            return Err(FormatError::ChecksumMismatch {
-                what: "section table",
-                kind: 0,
-                stored: header.table_crc,
-                actual,
-            });
-        }
-        let table: &[SectionEntry] = bytemuck::cast_slice(table_bytes);
-        let mut prev_end = table_end as u64;
-        for (i, e) in table.iter().enumerate() {
-            if e.reserved != 0 || e.flags & !SECTION_OPTIONAL != 0 {
-                return Err(FormatError::Malformed("reserved section bits are set"));
-            }
-            if !e.offset.is_multiple_of(ALIGN as u64) {
-                return Err(FormatError::Malformed("section offset is not 64-byte aligned"));
-            }
-            if e.offset < prev_end {
-                return Err(FormatError::Malformed("sections overlap or are out of order"));
-            }
-            let end = e.offset.checked_add(e.length).ok_or(FormatError::Malformed("section length overflows"))?;
-            if end > header.file_len {
-                return Err(truncated("section", end, bytes.len()));
-            }
-            if table[..i].iter().any(|p| p.kind == e.kind) {
-                return Err(FormatError::Malformed("section kind appears twice"));
-            }
-            prev_end = end;
-        }
+        let table = check_table(bytes, header)?;
         Ok(SegmentReader { bytes, header, table })
     }
 

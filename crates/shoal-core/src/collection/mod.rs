@@ -35,6 +35,8 @@ mod sparse_search;
 mod text_search;
 mod upsert;
 
+pub(crate) use query::cut;
+pub(crate) use search::prepare_vector;
 pub(crate) use upsert::{check_payloads_against, first_non_finite};
 
 pub use seal::{Checkpoint, MergeSnapshot, SealSnapshot, SegmentInfo};

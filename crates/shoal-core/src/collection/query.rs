@@ -215,7 +215,7 @@ impl Collection {
 /// Leaves out the points scoring worse than `threshold` (a squared distance above it when lower
 /// scores are better, else a score below it). The points are in score order, so this keeps a
 /// leading run, whether applied before or after an offset.
-pub(super) fn cut(points: &mut Vec<ScoredPoint>, threshold: Option<f32>, lower_is_better: bool) {
+pub(crate) fn cut(points: &mut Vec<ScoredPoint>, threshold: Option<f32>, lower_is_better: bool) {
     if let Some(t) = threshold {
         points.retain(|p| if lower_is_better { p.score <= t } else { p.score >= t });
     }

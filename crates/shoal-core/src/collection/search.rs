@@ -46,18 +46,7 @@ impl Collection {
     /// metric (normalised for cosine).
     pub(super) fn prepare_query(&self, d: usize, vector: &[f32], out: &mut Vec<f32>) -> Result<(), Error> {
         let spec = &self.dense[d];
-        if vector.len() != spec.dim {
-            return Err(Error::DimensionMismatch { expected: spec.dim, found: vector.len() });
-        }
-        if let Some(element) = first_non_finite(vector) {
-            return Err(Error::NonFinite { point: 0, element });
-        }
-        out.clear();
-        out.extend_from_slice(vector);
-        if spec.metric.normalizes() {
-            normalize(&self.kernels, out);
-        }
-        Ok(())
+        prepare_vector(self.kernels, (spec.dim, spec.metric), vector, out)
     }
 
     /// Runs a search request, writing the results into `out` (cleared first). Query buffers come
@@ -144,7 +133,7 @@ impl Collection {
     /// widens its probes until enough candidates pass, and the calibrated defaults keep
     /// recall@10 >= 0.95 down to the planner's exact-scan limit without probing more
     /// (`tests/payload.rs`, `filtered_ivf_recall_at_every_selectivity`).
-    pub(super) fn ivf_query(req: &SearchRequest, defaults: IvfQuery) -> IvfQuery {
+    pub(crate) fn ivf_query(req: &SearchRequest, defaults: IvfQuery) -> IvfQuery {
         IvfQuery {
             nprobe: req.params.nprobe.map_or(defaults.nprobe, |n| n as usize),
             rerank: req.params.rerank.map_or(defaults.rerank, |r| r as usize),
@@ -314,7 +303,11 @@ impl Collection {
         stats: &mut SearchStats,
     ) {
         let seg = &*part.seg;
-        let hint = |v: &[f32]| seg.prefetch(v);
+        let hint = |v: &[f32], now: bool| {
+            if !now {
+                seg.prefetch(v)
+            }
+        };
         if seg.prefetches() {
             data.prefetch = Some(Prefetch(&hint));
         }
@@ -487,4 +480,26 @@ pub(super) fn sealed_passes(
         (None, Some(f)) => reference::matches(f, &Value::Null, seg.id(row as usize)),
         (None, None) => true,
     }
+}
+
+/// Checks a query `vector` for a dense vector of `dim` dimensions and `metric`, and copies it
+/// into `out` prepared for the metric (normalised for cosine).
+pub(crate) fn prepare_vector(
+    kernels: shoal_kernels::Kernels,
+    (dim, metric): (usize, Metric),
+    vector: &[f32],
+    out: &mut Vec<f32>,
+) -> Result<(), Error> {
+    if vector.len() != dim {
+        return Err(Error::DimensionMismatch { expected: dim, found: vector.len() });
+    }
+    if let Some(element) = first_non_finite(vector) {
+        return Err(Error::NonFinite { point: 0, element });
+    }
+    out.clear();
+    out.extend_from_slice(vector);
+    if metric.normalizes() {
+        normalize(&kernels, out);
+    }
+    Ok(())
 }

@@ -17,8 +17,10 @@ use crate::{Candidate, Metric, TopK};
 
 mod build;
 pub mod sections;
+mod subset;
 pub use build::{IvfCodes, IvfPlan, encode, plan};
 pub use sections::IvfSections;
+pub use subset::{IvfSubset, PartitionBytes, WrongLength};
 
 /// Build settings.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -63,9 +65,12 @@ pub fn block_bytes(padded: usize) -> usize {
 
 /// A hint from the host that a row's full vector is about to be read: with vectors
 /// memory-mapped from disk it starts the read (`madvise(WILLNEED)`), so the re-ranking of one
-/// query keeps several reads in flight instead of faulting them in one at a time.
+/// query keeps several reads in flight instead of faulting them in one at a time. Called with
+/// `false` for a vector the search may read soon, and with `true` for each vector right before
+/// it is read (every vector a search reads is announced so; a reader by byte ranges learns from
+/// it which vectors a search needed).
 #[derive(Clone, Copy)]
-pub struct Prefetch<'a>(pub &'a (dyn Fn(&[f32]) + Sync));
+pub struct Prefetch<'a>(pub &'a (dyn Fn(&[f32], bool) + Sync));
 
 impl core::fmt::Debug for Prefetch<'_> {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
@@ -347,6 +352,55 @@ enum Finish<'t> {
 }
 
 impl IvfIndex {
+    /// Orders the partitions for `search` into `s.probes` ([`probe_key`]s): the first `nprobe`
+    /// (returned: after widening for a filter and adaptive probing) sorted, the rest after them
+    /// in any order.
+    fn order_probes(&self, search: &IvfSearch<'_>, centroids: &[f32], s: &mut IvfScratch) -> usize {
+        let IvfSearch { kernels, metric, query, params: q } = *search;
+        let kernels = &kernels;
+        let nlist = self.nlist;
+        // Probe order: nearest centroids (l2; inner product for dot), ties by partition.
+        s.probes.clear();
+        s.centroid_keys.resize(nlist, 0.0);
+        let keys = &mut s.centroid_keys[..];
+        match metric {
+            Metric::Dot => metric.keys(kernels, query, centroids, keys),
+            Metric::L2 | Metric::Cosine => kernels.l2_sq_batch(query, centroids, keys),
+        }
+        s.probes.extend(keys.iter().enumerate().map(|(p, &k)| probe_key(k, p as u32)));
+        let factor =
+            if q.passing < WIDEN_BELOW { libm::sqrtf(WIDEN_BELOW / q.passing.max(f32::MIN_POSITIVE)) } else { 1.0 };
+        let widen = |n: usize| ((n as f32 * factor) as usize).clamp(1, nlist);
+        let mut nprobe = widen(q.nprobe.max(1));
+        if nprobe < nlist {
+            s.probes.select_nth_unstable(nprobe - 1);
+        }
+        shoal_format::sort_u64(&mut s.probes[..nprobe]);
+        if q.probe_ratio > 0.0 && metric != Metric::Dot {
+            let limit = probe_distance(s.probes[0]) * q.probe_ratio;
+            let within = s.probes[..q.nprobe.clamp(1, nlist)].partition_point(|&p| probe_distance(p) <= limit);
+            nprobe = widen(within.max(MIN_PROBES)).min(nprobe);
+        }
+        nprobe
+    }
+
+    /// The partitions `search` probes, in the order it probes them, into `out`: the first
+    /// `n` (returned) always; then each next one in turn only while fewer than `k` candidates
+    /// have been found (tiny or filtered partitions). `centroids` are the index's.
+    pub fn probe_order(
+        &self,
+        search: &IvfSearch<'_>,
+        centroids: &[f32],
+        scratch: &mut IvfScratch,
+        out: &mut Vec<u32>,
+    ) -> usize {
+        let n = self.order_probes(search, centroids, scratch);
+        shoal_format::sort_u64(&mut scratch.probes[n..]);
+        out.clear();
+        out.extend(scratch.probes.iter().map(|&p| p as u32));
+        n
+    }
+
     /// Runs `search` over `data`, offering exact results to `topk` with internal ids
     /// `first_id + row` (estimates, for codes-only data). Rows with `skip(row)` are ignored.
     pub fn search(
@@ -400,29 +454,8 @@ impl IvfIndex {
         s.levels.resize(padded, 0);
         s.luts.resize(padded / 4 * 16, 0);
         self.rotation.apply(query, &mut s.qrot);
-        // Probe order: nearest centroids (l2; inner product for dot), ties by partition.
-        s.probes.clear();
-        s.centroid_keys.resize(nlist, 0.0);
         s.part_terms.resize(nlist, 0.0);
-        let keys = &mut s.centroid_keys[..];
-        match metric {
-            Metric::Dot => metric.keys(kernels, query, data.centroids, keys),
-            Metric::L2 | Metric::Cosine => kernels.l2_sq_batch(query, data.centroids, keys),
-        }
-        s.probes.extend(keys.iter().enumerate().map(|(p, &k)| probe_key(k, p as u32)));
-        let factor =
-            if q.passing < WIDEN_BELOW { libm::sqrtf(WIDEN_BELOW / q.passing.max(f32::MIN_POSITIVE)) } else { 1.0 };
-        let widen = |n: usize| ((n as f32 * factor) as usize).clamp(1, nlist);
-        let mut nprobe = widen(q.nprobe.max(1));
-        if nprobe < nlist {
-            s.probes.select_nth_unstable(nprobe - 1);
-        }
-        shoal_format::sort_u64(&mut s.probes[..nprobe]);
-        if q.probe_ratio > 0.0 && metric != Metric::Dot {
-            let limit = probe_distance(s.probes[0]) * q.probe_ratio;
-            let within = s.probes[..q.nprobe.clamp(1, nlist)].partition_point(|&p| probe_distance(p) <= limit);
-            nprobe = widen(within.max(MIN_PROBES)).min(nprobe);
-        }
+        let nprobe = self.order_probes(search, data.centroids, s);
         let depth = k.saturating_mul(q.rerank.max(1)).max(k);
         // The `depth` best estimates: candidates under `bound` are appended, and whenever twice
         // `depth` have gathered the best `depth` are selected (by `estimate_order`: key, then row) and
@@ -580,7 +613,7 @@ impl IvfIndex {
                             continue;
                         }
                     }
-                    hint(&vectors[r * dim..(r + 1) * dim]);
+                    hint(&vectors[r * dim..(r + 1) * dim], false);
                 }
             }
             let row = e.row as usize;
@@ -592,6 +625,9 @@ impl IvfIndex {
                 if topk.len() >= k && key - err > topk.threshold() {
                     continue;
                 }
+            }
+            if let Some(Prefetch(hint)) = data.prefetch {
+                hint(&vectors[row * dim..(row + 1) * dim], true);
             }
             metric.keys(kernels, query, &vectors[row * dim..(row + 1) * dim], &mut s.one);
             let key = if s.one[0].is_nan() { f32::INFINITY } else { s.one[0] };

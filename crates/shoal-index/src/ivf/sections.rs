@@ -183,6 +183,20 @@ fn check_offsets(section: &'static str, offsets: &[u32], n: usize, end: usize) -
 }
 
 impl IvfSections {
+    /// The sections of dense vector `d`'s index whose bytes [`open`](Self::open) reads (the
+    /// others it checks by length): what a reader by byte ranges fetches to open the index.
+    pub fn hot_kinds(d: usize) -> [u32; 6] {
+        [
+            KIND_IVF_META,
+            KIND_IVF_CENTROIDS,
+            KIND_IVF_ROT_CENTROIDS,
+            KIND_IVF_OFFSETS,
+            KIND_RABITQ_ROTATION,
+            KIND_RABITQ_BLOCK_OFFSETS,
+        ]
+        .map(|k| k + kind_base(d))
+    }
+
     /// Opens dense vector `d`'s IVF sections if the segment has them (`IVF_META` present),
     /// for `rows` vectors of dimension `dim`.
     pub fn open(
@@ -190,8 +204,27 @@ impl IvfSections {
         (dim, d): (usize, usize),
         rows: usize,
     ) -> Result<Option<IvfSections>, FormatError> {
+        if reader.section(kind_base(d) + KIND_IVF_META).is_none() {
+            return Ok(None);
+        }
+        let bytes = reader.bytes();
+        let section = |kind: u32| reader.require(kind);
+        Self::open_parts((dim, d), rows, |kind| section(kind).map(|s| range_of(bytes, s)), section).map(Some)
+    }
+
+    /// [`open`](Self::open) of a segment that has `IVF_META`, from its section table alone
+    /// (`entry`: a section's byte range in the file) and the bytes of the
+    /// [`hot_kinds`](Self::hot_kinds) (`hot`); the other sections are checked by their lengths,
+    /// as `open` checks them. Both give [`FormatError::MissingSection`] for a section that is
+    /// not there.
+    pub fn open_parts<'b>(
+        (dim, d): (usize, usize),
+        rows: usize,
+        entry: impl Fn(u32) -> Result<Range<usize>, FormatError>,
+        hot: impl Fn(u32) -> Result<&'b [u8], FormatError>,
+    ) -> Result<IvfSections, FormatError> {
         let base = kind_base(d);
-        let Some(meta) = reader.section(base + KIND_IVF_META) else { return Ok(None) };
+        let meta = hot(base + KIND_IVF_META)?;
         let meta: &IvfMeta = match cast_records::<IvfMeta>("IVF_META", meta)? {
             [m] => m,
             _ => return Err(bad("IVF_META", "must hold exactly one record")),
@@ -218,25 +251,30 @@ impl IvfSections {
         if meta.reserved.iter().any(|&b| b != 0) {
             return Err(bad("IVF_META", "reserved bytes are not zero"));
         }
-        let bytes = reader.bytes();
-        let centroids = reader.require(base + KIND_IVF_CENTROIDS)?;
+        let require = |kind: u32| hot(base + kind);
+        // A cold section: its range, of `len` bytes.
+        let cold = |kind: u32, len: Option<usize>, section: &'static str, reason: &'static str| {
+            let r = entry(base + kind)?;
+            if Some(r.len()) != len {
+                return Err(bad(section, reason));
+            }
+            Ok(r)
+        };
+        let centroids = require(KIND_IVF_CENTROIDS)?;
         if Some(cast_records::<f32>("IVF_CENTROIDS", centroids)?.len()) != nlist.checked_mul(dim) {
             return Err(bad("IVF_CENTROIDS", "length does not match nlist x dim"));
         }
-        let rot = reader.require(base + KIND_IVF_ROT_CENTROIDS)?;
+        let rot = require(KIND_IVF_ROT_CENTROIDS)?;
         if Some(cast_records::<f32>("IVF_ROT_CENTROIDS", rot)?.len()) != nlist.checked_mul(padded) {
             return Err(bad("IVF_ROT_CENTROIDS", "length does not match nlist x padded"));
         }
-        let offsets_bytes = reader.require(base + KIND_IVF_OFFSETS)?;
-        let offsets = cast_records::<u32>("IVF_OFFSETS", offsets_bytes)?;
+        let offsets = cast_records::<u32>("IVF_OFFSETS", require(KIND_IVF_OFFSETS)?)?;
         check_offsets("IVF_OFFSETS", offsets, nlist, rows)?;
-        let signs_bytes = reader.require(base + KIND_RABITQ_ROTATION)?;
-        let signs = cast_records::<u64>("RABITQ_ROTATION", signs_bytes)?;
+        let signs = cast_records::<u64>("RABITQ_ROTATION", require(KIND_RABITQ_ROTATION)?)?;
         if signs.len() != ROUNDS * padded / 64 {
             return Err(bad("RABITQ_ROTATION", "length does not match rounds x padded"));
         }
-        let blocks_bytes = reader.require(base + KIND_RABITQ_BLOCK_OFFSETS)?;
-        let blocks = cast_records::<u32>("RABITQ_BLOCK_OFFSETS", blocks_bytes)?;
+        let blocks = cast_records::<u32>("RABITQ_BLOCK_OFFSETS", require(KIND_RABITQ_BLOCK_OFFSETS)?)?;
         let total_blocks = (0..nlist).map(|p| ((offsets[p + 1] - offsets[p]) as usize).div_ceil(32)).sum();
         check_offsets("RABITQ_BLOCK_OFFSETS", blocks, nlist, total_blocks)?;
         if (0..nlist)
@@ -244,29 +282,38 @@ impl IvfSections {
         {
             return Err(bad("RABITQ_BLOCK_OFFSETS", "block counts do not match partition sizes"));
         }
-        let codes = reader.require(base + KIND_RABITQ_CODES)?;
-        if Some(codes.len()) != total_blocks.checked_mul(block_bytes(padded)) {
-            return Err(bad("RABITQ_CODES", "length does not match the blocks"));
-        }
-        let factors = reader.require(base + KIND_RABITQ_FACTORS)?;
-        if cast_records::<Factors>("RABITQ_FACTORS", factors)?.len() != rows {
-            return Err(bad("RABITQ_FACTORS", "length does not match the row count"));
-        }
+        let codes = cold(
+            KIND_RABITQ_CODES,
+            total_blocks.checked_mul(block_bytes(padded)),
+            "RABITQ_CODES",
+            "length does not match the blocks",
+        )?;
+        let factors = cold(
+            KIND_RABITQ_FACTORS,
+            rows.checked_mul(core::mem::size_of::<Factors>()),
+            "RABITQ_FACTORS",
+            "length does not match the row count",
+        )?;
         let bits = meta.code_bits;
         let (ex_codes, ex_factors) = if bits > 1 {
-            let codes = reader.require(base + KIND_RABITQ_EX_CODES)?;
-            if Some(codes.len()) != rows.checked_mul(ex_code_bytes(padded, bits)) {
-                return Err(bad("RABITQ_EX_CODES", "length does not match rows x (bits - 1) x padded / 8"));
-            }
-            let f = reader.require(base + KIND_RABITQ_EX_FACTORS)?;
-            if cast_records::<ExFactors>("RABITQ_EX_FACTORS", f)?.len() != rows {
-                return Err(bad("RABITQ_EX_FACTORS", "length does not match the row count"));
-            }
-            (range_of(bytes, codes), range_of(bytes, f))
+            let codes = cold(
+                KIND_RABITQ_EX_CODES,
+                rows.checked_mul(ex_code_bytes(padded, bits)),
+                "RABITQ_EX_CODES",
+                "length does not match rows x (bits - 1) x padded / 8",
+            )?;
+            let f = cold(
+                KIND_RABITQ_EX_FACTORS,
+                rows.checked_mul(core::mem::size_of::<ExFactors>()),
+                "RABITQ_EX_FACTORS",
+                "length does not match the row count",
+            )?;
+            (codes, f)
         } else {
             (0..0, 0..0)
         };
-        Ok(Some(IvfSections {
+        let range = |kind: u32| entry(base + kind).unwrap_or_default();
+        Ok(IvfSections {
             index: IvfIndex { nlist, padded, rotation: Rotation::from_signs(padded, signs.to_vec()) },
             seed: meta.seed,
             bits: meta.code_bits,
@@ -277,15 +324,42 @@ impl IvfSections {
                 probe_ratio: meta.default_probe_ratio,
                 passing: 1.0,
             },
-            centroids: range_of(bytes, centroids),
-            rot_centroids: range_of(bytes, rot),
-            offsets: range_of(bytes, offsets_bytes),
-            block_offsets: range_of(bytes, blocks_bytes),
-            codes: range_of(bytes, codes),
-            factors: range_of(bytes, factors),
+            centroids: range(KIND_IVF_CENTROIDS),
+            rot_centroids: range(KIND_IVF_ROT_CENTROIDS),
+            offsets: range(KIND_IVF_OFFSETS),
+            block_offsets: range(KIND_RABITQ_BLOCK_OFFSETS),
+            codes,
+            factors,
             ex_codes,
             ex_factors,
-        }))
+        })
+    }
+
+    /// The byte ranges in the file of the centroids, the rotated centroids, the row offsets
+    /// and the block offsets (the arrays a reader by byte ranges keeps in memory).
+    pub fn hot_ranges(&self) -> [Range<usize>; 4] {
+        [self.centroids.clone(), self.rot_centroids.clone(), self.offsets.clone(), self.block_offsets.clone()]
+    }
+
+    /// The byte ranges in the file of partition `p`'s FastScan blocks, factors, extra-bit codes
+    /// and extra-bit factors (the last two empty for 1-bit codes), from the index's row
+    /// `offsets` and `block_offsets`.
+    pub fn partition_ranges(&self, p: usize, offsets: &[u32], block_offsets: &[u32]) -> [Range<usize>; 4] {
+        let (r0, r1) = (offsets[p] as usize, offsets[p + 1] as usize);
+        let (b0, b1) = (block_offsets[p] as usize, block_offsets[p + 1] as usize);
+        let bb = block_bytes(self.index.padded);
+        let at = |r: &Range<usize>, size: usize| r.start + r0 * size..r.start + r1 * size;
+        let (exb, ex) = if self.bits > 1 {
+            (ex_code_bytes(self.index.padded, self.bits), core::mem::size_of::<ExFactors>())
+        } else {
+            (0, 0)
+        };
+        [
+            self.codes.start + b0 * bb..self.codes.start + b1 * bb,
+            at(&self.factors, core::mem::size_of::<Factors>()),
+            at(&self.ex_codes, exb),
+            at(&self.ex_factors, ex),
+        ]
     }
 
     /// The index data over the segment's bytes.
