@@ -19,7 +19,7 @@ CACHE := $(HOME)/.cache/shoal
 GLOVE := $(CACHE)/glove50
 DEMO_PORT ?= 6333
 
-.PHONY: demo test bench setup setup-rust setup-js setup-deb setup-edge setup-demo build-js lint test-rust test-js test-edge test-demo \
+.PHONY: demo test bench setup setup-rust setup-js setup-deb setup-nginx setup-edge setup-demo build-js lint test-rust test-js test-edge test-demo \
         test-aarch64 test-wasm check-targets \
         bench-kernels bench-search bench-node bench-ann bench-filtered bench-text bench-ingest bench-codes-only bench-build \
         test-qdrant fuzz bench-plots bench-ram bench-sparse bench-query-threads
@@ -59,6 +59,10 @@ endef
 DEB_TEST_PKGS := qemu-user gcc-aarch64-linux-gnu libc6-dev-arm64-cross chromium chromium-driver
 setup-deb:
 	$(call apt_install,$(DEB_TEST_PKGS))
+
+# nginx: the static server that segments are read from by byte ranges (host-native/tests/remote.rs).
+setup-nginx:
+	$(call apt_install,nginx-light)
 
 # The demo's dictionary: GCIDE from Debian (dict-gcide), read by bench/prepare_gcide.py.
 setup-demo:
@@ -102,7 +106,7 @@ lint: build-js
 HOST_KERNELS := $(shell bash scripts/cpu-kernels.sh)
 
 # Runs every Rust test; the conformance test also writes target/conformance/* for test-js.
-test-rust:
+test-rust: setup-nginx
 	@echo "kernel variants required on this machine: $(HOST_KERNELS)"
 	SHOAL_REQUIRE_KERNELS=$(HOST_KERNELS) $(CARGO) test --workspace
 

@@ -35,6 +35,14 @@ pub enum HostError {
     Core(shoal_core::Error),
     /// The command line is inconsistent in a way the argument parser cannot see.
     Usage(String),
+    /// A segment read by byte ranges: its server (or file) answered what the reader cannot
+    /// use.
+    Remote {
+        /// The URL or path.
+        object: String,
+        /// What went wrong.
+        error: crate::remote::RemoteError,
+    },
 }
 
 impl HostError {
@@ -72,6 +80,7 @@ impl fmt::Display for HostError {
             }
             HostError::Core(e) => write!(f, "{e} [{}]", e.code()),
             HostError::Usage(msg) => f.write_str(msg),
+            HostError::Remote { object, error } => write!(f, "{object}: {error} [{}]", error.code()),
         }
     }
 }
@@ -81,7 +90,7 @@ impl std::error::Error for HostError {
         match self {
             HostError::Io { source, .. } => Some(source),
             HostError::Segment { source, .. } | HostError::Core(source) => Some(source),
-            HostError::Input { .. } | HostError::Usage(_) => None,
+            HostError::Input { .. } | HostError::Usage(_) | HostError::Remote { .. } => None,
         }
     }
 }

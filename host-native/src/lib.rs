@@ -18,6 +18,7 @@ pub mod commands;
 pub mod error;
 pub mod input;
 pub mod npy;
+pub mod remote;
 pub mod server;
 pub mod storage;
 

@@ -12,6 +12,7 @@ pub mod build;
 pub mod import;
 pub mod inspect;
 pub mod search;
+mod search_remote;
 pub mod verify;
 
 /// The `shoal` command line.

@@ -59,6 +59,10 @@ pub struct SearchArgs {
     /// query and at least K columns (e.g. `gt.npy` of `bench/datasets.py`).
     #[arg(long, value_name = "FILE", requires = "queries")]
     pub truth: Option<PathBuf>,
+    /// For a segment read by byte ranges (SEGMENT given as `http://…` or `file://…`): bytes
+    /// of fetched ranges kept between searches.
+    #[arg(long, value_name = "BYTES", default_value_t = 64 << 20)]
+    pub cache_bytes: u64,
 }
 
 /// The query of `shoal search`: one of these.
@@ -82,6 +86,13 @@ pub struct QueryArgs {
     /// and latency percentiles instead of results; with --truth, recall@K too.
     #[arg(long, value_name = "FILE")]
     pub queries: Option<PathBuf>,
+}
+
+/// The segment argument when it names a segment to read by byte ranges: `http://…`,
+/// `https://…` or `file://…`.
+fn remote_location(segment: &Path) -> Option<&str> {
+    let s = segment.to_str()?;
+    ["http://", "https://", "file://"].iter().any(|p| s.starts_with(p)).then_some(s)
 }
 
 /// One search to run.
@@ -111,6 +122,9 @@ pub fn run(args: &SearchArgs) -> Result<(), HostError> {
     }
     if let Some(json) = &args.query.request {
         SearchRequest::from_json(json)?;
+    }
+    if let Some(location) = remote_location(args.segment()) {
+        return super::search_remote::run(args, location, filter);
     }
     let t = Instant::now();
     let col = open_collection(args.segment())?;
@@ -174,7 +188,7 @@ fn queries(
 
 /// Applies `--filter`, `--with-payload`, `--exact`, `--nprobe` and `--rerank` to `request`,
 /// then checks it.
-fn apply_flags(
+pub(super) fn apply_flags(
     args: &SearchArgs,
     request: &mut SearchRequest,
     filter: Option<&serde_json::Value>,
@@ -307,7 +321,7 @@ fn batch(args: &SearchArgs, col: &Collection, path: &Path, filter: Option<serde_
 
 /// The exact neighbours of `--truth`: `(ids row-major, ids per row)`, checked to have a row per
 /// query and at least `k` columns.
-fn read_truth(path: &Path, queries: usize, k: usize) -> Result<(Vec<u64>, usize), HostError> {
+pub(super) fn read_truth(path: &Path, queries: usize, k: usize) -> Result<(Vec<u64>, usize), HostError> {
     let bytes = std::fs::read(path).map_err(|e| HostError::io(path, "read", e))?;
     let (h, dtype) = npy::parse_header_of(&bytes, &["<i4", "<i8"]).map_err(|e| HostError::input(path, e))?;
     if h.rows != queries || h.dim < k {
@@ -335,7 +349,7 @@ fn read_truth(path: &Path, queries: usize, k: usize) -> Result<(Vec<u64>, usize)
 }
 
 /// Parses "0.1,0.2,..." (brackets and spaces allowed).
-fn parse_vector(text: &str) -> Result<Vec<f32>, HostError> {
+pub(super) fn parse_vector(text: &str) -> Result<Vec<f32>, HostError> {
     let inner = text.trim().trim_start_matches('[').trim_end_matches(']');
     inner
         .split(|c: char| c == ',' || c.is_whitespace())
@@ -348,7 +362,7 @@ fn parse_vector(text: &str) -> Result<Vec<f32>, HostError> {
 }
 
 /// Appends the `rank id score [label]` table of `res`.
-fn table(out: &mut String, res: &SearchResponse, labels: Option<&[&str]>) {
+pub(super) fn table(out: &mut String, res: &SearchResponse, labels: Option<&[&str]>) {
     let id_width = res.points.iter().map(|p| p.id.to_string().len()).max().unwrap_or(0).max(2);
     let _ = write!(out, "{:>4}  {:>id_width$}  {:>10}", "rank", "id", "score");
     if labels.is_some() {

@@ -1,0 +1,125 @@
+//! `shoal search http://…/segment.shoal`: a segment searched by byte ranges, without
+//! downloading it (`crate::remote`).
+
+use std::fmt::Write as _;
+use std::path::Path;
+use std::time::Instant;
+
+use shoal_core::SearchRequest;
+
+use super::search::{SearchArgs, apply_flags, parse_vector, read_truth, table};
+use super::{ms, print};
+use crate::remote::{RemoteCollection, Trip, source_of};
+use crate::{HostError, input::VectorFile};
+
+/// Runs `shoal search` on the segment at `location`.
+pub fn run(args: &SearchArgs, location: &str, filter: Option<serde_json::Value>) -> Result<(), HostError> {
+    let q = &args.query;
+    if q.query_id.is_some() || q.words.is_some() {
+        return Err(HostError::Usage(
+            "--query-id and --words read a point's stored vector: not from a segment read by ranges".into(),
+        ));
+    }
+    if args.labels.is_some() {
+        return Err(HostError::Usage("--labels: not with a segment read by ranges".into()));
+    }
+    let t = Instant::now();
+    let col = RemoteCollection::open(source_of(location)?, args.cache_bytes)?;
+    let open_time = t.elapsed();
+    eprintln!("open: {:.3} ms, {}", ms(open_time), cost(col.opened()));
+    if let Some(path) = &q.queries {
+        return batch(args, &col, path, filter);
+    }
+    let limit = args.limit.unwrap_or(10);
+    let mut request = match (&q.vector, &q.request) {
+        (Some(text), _) => SearchRequest::nearest(parse_vector(text)?, limit),
+        (_, Some(json)) => {
+            let mut r = SearchRequest::from_json(json)?;
+            if let Some(limit) = args.limit {
+                r.limit = limit;
+            }
+            r
+        }
+        _ => unreachable!("clap requires one query argument"),
+    };
+    apply_flags(args, &mut request, filter.as_ref())?;
+    let t = Instant::now();
+    let (res, trip) = col.search(&request)?;
+    eprintln!("search: {:.3} ms, {}", ms(t.elapsed()), cost(trip));
+    let mut out = String::new();
+    if args.json {
+        out.push_str(&res.to_json());
+        out.push('\n');
+    } else {
+        table(&mut out, &res, None);
+    }
+    print(&out)
+}
+
+/// A trip as `W waves, R requests, B KB`.
+fn cost(t: Trip) -> String {
+    format!("{} waves, {} requests, {:.1} KB", t.waves, t.requests, t.bytes as f64 / 1e3)
+}
+
+/// `--queries FILE [--truth FILE]`: every query in turn, twice — first with the cache filling
+/// as it goes (the first query just after open), then again over the filled cache — with the
+/// reads per query of each pass, the time per query, and recall against the exact neighbours.
+fn batch(
+    args: &SearchArgs,
+    col: &RemoteCollection,
+    path: &Path,
+    filter: Option<serde_json::Value>,
+) -> Result<(), HostError> {
+    let dim = col.segment().dim();
+    let raw = crate::input::InputFormat::from_path(path) == Some(crate::input::InputFormat::F32);
+    let file = VectorFile::open(path, None, raw.then_some(dim))?;
+    if file.dim() != dim {
+        return Err(HostError::input(path, format!("{}-d queries for a {dim}-d segment", file.dim())));
+    }
+    let k = args.limit.unwrap_or(10);
+    let truth = match &args.truth {
+        Some(t) => Some(read_truth(t, file.rows(), k)?),
+        None => None,
+    };
+    let mut vectors = vec![0f32; file.rows() * dim];
+    file.read_rows(0, &mut vectors)?;
+    let mut out = String::new();
+    for pass in ["first pass (cache filling)", "second pass (warm)"] {
+        let (mut total, mut hits, mut worst) = (Trip::default(), 0usize, Trip::default());
+        let mut times = Vec::with_capacity(file.rows());
+        for (i, v) in vectors.chunks_exact(dim).enumerate() {
+            let mut request = SearchRequest::nearest(v.to_vec(), k);
+            apply_flags(args, &mut request, filter.as_ref())?;
+            let t = Instant::now();
+            let (res, trip) = col.search(&request)?;
+            times.push(t.elapsed().as_secs_f64());
+            total += trip;
+            worst.waves = worst.waves.max(trip.waves);
+            worst.requests = worst.requests.max(trip.requests);
+            worst.bytes = worst.bytes.max(trip.bytes);
+            if let Some((ids, width)) = &truth {
+                let want = &ids[i * width..i * width + k];
+                hits += res.points.iter().filter(|p| p.id.as_num().is_some_and(|id| want.contains(&id))).count();
+            }
+        }
+        times.sort_by(f64::total_cmp);
+        let n = file.rows().max(1) as f64;
+        let _ = write!(
+            out,
+            "{pass}: {} queries, top {k}: per query {:.2} waves, {:.1} requests, {:.1} KB (at most {} waves, {} requests, {:.1} KB); p50 {:.3} ms",
+            file.rows(),
+            f64::from(total.waves) / n,
+            f64::from(total.requests) / n,
+            total.bytes as f64 / n / 1e3,
+            worst.waves,
+            worst.requests,
+            worst.bytes as f64 / 1e3,
+            1e3 * times.get(times.len() / 2).copied().unwrap_or(0.0),
+        );
+        if truth.is_some() {
+            let _ = write!(out, "; recall@{k} {:.4}", hits as f64 / (k as f64 * n));
+        }
+        out.push('\n');
+    }
+    print(&out)
+}
