@@ -16,7 +16,7 @@ use std::sync::Mutex;
 use std::time::Duration;
 
 use shoal_core::remote::{RangeCache, RemoteSegment, Step};
-use shoal_core::{SearchRequest, SearchResponse};
+use shoal_core::{FormatError, SearchRequest, SearchResponse};
 
 use crate::HostError;
 
@@ -107,6 +107,8 @@ pub struct Trip {
     pub requests: u32,
     /// Bytes received.
     pub bytes: u64,
+    /// Searches started again after bytes failed their checksum.
+    pub retries: u32,
 }
 
 impl std::ops::AddAssign for Trip {
@@ -114,6 +116,7 @@ impl std::ops::AddAssign for Trip {
         self.waves += o.waves;
         self.requests += o.requests;
         self.bytes += o.bytes;
+        self.retries += o.retries;
     }
 }
 
@@ -158,7 +161,19 @@ impl RemoteCollection {
     pub fn search(&self, req: &SearchRequest) -> Result<(SearchResponse, Trip), HostError> {
         let mut cache = self.cache.lock().unwrap_or_else(|e| e.into_inner());
         cache.trim();
-        drive(&*self.source, &mut cache, |c| self.segment.search(req, c))
+        match drive(&*self.source, &mut cache, |c| self.segment.search(req, c)) {
+            // Bytes that failed their checksum: fetched again once, from an empty cache (a
+            // fault in transit then costs a retry; bytes wrong at the source stay an error).
+            Err(HostError::Segment {
+                source: shoal_core::Error::Format(FormatError::ChecksumMismatch { .. }), ..
+            }) => {
+                cache.clear();
+                let (res, mut trip) = drive(&*self.source, &mut cache, |c| self.segment.search(req, c))?;
+                trip.retries += 1;
+                Ok((res, trip))
+            }
+            other => other,
+        }
     }
 }
 

@@ -3,11 +3,8 @@
 //! and with the `shoal` binary. Every answer is the local answer, bit for bit; every fault a
 //! typed error or the right answer.
 
-use std::io::{BufRead, BufReader};
-use std::net::TcpListener;
-use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
+use std::path::Path;
+use std::process::Command;
 
 use serde_json::json;
 use shoal_core::{Collection, CollectionConfig, IndexKind, IvfParams, Metric, SearchRequest, SearchResponse};
@@ -15,133 +12,9 @@ use shoal_host::HostError;
 use shoal_host::remote::{FileRanges, HttpRanges, RemoteCollection, RemoteError};
 use shoal_testkit::{TempDir, clustered_vectors};
 
-fn root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
-}
-
-/// A port nothing listens on now.
-fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
-}
-
-/// Waits until something accepts connections on `port`.
-fn wait_for(port: u16, child: &mut Child, what: &str) {
-    let t = Instant::now();
-    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
-        if let Ok(Some(status)) = child.try_wait() {
-            panic!("{what} exited: {status}");
-        }
-        assert!(t.elapsed() < Duration::from_secs(20), "{what} did not start");
-        std::thread::sleep(Duration::from_millis(20));
-    }
-}
-
-/// nginx serving a folder of its own on 127.0.0.1.
-struct Nginx {
-    child: Child,
-    www: PathBuf,
-    base: String,
-    _dir: TempDir,
-}
-
-impl Nginx {
-    fn start() -> Nginx {
-        let nginx = ["/usr/sbin/nginx", "/usr/bin/nginx"]
-            .into_iter()
-            .find(|p| Path::new(p).exists())
-            .expect("nginx is needed (Debian nginx-light; `make test` installs it)");
-        let dir = TempDir::new("remote", "nginx");
-        let d = &dir.path("");
-        let www = d.join("www");
-        std::fs::create_dir_all(www.join("tmp")).unwrap();
-        let port = free_port();
-        let conf = format!(
-            "daemon off; master_process off; worker_processes 1; error_log {d}/error.log; pid {d}/nginx.pid;\n\
-             events {{ worker_connections 256; }}\n\
-             http {{ access_log off; client_body_temp_path {d}/tmp; proxy_temp_path {d}/tmp;\n\
-               fastcgi_temp_path {d}/tmp; uwsgi_temp_path {d}/tmp; scgi_temp_path {d}/tmp;\n\
-               server {{ listen 127.0.0.1:{port}; root {www}; location / {{ }} }} }}\n",
-            d = d.display(),
-            www = www.display()
-        );
-        std::fs::write(d.join("nginx.conf"), conf).unwrap();
-        let mut child = Command::new(nginx)
-            .args(["-p", &d.display().to_string(), "-c", &d.join("nginx.conf").display().to_string()])
-            .stdout(Stdio::null())
-            .stderr(Stdio::inherit())
-            .spawn()
-            .unwrap();
-        wait_for(port, &mut child, "nginx");
-        Nginx { child, www, base: format!("http://127.0.0.1:{port}"), _dir: dir }
-    }
-
-    /// Serves `bytes` as `name` (written beside, then renamed into place: a replaced object
-    /// gets a new ETag).
-    fn put(&self, name: &str, bytes: &[u8]) -> String {
-        let tmp = self.www.join("tmp").join(name);
-        std::fs::write(&tmp, bytes).unwrap();
-        std::fs::rename(&tmp, self.www.join(name)).unwrap();
-        format!("{}/{name}", self.base)
-    }
-}
-
-impl Drop for Nginx {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-/// `scripts/range-proxy.mjs` in front of `upstream`.
-struct Proxy {
-    child: Child,
-    base: String,
-}
-
-impl Proxy {
-    fn start(upstream: &str) -> Proxy {
-        let mut child = Command::new("node")
-            .arg(root().join("scripts/range-proxy.mjs"))
-            .args(["--upstream", upstream])
-            .stdout(Stdio::piped())
-            .spawn()
-            .expect("node");
-        let mut line = String::new();
-        BufReader::new(child.stdout.take().unwrap()).read_line(&mut line).unwrap();
-        let base = line.trim().strip_prefix("listening on ").expect("the proxy's first line").to_string();
-        Proxy { child, base }
-    }
-
-    fn control(&self, path: &str) -> String {
-        agent().post(format!("{}{path}", self.base)).send_empty().unwrap().body_mut().read_to_string().unwrap()
-    }
-
-    fn fault(&self, mode: &str, times: Option<u32>) {
-        let times = times.map(|t| format!("&times={t}")).unwrap_or_default();
-        self.control(&format!("/__fault?mode={mode}{times}"));
-    }
-
-    fn clear(&self) {
-        self.control("/__reset");
-    }
-
-    /// Requests forwarded since the last reset.
-    fn requests(&self) -> u64 {
-        let text = agent().get(format!("{}/__stats", self.base)).call().unwrap().body_mut().read_to_string().unwrap();
-        serde_json::from_str::<serde_json::Value>(&text).unwrap()["requests"].as_u64().unwrap()
-    }
-}
-
-impl Drop for Proxy {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-fn agent() -> ureq::Agent {
-    ureq::Agent::config_builder().http_status_as_error(false).build().into()
-}
+#[path = "support/servers.rs"]
+mod servers;
+use servers::{Nginx, Proxy, root};
 
 /// A sealed segment of `n` clustered points (ids `3i + 1`).
 fn segment(metric: Metric, dim: usize, n: usize, params: IvfParams) -> Vec<u8> {
@@ -289,7 +162,8 @@ fn faults_give_typed_errors_or_the_right_answer() {
 fn shoal_search_reads_a_segment_over_http() {
     let nginx = Nginx::start();
     let dir = TempDir::new("remote", "cli");
-    let bytes = segment(Metric::Cosine, 24, 5_000, IvfParams { partitions: Some(40), seed: 1, bits: 1, codes_only: false });
+    let bytes =
+        segment(Metric::Cosine, 24, 5_000, IvfParams { partitions: Some(40), seed: 1, bits: 1, codes_only: false });
     let path = dir.path("seg.shoal");
     std::fs::write(&path, &bytes).unwrap();
     let url = nginx.put("seg.shoal", &bytes);
@@ -314,4 +188,116 @@ fn shoal_search_reads_a_segment_over_http() {
         .unwrap();
     assert_eq!(out.status.code(), Some(1));
     assert!(String::from_utf8_lossy(&out.stderr).contains("HTTP 404 [remote_status]"));
+}
+
+/// A segment in format 2, and the same index in format 1 (`write_reordered_v1`).
+fn both_layouts(metric: Metric, dim: usize, n: usize, params: IvfParams) -> (Vec<u8>, Collection) {
+    let v1 = Collection::from_bytes(&segment(metric, dim, n, params)).unwrap();
+    let seg = v1.segment(0).unwrap();
+    let v2 = shoal_core::remote::write_for_ranges(seg).unwrap().as_slice().to_vec();
+    let reordered = Collection::from_bytes(shoal_core::remote::write_reordered_v1(seg).unwrap().as_slice()).unwrap();
+    (v2, reordered)
+}
+
+#[test]
+fn format_2_over_http_answers_as_format_1_and_checks_what_arrives() {
+    let nginx = Nginx::start();
+    let proxy = Proxy::start(&nginx.base);
+    let params = IvfParams { partitions: Some(120), seed: 5, bits: 1, codes_only: false };
+    let (v2, local) = both_layouts(Metric::L2, 64, 20_000, params);
+    let url = nginx.put("v2.shoal", &v2).replace(&nginx.base, &proxy.base);
+    let col = RemoteCollection::open(Box::new(HttpRanges::new(&url)), 0).unwrap();
+    assert_eq!((col.segment().version(), col.opened().requests), (2, 1), "one request opens it");
+    let queries = clustered_vectors(12, 30, 64, 40);
+    let mut q = queries.chunks_exact(64).map(|q| request(q, json!({"limit": 10})));
+    let mut per_query = Vec::new();
+    for _ in 0..20 {
+        let req = q.next().unwrap();
+        let (got, trip) = col.search(&req).unwrap();
+        assert_eq!(bits(&got), bits(&local.search(&req).unwrap()));
+        assert_eq!(trip.retries, 0);
+        per_query.push(trip.requests);
+    }
+    eprintln!("format 2, 20k x 64, no cache: requests per query {per_query:?}");
+    // One flipped byte in transit: the CRC catches it, the search starts again and answers right.
+    let req = q.next().unwrap();
+    proxy.fault("flip", Some(1));
+    let (got, trip) = col.search(&req).unwrap();
+    assert_eq!((bits(&got), trip.retries), (bits(&local.search(&req).unwrap()), 1));
+    // Every response altered: a checksum error, never an answer.
+    proxy.fault("flip", None);
+    let err = col.search(&q.next().unwrap()).unwrap_err();
+    assert!(
+        matches!(
+            &err,
+            HostError::Segment {
+                source: shoal_core::Error::Format(shoal_core::FormatError::ChecksumMismatch { .. }),
+                ..
+            }
+        ),
+        "{err}"
+    );
+    // Opening through altered bytes: the bootstrap region is checked; bytes past it that came
+    // with the first read are checked when a search uses them.
+    let opened = RemoteCollection::open(Box::new(HttpRanges::new(&url)), 64 << 20);
+    proxy.clear();
+    let req = q.next().unwrap();
+    assert_eq!(bits(&col.search(&req).unwrap().0), bits(&local.search(&req).unwrap()));
+    match opened {
+        Err(err) => assert!(matches!(&err, HostError::Segment { .. }), "open through altered bytes: {err}"),
+        Ok(other) => {
+            for _ in 0..5 {
+                let req = q.next().unwrap();
+                assert_eq!(bits(&other.search(&req).unwrap().0), bits(&local.search(&req).unwrap()));
+            }
+        }
+    }
+}
+
+#[test]
+fn shoal_build_lays_out_for_ranges_and_search_reads_it_anywhere() {
+    let nginx = Nginx::start();
+    let dir = TempDir::new("remote", "build");
+    let (n, dim) = (3_000, 20);
+    let data = clustered_vectors(6, n, dim, 30);
+    let npy = dir.path("in.npy");
+    let mut bytes = format!("{{'descr': '<f4', 'fortran_order': False, 'shape': ({n}, {dim}), }}").into_bytes();
+    while (bytes.len() + 11) % 64 != 0 {
+        bytes.push(b' ');
+    }
+    bytes.push(b'\n');
+    let mut file = b"\x93NUMPY\x01\x00".to_vec();
+    file.extend_from_slice(&(bytes.len() as u16).to_le_bytes());
+    file.extend_from_slice(&bytes);
+    file.extend(data.iter().flat_map(|x| x.to_le_bytes()));
+    std::fs::write(&npy, file).unwrap();
+    let shoal = |args: &[&str]| {
+        let out = Command::new(env!("CARGO_BIN_EXE_shoal")).args(args).output().unwrap();
+        (out.status.code(), String::from_utf8(out.stdout).unwrap(), String::from_utf8(out.stderr).unwrap())
+    };
+    let v2 = dir.path("v2.shoal").display().to_string();
+    let built = shoal(&[
+        "build",
+        &npy.display().to_string(),
+        "--index",
+        "ivf-rabitq",
+        "--layout",
+        "ranges",
+        "--out",
+        &v2,
+        "-q",
+    ]);
+    assert_eq!(built.0, Some(0), "{}", built.2);
+    let url = nginx.put("v2.shoal", &std::fs::read(&v2).unwrap());
+    let q: Vec<String> = data[..dim].iter().map(|x| (x + 0.01).to_string()).collect();
+    let search = |seg: &str| shoal(&["search", seg, "--vector", &q.join(","), "--json"]);
+    let (local, remote) = (search(&v2), search(&url));
+    assert_eq!(local.0, Some(0), "{}", local.2);
+    assert_eq!(local.1, remote.1, "a local format-2 file and the same file over http");
+    let first: serde_json::Value = serde_json::from_str(local.1.lines().next().unwrap()).unwrap();
+    assert_eq!(first["points"][0]["id"], 0, "the query's own point first: {first}");
+    // The layout's limits are usage errors before any input is read.
+    let refused = shoal(&["build", &npy.display().to_string(), "--layout", "ranges", "--out", &v2]);
+    assert_eq!(refused.0, Some(1));
+    assert!(refused.2.contains("--layout ranges needs --index ivf-rabitq"), "{}", refused.2);
 }

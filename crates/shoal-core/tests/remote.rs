@@ -202,3 +202,125 @@ fn requests_it_cannot_answer_are_refused_before_any_fetch() {
     let err = seg.search(&request(json!({}), &[0.5, f32::NAN, 0., 0., 0., 0., 0., 0.]), &cache).unwrap_err();
     assert!(matches!(err, Error::NonFinite { .. }));
 }
+
+/// A segment in format 2 and the same index in format 1 (partitions in the same order).
+fn both_layouts(metric: Metric, dim: usize, n: usize, params: IvfParams) -> (Vec<u8>, Vec<u8>) {
+    let v1 = Collection::from_bytes(&segment(metric, dim, n, params)).unwrap();
+    let seg = v1.segment(0).unwrap();
+    let v2 = shoal_core::remote::write_for_ranges(seg).unwrap().as_slice().to_vec();
+    let reordered = shoal_core::remote::write_reordered_v1(seg).unwrap().as_slice().to_vec();
+    (v2, reordered)
+}
+
+#[test]
+fn format_2_answers_as_the_same_index_in_format_1() {
+    let cases = [
+        (Metric::L2, 40, 1, false),
+        (Metric::Cosine, 96, 1, false),
+        (Metric::Dot, 24, 3, false),
+        (Metric::L2, 64, 4, true),
+    ];
+    for (metric, dim, bits_per, codes_only) in cases {
+        let params = IvfParams { partitions: Some(70), seed: 6, bits: bits_per, codes_only };
+        let (v2, reordered) = both_layouts(metric, dim, 5000, params);
+        let local = Collection::from_bytes(&reordered).unwrap();
+        local.segment(0).unwrap().verify().unwrap();
+        let mut cache = RangeCache::new(u64::MAX);
+        let (seg, opened) = open(&v2, &mut cache);
+        assert_eq!((seg.version(), opened.waves, opened.ranges), (2, 1, 1), "one request opens a small v2 segment");
+        let head = shoal_format::SegmentHead::read(
+            shoal_format::AlignedBytes::from_slice(&v2[..seg.bootstrap_len() as usize]).as_slice(),
+        )
+        .unwrap();
+        assert_eq!(head.bootstrap_len(), seg.bootstrap_len());
+        let mut waves = [0usize; 8];
+        for (i, q) in clustered_vectors(31, 40, dim, 30).chunks_exact(dim).enumerate() {
+            let body = if i % 2 == 0 {
+                json!({"limit": 10})
+            } else {
+                json!({"limit": 4, "offset": 3, "params": {"nprobe": 9}})
+            };
+            let req = request(body, q);
+            let want = local.search(&req).unwrap();
+            let mut cold = RangeCache::new(u64::MAX);
+            drive(&v2, &mut cold, RemoteSegment::open).unwrap();
+            let (got, trips) = drive(&v2, &mut cold, |c| seg.search(&req, c)).unwrap();
+            assert_eq!(
+                bits(&got),
+                bits(&want),
+                "{metric:?} {dim}-d {bits_per} bits codes only {codes_only}, query {i}"
+            );
+            assert_eq!(got.stats, want.stats);
+            waves[trips.waves] += 1;
+        }
+        eprintln!("v2 {metric:?} {dim}-d {bits_per} bits: cold searches by waves {waves:?}");
+    }
+}
+
+#[test]
+fn format_2_checks_every_block_it_reads() {
+    let (v2, _) =
+        both_layouts(Metric::L2, 64, 3000, IvfParams { partitions: Some(30), seed: 2, bits: 1, codes_only: false });
+    let mut cache = RangeCache::new(u64::MAX);
+    let (seg, _) = open(&v2, &mut cache);
+    let reader_table =
+        shoal_format::SegmentHead::read(&shoal_format::AlignedBytes::from_slice(&v2[..4096]).as_slice()[..4096])
+            .unwrap()
+            .table;
+    let section = |kind: u32| *reader_table.iter().find(|e| e.kind == kind).unwrap();
+    let (blocks, vectors) = (section(shoal_format::KIND_IVF_BLOCKS), section(shoal_format::KIND_VECTORS));
+    let q = clustered_vectors(3, 1, 64, 30);
+    let req = request(json!({"limit": 10}), &q);
+    let (good, _) = drive(&v2, &mut RangeCache::new(u64::MAX), |c| seg.search(&req, c)).unwrap();
+    // Every byte of every block and of every vector this search reads is checked: flip one
+    // in each and the search fails with a checksum error, or — when it does not read it —
+    // answers as before.
+    let (mut caught, mut same) = (0, 0);
+    for (start, len, step) in [(blocks.offset, blocks.length, 997), (vectors.offset, vectors.length, 4093)] {
+        for at in (start..start + len).step_by(step) {
+            let mut bad = v2.clone();
+            bad[at as usize] ^= 0x08;
+            match drive(&bad, &mut RangeCache::new(u64::MAX), |c| seg.search(&req, c)) {
+                Err(Error::Format(shoal_format::FormatError::ChecksumMismatch { .. })) => caught += 1,
+                Ok((res, _)) => {
+                    assert_eq!(bits(&res), bits(&good), "a flipped byte at {at} changed the answer unnoticed");
+                    same += 1;
+                }
+                Err(e) => panic!("byte {at}: {e:?}"),
+            }
+        }
+    }
+    eprintln!("flipped bytes: {caught} caught, {same} not read");
+    assert!(caught > 0 && same > 0);
+    // A flipped byte in the bootstrap region fails the open.
+    for at in [20usize, 100, seg.bootstrap_len() as usize - 100] {
+        let mut bad = v2.clone();
+        bad[at] ^= 0x01;
+        assert!(drive(&bad, &mut RangeCache::new(u64::MAX), RemoteSegment::open).is_err(), "byte {at}");
+    }
+}
+
+#[test]
+fn format_2_refuses_what_it_cannot_hold() {
+    let mut col = Collection::with_schema(
+        CollectionConfig { dim: 8, metric: Metric::L2 },
+        Collection::parse_schema(&json!({"g": "integer"})).unwrap(),
+    )
+    .unwrap();
+    let data = clustered_vectors(1, 500, 8, 10);
+    let ids: Vec<u64> = (0..500).collect();
+    let payloads: Vec<_> = ids.iter().map(|i| json!({"g": i % 3})).collect();
+    col.insert_with_payloads(&ids, &data, &payloads).unwrap();
+    col.seal_with(IndexKind::IvfRabitq(IvfParams { partitions: Some(5), seed: 1, bits: 1, codes_only: false }))
+        .unwrap();
+    let err = shoal_core::remote::write_for_ranges(col.segment(0).unwrap()).unwrap_err();
+    assert!(matches!(err, Error::Unsupported(_)), "{err:?}");
+    // A format-2 file is not opened whole: the reader names the version.
+    let (v2, _) =
+        both_layouts(Metric::L2, 8, 400, IvfParams { partitions: Some(4), seed: 1, bits: 1, codes_only: false });
+    let err = Collection::from_bytes(&v2).unwrap_err();
+    assert!(
+        matches!(err, Error::Format(shoal_format::FormatError::UnsupportedVersion { found: 2, newest: 1 })),
+        "{err:?}"
+    );
+}

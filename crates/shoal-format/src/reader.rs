@@ -40,9 +40,10 @@ fn truncated(what: &'static str, needed: u64, available: usize) -> FormatError {
     FormatError::Truncated { what, needed, available: available as u64 }
 }
 
-/// The header of `bytes` (at least its first 64), checked: magic, CRC, version, flags.
+/// The header of `bytes` (at least its first 64), checked: magic, CRC, version (up to
+/// `newest`), flags.
 #[inline(always)]
-fn check_header(bytes: &[u8]) -> Result<&Header, FormatError> {
+fn check_header(bytes: &[u8], newest: u32) -> Result<&Header, FormatError> {
     if !(bytes.as_ptr() as usize).is_multiple_of(ALIGN) {
         return Err(FormatError::Misaligned);
     }
@@ -54,17 +55,25 @@ fn check_header(bytes: &[u8]) -> Result<&Header, FormatError> {
         return Err(FormatError::BadMagic);
     }
     let header: &Header = bytemuck::from_bytes(&bytes[..header_size]);
-    let actual = crc32c(&bytes[..32]);
+    // Format 2 keeps `bootstrap_len` in bytes 40..48, under the header CRC.
+    let ranges = newest >= crate::VERSION_RANGES && header.version == crate::VERSION_RANGES;
+    // The version first: a newer format may checksum its header otherwise.
+    if header.version == 0 || header.version > newest {
+        return Err(FormatError::UnsupportedVersion { found: header.version, newest });
+    }
+    let actual = if ranges { crc32c_parts(&bytes[..32], &bytes[36..64]) } else { crc32c(&bytes[..32]) };
     if actual != header.header_crc {
         return Err(FormatError::ChecksumMismatch { what: "header", kind: 0, stored: header.header_crc, actual });
-    }
-    if header.version == 0 || header.version > FORMAT_VERSION {
-        return Err(FormatError::UnsupportedVersion { found: header.version, newest: FORMAT_VERSION });
     }
     if header.flags & !KNOWN_FLAGS != 0 {
         return Err(FormatError::UnsupportedFlags(header.flags & !KNOWN_FLAGS));
     }
-    if header.reserved.iter().any(|&b| b != 0) {
+    let reserved = if ranges {
+        header.reserved[..4].iter().chain(&header.reserved[12..]).any(|&b| b != 0)
+    } else {
+        header.reserved.iter().any(|&b| b != 0)
+    };
+    if reserved {
         return Err(FormatError::Malformed("reserved header bytes are not zero"));
     }
     Ok(header)
@@ -74,7 +83,7 @@ fn check_header(bytes: &[u8]) -> Result<&Header, FormatError> {
 /// holds after `header`, checked: count, CRC, and every section aligned, in order, apart and
 /// inside `header.file_len`.
 #[inline(always)]
-fn check_table<'a>(bytes: &'a [u8], header: &Header) -> Result<&'a [SectionEntry], FormatError> {
+fn check_table<'a>(bytes: &'a [u8], header: &Header, flags: u32) -> Result<&'a [SectionEntry], FormatError> {
     if header.section_count == 0 || header.section_count > MAX_SECTIONS {
         return Err(FormatError::Malformed("section count out of range"));
     }
@@ -90,7 +99,7 @@ fn check_table<'a>(bytes: &'a [u8], header: &Header) -> Result<&'a [SectionEntry
     let table: &[SectionEntry] = bytemuck::cast_slice(table_bytes);
     let mut prev_end = table_end as u64;
     for (i, e) in table.iter().enumerate() {
-        if e.reserved != 0 || e.flags & !SECTION_OPTIONAL != 0 {
+        if e.reserved != 0 || e.flags & !flags != 0 {
             return Err(FormatError::Malformed("reserved section bits are set"));
         }
         if !e.offset.is_multiple_of(ALIGN as u64) {
@@ -132,22 +141,48 @@ impl SegmentHead {
     /// [`FormatError::Truncated`] with the length needed; every section must lie inside the
     /// header's `file_len`.
     pub fn read(prefix: &[u8]) -> Result<SegmentHead, FormatError> {
-        let header = check_header(prefix)?;
+        let header = check_header(prefix, crate::VERSION_RANGES)?;
         if prefix.len() as u64 > header.file_len {
             return Err(FormatError::Malformed("buffer is longer than the header's file_len"));
         }
-        let table = check_table(prefix, header)?;
-        Ok(SegmentHead { header: *header, table: table.to_vec() })
+        let ranges = header.version == crate::VERSION_RANGES;
+        let flags = if ranges { SECTION_OPTIONAL | crate::SECTION_HOT } else { SECTION_OPTIONAL };
+        let table = check_table(prefix, header, flags)?;
+        let head = SegmentHead { header: *header, table: table.to_vec() };
+        if ranges {
+            // The hot sections: first in the table, right after it, ending at bootstrap_len.
+            let bootstrap = head.bootstrap_len();
+            let hot = table.iter().take_while(|e| e.flags & crate::SECTION_HOT != 0).count();
+            let end = crate::align_up(table[..hot].last().map_or(table_end(header) as u64, |e| e.offset + e.length));
+            if table[hot..].iter().any(|e| e.flags & crate::SECTION_HOT != 0)
+                || end != bootstrap
+                || bootstrap > header.file_len
+                || table.first().is_some_and(|e| hot > 0 && e.offset != crate::align_up(table_end(header) as u64))
+            {
+                return Err(FormatError::Malformed("hot sections are not the bootstrap region after the table"));
+            }
+        }
+        Ok(head)
     }
 
     /// How many bytes from offset 0 hold the header and the table, from `header` (at least
     /// the file's first 64 bytes), checked as [`read`](Self::read) checks it.
     pub fn table_end(header: &[u8]) -> Result<u64, FormatError> {
-        let header = check_header(header)?;
+        let header = check_header(header, crate::VERSION_RANGES)?;
         if header.section_count == 0 || header.section_count > MAX_SECTIONS {
             return Err(FormatError::Malformed("section count out of range"));
         }
         Ok(table_end(header) as u64)
+    }
+
+    /// Format 2's `bootstrap_len`: the bytes from offset 0 that hold the header, the table and
+    /// the hot sections (in format 1, the table's end).
+    pub fn bootstrap_len(&self) -> u64 {
+        if self.header.version == crate::VERSION_RANGES {
+            u64::from_le_bytes(self.header.reserved[4..12].try_into().expect("8 bytes"))
+        } else {
+            table_end(&self.header) as u64
+        }
     }
 
     /// The table entry of the section of `kind`, if present.
@@ -159,7 +194,7 @@ impl SegmentHead {
 impl<'a> SegmentReader<'a> {
     /// Checks the header and section table of `bytes` (which must start 64-byte aligned).
     pub fn open(bytes: &'a [u8]) -> Result<Self, FormatError> {
-        let header = check_header(bytes)?;
+        let header = check_header(bytes, FORMAT_VERSION)?;
         if header.file_len != bytes.len() as u64 {
             return Err(if header.file_len > bytes.len() as u64 {
                 truncated("file", header.file_len, bytes.len())
@@ -167,7 +202,7 @@ impl<'a> SegmentReader<'a> {
                 FormatError::Malformed("buffer is longer than the header's file_len")
             });
         }
-        let table = check_table(bytes, header)?;
+        let table = check_table(bytes, header, SECTION_OPTIONAL)?;
         Ok(SegmentReader { bytes, header, table })
     }
 
@@ -224,6 +259,14 @@ impl<'a> SegmentReader<'a> {
         }
         Ok(())
     }
+}
+
+/// CRC-32C of `a` followed by `b`.
+pub(crate) fn crc32c_parts(a: &[u8], b: &[u8]) -> u32 {
+    let mut both = alloc::vec::Vec::with_capacity(a.len() + b.len());
+    both.extend_from_slice(a);
+    both.extend_from_slice(b);
+    crc32c(&both)
 }
 
 #[cfg(test)]

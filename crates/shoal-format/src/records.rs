@@ -108,6 +108,32 @@ pub const KIND_RABITQ_FACTORS: u32 = 23;
 pub const KIND_RABITQ_EX_CODES: u32 = 24;
 /// Section kind (optional; required when `code_bits > 1`): per-row extra-bit factors, 4 `f32`.
 pub const KIND_RABITQ_EX_FACTORS: u32 = 25;
+/// Format 2: the IVF partitions' directory ([`IvfDirEntry`] per partition; hot).
+pub const KIND_IVF_DIR: u32 = 64;
+/// Format 2: the IVF partitions' blocks (codes, factors, extra bits, ids, vector block CRCs).
+pub const KIND_IVF_BLOCKS: u32 = 65;
+
+/// The format version laid out for reading by byte ranges (`docs/format.md`, "Segment format
+/// version 2").
+pub const VERSION_RANGES: u32 = 2;
+/// Table flag bit 1 (format 2): the section is *hot*, in the bootstrap region after the table.
+pub const SECTION_HOT: u32 = 2;
+
+/// One partition of a format-2 IVF index (`IVF_DIR`, 24 bytes).
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Pod, Zeroable)]
+pub struct IvfDirEntry {
+    /// Its first row.
+    pub first_row: u32,
+    /// Its rows.
+    pub rows: u32,
+    /// Where its block starts, from the start of `IVF_BLOCKS`.
+    pub offset: u64,
+    /// Its block's length in bytes.
+    pub length: u32,
+    /// CRC-32C of its block.
+    pub crc: u32,
+}
 
 /// Human-readable name of a section kind.
 pub fn kind_name(kind: u32) -> &'static str {

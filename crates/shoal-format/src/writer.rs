@@ -90,6 +90,28 @@ impl Layout {
     }
 }
 
+impl Layout {
+    /// [`finish`](Self::finish) for format 2 (`docs/format.md`, "Segment format version 2"):
+    /// the sections flagged [`SECTION_HOT`](crate::SECTION_HOT) must be the first ones planned;
+    /// the header says version 2 and where they end (`bootstrap_len`). Panics otherwise.
+    pub fn finish_ranges(&self, file: &mut [u8]) {
+        let hot = self.table.iter().take_while(|e| e.flags & crate::SECTION_HOT != 0).count();
+        assert!(
+            self.table[hot..].iter().all(|e| e.flags & crate::SECTION_HOT == 0),
+            "hot sections come first in a format-2 segment"
+        );
+        let table_end = (ALIGN + self.table.len() * core::mem::size_of::<SectionEntry>()) as u64;
+        let bootstrap = align_up(self.table[..hot].last().map_or(table_end, |e| e.offset + e.length));
+        self.finish(file);
+        let mut header: Header = *bytemuck::from_bytes(&file[..ALIGN]);
+        header.version = crate::VERSION_RANGES;
+        header.reserved[4..12].copy_from_slice(&bootstrap.to_le_bytes());
+        let bytes = bytemuck::bytes_of(&header);
+        header.header_crc = crate::reader::crc32c_parts(&bytes[..32], &bytes[36..]);
+        file[..ALIGN].copy_from_slice(bytemuck::bytes_of(&header));
+    }
+}
+
 /// Assembles a segment from section payloads already in memory.
 ///
 /// Sections are laid out in the order they are added. The output is deterministic: padding

@@ -76,6 +76,11 @@ pub struct BuildArgs {
     /// and calibrated for exact re-ranking.
     #[arg(long, value_name = "FILE", requires = "codes_only")]
     pub vectors_out: Option<PathBuf>,
+    /// File layout: `v1` (the default: memory-mapped, the npm package, segment sets) or
+    /// `ranges` (format 2: searched where it lies by byte ranges — `shoal search http://…` —
+    /// with every range checked; needs --index ivf-rabitq, no payloads).
+    #[arg(long, value_enum, default_value_t = LayoutArg::V1)]
+    pub layout: LayoutArg,
     /// No progress bar and no summary line.
     #[arg(long, short)]
     pub quiet: bool,
@@ -118,6 +123,13 @@ impl From<MetricArg> for Metric {
 pub fn run(args: &BuildArgs) -> Result<(), HostError> {
     let started = Instant::now();
     let index = index_kind(args)?;
+    if args.layout == LayoutArg::Ranges
+        && (args.index != IndexArg::IvfRabitq || args.fields.is_some() || args.vectors_out.is_some())
+    {
+        return Err(HostError::Usage(
+            "--layout ranges needs --index ivf-rabitq, and holds no payloads (--fields) or --vectors-out yet".into(),
+        ));
+    }
     let schema = match &args.fields {
         Some(fields) => Some(Schema::from_json(fields).map_err(|e| HostError::Usage(format!("--fields: {e}")))?),
         None => None,
@@ -174,7 +186,17 @@ pub fn run(args: &BuildArgs) -> Result<(), HostError> {
         e => HostError::Core(e),
     };
     let phases = Phases(bar.clone());
-    let len =
+    let len = if args.layout == LayoutArg::Ranges {
+        // Built in memory in format 1, then laid out anew.
+        let built =
+            segment.build_reporting_into(&kernels, &phases, |len| Ok(AlignedBytes::zeroed(len))).map_err(in_rows)?;
+        let seg = SealedSegment::open(Box::new(built))?;
+        phases.phase("laying out for ranges", 0);
+        let v2 = shoal_core::remote::write_for_ranges(&seg)?;
+        phases.phase("writing", 0);
+        write_atomic(&args.out, v2.as_slice())?;
+        v2.as_slice().len()
+    } else {
         match &args.vectors_out {
             // Codes only with a vectors file: built with the vectors (the index is calibrated for
             // exact re-ranking), which then go to their own file and out of the segment.
@@ -196,7 +218,8 @@ pub fn run(args: &BuildArgs) -> Result<(), HostError> {
                     BuildError::Host(e) => e,
                 },
             )?,
-        };
+        }
+    };
     bar.finish_and_clear();
     if !args.quiet {
         eprintln!(
@@ -207,6 +230,15 @@ pub fn run(args: &BuildArgs) -> Result<(), HostError> {
         );
     }
     Ok(())
+}
+
+/// The file layout of `shoal build --layout`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum LayoutArg {
+    /// Format 1.
+    V1,
+    /// Format 2, laid out for reading by byte ranges.
+    Ranges,
 }
 
 /// The index `args` ask for, its flags checked before any input is read.

@@ -95,6 +95,17 @@ fn remote_location(segment: &Path) -> Option<&str> {
     ["http://", "https://", "file://"].iter().any(|p| s.starts_with(p)).then_some(s)
 }
 
+/// Whether the file at `path` is a segment in format 2 (its header says so; anything else,
+/// unreadable files included, is left to the format-1 open and its errors).
+fn laid_out_for_ranges(path: &Path) -> bool {
+    use std::io::Read as _;
+    let mut head = [0u8; 12];
+    let read = std::fs::File::open(path).and_then(|mut f| f.read_exact(&mut head));
+    read.is_ok()
+        && head[..8] == shoal_format::MAGIC
+        && u32::from_le_bytes([head[8], head[9], head[10], head[11]]) == shoal_format::VERSION_RANGES
+}
+
 /// One search to run.
 struct Query {
     /// How to name it in a heading ("king", "id 42").
@@ -125,6 +136,11 @@ pub fn run(args: &SearchArgs) -> Result<(), HostError> {
     }
     if let Some(location) = remote_location(args.segment()) {
         return super::search_remote::run(args, location, filter);
+    }
+    if laid_out_for_ranges(args.segment()) {
+        // Format 2 is read by ranges, from a local file too.
+        let path = args.segment().to_str().ok_or_else(|| HostError::Usage("the segment path is not UTF-8".into()))?;
+        return super::search_remote::run(args, path, filter);
     }
     let t = Instant::now();
     let col = open_collection(args.segment())?;

@@ -484,6 +484,7 @@ pub(super) fn sealed_passes(
 
 /// Checks a query `vector` for a dense vector of `dim` dimensions and `metric`, and copies it
 /// into `out` prepared for the metric (normalised for cosine).
+#[inline(always)]
 pub(crate) fn prepare_vector(
     kernels: shoal_kernels::Kernels,
     (dim, metric): (usize, Metric),

@@ -99,6 +99,14 @@ impl RangeCache {
             .map(|(s, (b, _))| (*s, b.as_slice()))
     }
 
+    /// Drops every piece (after bytes failed their checksum: a transient fault is then
+    /// fetched again, not kept).
+    pub fn clear(&mut self) {
+        self.pieces.clear();
+        self.held = 0;
+        self.longest = 0;
+    }
+
     /// Bytes held.
     pub fn held(&self) -> u64 {
         self.held

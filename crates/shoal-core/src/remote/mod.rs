@@ -20,18 +20,23 @@
 //! and the sections read at open).
 
 mod cache;
+mod layout;
 
 use alloc::vec::Vec;
 use core::ops::Range;
 
 use shoal_format::{
-    FLAG_DENSE_VECTORS, FLAG_UUID_IDS, KIND_IDS, KIND_META, KIND_VECTORS, SectionEntry, SegmentHead, crc32c,
+    FLAG_DENSE_VECTORS, FLAG_UUID_IDS, FormatError, KIND_ID_INDEX, KIND_IDS, KIND_IVF_BLOCKS, KIND_IVF_CENTROIDS,
+    KIND_IVF_DIR, KIND_IVF_META, KIND_META, KIND_RABITQ_ROTATION, KIND_VECTORS, SectionEntry, SegmentHead,
+    VERSION_RANGES, crc32c,
 };
+use shoal_index::ivf::v2::{IvfHot, PartitionBlock};
 use shoal_index::ivf::{Bounds, IvfScratch, IvfSearch, IvfSections, IvfSubset, PartitionBytes, Prefetch, Refined};
 use shoal_index::{Metric, TopK};
 use shoal_kernels::Kernels;
 
 pub use cache::{RangeCache, coalesce};
+pub use layout::{MAX_HOT_CENTROIDS, write_for_ranges, write_reordered_v1};
 
 use crate::collection::{cut, prepare_vector};
 use crate::sections::bad;
@@ -88,43 +93,90 @@ impl Refined for Planned {
     }
 }
 
-/// What a segment read by ranges keeps in memory: its table, and the parts every query reads.
+/// The section kinds of format 2 (in this version: an IVF index over one dense vector).
+const KNOWN_KINDS_V2: [u32; 8] = [
+    KIND_META,
+    KIND_IVF_META,
+    KIND_IVF_CENTROIDS,
+    KIND_RABITQ_ROTATION,
+    KIND_IVF_DIR,
+    KIND_IVF_BLOCKS,
+    KIND_VECTORS,
+    KIND_ID_INDEX,
+];
+
+/// Where a segment's partitions and ids lie in its file.
 #[derive(Debug)]
+enum Parts {
+    /// Format 1: a partition is a run of rows in each IVF section, its ids a run of `IDS`.
+    V1 { sections: alloc::boxed::Box<IvfSections>, ids: Range<u64> },
+    /// Format 2: a partition is one block of `IVF_BLOCKS` (at this offset), ids and vector
+    /// block CRCs included.
+    V2 { blocks: u64 },
+}
+
+/// What a segment read by ranges keeps in memory: its table, and the parts every query reads.
 pub struct RemoteSegment {
     file_len: u64,
     table_crc: u32,
+    bootstrap_len: u64,
+    version: u32,
     dim: usize,
     metric: Metric,
     rows: usize,
     kernels: Kernels,
-    ivf: IvfSections,
-    centroids: Vec<f32>,
-    rot_centroids: Vec<f32>,
-    offsets: Vec<u32>,
-    block_offsets: Vec<u32>,
-    /// `IDS`, and `VECTORS` (`None` in a codes-only segment), in the file.
-    ids: Range<u64>,
+    ivf: IvfHot,
+    parts: Parts,
+    /// `VECTORS` in the file (`None` in a codes-only segment).
     vectors: Option<Range<u64>>,
 }
 
-/// The byte range a table entry gives.
-fn span(e: &SectionEntry) -> Range<u64> {
-    e.offset..e.offset + e.length
+impl core::fmt::Debug for RemoteSegment {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.debug_struct("RemoteSegment")
+            .field("version", &self.version)
+            .field("dim", &self.dim)
+            .field("metric", &self.metric)
+            .field("rows", &self.rows)
+            .field("partitions", &self.ivf.index.nlist)
+            .field("bits", &self.ivf.bits)
+            .field("file_len", &self.file_len)
+            .field("bootstrap_len", &self.bootstrap_len)
+            .finish()
+    }
+}
+
+/// The bytes of `range` from a format-2 `IVF_BLOCKS` or `VECTORS` offset, or a table entry.
+fn at(start: u64, len: u64) -> Range<u64> {
+    start..start + len
+}
+
+/// Checks a section read whole against its table CRC.
+fn check_crc(e: &SectionEntry, bytes: &[u8]) -> Result<(), Error> {
+    let actual = crc32c(bytes);
+    if actual != e.crc {
+        let what = shoal_format::kind_name(e.kind);
+        return Err(FormatError::ChecksumMismatch { what, kind: e.kind, stored: e.crc, actual }.into());
+    }
+    Ok(())
 }
 
 impl RemoteSegment {
     /// Opens a segment from the bytes fetched so far: the header and table (from the first
-    /// [`OPEN_PREFIX`] bytes), then, checked against their CRCs, `META` and the index's
-    /// partition directory (centroids, offsets, rotation).
+    /// [`OPEN_PREFIX`] bytes), then, checked against their CRCs, the sections every query
+    /// reads — in format 2 the bootstrap region, in format 1 `META` and the index's directory
+    /// sections (centroids, offsets, rotation) wherever they lie.
     pub fn open(cache: &RangeCache) -> Result<Step<RemoteSegment>, Error> {
         let Some(header) = cache.get(0..64) else { return Ok(Step::Fetch(alloc::vec![0..OPEN_PREFIX])) };
         let table_end = SegmentHead::table_end(header)?;
         let Some(prefix) = cache.get(0..table_end) else { return Ok(Step::Fetch(alloc::vec![0..table_end])) };
         let head = SegmentHead::read(prefix)?;
+        let version = head.header.version;
+        let known: &[u32] = if version == VERSION_RANGES { &KNOWN_KINDS_V2 } else { &KNOWN_KINDS };
         if let Some(e) =
-            head.table.iter().find(|e| e.flags & shoal_format::SECTION_OPTIONAL == 0 && !KNOWN_KINDS.contains(&e.kind))
+            head.table.iter().find(|e| e.flags & shoal_format::SECTION_OPTIONAL == 0 && !known.contains(&e.kind))
         {
-            return Err(shoal_format::FormatError::UnknownSection(e.kind).into());
+            return Err(FormatError::UnknownSection(e.kind).into());
         }
         let flags = head.header.flags;
         if flags & FLAG_UUID_IDS != 0 {
@@ -133,78 +185,108 @@ impl RemoteSegment {
         if flags & FLAG_DENSE_VECTORS != 0 {
             return Err(Error::Unsupported("several dense vectors in a segment read by ranges"));
         }
+        if head.entry(KIND_IVF_META).is_none() {
+            return Err(Error::Unsupported("a segment without an IVF index, read by ranges (it would be read whole)"));
+        }
         // The sections read whole at open, each checked against its CRC.
-        let hot: Vec<&SectionEntry> =
-            core::iter::once(KIND_META).chain(IvfSections::hot_kinds(0)).filter_map(|k| head.entry(k)).collect();
-        let missing: Vec<Range<u64>> = hot.iter().map(|e| span(e)).filter(|r| !cache.contains(r)).collect();
+        let hot_kinds: Vec<u32> = if version == VERSION_RANGES {
+            alloc::vec![KIND_META, KIND_IVF_META, KIND_IVF_CENTROIDS, KIND_RABITQ_ROTATION, KIND_IVF_DIR]
+        } else {
+            core::iter::once(KIND_META).chain(IvfSections::hot_kinds(0)).collect()
+        };
+        let hot: Vec<&SectionEntry> = hot_kinds.iter().filter_map(|&k| head.entry(k)).collect();
+        let missing: Vec<Range<u64>> =
+            hot.iter().map(|e| at(e.offset, e.length)).filter(|r| !cache.contains(r)).collect();
         if !missing.is_empty() {
             return Ok(Step::Fetch(coalesce(&missing, MERGE_GAP)));
         }
         for e in &hot {
-            let bytes = cache.get(span(e)).expect("fetched");
-            let actual = crc32c(bytes);
-            if actual != e.crc {
-                let what = shoal_format::kind_name(e.kind);
-                return Err(
-                    shoal_format::FormatError::ChecksumMismatch { what, kind: e.kind, stored: e.crc, actual }.into()
-                );
-            }
+            check_crc(e, cache.get(at(e.offset, e.length)).expect("fetched"))?;
         }
-        let section = |kind: u32| head.entry(kind).and_then(|e| cache.get(span(e)));
-        let meta = section(KIND_META).ok_or(shoal_format::FormatError::MissingSection("META"))?;
-        let (dim, metric, rows, codes_only) = crate::sealed::read_meta(meta)?;
-        let ids = span(head.entry(KIND_IDS).ok_or(shoal_format::FormatError::MissingSection("IDS"))?);
-        if Some(ids.end - ids.start) != (rows as u64).checked_mul(8) {
-            return Err(bad("IDS", "length does not match the row count"));
-        }
+        let missing = |kind: u32| FormatError::MissingSection(shoal_format::kind_name(kind));
+        let section = |kind: u32| head.entry(kind).and_then(|e| cache.get(at(e.offset, e.length))).ok_or(missing(kind));
+        let (dim, metric, rows, codes_only) = crate::sealed::read_meta(section(KIND_META)?)?;
         let vectors = match head.entry(KIND_VECTORS) {
             Some(e) if !codes_only => {
                 if Some(e.length) != (rows as u64).checked_mul(dim as u64 * 4) {
                     return Err(bad("VECTORS", "length does not match rows x dim"));
                 }
-                Some(span(e))
+                Some(at(e.offset, e.length))
             }
             Some(_) => return Err(bad("VECTORS", "present in a codes-only segment")),
             None if codes_only => None,
-            None => return Err(shoal_format::FormatError::MissingSection("VECTORS").into()),
+            None => return Err(missing(KIND_VECTORS).into()),
         };
-        let missing = |kind: u32| shoal_format::FormatError::MissingSection(shoal_format::kind_name(kind));
-        let entry = |kind: u32| {
-            let e = head.entry(kind).ok_or(missing(kind))?;
-            let at = |x: u64| usize::try_from(x).map_err(|_| shoal_format::FormatError::Malformed("offset past usize"));
-            Ok(at(e.offset)?..at(e.offset + e.length)?)
+        let (ivf, parts) = if version == VERSION_RANGES {
+            let blocks = head.entry(KIND_IVF_BLOCKS).ok_or(missing(KIND_IVF_BLOCKS))?;
+            let hot = [KIND_IVF_META, KIND_IVF_CENTROIDS, KIND_RABITQ_ROTATION, KIND_IVF_DIR].map(section);
+            let [m, c, r, d] = hot;
+            let ivf = IvfHot::open([m?, c?, r?, d?], (dim, rows), blocks.length, vectors.is_some())?;
+            (ivf, Parts::V2 { blocks: blocks.offset })
+        } else {
+            Self::open_v1(&head, cache, (dim, rows), vectors.is_some())?
         };
-        // Hot sections lie in what was fetched: the copies below are made from `section`.
-        let hot = |kind: u32| section(kind).ok_or(missing(kind));
-        if head.entry(shoal_format::KIND_IVF_META).is_none() {
-            return Err(Error::Unsupported("a segment without an IVF index, read by ranges (it would be read whole)"));
-        }
-        let ivf = IvfSections::open_parts((dim, 0), rows, entry, hot)?;
-        let [c, rc, o, bo] = ivf.hot_ranges();
-        let copy = |r: Range<usize>| cache.get(r.start as u64..r.end as u64).expect("a hot section");
-        let floats = |r| copy(r).chunks_exact(4).map(|w| f32::from_le_bytes([w[0], w[1], w[2], w[3]])).collect();
-        let words = |r| copy(r).chunks_exact(4).map(|w| u32::from_le_bytes([w[0], w[1], w[2], w[3]])).collect();
         Ok(Step::Done(RemoteSegment {
             file_len: head.header.file_len,
             table_crc: head.header.table_crc,
+            bootstrap_len: head.bootstrap_len(),
+            version,
             dim,
             metric,
             rows,
             kernels: Kernels::best(),
+            ivf,
+            parts,
+            vectors,
+        }))
+    }
+
+    /// The index of a format-1 segment: its sections checked as a local open checks them, the
+    /// hot ones copied out.
+    fn open_v1(
+        head: &SegmentHead,
+        cache: &RangeCache,
+        (dim, rows): (usize, usize),
+        with_vectors: bool,
+    ) -> Result<(IvfHot, Parts), Error> {
+        let missing = |kind: u32| FormatError::MissingSection(shoal_format::kind_name(kind));
+        let ids = head.entry(KIND_IDS).ok_or(missing(KIND_IDS))?;
+        if Some(ids.length) != (rows as u64).checked_mul(8) {
+            return Err(bad("IDS", "length does not match the row count"));
+        }
+        let entry = |kind: u32| {
+            let e = head.entry(kind).ok_or(missing(kind))?;
+            let at = |x: u64| usize::try_from(x).map_err(|_| FormatError::Malformed("offset past usize"));
+            Ok(at(e.offset)?..at(e.offset + e.length)?)
+        };
+        // Hot sections lie in what was fetched.
+        let hot = |kind: u32| head.entry(kind).and_then(|e| cache.get(at(e.offset, e.length))).ok_or(missing(kind));
+        let sections = IvfSections::open_parts((dim, 0), rows, entry, hot)?;
+        let [c, rc, o, bo] = sections.hot_ranges();
+        let copy = |r: Range<usize>| cache.get(r.start as u64..r.end as u64).expect("a hot section");
+        let floats = |r| copy(r).chunks_exact(4).map(|w| f32::from_le_bytes([w[0], w[1], w[2], w[3]])).collect();
+        let words = |r| copy(r).chunks_exact(4).map(|w| u32::from_le_bytes([w[0], w[1], w[2], w[3]])).collect();
+        let ivf = IvfHot {
+            index: sections.index.clone(),
+            bits: sections.bits,
+            defaults: sections.defaults,
             centroids: floats(c),
             rot_centroids: floats(rc),
             offsets: words(o),
             block_offsets: words(bo),
-            ivf,
-            ids,
-            vectors,
-        }))
+            dir: Vec::new(),
+            vector_block_rows: 1,
+            with_vectors,
+        };
+        Ok((ivf, Parts::V1 { sections: alloc::boxed::Box::new(sections), ids: at(ids.offset, ids.length) }))
     }
 
     /// Searches the segment with `req` over the bytes fetched so far: the results, or the
     /// ranges to fetch first. `req` is a vector search of the segment's dense vector (no
     /// `text`, `sparse`, `prefetch`, filter, payloads or `exact`); its settings (`nprobe`,
-    /// `rerank`, `offset`, `limit`, `score_threshold`) mean what they mean locally.
+    /// `rerank`, `offset`, `limit`, `score_threshold`) mean what they mean locally. Bytes that
+    /// fail their CRC give [`FormatError::ChecksumMismatch`] (a host may drop its cache and
+    /// search once more: a transient fault then costs a retry, a persistent one stays an error).
     pub fn search(&self, req: &SearchRequest, cache: &RangeCache) -> Result<Step<SearchResponse>, Error> {
         let vector = self.check_request(req)?;
         let mut query = Vec::new();
@@ -215,39 +297,31 @@ impl RemoteSegment {
         let index = &self.ivf.index;
         let mut scratch = IvfScratch::default();
         let mut order = Vec::new();
-        let mut probed = index.probe_order(&search, &self.centroids, &mut scratch, &mut order);
+        let mut probed = index.probe_order(&search, &self.ivf.centroids, &mut scratch, &mut order);
         loop {
             // Wave 1: the probed partitions (in the segment's order, as the subset keeps them).
             let mut parts: Vec<u32> = order[..probed].to_vec();
             shoal_format::sort_u32(&mut parts);
-            let ranges: Vec<[Range<u64>; 5]> = parts.iter().map(|&p| self.partition_ranges(p as usize)).collect();
-            let missing: Vec<Range<u64>> =
-                ranges.iter().flatten().filter(|r| r.start < r.end && !cache.contains(r)).cloned().collect();
+            let missing: Vec<Range<u64>> = parts
+                .iter()
+                .flat_map(|&p| self.partition_ranges(p as usize))
+                .filter(|r| r.start < r.end && !cache.contains(r))
+                .collect();
             if !missing.is_empty() {
                 return Ok(Step::Fetch(coalesce(&missing, MERGE_GAP)));
             }
-            let bytes: Vec<PartitionBytes<'_>> = parts
-                .iter()
-                .zip(&ranges)
-                .map(|(&p, [codes, factors, ex_codes, ex_factors, _])| {
-                    let get = |r: &Range<u64>| cache.get(r.clone()).unwrap_or(&[]);
-                    PartitionBytes {
-                        partition: p as usize,
-                        codes: get(codes),
-                        factors: get(factors),
-                        ex_codes: get(ex_codes),
-                        ex_factors: get(ex_factors),
-                    }
-                })
-                .collect();
+            let blocks: Vec<PartitionBlock<'_>> =
+                parts.iter().map(|&p| self.partition_block(p as usize, cache)).collect::<Result<_, _>>()?;
+            let bytes: Vec<PartitionBytes<'_>> = blocks.iter().map(|b| b.bytes).collect();
             let shape = (self.dim, index.padded, self.ivf.bits);
-            let mut subset = IvfSubset::new(shape, &self.offsets, &bytes, self.vectors.is_some())
+            let mut subset = IvfSubset::new(shape, &self.ivf.offsets, &bytes, self.vectors.is_some())
                 .map_err(|_| bad("RABITQ_CODES", "a partition's bytes are not its length"))?;
+            let (centroids, rot) = (&self.ivf.centroids[..], &self.ivf.rot_centroids[..]);
             let mut topk = TopK::new(k);
             let short = |found: usize| found < k && probed < order.len();
             let stats = match &self.vectors {
                 None => {
-                    let data = subset.data(&self.centroids, &self.rot_centroids, None);
+                    let data = subset.data(centroids, rot, None);
                     let st = index.search(&search, &data, None, 0, &mut scratch, &mut topk);
                     if short(topk.len()) {
                         probed = (probed * 2).min(order.len());
@@ -255,9 +329,9 @@ impl RemoteSegment {
                     }
                     st
                 }
-                Some(vectors) => {
+                Some(_) => {
                     // Wave 2: the vectors of the candidates whose bounds can still enter.
-                    let data = subset.data(&self.centroids, &self.rot_centroids, None);
+                    let data = subset.data(centroids, rot, None);
                     let mut plan = Planned { bounds: Bounds::new(k), first: Vec::new(), k };
                     let st = index.search_refined(&search, &data, None, 0, &mut scratch, k, &mut plan);
                     if short(st.refined as usize) {
@@ -267,45 +341,33 @@ impl RemoteSegment {
                     let mut wanted = Vec::new();
                     plan.bounds.finish(f32::INFINITY, &mut wanted);
                     wanted.extend(&plan.first);
-                    let row_bytes = self.dim as u64 * 4;
-                    let at = |row: u64| vectors.start + row * row_bytes..vectors.start + (row + 1) * row_bytes;
-                    let missing: Vec<Range<u64>> =
-                        wanted.iter().map(|&r| at(r)).filter(|r| !cache.contains(r)).collect();
+                    let missing: Vec<Range<u64>> = wanted
+                        .iter()
+                        .map(|&r| self.vector_block(r as usize).0)
+                        .filter(|r| !cache.contains(r))
+                        .collect();
                     if !missing.is_empty() {
                         return Ok(Step::Fetch(coalesce(&missing, MERGE_GAP)));
                     }
-                    // Every vector of the subset's rows that was fetched (by this wave or an
-                    // earlier one) goes in; the exact search notes any other it reads.
-                    for (offset, piece) in cache.pieces_in(vectors.clone()) {
-                        let first = offset.max(vectors.start);
-                        let end = (offset + piece.len() as u64).min(vectors.end);
-                        let rows = (first - vectors.start).div_ceil(row_bytes)..(end - vectors.start) / row_bytes;
-                        let from = subset.rows().partition_point(|&r| u64::from(r) < rows.start);
-                        let to = subset.rows().partition_point(|&r| u64::from(r) < rows.end);
-                        for pos in from..to {
-                            let r = at(u64::from(subset.rows()[pos]));
-                            let v = &piece[(r.start - offset) as usize..(r.end - offset) as usize];
-                            let v: Vec<f32> =
-                                v.chunks_exact(4).map(|w| f32::from_le_bytes([w[0], w[1], w[2], w[3]])).collect();
-                            subset.set_vector(pos, &v);
-                        }
-                    }
+                    // Every vector block of the subset's rows that was fetched (by this wave or
+                    // an earlier one) goes in, checked; the exact search notes any other it reads.
+                    self.fill_vectors(&mut subset, &blocks, &parts, cache)?;
                     let hint = |v: &[f32], now: bool| {
                         if now {
                             subset.record(v)
                         }
                     };
-                    let data = subset.data(&self.centroids, &self.rot_centroids, Some(Prefetch(&hint)));
+                    let data = subset.data(centroids, rot, Some(Prefetch(&hint)));
                     let st = index.search(&search, &data, None, 0, &mut scratch, &mut topk);
                     let missed = subset.take_missed();
                     if !missed.is_empty() {
-                        let ranges: Vec<Range<u64>> = missed.iter().map(|&r| at(u64::from(r))).collect();
+                        let ranges: Vec<Range<u64>> = missed.iter().map(|&r| self.vector_block(r as usize).0).collect();
                         return Ok(Step::Fetch(coalesce(&ranges, MERGE_GAP)));
                     }
                     st
                 }
             };
-            return Ok(self.respond(req, topk, stats, cache));
+            return Ok(Step::Done(self.respond(req, topk, stats, (&parts, &blocks), cache)?));
         }
     }
 
@@ -316,37 +378,137 @@ impl RemoteSegment {
         req: &SearchRequest,
         mut topk: TopK,
         st: shoal_index::ivf::IvfStats,
+        (parts, blocks): (&[u32], &[PartitionBlock<'_>]),
         cache: &RangeCache,
-    ) -> Step<SearchResponse> {
+    ) -> Result<SearchResponse, Error> {
         let mut best = Vec::new();
         topk.drain_sorted(&mut best);
-        let id_at = |row: u64| self.ids.start + row * 8..self.ids.start + row * 8 + 8;
-        let missing: Vec<Range<u64>> = best.iter().map(|c| id_at(c.id)).filter(|r| !cache.contains(r)).collect();
-        if !missing.is_empty() {
-            // (Fetched with the partitions; only a cache trimmed mid-search lacks them.)
-            return Step::Fetch(coalesce(&missing, MERGE_GAP));
+        let mut points = Vec::with_capacity(best.len());
+        for c in best.iter().skip(req.offset) {
+            let row = c.id as usize;
+            let p = self.partition_of(row);
+            let i = row - self.ivf.offsets[p] as usize;
+            let ids = match &self.parts {
+                Parts::V1 { ids, .. } => {
+                    cache.get(at(ids.start + row as u64 * 8, 8)).expect("fetched with its partition")
+                }
+                Parts::V2 { .. } => {
+                    let b = &blocks[parts.binary_search(&(p as u32)).expect("a probed partition")];
+                    &b.ids[i * 8..i * 8 + 8]
+                }
+            };
+            let id = u64::from_le_bytes(ids[..8].try_into().expect("8 bytes"));
+            points.push(ScoredPoint {
+                id: shoal_format::PointId::Num(id),
+                score: self.metric.score(c.key),
+                payload: None,
+            });
         }
-        let mut points: Vec<ScoredPoint> = best
-            .iter()
-            .skip(req.offset)
-            .map(|c| {
-                let b = cache.get(id_at(c.id)).expect("checked above");
-                let id = u64::from_le_bytes([b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7]]);
-                ScoredPoint { id: shoal_format::PointId::Num(id), score: self.metric.score(c.key), payload: None }
-            })
-            .collect();
         cut(&mut points, req.score_threshold, self.metric == Metric::L2);
         let stats = SearchStats { scanned: st.reranked, estimated: st.estimated, segments: 1, exact: false };
-        Step::Done(SearchResponse { points, partial: false, stats })
+        Ok(SearchResponse { points, partial: false, stats })
     }
 
-    /// Partition `p`'s byte ranges in the file: FastScan blocks, factors, extra-bit codes and
-    /// factors (empty with 1 bit), and its rows' ids.
-    fn partition_ranges(&self, p: usize) -> [Range<u64>; 5] {
-        let [a, b, c, d] = self.ivf.partition_ranges(p, &self.offsets, &self.block_offsets);
-        let wide = |r: Range<usize>| r.start as u64..r.end as u64;
-        let (r0, r1) = (u64::from(self.offsets[p]), u64::from(self.offsets[p + 1]));
-        [wide(a), wide(b), wide(c), wide(d), self.ids.start + r0 * 8..self.ids.start + r1 * 8]
+    /// The partition holding `row`.
+    fn partition_of(&self, row: usize) -> usize {
+        self.ivf.offsets.partition_point(|&o| o as usize <= row) - 1
+    }
+
+    /// Partition `p`'s byte ranges in the file: in format 1 its FastScan blocks, factors,
+    /// extra-bit codes and factors (empty with 1 bit) and ids; in format 2 its block.
+    fn partition_ranges(&self, p: usize) -> Vec<Range<u64>> {
+        match &self.parts {
+            Parts::V1 { sections, ids } => {
+                let (o, b) = (&self.ivf.offsets, &self.ivf.block_offsets);
+                let wide = |r: Range<usize>| r.start as u64..r.end as u64;
+                let (r0, r1) = (u64::from(o[p]), u64::from(o[p + 1]));
+                let mut out: Vec<Range<u64>> = sections.partition_ranges(p, o, b).into_iter().map(wide).collect();
+                out.push(ids.start + r0 * 8..ids.start + r1 * 8);
+                out
+            }
+            Parts::V2 { blocks } => {
+                let e = &self.ivf.dir[p];
+                alloc::vec![at(blocks + e.offset, u64::from(e.length))]
+            }
+        }
+    }
+
+    /// Partition `p`'s arrays from the cache (in format 2 checked against its CRC).
+    fn partition_block<'c>(&self, p: usize, cache: &'c RangeCache) -> Result<PartitionBlock<'c>, Error> {
+        let ranges = self.partition_ranges(p);
+        let get = |r: &Range<u64>| cache.get(r.clone()).unwrap_or(&[]);
+        Ok(match &self.parts {
+            Parts::V1 { .. } => PartitionBlock {
+                bytes: PartitionBytes {
+                    partition: p,
+                    codes: get(&ranges[0]),
+                    factors: get(&ranges[1]),
+                    ex_codes: get(&ranges[2]),
+                    ex_factors: get(&ranges[3]),
+                },
+                ids: get(&ranges[4]),
+                vector_crcs: &[],
+            },
+            Parts::V2 { .. } => self.ivf.partition(p, get(&ranges[0]))?,
+        })
+    }
+
+    /// The vector block holding `row`: its bytes in the file, and its rows (format 1: the row
+    /// alone).
+    fn vector_block(&self, row: usize) -> (Range<u64>, Range<usize>) {
+        let v = self.vectors.as_ref().expect("a segment with vectors");
+        let rows = match self.parts {
+            Parts::V1 { .. } => row..row + 1,
+            Parts::V2 { .. } => self.ivf.vector_block(self.partition_of(row), row).0,
+        };
+        let row_bytes = self.dim as u64 * 4;
+        (v.start + rows.start as u64 * row_bytes..v.start + rows.end as u64 * row_bytes, rows)
+    }
+
+    /// Sets every vector of `subset` whose block the cache holds (in format 2 checked against
+    /// its CRC in the partition's block).
+    fn fill_vectors(
+        &self,
+        subset: &mut IvfSubset,
+        blocks: &[PartitionBlock<'_>],
+        parts: &[u32],
+        cache: &RangeCache,
+    ) -> Result<(), Error> {
+        let mut pos = 0;
+        let mut floats = Vec::new();
+        for (&p, block) in parts.iter().zip(blocks) {
+            let (first, end) = (self.ivf.offsets[p as usize] as usize, self.ivf.offsets[p as usize + 1] as usize);
+            let mut row = first;
+            let mut b = 0;
+            while row < end {
+                let (bytes, rows) = self.vector_block(row);
+                if let Some(v) = cache.get(bytes) {
+                    if let Parts::V2 { .. } = self.parts {
+                        let stored =
+                            u32::from_le_bytes(block.vector_crcs[b * 4..b * 4 + 4].try_into().expect("4 bytes"));
+                        let actual = crc32c(v);
+                        if actual != stored {
+                            return Err(FormatError::ChecksumMismatch {
+                                what: "VECTORS",
+                                kind: KIND_VECTORS,
+                                stored,
+                                actual,
+                            }
+                            .into());
+                        }
+                    }
+                    floats.clear();
+                    floats.extend(v.chunks_exact(4).map(|w| f32::from_le_bytes([w[0], w[1], w[2], w[3]])));
+                    for (j, vector) in floats.chunks_exact(self.dim).enumerate() {
+                        subset.set_vector(pos + (rows.start - first) + j, vector);
+                    }
+                }
+                row = rows.end;
+                b += 1;
+            }
+            pos += end - first;
+        }
+        Ok(())
     }
 
     /// Checks a request against what a segment read by ranges answers; its query vector.
@@ -381,6 +543,17 @@ impl RemoteSegment {
     /// The file's length, from its header (a host checks it against the object's).
     pub fn file_len(&self) -> u64 {
         self.file_len
+    }
+
+    /// The file's format version (1, or 2: laid out for ranges).
+    pub fn version(&self) -> u32 {
+        self.version
+    }
+
+    /// The bytes from offset 0 that opening reads (format 2's `bootstrap_len`; format 1's
+    /// table end — its other hot sections lie elsewhere).
+    pub fn bootstrap_len(&self) -> u64 {
+        self.bootstrap_len
     }
 
     /// The CRC-32C of the section table: with the file's length, what identifies the file.

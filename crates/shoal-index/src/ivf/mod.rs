@@ -18,6 +18,7 @@ use crate::{Candidate, Metric, TopK};
 mod build;
 pub mod sections;
 mod subset;
+pub mod v2;
 pub use build::{IvfCodes, IvfPlan, encode, plan};
 pub use sections::IvfSections;
 pub use subset::{IvfSubset, PartitionBytes, WrongLength};
@@ -66,9 +67,9 @@ pub fn block_bytes(padded: usize) -> usize {
 /// A hint from the host that a row's full vector is about to be read: with vectors
 /// memory-mapped from disk it starts the read (`madvise(WILLNEED)`), so the re-ranking of one
 /// query keeps several reads in flight instead of faulting them in one at a time. Called with
-/// `false` for a vector the search may read soon, and with `true` for each vector right before
-/// it is read (every vector a search reads is announced so; a reader by byte ranges learns from
-/// it which vectors a search needed).
+/// `false` for a vector the search may read soon (with the crate's feature `read-ahead`), and
+/// with `true` for each vector right before it is read (every vector a search reads is announced
+/// so; a reader by byte ranges learns from it which vectors a search needed).
 #[derive(Clone, Copy)]
 pub struct Prefetch<'a>(pub &'a (dyn Fn(&[f32], bool) + Sync));
 
@@ -355,6 +356,7 @@ impl IvfIndex {
     /// Orders the partitions for `search` into `s.probes` ([`probe_key`]s): the first `nprobe`
     /// (returned: after widening for a filter and adaptive probing) sorted, the rest after them
     /// in any order.
+    #[inline(always)]
     fn order_probes(&self, search: &IvfSearch<'_>, centroids: &[f32], s: &mut IvfScratch) -> usize {
         let IvfSearch { kernels, metric, query, params: q } = *search;
         let kernels = &kernels;
@@ -580,6 +582,7 @@ impl IvfIndex {
                 return stats;
             }
         };
+        #[cfg(feature = "read-ahead")]
         let mut ahead = 0;
         // Vectors in memory: the next candidates' lines are requested ahead of their distances
         // (a hint only), so their cache misses overlap instead of coming one after another.
@@ -595,6 +598,7 @@ impl IvfIndex {
             if topk.len() >= k && e.lower > topk.threshold() {
                 break;
             }
+            #[cfg(feature = "read-ahead")]
             if let Some(Prefetch(hint)) = data.prefetch {
                 // Hint the vectors of the next candidates that can still enter, so their reads
                 // overlap with this one's (the threshold only falls: a candidate that fails it

@@ -182,6 +182,49 @@ fn check_offsets(section: &'static str, offsets: &[u32], n: usize, end: usize) -
     Ok(())
 }
 
+/// Reads and checks an `IVF_META` section for `rows` vectors of dimension `dim`, whose
+/// reserved bytes from `reserved_from` on are zero (format 2 keeps values in the first 8).
+pub(crate) fn read_meta(meta: &[u8], dim: usize, rows: usize, reserved_from: usize) -> Result<&IvfMeta, FormatError> {
+    let meta: &IvfMeta = match cast_records::<IvfMeta>("IVF_META", meta)? {
+        [m] => m,
+        _ => return Err(bad("IVF_META", "must hold exactly one record")),
+    };
+    let (nlist, padded) = (meta.nlist as usize, meta.padded as usize);
+    if nlist == 0 || nlist > rows.max(1) {
+        return Err(bad("IVF_META", "partition count out of range"));
+    }
+    if padded != padded_dim(dim)
+        || meta.rounds as usize != ROUNDS
+        || !(1..=MAX_BITS).contains(&meta.code_bits)
+        || meta.query_bits != 4
+    {
+        return Err(bad("IVF_META", "unsupported code layout"));
+    }
+    let ratio = meta.default_probe_ratio;
+    if meta.default_nprobe == 0
+        || meta.default_nprobe as usize > nlist
+        || meta.default_rerank == 0
+        || !(ratio == 0.0 || (ratio >= 1.0 && ratio.is_finite()))
+    {
+        return Err(bad("IVF_META", "default query settings out of range"));
+    }
+    if meta.reserved[reserved_from..].iter().any(|&b| b != 0) {
+        return Err(bad("IVF_META", "reserved bytes are not zero"));
+    }
+    Ok(meta)
+}
+
+/// The default query settings an `IVF_META` record holds.
+pub(crate) fn defaults_of(meta: &IvfMeta) -> IvfQuery {
+    IvfQuery {
+        nprobe: meta.default_nprobe as usize,
+        rerank: meta.default_rerank as usize,
+        epsilon: EPSILON0,
+        probe_ratio: meta.default_probe_ratio,
+        passing: 1.0,
+    }
+}
+
 impl IvfSections {
     /// The sections of dense vector `d`'s index whose bytes [`open`](Self::open) reads (the
     /// others it checks by length): what a reader by byte ranges fetches to open the index.
@@ -225,32 +268,8 @@ impl IvfSections {
     ) -> Result<IvfSections, FormatError> {
         let base = kind_base(d);
         let meta = hot(base + KIND_IVF_META)?;
-        let meta: &IvfMeta = match cast_records::<IvfMeta>("IVF_META", meta)? {
-            [m] => m,
-            _ => return Err(bad("IVF_META", "must hold exactly one record")),
-        };
+        let meta = read_meta(meta, dim, rows, 0)?;
         let (nlist, padded) = (meta.nlist as usize, meta.padded as usize);
-        if nlist == 0 || nlist > rows.max(1) {
-            return Err(bad("IVF_META", "partition count out of range"));
-        }
-        if padded != padded_dim(dim)
-            || meta.rounds as usize != ROUNDS
-            || !(1..=MAX_BITS).contains(&meta.code_bits)
-            || meta.query_bits != 4
-        {
-            return Err(bad("IVF_META", "unsupported code layout"));
-        }
-        let ratio = meta.default_probe_ratio;
-        if meta.default_nprobe == 0
-            || meta.default_nprobe as usize > nlist
-            || meta.default_rerank == 0
-            || !(ratio == 0.0 || (ratio >= 1.0 && ratio.is_finite()))
-        {
-            return Err(bad("IVF_META", "default query settings out of range"));
-        }
-        if meta.reserved.iter().any(|&b| b != 0) {
-            return Err(bad("IVF_META", "reserved bytes are not zero"));
-        }
         let require = |kind: u32| hot(base + kind);
         // A cold section: its range, of `len` bytes.
         let cold = |kind: u32, len: Option<usize>, section: &'static str, reason: &'static str| {
@@ -317,13 +336,7 @@ impl IvfSections {
             index: IvfIndex { nlist, padded, rotation: Rotation::from_signs(padded, signs.to_vec()) },
             seed: meta.seed,
             bits: meta.code_bits,
-            defaults: IvfQuery {
-                nprobe: meta.default_nprobe as usize,
-                rerank: meta.default_rerank as usize,
-                epsilon: EPSILON0,
-                probe_ratio: meta.default_probe_ratio,
-                passing: 1.0,
-            },
+            defaults: defaults_of(meta),
             centroids: range(KIND_IVF_CENTROIDS),
             rot_centroids: range(KIND_IVF_ROT_CENTROIDS),
             offsets: range(KIND_IVF_OFFSETS),

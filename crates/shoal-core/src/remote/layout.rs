@@ -1,0 +1,249 @@
+//! Writing a segment in format 2 (`docs/format.md`, "Segment format version 2"): a format-1
+//! IVF segment, its partitions renumbered so that partitions probed together are adjacent,
+//! laid out for reading by byte ranges.
+
+use alloc::vec::Vec;
+
+use shoal_format::{
+    AlignedBytes, IdEntry, IvfDirEntry, IvfMeta, KIND_ID_INDEX, KIND_IDS, KIND_IVF_BLOCKS, KIND_IVF_CENTROIDS,
+    KIND_IVF_DIR, KIND_IVF_META, KIND_IVF_OFFSETS, KIND_IVF_ROT_CENTROIDS, KIND_META, KIND_RABITQ_BLOCK_OFFSETS,
+    KIND_RABITQ_CODES, KIND_RABITQ_EX_CODES, KIND_RABITQ_EX_FACTORS, KIND_RABITQ_FACTORS, KIND_RABITQ_ROTATION,
+    KIND_VECTORS, Layout, SECTION_HOT, SECTION_OPTIONAL, SegmentWriter, crc32c,
+};
+use shoal_index::ivf::block_bytes;
+use shoal_index::ivf::v2::{BlockLayout, partition_order, vector_block_rows};
+use shoal_index::rabitq::{ExFactors, Factors, ex_code_bytes};
+
+use crate::{Error, SealedSegment};
+
+/// The most centroid bytes a format-2 segment keeps hot (beyond, groups would be hot and the
+/// centroids cold: not written yet).
+pub const MAX_HOT_CENTROIDS: usize = 1 << 20;
+
+/// A segment's IVF index and rows, in the format-2 partition order.
+struct Permuted<'s> {
+    seg: &'s SealedSegment,
+    /// `order[q]`: the partition that becomes partition `q`.
+    order: Vec<u32>,
+    /// Old partition offsets (rows) and block offsets, the index's shape.
+    offsets: Vec<u32>,
+    block_offsets: Vec<u32>,
+    /// `new_row[old]`.
+    new_row: Vec<u32>,
+    padded: usize,
+    bits: u32,
+}
+
+impl<'s> Permuted<'s> {
+    fn new(seg: &'s SealedSegment) -> Result<Permuted<'s>, Error> {
+        let refuse = |what| Err(Error::Unsupported(what));
+        if seg.schema().is_some() || seg.text().is_some() {
+            return refuse("payloads or text in a format-2 segment");
+        }
+        if !seg.sparse_specs().is_empty() || seg.dense_specs().len() != 1 {
+            return refuse("sparse or several dense vectors in a format-2 segment");
+        }
+        if seg.has_uuids() {
+            return refuse("UUID point ids in a format-2 segment");
+        }
+        let Some((index, data, _)) = seg.ivf() else {
+            return refuse("a format-2 segment without an IVF index");
+        };
+        let dim = seg.dim();
+        if data.centroids.len() * 4 > MAX_HOT_CENTROIDS {
+            return refuse("more than 1 MiB of centroids in a format-2 segment (hot groups are not written yet)");
+        }
+        let seed = match seg.index_kind() {
+            crate::IndexKind::IvfRabitq(p) => p.seed,
+            crate::IndexKind::Flat => unreachable!("an IVF index"),
+        };
+        let order = partition_order(&crate::Kernels::scalar(), data.centroids, dim, seed);
+        let mut new_row = alloc::vec![0u32; seg.rows()];
+        let mut next = 0u32;
+        for &p in &order {
+            for old in data.offsets[p as usize]..data.offsets[p as usize + 1] {
+                new_row[old as usize] = next;
+                next += 1;
+            }
+        }
+        Ok(Permuted {
+            seg,
+            offsets: data.offsets.to_vec(),
+            block_offsets: data.block_offsets.to_vec(),
+            order,
+            new_row,
+            padded: index.padded,
+            bits: data.bits,
+        })
+    }
+
+    /// Old rows in new order, and old partitions in new order.
+    fn old_rows(&self) -> impl Iterator<Item = usize> + '_ {
+        self.order.iter().flat_map(|&p| self.offsets[p as usize] as usize..self.offsets[p as usize + 1] as usize)
+    }
+
+    /// The rows' `size`-byte records of `array` (a section indexed by old row), in new order.
+    fn rows_of(&self, array: &[u8], size: usize) -> Vec<u8> {
+        self.old_rows().flat_map(|r| array[r * size..(r + 1) * size].iter().copied()).collect()
+    }
+
+    /// Partitions' `per`-float records (centroids), in new order.
+    fn per_partition(&self, array: &[f32], per: usize) -> Vec<u8> {
+        let floats: Vec<f32> =
+            self.order.iter().flat_map(|&p| array[p as usize * per..(p as usize + 1) * per].iter().copied()).collect();
+        bytemuck::cast_slice(&floats).to_vec()
+    }
+
+    /// `ID_INDEX` with new rows (the same order: by id).
+    fn id_index(&self) -> Vec<u8> {
+        let entries: Vec<IdEntry> =
+            self.seg.id_index().iter().map(|e| IdEntry { row: self.new_row[e.row as usize], ..*e }).collect();
+        bytemuck::cast_slice(&entries).to_vec()
+    }
+
+    fn ids(&self) -> Vec<u64> {
+        self.old_rows().map(|r| self.seg.id(r).as_num().expect("integer ids")).collect()
+    }
+
+    /// The `IVF_META` record, with `reserved` as given.
+    fn meta(&self, reserved: [u8; 24]) -> Vec<u8> {
+        let reader = self.seg.reader();
+        let mut meta: IvfMeta = *bytemuck::from_bytes(reader.section(KIND_IVF_META).expect("an IVF index"));
+        meta.reserved = reserved;
+        bytemuck::bytes_of(&meta).to_vec()
+    }
+}
+
+/// `seg` (format 1, one dense vector with an IVF-RaBitQ index, integer ids, no payloads, text
+/// or sparse vectors) in format 2: the same index with its partitions in the format-2 order.
+pub fn write_for_ranges(seg: &SealedSegment) -> Result<AlignedBytes, Error> {
+    let perm = Permuted::new(seg)?;
+    let (_, data, _) = seg.ivf().expect("checked");
+    let (dim, padded, bits) = (seg.dim(), perm.padded, perm.bits);
+    let vbr = vector_block_rows(dim);
+    let (bb, exb) = (block_bytes(padded), if bits > 1 { ex_code_bytes(padded, bits) } else { 0 });
+    let vectors = seg.vectors();
+    let mut dir: Vec<IvfDirEntry> = Vec::with_capacity(perm.order.len());
+    let mut blocks: Vec<u8> = Vec::new();
+    let mut first = 0u32;
+    for &p in &perm.order {
+        let (r0, r1) = (perm.offsets[p as usize] as usize, perm.offsets[p as usize + 1] as usize);
+        let (b0, b1) = (perm.block_offsets[p as usize] as usize, perm.block_offsets[p as usize + 1] as usize);
+        let rows = r1 - r0;
+        let vblocks = if vectors.is_some() { rows.div_ceil(vbr) } else { 0 };
+        let layout = BlockLayout::new(rows, padded, bits, vblocks);
+        let mut block = alloc::vec![0u8; layout.len()];
+        block[layout.codes.clone()].copy_from_slice(&data.codes[b0 * bb..b1 * bb]);
+        block[layout.factors.clone()].copy_from_slice(bytemuck::cast_slice::<Factors, u8>(&data.factors[r0..r1]));
+        if bits > 1 {
+            block[layout.ex_codes.clone()].copy_from_slice(&data.ex_codes[r0 * exb..r1 * exb]);
+            block[layout.ex_factors.clone()]
+                .copy_from_slice(bytemuck::cast_slice::<ExFactors, u8>(&data.ex_factors[r0..r1]));
+        }
+        let ids: Vec<u64> = (r0..r1).map(|r| seg.id(r).as_num().expect("integer ids")).collect();
+        block[layout.ids.clone()].copy_from_slice(bytemuck::cast_slice(&ids));
+        if let Some(v) = vectors {
+            let crcs: Vec<u32> = (0..vblocks)
+                .map(|b| {
+                    let rows = r0 + b * vbr..(r0 + (b + 1) * vbr).min(r1);
+                    crc32c(bytemuck::cast_slice(&v[rows.start * dim..rows.end * dim]))
+                })
+                .collect();
+            block[layout.vector_crcs.clone()].copy_from_slice(bytemuck::cast_slice(&crcs));
+        }
+        let offset = shoal_format::align_up(blocks.len() as u64);
+        blocks.resize(offset as usize, 0);
+        dir.push(IvfDirEntry {
+            first_row: first,
+            rows: rows as u32,
+            offset,
+            length: block.len() as u32,
+            crc: crc32c(&block),
+        });
+        blocks.extend_from_slice(&block);
+        first += rows as u32;
+    }
+    let mut reserved = [0u8; 24];
+    reserved[0..4].copy_from_slice(&(shoal_index::ivf::v2::group_count(perm.order.len()) as u32).to_le_bytes());
+    reserved[4..8].copy_from_slice(&(vbr as u32).to_le_bytes());
+    let reader = seg.reader();
+    let section = |k: u32| reader.section(k).expect("a section of every IVF segment");
+    let (meta, ivf_meta) = (section(KIND_META).to_vec(), perm.meta(reserved));
+    let centroids = perm.per_partition(data.centroids, dim);
+    let permuted_vectors: Option<Vec<u8>> = vectors.map(|v| perm.rows_of(bytemuck::cast_slice(v), dim * 4));
+    let id_index = perm.id_index();
+    let hot = SECTION_HOT | SECTION_OPTIONAL;
+    let mut sections: Vec<(u32, u32, &[u8])> = alloc::vec![
+        (KIND_META, SECTION_HOT, &meta[..]),
+        (KIND_IVF_META, hot, &ivf_meta[..]),
+        (KIND_IVF_CENTROIDS, hot, &centroids[..]),
+        (KIND_RABITQ_ROTATION, hot, section(KIND_RABITQ_ROTATION)),
+        (KIND_IVF_DIR, SECTION_HOT, bytemuck::cast_slice(&dir)),
+        (KIND_IVF_BLOCKS, 0, &blocks[..]),
+    ];
+    if let Some(v) = &permuted_vectors {
+        sections.push((KIND_VECTORS, 0, v));
+    }
+    sections.push((KIND_ID_INDEX, 0, &id_index[..]));
+    let planned: Vec<(u32, u32, u64)> = sections.iter().map(|&(k, f, b)| (k, f, b.len() as u64)).collect();
+    let layout = Layout::new(&planned);
+    let mut out = AlignedBytes::zeroed(layout.file_len() as usize);
+    for &(k, _, b) in &sections {
+        out.as_mut_slice()[layout.range(k)].copy_from_slice(b);
+    }
+    layout.finish_ranges(out.as_mut_slice());
+    Ok(out)
+}
+
+/// `seg` in format 1 with its partitions in the format-2 order: the index that
+/// [`write_for_ranges`] lays out, for comparing a search of one layout with the other.
+pub fn write_reordered_v1(seg: &SealedSegment) -> Result<AlignedBytes, Error> {
+    let perm = Permuted::new(seg)?;
+    let (index, data, _) = seg.ivf().expect("checked");
+    let (dim, bits) = (seg.dim(), perm.bits);
+    let bb = block_bytes(perm.padded);
+    let exb = if bits > 1 { ex_code_bytes(perm.padded, bits) } else { 0 };
+    let (mut offsets, mut block_offsets) = (alloc::vec![0u32], alloc::vec![0u32]);
+    let mut codes = Vec::with_capacity(data.codes.len());
+    for &p in &perm.order {
+        let p = p as usize;
+        offsets.push(offsets.last().unwrap() + perm.offsets[p + 1] - perm.offsets[p]);
+        block_offsets.push(block_offsets.last().unwrap() + perm.block_offsets[p + 1] - perm.block_offsets[p]);
+        codes.extend_from_slice(
+            &data.codes[perm.block_offsets[p] as usize * bb..perm.block_offsets[p + 1] as usize * bb],
+        );
+    }
+    let reader = seg.reader();
+    let ids: Vec<u8> = bytemuck::cast_slice(&perm.ids()).to_vec();
+    let vectors = seg.vectors().map(|v| perm.rows_of(bytemuck::cast_slice(v), dim * 4));
+    let payloads: Vec<(u32, Vec<u8>)> = alloc::vec![
+        (KIND_IDS, ids),
+        (KIND_ID_INDEX, perm.id_index()),
+        (KIND_IVF_META, perm.meta([0; 24])),
+        (KIND_IVF_CENTROIDS, perm.per_partition(data.centroids, dim)),
+        (KIND_IVF_ROT_CENTROIDS, perm.per_partition(data.rot_centroids, index.padded)),
+        (KIND_IVF_OFFSETS, bytemuck::cast_slice(&offsets).to_vec()),
+        (KIND_RABITQ_BLOCK_OFFSETS, bytemuck::cast_slice(&block_offsets).to_vec()),
+        (KIND_RABITQ_CODES, codes),
+        (KIND_RABITQ_FACTORS, perm.rows_of(bytemuck::cast_slice(data.factors), core::mem::size_of::<Factors>())),
+    ];
+    let mut payloads = payloads;
+    if bits > 1 {
+        payloads.push((KIND_RABITQ_EX_CODES, perm.rows_of(data.ex_codes, exb)));
+        let ex = perm.rows_of(bytemuck::cast_slice(data.ex_factors), core::mem::size_of::<ExFactors>());
+        payloads.push((KIND_RABITQ_EX_FACTORS, ex));
+    }
+    let mut w = SegmentWriter::new();
+    w.set_flags(reader.header().flags);
+    for e in reader.sections() {
+        let payload = match e.kind {
+            KIND_VECTORS => vectors.as_deref().expect("a VECTORS section"),
+            k => payloads
+                .iter()
+                .find(|(kind, _)| *kind == k)
+                .map_or_else(|| reader.section(k).expect("listed"), |(_, b)| &b[..]),
+        };
+        w.add_section(e.kind, e.flags, payload);
+    }
+    Ok(AlignedBytes::from_slice(&w.finish()))
+}
