@@ -3,7 +3,6 @@
 //! and with the `shoal` binary. Every answer is the local answer, bit for bit; every fault a
 //! typed error or the right answer.
 
-use std::path::Path;
 use std::process::Command;
 
 use serde_json::json;
