@@ -41,6 +41,7 @@ golden_files![
     "v1-sparse",
     "v1-named",
     "v1-nested",
+    "v2-ivf",
 ];
 
 /// The bytes of golden file `file` (`NAME.shoal` or `NAME.expected.json`).
@@ -600,4 +601,67 @@ fn v1_nested_golden_file_reads_verifies_and_filters_the_same() {
     assert!(col.nested());
     let built: Vec<&str> = col.segment(0).unwrap().schema().unwrap().fields().map(|(n, _)| n).collect();
     assert_eq!(built, ["metadata.tags[].name", "metadata.topic", "metadata.year"]);
+}
+
+/// Searches a segment read by ranges from `bytes` (every range served from them, as a server
+/// would), as `results` searches a collection (no exact searches: not read by ranges).
+fn ranges_results(bytes: &[u8], dim: usize) -> serde_json::Value {
+    use shoal_core::remote::{RangeCache, RemoteSegment, Step};
+    fn drive<T>(bytes: &[u8], cache: &mut RangeCache, mut step: impl FnMut(&RangeCache) -> Result<Step<T>, shoal_core::Error>) -> T {
+        for _ in 0..8 {
+            match step(cache).unwrap() {
+                Step::Done(t) => return t,
+                Step::Fetch(ranges) => {
+                    for r in ranges {
+                        let end = (r.end as usize).min(bytes.len());
+                        cache.insert(r.start, &bytes[r.start as usize..end]);
+                    }
+                }
+            }
+        }
+        panic!("no answer in 8 waves")
+    }
+    let mut cache = RangeCache::new(u64::MAX);
+    let seg = drive(bytes, &mut cache, RemoteSegment::open);
+    let out: Vec<serde_json::Value> = uniform_vectors(0xfeed, 5, dim)
+        .chunks_exact(dim)
+        .map(|q| {
+            let req = SearchRequest::nearest(q.to_vec(), 5);
+            let res = drive(bytes, &mut cache, |c| seg.search(&req, c));
+            serde_json::json!(res.points.iter().map(|p| (p.id, p.score.to_bits())).collect::<Vec<_>>())
+        })
+        .collect();
+    serde_json::Value::from(out)
+}
+
+#[test]
+fn v2_golden_file_reads_by_ranges_and_searches_as_its_v1_twin() {
+    // The golden input with an IVF index of 4 partitions (seed 7, 2 bits), laid out for ranges:
+    // 12-d rows, so one vector block holds 85 rows (a partition's rows in one block).
+    let (dim, _, _, _) = golden_v1_input();
+    let index = IndexKind::IvfRabitq(IvfParams { partitions: Some(4), seed: 7, bits: 2, codes_only: false });
+    let col = build(index);
+    let seg = col.segment(0).unwrap();
+    let written = shoal_core::remote::write_for_ranges(seg).unwrap();
+    if std::env::var_os("SHOAL_WRITE_GOLDEN").is_some() {
+        std::fs::write(golden("v2-ivf.shoal"), written.as_slice()).unwrap();
+        let expected = serde_json::to_vec_pretty(&ranges_results(written.as_slice(), dim)).unwrap();
+        std::fs::write(golden("v2-ivf.expected.json"), expected).unwrap();
+    }
+    let bytes = read_golden("v2-ivf.shoal");
+    assert_eq!(bytes[8], 2, "v2-ivf must stay a version-2 file");
+    assert!(written.as_slice() == &bytes[..], "the writer no longer reproduces v2-ivf's bytes");
+    let expected: serde_json::Value = serde_json::from_slice(&read_golden("v2-ivf.expected.json")).unwrap();
+    assert_eq!(ranges_results(&bytes, dim), expected, "v2-ivf: results changed");
+    // The same index in format 1 answers the same, bit for bit.
+    let twin = Collection::from_bytes(shoal_core::remote::write_reordered_v1(seg).unwrap().as_slice()).unwrap();
+    let queries = uniform_vectors(0xfeed, 5, dim);
+    let local: Vec<serde_json::Value> = queries
+        .chunks_exact(dim)
+        .map(|q| {
+            let res = twin.search(&SearchRequest::nearest(q.to_vec(), 5)).unwrap();
+            serde_json::json!(res.points.iter().map(|p| (p.id, p.score.to_bits())).collect::<Vec<_>>())
+        })
+        .collect();
+    assert_eq!(serde_json::Value::from(local), expected);
 }
