@@ -105,6 +105,8 @@ fn main() {
             v1.len() / 1_000_000,
             v2.as_slice().len() / 1_000_000
         );
+        let hint = u64::from_le_bytes(v2.as_slice()[40..48].try_into().unwrap());
+        let hints = std::collections::HashMap::from([("v1", shoal_core::remote::OPEN_PREFIX), ("v2", hint)]);
         let urls = [("v1", nginx.put("v1.shoal", &v1)), ("v2", nginx.put("v2.shoal", v2.as_slice()))];
         drop((v1, v2));
         let reqs: Vec<SearchRequest> =
@@ -113,7 +115,8 @@ fn main() {
         for (layout, url) in urls {
             let url = url.replace(&nginx.base, &proxy.base);
             let t = Instant::now();
-            let cold = RemoteCollection::open(Box::new(HttpRanges::new(&url)), 0).expect("open");
+            // Opened as a set manifest's entry would open it: with the bootstrap hint (format 2).
+            let cold = RemoteCollection::open_with(Box::new(HttpRanges::new(&url)), 0, hints[layout]).expect("open");
             let open_ms = t.elapsed().as_secs_f64() * 1e3;
             let opened = cold.opened();
             let cold_pass = run_pass(&cold, &reqs, &gt, k);

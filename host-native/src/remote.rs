@@ -138,8 +138,18 @@ impl RemoteCollection {
     /// Opens the segment `source` holds, keeping at most `cache_bytes` of fetched bytes
     /// between searches (a search's own reads stay while it runs).
     pub fn open(source: Box<dyn RangeSource>, cache_bytes: u64) -> Result<RemoteCollection, HostError> {
+        Self::open_with(source, cache_bytes, shoal_core::remote::OPEN_PREFIX)
+    }
+
+    /// [`open`](Self::open), reading the first `prefix` bytes first: a format-2 segment's
+    /// `bootstrap_len` (what a set manifest's `bootstrap` hint gives) opens it in one request.
+    pub fn open_with(
+        source: Box<dyn RangeSource>,
+        cache_bytes: u64,
+        prefix: u64,
+    ) -> Result<RemoteCollection, HostError> {
         let mut cache = RangeCache::new(cache_bytes);
-        let (segment, opened) = drive(&*source, &mut cache, RemoteSegment::open)?;
+        let (segment, opened) = drive(&*source, &mut cache, |c| RemoteSegment::open_with(c, prefix))?;
         if let Some(len) = source.object_len().filter(|&n| n != segment.file_len()) {
             let message = format!("the object holds {len} bytes, its header says {}", segment.file_len());
             return Err(remote(&*source, RemoteError::Changed(message)));
@@ -436,6 +446,23 @@ fn parse_content_range(v: &str) -> Option<(u64, u64, Option<u64>)> {
     let total = if total == "*" { None } else { Some(total.parse().ok()?) };
     let (first, last): (u64, u64) = (first.parse().ok()?, last.parse().ok()?);
     (first <= last).then_some((first, last, total))
+}
+
+/// Opens the segment `bytes` hold (all of it in memory, a mapped file) as a reader by ranges
+/// opens it: what `shoal inspect` checks of a format-2 file.
+pub fn open_bytes(bytes: &[u8]) -> Result<RemoteSegment, shoal_core::Error> {
+    let mut cache = RangeCache::new(u64::MAX);
+    loop {
+        match RemoteSegment::open(&cache)? {
+            Step::Done(seg) => return Ok(seg),
+            Step::Fetch(ranges) => {
+                for r in ranges {
+                    let end = (r.end as usize).min(bytes.len());
+                    cache.insert(r.start, bytes.get(r.start as usize..end).unwrap_or(&[]));
+                }
+            }
+        }
+    }
 }
 
 /// The source of a segment named by `location`: `http://…` (`https://` is not built in yet),

@@ -483,16 +483,29 @@ fn damaged_segments_are_typed_errors_never_panics() {
     for cut in [0, 10, 63, 64, 100, 191, 192, 1000, good.len() - 64, good.len() - 1] {
         check("cut.shoal", &good[..cut], "truncated segment");
     }
-    // A version this build does not read (with a valid header checksum)...
+    // A version this build does not read (checked before the header checksum, whose rule a
+    // newer version may change)...
+    let mut v3 = good.clone();
+    v3[8..12].copy_from_slice(&3u32.to_le_bytes());
+    check("v3.shoal", &v3, "unsupported segment format version 3");
+    // ...a header whose checksum no longer matches...
+    let mut crc = good.clone();
+    crc[24] ^= 0x40;
+    check("crc.shoal", &crc, "checksum mismatch in header");
+    // ...and version 2 with version 1's header checksum (bytes 36..64 not covered).
     let mut v2 = good.clone();
     v2[8..12].copy_from_slice(&2u32.to_le_bytes());
     let crc = shoal_format::crc32c(&v2[..32]);
     v2[32..36].copy_from_slice(&crc.to_le_bytes());
-    check("v2.shoal", &v2, "unsupported segment format version 2 (this build reads 1..=1) [bad_segment]");
-    // ...and one whose header checksum no longer matches.
-    let mut v2 = good.clone();
-    v2[8] = 2;
-    check("v2crc.shoal", &v2, "checksum mismatch in header");
+    let path = dir.path("v2.shoal");
+    write(&path, &v2);
+    let p = path.to_str().unwrap();
+    fails(shoal(&["verify", p]), "unsupported segment format version 2 (this build reads 1..=1)");
+    let q = vec!["0.5"; DIM].join(",");
+    for args in [vec!["inspect", p], vec!["search", p, "--vector", &q]] {
+        // (`inspect` and `search` read version 2, with its header checksum.)
+        fails(shoal(&args), "checksum mismatch in header");
+    }
     let mut magic = good.clone();
     magic[0] = b'X';
     check("magic.shoal", &magic, "bad magic");

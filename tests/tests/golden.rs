@@ -607,7 +607,11 @@ fn v1_nested_golden_file_reads_verifies_and_filters_the_same() {
 /// would), as `results` searches a collection (no exact searches: not read by ranges).
 fn ranges_results(bytes: &[u8], dim: usize) -> serde_json::Value {
     use shoal_core::remote::{RangeCache, RemoteSegment, Step};
-    fn drive<T>(bytes: &[u8], cache: &mut RangeCache, mut step: impl FnMut(&RangeCache) -> Result<Step<T>, shoal_core::Error>) -> T {
+    fn drive<T>(
+        bytes: &[u8],
+        cache: &mut RangeCache,
+        mut step: impl FnMut(&RangeCache) -> Result<Step<T>, shoal_core::Error>,
+    ) -> T {
         for _ in 0..8 {
             match step(cache).unwrap() {
                 Step::Done(t) => return t,

@@ -9,7 +9,10 @@ use std::path::PathBuf;
 
 use serde_json::{Value, json};
 use shoal_core::{Collection, Error, Metric};
-use shoal_format::{KIND_META, SECTION_OPTIONAL, SectionEntry, SegmentMeta, SegmentReader, cast_records, kind_name};
+use shoal_format::{
+    KIND_IVF_BLOCKS, KIND_IVF_DIR, KIND_META, SECTION_HOT, SECTION_OPTIONAL, SectionEntry, SegmentHead, SegmentMeta,
+    VERSION_RANGES, cast_records, kind_name,
+};
 use shoal_payload as payload;
 use shoal_text::kinds as text;
 
@@ -31,15 +34,27 @@ pub struct InspectArgs {
 pub fn run(args: &InspectArgs) -> Result<(), HostError> {
     let path = &args.segment;
     let seg = MmapSegment::open(path)?;
-    let reader = SegmentReader::open(seg.as_bytes()).map_err(|e| HostError::segment(path, Error::Format(e)))?;
-    let h = *reader.header();
-    let meta: Option<SegmentMeta> = reader
-        .section(KIND_META)
+    let bytes = seg.as_bytes();
+    // The header and table alone (either format), as a reader by ranges reads them.
+    let head = SegmentHead::read(bytes).map_err(|e| HostError::segment(path, Error::Format(e)))?;
+    if head.header.file_len != bytes.len() as u64 {
+        let e = shoal_format::FormatError::Truncated {
+            what: "file",
+            needed: head.header.file_len,
+            available: bytes.len() as u64,
+        };
+        return Err(HostError::segment(path, Error::Format(e)));
+    }
+    let h = head.header;
+    let meta: Option<SegmentMeta> = head
+        .entry(KIND_META)
+        .map(|e| &bytes[e.offset as usize..(e.offset + e.length) as usize])
         .and_then(|b| cast_records::<SegmentMeta>("META", b).ok())
         .and_then(|m| m.first().copied());
     let metric_name =
         |code: u32| Metric::from_code(code).map_or_else(|| format!("unknown ({code})"), |m| m.name().into());
-    let entries: Vec<SectionEntry> = reader.sections().to_vec();
+    let entries: Vec<SectionEntry> = head.table.clone();
+    let bootstrap = (h.version == VERSION_RANGES).then(|| head.bootstrap_len());
     let sections: Vec<Value> = entries
         .iter()
         .map(|e| {
@@ -47,6 +62,7 @@ pub fn run(args: &InspectArgs) -> Result<(), HostError> {
                 "kind": e.kind,
                 "name": section_name(e.kind),
                 "optional": e.flags & SECTION_OPTIONAL != 0,
+                "hot": e.flags & SECTION_HOT != 0,
                 "offset": e.offset,
                 "length": e.length,
                 "crc32c": format!("{:#010x}", e.crc),
@@ -56,8 +72,13 @@ pub fn run(args: &InspectArgs) -> Result<(), HostError> {
     let meta_json = meta.map(
         |m| json!({ "dim": m.dim, "metric": metric_name(m.metric), "rows": m.rows, "vector_type": m.vector_type }),
     );
-    // The core's cheap open: required sections, META ranges, section lengths.
-    let problem = Collection::open(Box::new(seg)).err();
+    // The core's cheap open: required sections, META ranges, section lengths (format 2: the
+    // open of a reader by ranges, over the mapped bytes).
+    let problem = if h.version == VERSION_RANGES {
+        crate::remote::open_bytes(bytes).err()
+    } else {
+        Collection::open(Box::new(seg)).err()
+    };
 
     if args.json {
         let doc = json!({
@@ -66,6 +87,7 @@ pub fn run(args: &InspectArgs) -> Result<(), HostError> {
             "version": h.version,
             "flags": h.flags,
             "file_len": h.file_len,
+            "bootstrap_len": bootstrap,
             "section_count": h.section_count,
             "sections": sections,
             "meta": meta_json,
@@ -79,6 +101,12 @@ pub fn run(args: &InspectArgs) -> Result<(), HostError> {
         let _ = writeln!(out, "version   {}", h.version);
         let _ = writeln!(out, "flags     {:#010x}", h.flags);
         let _ = writeln!(out, "file_len  {}", h.file_len);
+        if let Some(b) = bootstrap {
+            let _ = writeln!(
+                out,
+                "bootstrap {b}  (format 2: the hot sections end here; `shoal search --bootstrap {b}` opens it in one request)"
+            );
+        }
         let _ = writeln!(out, "sections  {}", h.section_count);
         let _ = writeln!(out, "  {:>4}  {:<20} {:>12} {:>12}  crc32c", "kind", "name", "offset", "length");
         for e in &entries {
@@ -90,7 +118,12 @@ pub fn run(args: &InspectArgs) -> Result<(), HostError> {
                 e.offset,
                 e.length,
                 e.crc,
-                if e.flags & SECTION_OPTIONAL != 0 { "  (optional)" } else { "" }
+                match (e.flags & SECTION_HOT != 0, e.flags & SECTION_OPTIONAL != 0) {
+                    (true, true) => "  (hot, optional)",
+                    (true, false) => "  (hot)",
+                    (false, true) => "  (optional)",
+                    (false, false) => "",
+                }
             );
         }
         match meta {
@@ -128,6 +161,8 @@ fn section_name(kind: u32) -> &'static str {
         text::TEXT_POSTINGS => "TEXT_POSTINGS",
         text::TEXT_POSITIONS => "TEXT_POSITIONS",
         text::TEXT_DOC_LENGTHS => "TEXT_DOC_LENGTHS",
+        KIND_IVF_DIR => "IVF_DIR",
+        KIND_IVF_BLOCKS => "IVF_BLOCKS",
         other => kind_name(other),
     }
 }

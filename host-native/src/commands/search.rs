@@ -63,6 +63,10 @@ pub struct SearchArgs {
     /// of fetched ranges kept between searches.
     #[arg(long, value_name = "BYTES", default_value_t = 64 << 20)]
     pub cache_bytes: u64,
+    /// For a segment read by byte ranges: bytes read first when opening it [default: 256 KiB];
+    /// a format-2 segment's `bootstrap_len` (`shoal inspect` shows it) opens it in one request.
+    #[arg(long, value_name = "BYTES")]
+    pub bootstrap: Option<u64>,
 }
 
 /// The query of `shoal search`: one of these.

@@ -24,7 +24,8 @@ pub fn run(args: &SearchArgs, location: &str, filter: Option<serde_json::Value>)
         return Err(HostError::Usage("--labels: not with a segment read by ranges".into()));
     }
     let t = Instant::now();
-    let col = RemoteCollection::open(source_of(location)?, args.cache_bytes)?;
+    let prefix = args.bootstrap.unwrap_or(shoal_core::remote::OPEN_PREFIX);
+    let col = RemoteCollection::open_with(source_of(location)?, args.cache_bytes, prefix)?;
     let open_time = t.elapsed();
     eprintln!("open: {:.3} ms, {}", ms(open_time), cost(col.opened()));
     if let Some(path) = &q.queries {

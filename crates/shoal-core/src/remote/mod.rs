@@ -167,7 +167,15 @@ impl RemoteSegment {
     /// reads — in format 2 the bootstrap region, in format 1 `META` and the index's directory
     /// sections (centroids, offsets, rotation) wherever they lie.
     pub fn open(cache: &RangeCache) -> Result<Step<RemoteSegment>, Error> {
-        let Some(header) = cache.get(0..64) else { return Ok(Step::Fetch(alloc::vec![0..OPEN_PREFIX])) };
+        Self::open_with(cache, OPEN_PREFIX)
+    }
+
+    /// [`open`](Self::open), reading the first `prefix` bytes first (at least 64): a format-2
+    /// segment's `bootstrap_len` — a set manifest's `bootstrap` hint — opens it with one
+    /// request.
+    pub fn open_with(cache: &RangeCache, prefix: u64) -> Result<Step<RemoteSegment>, Error> {
+        let first = shoal_format::align_up(prefix.max(64));
+        let Some(header) = cache.get(0..64) else { return Ok(Step::Fetch(alloc::vec![0..first])) };
         let table_end = SegmentHead::table_end(header)?;
         let Some(prefix) = cache.get(0..table_end) else { return Ok(Step::Fetch(alloc::vec![0..table_end])) };
         let head = SegmentHead::read(prefix)?;
