@@ -11,6 +11,8 @@
 //!   open: only the bootstrap is in memory);
 //! - warm: a reader with a 1 GiB cache, timed on its second pass over the queries.
 //!
+//! `SHOAL_REMOTE_MERGE_GAP` (bytes, default 16 KiB): ranges this close are fetched as one.
+//!
 //! Writes `~/.cache/shoal/results/remote-<dataset>.json`.
 //! `python3 bench/datasets.py --only synthetic-1m-128 && cargo bench -p shoal-host --bench remote`
 
@@ -73,6 +75,10 @@ fn main() {
     let datasets = std::env::var("SHOAL_REMOTE_DATASETS").unwrap_or_else(|_| "glove-400k,synthetic-1m-128".into());
     let latency: u32 = std::env::var("SHOAL_REMOTE_LATENCY_MS").ok().and_then(|v| v.parse().ok()).unwrap_or(20);
     let nq: usize = std::env::var("SHOAL_REMOTE_QUERIES").ok().and_then(|v| v.parse().ok()).unwrap_or(200);
+    let gap: u64 = std::env::var("SHOAL_REMOTE_MERGE_GAP")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(shoal_core::remote::MERGE_GAP);
     let nginx = Nginx::start();
     let proxy = Proxy::start_with_latency(&nginx.base, latency);
     for name in datasets.split(',') {
@@ -89,7 +95,10 @@ fn main() {
         let gt_k = meta["gt_k"].as_u64().unwrap_or(100) as usize;
         let wide = load_gt(&dir.join("gt.npy"), queries.len() / dim, gt_k);
         let gt: Vec<u32> = wide.chunks_exact(gt_k).flat_map(|row| row[..k].to_vec()).collect();
-        println!("== {name}: {n} x {dim}-d ({}), {nq} queries, +{latency} ms per request", metric.name());
+        println!(
+            "== {name}: {n} x {dim}-d ({}), {nq} queries, +{latency} ms per request, ranges {gap} B apart merged",
+            metric.name()
+        );
         let t = Instant::now();
         let mut col = Collection::new(CollectionConfig { dim, metric }).unwrap();
         let ids: Vec<u64> = (0..n as u64).collect();
@@ -116,11 +125,14 @@ fn main() {
             let url = url.replace(&nginx.base, &proxy.base);
             let t = Instant::now();
             // Opened as a set manifest's entry would open it: with the bootstrap hint (format 2).
-            let cold = RemoteCollection::open_with(Box::new(HttpRanges::new(&url)), 0, hints[layout]).expect("open");
+            let mut cold =
+                RemoteCollection::open_with(Box::new(HttpRanges::new(&url)), 0, hints[layout]).expect("open");
+            cold.set_merge_gap(gap);
             let open_ms = t.elapsed().as_secs_f64() * 1e3;
             let opened = cold.opened();
             let cold_pass = run_pass(&cold, &reqs, &gt, k);
-            let warm = RemoteCollection::open(Box::new(HttpRanges::new(&url)), 1 << 30).expect("open");
+            let mut warm = RemoteCollection::open(Box::new(HttpRanges::new(&url)), 1 << 30).expect("open");
+            warm.set_merge_gap(gap);
             run_pass(&warm, &reqs, &gt, k);
             let warm_pass = run_pass(&warm, &reqs, &gt, k);
             let (c, w) = (cold_pass.summary(), warm_pass.summary());
@@ -153,9 +165,12 @@ fn main() {
             );
         }
         write_result(
-            &format!("remote-{name}.json"),
+            &format!(
+                "remote-{name}{}.json",
+                if gap == shoal_core::remote::MERGE_GAP { String::new() } else { format!("-gap{gap}") }
+            ),
             &json!({"dataset": name, "n": n, "dim": dim, "metric": metric.name(), "queries": nq,
-                    "latency_ms": latency, "index": "ivf-rabitq, 1 bit, default settings", "layouts": layouts}),
+                    "latency_ms": latency, "merge_gap": gap, "index": "ivf-rabitq, 1 bit, default settings", "layouts": layouts}),
         );
     }
 }

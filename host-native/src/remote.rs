@@ -157,6 +157,12 @@ impl RemoteCollection {
         Ok(RemoteCollection { source, segment, cache: Mutex::new(cache), opened })
     }
 
+    /// Sets the gap below which a search's ranges are fetched as one
+    /// (`RemoteSegment::set_merge_gap`).
+    pub fn set_merge_gap(&mut self, gap: u64) {
+        self.segment.set_merge_gap(gap);
+    }
+
     /// What opening read.
     pub fn opened(&self) -> Trip {
         self.opened
@@ -278,6 +284,8 @@ pub struct HttpRanges {
     concurrency: usize,
     /// The largest whole object taken when the server ignores `Range`.
     whole_body_cap: u64,
+    /// The whole object, once a server that ignores `Range` has sent it.
+    whole: Mutex<Option<std::sync::Arc<Vec<u8>>>>,
 }
 
 impl fmt::Debug for HttpRanges {
@@ -296,7 +304,8 @@ impl HttpRanges {
             .build()
             .into();
         let pinned = Mutex::new((None, None));
-        HttpRanges { agent, url: url.to_string(), pinned, concurrency: 16, whole_body_cap: WHOLE_BODY_CAP }
+        let whole = Mutex::new(None);
+        HttpRanges { agent, url: url.to_string(), pinned, concurrency: 16, whole_body_cap: WHOLE_BODY_CAP, whole }
     }
 
     /// The largest whole object taken from a server that ignores `Range` (default
@@ -308,6 +317,9 @@ impl HttpRanges {
 
     /// One range, retried on 5xx and broken connections.
     fn read_one(&self, r: &Range<u64>) -> Result<Vec<u8>, RemoteError> {
+        if let Some(whole) = self.whole.lock().unwrap_or_else(|e| e.into_inner()).clone() {
+            return slice_of(&whole, r);
+        }
         let mut tries = 0;
         loop {
             match self.try_read(r) {
@@ -323,7 +335,8 @@ impl HttpRanges {
     fn try_read(&self, r: &Range<u64>) -> Result<Vec<u8>, RemoteError> {
         let (etag, known_len) = self.pinned.lock().unwrap_or_else(|e| e.into_inner()).clone();
         let mut req = self.agent.get(&self.url).header("Range", format!("bytes={}-{}", r.start, r.end - 1));
-        if let Some(tag) = &etag {
+        // A weak ETag never matches `If-Match` (RFC 9110): it is compared, not sent.
+        if let Some(tag) = etag.as_ref().filter(|t| !t.starts_with("W/")) {
             req = req.header("If-Match", tag);
         }
         let mut resp = req.call().map_err(|e| RemoteError::Transport(e.to_string()))?;
@@ -347,8 +360,8 @@ impl HttpRanges {
                 .as_deref()
                 .and_then(parse_content_range)
                 .ok_or_else(|| RemoteError::BadResponse(format!("206 with Content-Range {content_range:?}")))?;
-            let want_last = r.end.min(total.unwrap_or(u64::MAX)) - 1;
-            if first != r.start || last != want_last {
+            let end = r.end.min(total.unwrap_or(u64::MAX));
+            if end == 0 || first != r.start || last != end - 1 {
                 return Err(RemoteError::BadResponse(format!(
                     "asked bytes {}-{}, got {first}-{last}",
                     r.start,
@@ -389,11 +402,10 @@ impl HttpRanges {
             }
         }
         if status == 200 {
-            let end = r.end.min(body.len() as u64);
-            if r.start > end {
-                return Err(RemoteError::BadResponse(format!("range at {} past the object's end", r.start)));
-            }
-            return Ok(body[r.start as usize..end as usize].to_vec());
+            // Kept: the next ranges are cut from it, not downloaded whole again.
+            let body = std::sync::Arc::new(body);
+            *self.whole.lock().unwrap_or_else(|e| e.into_inner()) = Some(body.clone());
+            return slice_of(&body, r);
         }
         let expected = r.end.min(total.unwrap_or(u64::MAX)) - start;
         if body.len() as u64 != expected {
@@ -436,6 +448,15 @@ impl RangeSource for HttpRanges {
     fn name(&self) -> &str {
         &self.url
     }
+}
+
+/// Range `r` of a whole object (shorter where the object ends).
+fn slice_of(whole: &[u8], r: &Range<u64>) -> Result<Vec<u8>, RemoteError> {
+    let end = r.end.min(whole.len() as u64);
+    if r.start > end {
+        return Err(RemoteError::BadResponse(format!("range at {} past the object's end", r.start)));
+    }
+    Ok(whole[r.start as usize..end as usize].to_vec())
 }
 
 /// `bytes FIRST-LAST/TOTAL` (TOTAL may be `*`).

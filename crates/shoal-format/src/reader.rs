@@ -142,6 +142,11 @@ impl SegmentHead {
     /// header's `file_len`.
     pub fn read(prefix: &[u8]) -> Result<SegmentHead, FormatError> {
         let header = check_header(prefix, crate::VERSION_RANGES)?;
+        // (A whole file is checked against its buffer's length; a prefix cannot be, so the
+        // length is held to what the format allows: a multiple of 64, at most 2^62.)
+        if !header.file_len.is_multiple_of(ALIGN as u64) || header.file_len > 1 << 62 {
+            return Err(FormatError::Malformed("file_len is not a multiple of 64 below 2^62"));
+        }
         if prefix.len() as u64 > header.file_len {
             return Err(FormatError::Malformed("buffer is longer than the header's file_len"));
         }

@@ -67,6 +67,10 @@ pub struct SearchArgs {
     /// a format-2 segment's `bootstrap_len` (`shoal inspect` shows it) opens it in one request.
     #[arg(long, value_name = "BYTES")]
     pub bootstrap: Option<u64>,
+    /// For a segment read by byte ranges: ranges of one query this close are fetched as one
+    /// request (fewer requests, more bytes) [default: 16 KiB].
+    #[arg(long, value_name = "BYTES")]
+    pub merge_gap: Option<u64>,
 }
 
 /// The query of `shoal search`: one of these.

@@ -57,6 +57,15 @@ impl<'s> Permuted<'s> {
             crate::IndexKind::IvfRabitq(p) => p.seed,
             crate::IndexKind::Flat => unreachable!("an IVF index"),
         };
+        // Format 2 does not store the rotated centroids: a reader computes them. They must be
+        // what this index searches with, bit for bit.
+        let mut rotated = alloc::vec![0f32; index.padded];
+        for (c, stored) in data.centroids.chunks_exact(dim).zip(data.rot_centroids.chunks_exact(index.padded)) {
+            index.rotation.apply(c, &mut rotated);
+            if rotated.iter().zip(stored).any(|(a, b)| a.to_bits() != b.to_bits()) {
+                return Err(crate::sections::bad("IVF_ROT_CENTROIDS", "not the rotation of the centroids"));
+            }
+        }
         let order = partition_order(&crate::Kernels::scalar(), data.centroids, dim, seed);
         let mut new_row = alloc::vec![0u32; seg.rows()];
         let mut next = 0u32;

@@ -56,7 +56,7 @@ pub enum Step<T> {
 /// everything.
 pub const OPEN_PREFIX: u64 = 256 * 1024;
 
-/// Ranges this close (in bytes) are fetched as one.
+/// Ranges this close (in bytes) are fetched as one, by default ([`RemoteSegment::set_merge_gap`]).
 pub const MERGE_GAP: u64 = 16 * 1024;
 
 /// The section kinds of format 1 that a reader by ranges knows (the others are optional).
@@ -125,6 +125,7 @@ pub struct RemoteSegment {
     metric: Metric,
     rows: usize,
     kernels: Kernels,
+    merge_gap: u64,
     ivf: IvfHot,
     parts: Parts,
     /// `VECTORS` in the file (`None` in a codes-only segment).
@@ -243,6 +244,7 @@ impl RemoteSegment {
             metric,
             rows,
             kernels: Kernels::best(),
+            merge_gap: MERGE_GAP,
             ivf,
             parts,
             vectors,
@@ -305,7 +307,17 @@ impl RemoteSegment {
         let index = &self.ivf.index;
         let mut scratch = IvfScratch::default();
         let mut order = Vec::new();
-        let mut probed = index.probe_order(&search, &self.ivf.centroids, &mut scratch, &mut order);
+        let nprobe = index.probe_order(&search, &self.ivf.centroids, &mut scratch, &mut order);
+        // The search probes past `nprobe` only while it has fewer than `k` candidates (every row
+        // is one until the first cut, at twice the re-ranking depth): the partition sizes say
+        // how far it goes.
+        let size = |p: u32| u64::from(self.ivf.offsets[p as usize + 1] - self.ivf.offsets[p as usize]);
+        let mut probed = nprobe;
+        let mut rows: u64 = order[..nprobe].iter().map(|&p| size(p)).sum();
+        while rows < k as u64 && probed < order.len() {
+            rows += size(order[probed]);
+            probed += 1;
+        }
         loop {
             // Wave 1: the probed partitions (in the segment's order, as the subset keeps them).
             let mut parts: Vec<u32> = order[..probed].to_vec();
@@ -316,7 +328,7 @@ impl RemoteSegment {
                 .filter(|r| r.start < r.end && !cache.contains(r))
                 .collect();
             if !missing.is_empty() {
-                return Ok(Step::Fetch(coalesce(&missing, MERGE_GAP)));
+                return Ok(Step::Fetch(coalesce(&missing, self.merge_gap)));
             }
             let blocks: Vec<PartitionBlock<'_>> =
                 parts.iter().map(|&p| self.partition_block(p as usize, cache)).collect::<Result<_, _>>()?;
@@ -331,6 +343,8 @@ impl RemoteSegment {
                 None => {
                     let data = subset.data(centroids, rot, None);
                     let st = index.search(&search, &data, None, 0, &mut scratch, &mut topk);
+                    // (Never, by the count above; kept so that a miscount costs a wave, not a
+                    // wrong answer.)
                     if short(topk.len()) {
                         probed = (probed * 2).min(order.len());
                         continue;
@@ -355,7 +369,7 @@ impl RemoteSegment {
                         .filter(|r| !cache.contains(r))
                         .collect();
                     if !missing.is_empty() {
-                        return Ok(Step::Fetch(coalesce(&missing, MERGE_GAP)));
+                        return Ok(Step::Fetch(coalesce(&missing, self.merge_gap)));
                     }
                     // Every vector block of the subset's rows that was fetched (by this wave or
                     // an earlier one) goes in, checked; the exact search notes any other it reads.
@@ -370,7 +384,7 @@ impl RemoteSegment {
                     let missed = subset.take_missed();
                     if !missed.is_empty() {
                         let ranges: Vec<Range<u64>> = missed.iter().map(|&r| self.vector_block(r as usize).0).collect();
-                        return Ok(Step::Fetch(coalesce(&ranges, MERGE_GAP)));
+                        return Ok(Step::Fetch(coalesce(&ranges, self.merge_gap)));
                     }
                     st
                 }
@@ -541,6 +555,13 @@ impl RemoteSegment {
             )));
         }
         req.vector.as_deref().ok_or_else(|| Error::InvalidRequest("missing field `vector`".into()))
+    }
+
+    /// Sets how far apart (in bytes) two ranges a search needs may be and still be fetched as
+    /// one request (default [`MERGE_GAP`]): over a high-latency link, a larger gap trades bytes
+    /// for fewer requests. It changes what is fetched, never the results.
+    pub fn set_merge_gap(&mut self, gap: u64) {
+        self.merge_gap = gap;
     }
 
     /// Sets the kernels searches use (by default the best this CPU runs).

@@ -194,3 +194,38 @@ impl IvfSubset {
 fn records<T: bytemuck::Pod>(bytes: &[u8]) -> impl Iterator<Item = T> + '_ {
     bytes.chunks_exact(core::mem::size_of::<T>()).map(bytemuck::pod_read_unaligned)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reads_of_vectors_not_set_are_named_once_by_their_rows() {
+        // Two partitions of 40 and 3 rows (8-d, padded 64: 512-byte blocks), the first taken
+        // whole, the second left out; a third of 0 rows.
+        let (dim, padded) = (8, 64);
+        let offsets = [0u32, 40, 43, 43];
+        let codes = vec![0u8; 2 * block_bytes(padded)];
+        let factors = vec![0u8; 40 * 16];
+        let part = PartitionBytes { partition: 0, codes: &codes, factors: &factors, ex_codes: &[], ex_factors: &[] };
+        let mut subset = IvfSubset::new((dim, padded, 1), &offsets, &[part], true).unwrap();
+        assert_eq!(subset.rows(), &(0..40).collect::<Vec<u32>>()[..]);
+        for pos in (0..40).step_by(3) {
+            subset.set_vector(pos, &[1.0; 8]);
+        }
+        let data = subset.data(&[], &[], None);
+        let vectors = data.vectors.unwrap();
+        for pos in [0, 1, 2, 5, 39, 1] {
+            subset.record(&vectors[pos * dim..(pos + 1) * dim]);
+        }
+        assert_eq!(subset.take_missed(), [1, 2, 5], "set rows (0, 39) are not missed; each row once");
+        assert_eq!(subset.take_missed(), Vec::<u32>::new(), "taken");
+        // Bytes of the wrong length for a partition are refused, as is a partition twice.
+        let short = PartitionBytes { factors: &factors[..16], ..part };
+        assert_eq!(
+            IvfSubset::new((dim, padded, 1), &offsets, &[short], true).unwrap_err(),
+            WrongLength { partition: 0 }
+        );
+        assert!(IvfSubset::new((dim, padded, 1), &offsets, &[part, part], true).is_err());
+    }
+}

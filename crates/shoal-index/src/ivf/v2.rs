@@ -109,7 +109,12 @@ impl BlockLayout {
     /// dimensions, and, with `vector_blocks`, that many vector block CRCs.
     pub fn new(rows: usize, padded: usize, bits: u32, vector_blocks: usize) -> BlockLayout {
         let mut at = 0usize;
+        // An array starts at the next multiple of 64; an empty one takes no room (so the block
+        // ends at its last array's end).
         let mut next = |len: usize| {
+            if len == 0 {
+                return at..at;
+            }
             let start = at.next_multiple_of(64);
             at = start + len;
             start..at
@@ -128,7 +133,7 @@ impl BlockLayout {
 
     /// The block's length: the end of its last array.
     pub fn len(&self) -> usize {
-        self.vector_crcs.end
+        self.vector_crcs.end.max(self.ids.end)
     }
 
     /// Whether the block is empty (never: its arrays start at 0 at least).
@@ -318,7 +323,9 @@ mod tests {
         assert!(b.ex_codes.start.is_multiple_of(64) && b.ex_codes.len() == 70 * 32);
         assert_eq!(b.ids.len(), 560);
         assert_eq!(b.len(), b.vector_crcs.end);
-        assert_eq!(BlockLayout::new(5, 64, 1, 0).ex_codes.len(), 0);
+        let codes_only = BlockLayout::new(5, 64, 1, 0);
+        assert_eq!((codes_only.ex_codes.len(), codes_only.vector_crcs.len()), (0, 0));
+        assert_eq!(codes_only.len(), codes_only.ids.end, "an empty last array adds no padding");
         assert_eq!(vector_block_rows(128), 1);
         assert_eq!(vector_block_rows(50), 20);
         assert_eq!(group_count(2000), 45);
