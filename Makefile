@@ -21,7 +21,7 @@ DEMO_PORT ?= 6333
 
 .PHONY: demo test bench setup setup-rust setup-js setup-deb setup-nginx setup-edge setup-demo build-js lint test-rust test-js test-edge test-demo \
         test-aarch64 test-wasm check-targets \
-        bench-kernels bench-search bench-node bench-ann bench-filtered bench-text bench-ingest bench-codes-only bench-build \
+        bench-kernels bench-search bench-node bench-ann bench-filtered bench-text bench-ingest bench-codes-only bench-build bench-remote \
         test-qdrant fuzz bench-plots bench-ram bench-sparse bench-query-threads
 
 ## ---- setup ---------------------------------------------------------------------------
@@ -200,7 +200,7 @@ $(GLOVE)/words.txt:
 ## ---- bench ---------------------------------------------------------------------------
 
 bench: setup build-js $(GLOVE)/words.txt bench-kernels bench-search bench-node bench-ann bench-filtered bench-text bench-ingest \
-       bench-codes-only bench-build
+       bench-codes-only bench-build bench-remote
 
 # The plots (docs/img/) and result tables (docs/benchmarks.md, README) from the result files
 # committed in bench/results/ (after a benchmark run, `python3 bench/plots.py --collect` copies
@@ -240,6 +240,13 @@ bench-codes-only: build-js
 	  --bits 4 --codes-only --vectors-out $(CODES)/lazy-b4.vectors --out $(CODES)/lazy-b4.shoal
 	node bench/node/codes-only.mjs synthetic-1m-128 $(CODES)/b4.shoal $(CODES)/b5.shoal \
 	  $(CODES)/lazy-b4.shoal:$(CODES)/lazy-b4.vectors
+
+# Segments read by byte ranges from nginx with 20 ms added per request (docs/benchmarks.md,
+# "Segments read by byte ranges"): format 1 against format 2, cold and warm.
+bench-remote: setup-nginx
+	pip install -q -r bench/requirements-bench.txt
+	python3 bench/datasets.py --only glove-400k,synthetic-1m-128
+	$(CARGO) bench -p shoal-host --bench remote
 
 # ANN: datasets with exact ground truth, Shoal native and wasm, then the peers (PyPI packages).
 ANN_DATASETS ?= glove-100k,gcide-256
