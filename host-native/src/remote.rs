@@ -469,23 +469,6 @@ fn parse_content_range(v: &str) -> Option<(u64, u64, Option<u64>)> {
     (first <= last).then_some((first, last, total))
 }
 
-/// Opens the segment `bytes` hold (all of it in memory, a mapped file) as a reader by ranges
-/// opens it: what `shoal inspect` checks of a format-2 file.
-pub fn open_bytes(bytes: &[u8]) -> Result<RemoteSegment, shoal_core::Error> {
-    let mut cache = RangeCache::new(u64::MAX);
-    loop {
-        match RemoteSegment::open(&cache)? {
-            Step::Done(seg) => return Ok(seg),
-            Step::Fetch(ranges) => {
-                for r in ranges {
-                    let end = (r.end as usize).min(bytes.len());
-                    cache.insert(r.start, bytes.get(r.start as usize..end).unwrap_or(&[]));
-                }
-            }
-        }
-    }
-}
-
 /// The source of a segment named by `location`: `http://…` (`https://` is not built in yet),
 /// else a local path read by ranges.
 pub fn source_of(location: &str) -> Result<Box<dyn RangeSource>, HostError> {

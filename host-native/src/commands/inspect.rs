@@ -18,6 +18,7 @@ use shoal_text::kinds as text;
 
 use super::print;
 use crate::HostError;
+use crate::remote::{FileRanges, RemoteCollection};
 use crate::storage::MmapSegment;
 
 /// Arguments of `shoal inspect`.
@@ -73,11 +74,11 @@ pub fn run(args: &InspectArgs) -> Result<(), HostError> {
         |m| json!({ "dim": m.dim, "metric": metric_name(m.metric), "rows": m.rows, "vector_type": m.vector_type }),
     );
     // The core's cheap open: required sections, META ranges, section lengths (format 2: the
-    // open of a reader by ranges, over the mapped bytes).
+    // open of a reader by ranges, reading the file).
     let problem = if h.version == VERSION_RANGES {
-        crate::remote::open_bytes(bytes).err()
+        RemoteCollection::open(Box::new(FileRanges::open(path)?), 0).err()
     } else {
-        Collection::open(Box::new(seg)).err()
+        Collection::open(Box::new(seg)).err().map(|e| HostError::segment(path, e))
     };
 
     if args.json {
@@ -91,7 +92,10 @@ pub fn run(args: &InspectArgs) -> Result<(), HostError> {
             "section_count": h.section_count,
             "sections": sections,
             "meta": meta_json,
-            "error": problem.as_ref().map(|e| e.to_string()),
+            "error": problem.as_ref().map(|e| match e {
+                HostError::Segment { source, .. } => source.to_string(),
+                other => other.to_string(),
+            }),
         });
         print(&format!("{doc}\n"))?;
     } else {
@@ -141,10 +145,7 @@ pub fn run(args: &InspectArgs) -> Result<(), HostError> {
         }
         print(&out)?;
     }
-    match problem {
-        Some(e) => Err(HostError::segment(path, e)),
-        None => Ok(()),
-    }
+    problem.map_or(Ok(()), Err)
 }
 
 /// The name of a section kind: the container's and the index's (`kind_name`), and the payload

@@ -201,13 +201,10 @@ impl IvfHot {
         if vbr != vector_block_rows(dim) || groups != group_count(nlist) {
             return Err(bad("IVF_META", "groups or vector block rows differ from the format's"));
         }
-        let floats = |b: &[u8]| -> Vec<f32> {
-            b.chunks_exact(4).map(|w| f32::from_le_bytes(w.try_into().expect("4 bytes"))).collect()
-        };
-        if Some(centroids.len()) != nlist.checked_mul(dim * 4) {
+        let centroids = cast_records::<f32>("IVF_CENTROIDS", centroids)?.to_vec();
+        if Some(centroids.len()) != nlist.checked_mul(dim) {
             return Err(bad("IVF_CENTROIDS", "length does not match nlist x dim"));
         }
-        let centroids = floats(centroids);
         let signs = cast_records::<u64>("RABITQ_ROTATION", rotation)?;
         if signs.len() != ROUNDS * padded / 64 {
             return Err(bad("RABITQ_ROTATION", "length does not match rounds x padded"));
