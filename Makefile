@@ -156,8 +156,8 @@ test-qdrant: setup-demo
 	python3 host-native/tests/langchain_compat.py target/debug/shoal
 	python3 host-native/tests/llamaindex_compat.py target/debug/shoal
 
-test-js: build-js
-	@test -f target/conformance/l2-50.json || $(CARGO) test -p shoal-tests --test conformance
+test-js: build-js setup-nginx
+	@test -f target/conformance/l2-50.json -a -f target/conformance/remote/l2-1.json || $(CARGO) test -p shoal-tests --test conformance
 	npx vitest run --reporter=default --reporter=json --outputFile=target/vitest.json
 	@node scripts/vitest-summary.mjs target/vitest.json
 

@@ -580,6 +580,18 @@ export class Collection {
   }
 
   /**
+   * Opens a segment where it lies — a static host, a CDN, an object store — searching it by
+   * byte ranges without downloading it (js/remote.js; its own wasm module, loaded by the first
+   * call). Resolves to a `RemoteCollection` whose `search` is async.
+   * @param {string | URL | { read: (offset: number, length: number) => any, size?: number }} source
+   * @param {Record<string, any>} [opts]
+   */
+  static async openRemote(source, opts) {
+    const { openRemote } = await import("./remote.js");
+    return openRemote(source, opts);
+  }
+
+  /**
    * Opens a segment set: its manifest (JSON text) and the files it names, as a `Map` or an
    * object from name to bytes, or a function returning a file's bytes (each segment is copied
    * once into wasm memory). A missing or inconsistent file is a `ShoalError` (`bad_set`).

@@ -38,7 +38,14 @@ export type ErrorCode =
   | "not_initialized"
   | "freed"
   | "internal"
-  | "not_found";
+  | "not_found"
+  // reading by ranges (Collection.openRemote)
+  | "remote_status"
+  | "object_changed"
+  | "range_unsupported"
+  | "bad_response"
+  | "transport"
+  | "no_progress";
 
 /** Error thrown by every Shoal call. Nothing changed when it is thrown — except `internal`: the
  * engine trapped inside WebAssembly (a bug), and that module instance refuses every later call. */
@@ -423,7 +430,80 @@ export class Collection {
   /** Opens a segment of `length` bytes from a stream (a `fetch`/R2 body or a Node file stream),
    * each chunk copied straight into wasm memory: no whole copy in JavaScript memory. */
   static fromStream(source: ReadableStream<Uint8Array> | AsyncIterable<Uint8Array>, length: number): Promise<Collection>;
+  /** Opens a segment where it lies (a static host, a CDN, an object store) and searches it by
+   * byte ranges, without downloading it: a URL fetched with `Range` requests, or a `read`
+   * function. Loads the remote module (its own wasm file) on first use. Opening a format-2
+   * segment (`shoal build --layout ranges`) reads its bootstrap region: one request when
+   * `bootstrapBytes` is its `bootstrapLen`. */
+  static openRemote(source: RemoteSource, opts?: RemoteOptions): Promise<RemoteCollection>;
   /** Releases the collection's wasm memory now. */
+  free(): void;
+}
+
+/** Where a remote segment is read from: its URL, or a function reading `length` bytes at
+ * `offset` (fewer only where the object ends) — an R2 binding's `get` with a range, a file
+ * handle's read. */
+export type RemoteSource =
+  | string
+  | URL
+  | { read(offset: number, length: number): Promise<Uint8Array | ArrayBuffer> | Uint8Array | ArrayBuffer; size?: number };
+
+export interface RemoteOptions {
+  /** Fetched bytes kept between searches (least recently read dropped first). Default 64 MiB. */
+  cacheBytes?: number;
+  /** The `fetch` used for a URL (signed requests, a service binding). Default `globalThis.fetch`. */
+  fetch?: typeof fetch;
+  /** Headers sent with every request (e.g. `Authorization`). */
+  headers?: Record<string, string>;
+  /** Bytes read by the first request (at least 64; default 256 KiB): a format-2 segment's
+   * `bootstrapLen` opens it with one request. */
+  bootstrapBytes?: number;
+  /** Ranges at most this many bytes apart are fetched as one request (default 16 KiB). */
+  mergeGap?: number;
+  /** The largest whole object taken when a server ignores `Range` (default 16 MiB). */
+  wholeBodyCap?: number;
+  /** `false` forces the scalar build of the remote module. */
+  simd?: boolean;
+  /** The remote module itself where the runtime cannot compile bytes (workerd:
+   * `import wasm from "shoal/wasm/remote-simd.wasm"`), or bytes, a URL or a `Response`. */
+  module?: WasmSource;
+}
+
+/** What a remote open or search fetched. */
+export interface RemoteTrip {
+  /** Dependent round trips (each wave's requests run at once). */
+  waves: number;
+  requests: number;
+  bytes: number;
+  /** Times bytes failed their checksum and were fetched again. */
+  retries: number;
+}
+
+/** A segment searched by byte ranges (`Collection.openRemote`): read-only, vector searches. */
+export class RemoteCollection {
+  private constructor();
+  readonly dim: number;
+  readonly metric: Metric;
+  /** Number of points. */
+  readonly len: number;
+  /** 2 for a segment laid out for ranges; 1 is read section by section. */
+  readonly version: number;
+  readonly fileLen: number;
+  /** Bytes from offset 0 that open it (`bootstrapBytes` for one request). */
+  readonly bootstrapLen: number;
+  readonly codesOnly: boolean;
+  /** Fetched bytes held in memory. */
+  readonly cachedBytes: number;
+  /** What opening fetched. */
+  readonly opened: RemoteTrip;
+  /** The remote module's kernels: "simd128" or "scalar". */
+  readonly kernels: string;
+  /** A vector search (no filter, text, sparse, payloads or `exact`): the local results, bit
+   * for bit, and what it fetched. Server faults throw `remote_status`, `object_changed`,
+   * `range_unsupported`, `bad_response`, `transport` or `no_progress`; bytes failing their
+   * checksum are fetched again once, then throw `bad_segment`. */
+  search(req: SearchRequest): Promise<SearchResponse & { io: RemoteTrip }>;
+  /** Releases its wasm memory now. */
   free(): void;
 }
 

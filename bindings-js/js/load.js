@@ -87,13 +87,16 @@ export function init(opts = {}) {
   return loading;
 }
 
-/** `init`'s argument as options: a plain object is options, anything else is a wasm source. */
-function initOptions(/** @type {any} */ opts) {
+/** `init`'s argument as options: a plain object is options, anything else is a wasm source.
+ * @param {any} opts
+ * @param {string} what the function named in an error
+ * @returns {{ simd?: boolean, wasm?: any }} */
+export function initOptions(opts, what = "init") {
   if (opts === undefined || opts === null) return {};
   const proto = typeof opts === "object" ? Object.getPrototypeOf(opts) : undefined;
   if (proto === Object.prototype || proto === null) {
     if (opts.module !== undefined && opts.wasm !== undefined && opts.module !== opts.wasm) {
-      throw new ShoalError("invalid_argument", "init: give the wasm module as `module` or `wasm`, not both");
+      throw new ShoalError("invalid_argument", `${what}: give the wasm module as \`module\` or \`wasm\`, not both`);
     }
     return { simd: opts.simd, wasm: opts.module ?? opts.wasm };
   }
@@ -102,6 +105,25 @@ function initOptions(/** @type {any} */ opts) {
 
 /** @param {{ simd?: boolean, wasm?: any }} opts */
 async function load(opts) {
+  const g = glueModule;
+  const ex = await instantiate(g, wasmUrl, opts);
+  glue = g;
+  wasmExports = ex;
+  // The two builds share one glue: report what the loaded module is, not what was guessed
+  // (a given module may be either build).
+  const kernels = g.kernels_name();
+  return Object.freeze({ simd: kernels === "simd128", kernels });
+}
+
+/**
+ * Compiles and instantiates one build of a module through its wasm-bindgen glue `g`: the
+ * SIMD128 build where the engine supports it (and `opts.simd` is not `false`), from
+ * `opts.wasm` or else from `url(simd)`. Returns the module's exports.
+ * @param {any} g
+ * @param {(simd: boolean) => URL} url
+ * @param {{ simd?: boolean, wasm?: any }} opts
+ */
+export async function instantiate(g, url, opts) {
   const simd = opts.simd === false ? false : simdSupported();
   if (opts.simd === true && !simd) {
     throw new ShoalError("unsupported", "this engine does not support WebAssembly SIMD128");
@@ -110,7 +132,7 @@ async function load(opts) {
   /** @type {Promise<WebAssembly.Module> | null} */
   let compiling = null;
   if (source === undefined) {
-    const file = wasmUrl(simd);
+    const file = url(simd);
     if (isNode || file.protocol === "file:") {
       // Node and Deno: read the file (fetch does not take file: URLs in Node). A computed
       // specifier: bundlers for browsers and Workers (esbuild, wrangler) leave it alone.
@@ -129,30 +151,19 @@ async function load(opts) {
   }
   // An unawaited rejection would be reported before it is awaited below.
   compiling?.catch(() => {});
-  const g = glueModule;
-  let ex;
-  if (compiling) {
-    // A compiled module is instantiated directly. The glue's async path tests `typeof
-    // Response`, which in Node loads the whole fetch implementation (~15 ms of a ~20 ms
-    // start); instantiating a compiled module is ~1 ms.
-    const module = await compiling;
-    try {
-      ex = g.initSync({ module });
-    } catch (e) {
-      // Older Chromium refuses a synchronous instantiation of a large module on the main
-      // thread (RangeError): instantiate asynchronously there.
-      if (!(e instanceof RangeError)) throw e;
-      ex = await g.default({ module_or_path: module });
-    }
-  } else {
-    ex = await g.default({ module_or_path: source });
+  if (!compiling) return g.default({ module_or_path: source });
+  // A compiled module is instantiated directly. The glue's async path tests `typeof
+  // Response`, which in Node loads the whole fetch implementation (~15 ms of a ~20 ms
+  // start); instantiating a compiled module is ~1 ms.
+  const module = await compiling;
+  try {
+    return g.initSync({ module });
+  } catch (e) {
+    // Older Chromium refuses a synchronous instantiation of a large module on the main
+    // thread (RangeError): instantiate asynchronously there.
+    if (!(e instanceof RangeError)) throw e;
+    return g.default({ module_or_path: module });
   }
-  glue = g;
-  wasmExports = ex;
-  // The two builds share one glue: report what the loaded module is, not what was guessed
-  // (a given module may be either build).
-  const kernels = g.kernels_name();
-  return Object.freeze({ simd: kernels === "simd128", kernels });
 }
 
 export function wasmGlue() {

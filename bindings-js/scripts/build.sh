@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
-# Builds the npm package's two WebAssembly modules with wasm-pack:
-#   pkg/simd    compiled with +simd128 (kernels: simd128)
-#   pkg/scalar  compiled without it     (kernels: scalar), for engines without SIMD128
+# Builds the npm package's WebAssembly modules with wasm-pack, each twice:
+#   pkg/simd           the main module (crate shoal-js) compiled with +simd128 (kernels: simd128)
+#   pkg/scalar         the same without it (kernels: scalar), for engines without SIMD128
+#   pkg/remote-simd    the module of `Collection.openRemote` (crate shoal-js-remote: segments
+#   pkg/remote-scalar  read by byte ranges), loaded only by pages that open a remote segment
 # Each one: `wasm-pack build --target web --profile wasm-release --mode no-install` (cargo build
 # for wasm32-unknown-unknown, then the pinned wasm-bindgen-cli; no package.json, no .gitignore —
 # the npm package is bindings-js/ itself), then wasm-opt -Oz from the npm package binaryen
@@ -14,7 +16,7 @@
 #                        scalar build uses "$SHOAL_JS_TARGET_DIR-scalar" so the two builds do
 #                        not evict each other.
 #   SHOAL_JS_PROFILE     cargo profile (default: wasm-release)
-#   SHOAL_JS_ONLY        "simd" or "scalar" to build one of them
+#   SHOAL_JS_ONLY        "simd" or "scalar" to build one kind of each module
 #   SHOAL_JS_FEATURES    cargo features of shoal-js (e.g. "bench": the kernel benchmark exports)
 #   SHOAL_JS_PKG         the output folder under bindings-js/ (default: pkg, the published one;
 #                        a build with features goes elsewhere, e.g. pkg-bench)
@@ -86,18 +88,20 @@ base_features=(--enable-mutable-globals --enable-nontrapping-float-to-int --enab
 passes=(-Oz --gufa -Oz --converge --reorder-functions-by-name)
 
 # --- one build ----------------------------------------------------------------------------
+# build CRATE_DIR NAME VARIANT RUSTFLAGS [wasm-opt flags]: the module NAME_bg.wasm of the crate
+# in CRATE_DIR into pkg/VARIANT.
 build() {
-  local variant="$1" rustflags="$2"
-  shift 2
+  local crate="$1" name="$2" variant="$3" rustflags="$4"
+  shift 4
   local target_dir="$target_base"
-  if [ "$variant" = scalar ]; then target_dir="$target_base-scalar"; fi
+  case "$variant" in *scalar) target_dir="$target_base-scalar" ;; esac
   local out="$here/$pkg/$variant"
   echo "build.sh: [$variant] wasm-pack build (RUSTFLAGS='$rustflags', profile $profile)"
   # Keep the `target_features` section for wasm-bindgen (the profile's `strip = true` would
   # drop it); wasm-opt strips it, debug info and producers afterwards.
   rm -rf "$out"
   RUSTFLAGS="$rustflags" CARGO_TARGET_DIR="$target_dir" CARGO_PROFILE_WASM_RELEASE_STRIP=false \
-    wasm-pack --log-level warn build "$here" --target web --out-dir "$pkg/$variant" --profile "$profile" \
+    wasm-pack --log-level warn build "$crate" --target web --out-dir "$out" --profile "$profile" \
     --mode no-install --no-pack --no-gitignore --no-opt "${feature_args[@]}"
   echo "build.sh: [$variant] wasm-opt ${passes[*]}"
   if [ "$variant" = simd ] && [ "$pkg" = pkg ]; then
@@ -105,30 +109,39 @@ build() {
     # of sizes.sh (twiggy); the package's module is optimised without -g below (-g changes a
     # few of wasm-opt's choices, so stripping this one would not give the same bytes).
     mkdir -p "$root/target/js-sizes"
-    "$wasm_opt" "${passes[@]}" -g "${base_features[@]}" "$@" "$out/shoal_js_bg.wasm" -o "$root/target/js-sizes/simd.named.wasm"
+    "$wasm_opt" "${passes[@]}" -g "${base_features[@]}" "$@" "$out/${name}_bg.wasm" -o "$root/target/js-sizes/simd.named.wasm"
   fi
-  "$wasm_opt" "${passes[@]}" --strip-debug --strip-producers --strip-target-features "${base_features[@]}" "$@" "$out/shoal_js_bg.wasm" -o "$out/shoal_js_bg.wasm.opt"
-  mv "$out/shoal_js_bg.wasm.opt" "$out/shoal_js_bg.wasm"
+  "$wasm_opt" "${passes[@]}" --strip-debug --strip-producers --strip-target-features "${base_features[@]}" "$@" "$out/${name}_bg.wasm" -o "$out/${name}_bg.wasm.opt"
+  mv "$out/${name}_bg.wasm.opt" "$out/${name}_bg.wasm"
   if [ -f "$root/target/js-sizes/simd.named.wasm" ] && [ "$variant" = simd ] && [ "$pkg" = pkg ]; then
     touch "$root/target/js-sizes/simd.named.wasm" # the report's module goes with this build
   fi
-  echo "build.sh: [$variant] $(wc -c < "$out/shoal_js_bg.wasm") bytes"
+  echo "build.sh: [$variant] $(wc -c < "$out/${name}_bg.wasm") bytes"
 }
 
+# The main module (shoal-js), then the module of `Collection.openRemote` (shoal-js-remote, not
+# in builds with features: those are for benchmarks of the main module).
+remote=true
+if [ -n "$features" ]; then remote=false; fi
 if [ -z "$only" ] || [ "$only" = simd ]; then
-  build simd "-C target-feature=+simd128" --enable-simd
+  build "$here" shoal_js simd "-C target-feature=+simd128" --enable-simd
+  if $remote; then build "$here/remote" shoal_js_remote remote-simd "-C target-feature=+simd128" --enable-simd; fi
 fi
 if [ -z "$only" ] || [ "$only" = scalar ]; then
   # An empty RUSTFLAGS overrides .cargo/config.toml's +simd128.
-  build scalar ""
+  build "$here" shoal_js scalar ""
+  if $remote; then build "$here/remote" shoal_js_remote remote-scalar ""; fi
 fi
 
-# `js/index.js` imports the SIMD build's glue for both builds: they must be the same file.
-if [ -f "$here/$pkg/simd/shoal_js.js" ] && [ -f "$here/$pkg/scalar/shoal_js.js" ] &&
-  ! cmp -s "$here/$pkg/simd/shoal_js.js" "$here/$pkg/scalar/shoal_js.js"; then
-  echo "build.sh: the simd and scalar builds' glue differ; js/index.js uses one for both" >&2
-  exit 1
-fi
+# `js/load.js` imports the SIMD build's glue for both builds (and `js/remote.js` the remote
+# SIMD build's): each pair must be the same file.
+for pair in "simd/shoal_js.js scalar/shoal_js.js" "remote-simd/shoal_js_remote.js remote-scalar/shoal_js_remote.js"; do
+  set -- $pair
+  if [ -f "$here/$pkg/$1" ] && [ -f "$here/$pkg/$2" ] && ! cmp -s "$here/$pkg/$1" "$here/$pkg/$2"; then
+    echo "build.sh: the glue of $1 and $2 differ; the package uses one for both" >&2
+    exit 1
+  fi
+done
 
 # --- sizes (raw and gzipped; the budget is checked by `make test-edge`) ----------------------
 if [ "$pkg" = pkg ]; then bash "$here/scripts/sizes.sh" || true; fi

@@ -18,3 +18,17 @@ export function expectShoalError(f, code) {
   expect(err.message.length).toBeGreaterThan(0);
   return err;
 }
+
+/** Awaits `f()`, expecting it to reject with a ShoalError with `code`; returns it. */
+export async function expectRejection(f, code) {
+  let err;
+  try {
+    await f();
+  } catch (e) {
+    err = e;
+  }
+  expect(err, `expected a rejection with a ShoalError ${code}`).toBeInstanceOf(ShoalError);
+  expect(err.code, err.message).toBe(code);
+  expect(err.message.length).toBeGreaterThan(0);
+  return err;
+}

@@ -422,3 +422,89 @@ fn a_large_ivf_build_gives_the_committed_bytes() {
     }
     assert_eq!(got, include_str!("../golden/large-build.txt").trim(), "the large IVF build's bytes changed");
 }
+
+/// Writes `target/conformance/remote/`, the fixtures of the Node test of
+/// `Collection.openRemote` (bindings-js/test/remote.test.js): IVF segments laid out for ranges
+/// (format 2, `NAME.v2.shoal`) and their format-1 twins (`NAME.v1.shoal`), with search
+/// requests and the native results of reading the format-2 file by ranges (`NAME.json`) —
+/// which must equal the local results of the twin, here and in wasm.
+#[cfg(not(target_family = "wasm"))]
+#[test]
+fn remote_fixtures_read_by_ranges_as_locally() {
+    use serde_json::json;
+    use shoal_core::remote::{RangeCache, RemoteSegment, Step, write_for_ranges, write_reordered_v1};
+    use shoal_core::{Collection, CollectionConfig, IndexKind, Metric, SearchRequest};
+
+    fn drive<T>(
+        bytes: &[u8],
+        cache: &mut RangeCache,
+        mut step: impl FnMut(&RangeCache) -> Result<Step<T>, shoal_core::Error>,
+    ) -> T {
+        for _ in 0..8 {
+            match step(cache).unwrap() {
+                Step::Done(t) => return t,
+                Step::Fetch(ranges) => {
+                    for r in ranges {
+                        cache.insert(r.start, &bytes[r.start as usize..(r.end as usize).min(bytes.len())]);
+                    }
+                }
+            }
+        }
+        panic!("no answer in 8 waves")
+    }
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../target/conformance/remote");
+    std::fs::create_dir_all(&dir).unwrap();
+    // (name, metric, dim, bits, codes only): every metric, 1 to 4 bits, a dimension below 64
+    // (several rows per vector block) and one above, and a codes-only segment.
+    let cases = [
+        ("l2-1", Metric::L2, 48, 1, false),
+        ("cosine-2", Metric::Cosine, 72, 2, false),
+        ("dot-4", Metric::Dot, 33, 4, false),
+        ("l2-3-codes", Metric::L2, 40, 3, true),
+    ];
+    for (c, &(name, metric, dim, bits, codes_only)) in cases.iter().enumerate() {
+        let n = 6_000;
+        let data = shoal_testkit::clustered_vectors(40 + c as u64, n, dim, 50);
+        // Ids out of row order, some beyond 2^53 (BigInts in JavaScript).
+        let ids: Vec<u64> = (0..n as u64).map(|i| if i % 97 == 5 { (1 << 60) + i } else { i * 7 + 3 }).collect();
+        let mut col = Collection::new(CollectionConfig { dim, metric }).unwrap();
+        col.insert(&ids, &data).unwrap();
+        let index =
+            format!(r#"{{"index": "ivf-rabitq", "partitions": 40, "bits": {bits}, "codes_only": {codes_only}}}"#);
+        col.seal_with(IndexKind::from_json(&index).unwrap()).unwrap();
+        let seg = col.segment(0).unwrap();
+        let v2 = write_for_ranges(seg).unwrap();
+        let v1 = write_reordered_v1(seg).unwrap();
+        let twin = Collection::from_bytes(v1.as_slice()).unwrap();
+        let queries = shoal_testkit::clustered_vectors(900 + c as u64, 30, dim, 50);
+        let mut cache = RangeCache::new(u64::MAX);
+        let remote = drive(v2.as_slice(), &mut cache, RemoteSegment::open);
+        let (mut requests, mut results) = (Vec::new(), Vec::new());
+        for (q, v) in queries.chunks_exact(dim).enumerate() {
+            // Default settings, and some with other probes, re-ranking, offsets and limits.
+            let mut req = json!({"vector": v.iter().map(|&x| x as f64).collect::<Vec<f64>>(), "limit": 10});
+            match q % 5 {
+                1 => req["params"] = json!({"nprobe": 3, "rerank": 2}),
+                2 => req["offset"] = json!(4),
+                3 => req["limit"] = json!(1),
+                4 => req["params"] = json!({"nprobe": 40}),
+                _ => {}
+            }
+            let parsed = SearchRequest::from_json(&req.to_string()).unwrap();
+            let got = drive(v2.as_slice(), &mut cache, |c| remote.search(&parsed, c));
+            let local = twin.search(&parsed).unwrap();
+            let row = |r: &shoal_core::SearchResponse| -> Vec<(String, u32)> {
+                r.points.iter().map(|p| (p.id.to_string(), p.score.to_bits())).collect()
+            };
+            assert_eq!(row(&got), row(&local), "{name}: query {q} read by ranges differs from the local search");
+            assert!(!got.points.is_empty(), "{name}: query {q} finds points");
+            requests.push(req);
+            results.push(json!(row(&got)));
+        }
+        std::fs::write(dir.join(format!("{name}.v2.shoal")), v2.as_slice()).unwrap();
+        std::fs::write(dir.join(format!("{name}.v1.shoal")), v1.as_slice()).unwrap();
+        let fixture = json!({"dim": dim, "metric": metric.name(), "rows": n, "codesOnly": codes_only,
+            "bootstrapLen": remote.bootstrap_len(), "requests": requests, "results": results});
+        std::fs::write(dir.join(format!("{name}.json")), fixture.to_string()).unwrap();
+    }
+}

@@ -1,0 +1,435 @@
+// Segments searched where they lie — a static host, a CDN, an object store — by fetching the
+// byte ranges each query needs: `Collection.openRemote` (and `openRemote` here).
+//
+// The reading is planned in WebAssembly, by a module of its own (`pkg/remote-*`, the crate
+// `shoal-js-remote`, loaded by the first `openRemote`): it names the ranges a step lacks, this
+// file fetches them — all of one step at once, a *wave* — and hands them back, until the step
+// is done. The last step is the local search over the same bytes: the results are a local
+// search's, bit for bit. Every byte read is checked against a CRC the segment holds (format 2);
+// bytes that fail are fetched again once, from an empty cache.
+//
+// Nothing a server answers becomes a result unless it is what was asked: a status other than
+// 206 (or a whole-object 200 up to `wholeBodyCap`), a `Content-Range` that is not the range
+// asked, a short body, or another object (its ETag, pinned at open and sent as `If-Match`, or
+// its length) is a `ShoalError` (`remote_status`, `range_unsupported`, `bad_response`,
+// `object_changed`, `transport`, `no_progress`) — the codes of the native reader.
+
+import * as remoteGlue from "../pkg/remote-simd/shoal_js_remote.js";
+import { ShoalError, call } from "./errors.js";
+import { initOptions, instantiate } from "./load.js";
+import { requestParts, results } from "./requests.js";
+
+/** Bytes fetched first when no `bootstrapBytes` is given: a format-2 segment's header and
+ * table, and in a small segment everything. */
+const OPEN_PREFIX = 256 * 1024;
+/** Default budget of fetched bytes kept between searches. */
+const CACHE_BYTES = 64 * 1024 * 1024;
+/** The largest whole object taken when a server ignores `Range` (200 instead of 206). */
+const WHOLE_BODY_CAP = 16 * 1024 * 1024;
+/** Times a request failing with a 5xx status or a network error is tried again. */
+const RETRIES = 2;
+/** Waves after which a step still naming ranges is abandoned (it converges in two or three). */
+const MAX_WAVES = 12;
+
+/** @type {Promise<{ simd: boolean, kernels: string }> | null} */
+let loading = null;
+
+/**
+ * Loads the remote module (once; later calls return the first result).
+ * @param {any} opts `{ simd, module }` as in `init`
+ */
+function initRemote(opts) {
+  if (!loading) {
+    const url = (/** @type {boolean} */ simd) =>
+      simd
+        ? new URL("../pkg/remote-simd/shoal_js_remote_bg.wasm", import.meta.url)
+        : new URL("../pkg/remote-scalar/shoal_js_remote_bg.wasm", import.meta.url);
+    loading = Promise.resolve()
+      .then(() => instantiate(remoteGlue, url, initOptions({ simd: opts.simd, module: opts.module }, "openRemote")))
+      .then(() => {
+        const kernels = remoteGlue.kernels_name();
+        return Object.freeze({ simd: kernels === "simd128", kernels });
+      });
+    loading.catch(() => (loading = null));
+  }
+  return loading;
+}
+
+/**
+ * @param {string} code
+ * @param {string} message
+ */
+const fail = (code, message) => new ShoalError(code, message);
+
+/** `bytes FIRST-LAST/TOTAL` (TOTAL may be `*`) as `[first, last, total | null]`, or null.
+ * @param {string | null} v */
+function parseContentRange(v) {
+  const m = /^\s*bytes\s+(\d+)-(\d+)\/(\d+|\*)\s*$/.exec(v ?? "");
+  if (!m) return null;
+  const [first, last] = [Number(m[1]), Number(m[2])];
+  return first <= last ? [first, last, m[3] === "*" ? null : Number(m[3])] : null;
+}
+
+/** Reads byte ranges of one object over HTTP(S) with `fetch`. */
+class HttpRanges {
+  /** @type {string | null} the ETag pinned by the first answer */
+  #etag = null;
+  /** @type {number | null} the object's length, from the first answer */
+  length = null;
+  /** @type {Uint8Array | null} the whole object, when the server ignored `Range` */
+  #whole = null;
+
+  /**
+   * @param {string} url
+   * @param {{ fetch: typeof fetch, headers: Record<string, string>, wholeBodyCap: number }} o
+   */
+  constructor(url, o) {
+    this.name = url;
+    this.url = url;
+    this.fetch = o.fetch;
+    this.headers = o.headers;
+    this.wholeBodyCap = o.wholeBodyCap;
+  }
+
+  /** Bytes `start..end` (fewer where the object ends), retried on 5xx and network errors.
+   * @param {number} start @param {number} end */
+  async read(start, end) {
+    for (let tries = 0; ; tries++) {
+      if (this.#whole) return this.#slice(start, end);
+      try {
+        return await this.#tryRead(start, end);
+      } catch (e) {
+        const code = /** @type {any} */ (e)?.code;
+        const retry = code === "transport" || (code === "remote_status" && /** @type {any} */ (e).status >= 500);
+        if (!retry || tries >= RETRIES) throw e;
+      }
+      await new Promise((r) => setTimeout(r, 50 << (tries + 1)));
+    }
+  }
+
+  /** @param {number} start @param {number} end */
+  #slice(start, end) {
+    const whole = /** @type {Uint8Array} */ (this.#whole);
+    if (start > whole.length) throw fail("bad_response", `${this.name}: range at ${start} past the object's end`);
+    return whole.subarray(start, Math.min(end, whole.length));
+  }
+
+  /** @param {number} start @param {number} end */
+  async #tryRead(start, end) {
+    /** @type {Record<string, string>} */
+    const headers = { ...this.headers, Range: `bytes=${start}-${end - 1}` };
+    // A weak ETag never matches `If-Match` (RFC 9110): it is compared, not sent.
+    if (this.#etag && !this.#etag.startsWith("W/")) headers["If-Match"] = this.#etag;
+    /** @type {Response} */
+    let resp;
+    try {
+      resp = await this.fetch(this.url, { headers });
+    } catch (e) {
+      throw new ShoalError("transport", `${this.name}: ${e instanceof Error ? e.message : e}`, { cause: e });
+    }
+    const status = resp.status;
+    if (status === 412) throw fail("object_changed", `${this.name}: If-Match failed (412): the object was replaced`);
+    if (status !== 206 && status !== 200) {
+      const err = fail("remote_status", `${this.name}: HTTP ${status} for bytes ${start}-${end - 1}`);
+      /** @type {any} */ (err).status = status;
+      // (The body is not read: released.)
+      resp.body?.cancel().catch(() => {});
+      throw err;
+    }
+    const tag = resp.headers.get("etag");
+    if (this.#etag !== null && tag !== null && tag !== this.#etag) {
+      resp.body?.cancel().catch(() => {});
+      throw fail("object_changed", `${this.name}: ETag ${tag}, opened as ${this.#etag}`);
+    }
+    const lengthHeader = resp.headers.get("content-length");
+    const declared = lengthHeader === null ? null : Number(lengthHeader);
+    let total;
+    if (status === 206) {
+      const cr = parseContentRange(resp.headers.get("content-range"));
+      if (!cr) {
+        resp.body?.cancel().catch(() => {});
+        throw fail(
+          "bad_response",
+          `${this.name}: 206 with Content-Range ${JSON.stringify(resp.headers.get("content-range"))} (a server of another origin must expose it: Access-Control-Expose-Headers: Content-Range, ETag)`,
+        );
+      }
+      const [first, last, t] = cr;
+      const stop = Math.min(end, t ?? Infinity);
+      if (stop === 0 || first !== start || last !== stop - 1) {
+        resp.body?.cancel().catch(() => {});
+        throw fail("bad_response", `${this.name}: asked bytes ${start}-${end - 1}, got ${first}-${last}`);
+      }
+      total = t;
+    } else if (declared === null || declared > this.wholeBodyCap) {
+      resp.body?.cancel().catch(() => {});
+      throw fail(
+        "range_unsupported",
+        `${this.name}: the server ignored Range and sent the whole object (${declared ?? "unknown"} bytes; at most ${this.wholeBodyCap} are taken)`,
+      );
+    }
+    let body;
+    try {
+      body = new Uint8Array(await resp.arrayBuffer());
+    } catch (e) {
+      throw new ShoalError("transport", `${this.name}: reading the body: ${e instanceof Error ? e.message : e}`, { cause: e });
+    }
+    if (declared !== null && declared !== body.length) {
+      throw fail("bad_response", `${this.name}: a body of ${body.length} bytes, Content-Length ${declared}`);
+    }
+    if (status === 200) total = body.length;
+    const known = this.length;
+    if (known !== null && total !== null && total !== undefined && known !== total) {
+      throw fail("object_changed", `${this.name}: ${total} bytes, opened with ${known}`);
+    }
+    this.#etag ??= tag;
+    this.length ??= total ?? null;
+    if (status === 200) {
+      // Kept: the next ranges are cut from it, not downloaded whole again.
+      this.#whole = body;
+      return this.#slice(start, end);
+    }
+    const expected = Math.min(end, total ?? Infinity) - start;
+    if (body.length !== expected) {
+      throw fail("bad_response", `${this.name}: ${body.length} bytes for a range of ${expected}`);
+    }
+    return body;
+  }
+}
+
+/** Reads byte ranges with a function given by the caller (an R2 binding, a file handle, …). */
+class ReadRanges {
+  /**
+   * @param {(offset: number, length: number) => any} read
+   * @param {number | null} length
+   */
+  constructor(read, length) {
+    this.name = "read()";
+    this.readFn = read;
+    this.length = length;
+  }
+
+  /** @param {number} start @param {number} end */
+  async read(start, end) {
+    const stop = this.length === null ? end : Math.min(end, this.length);
+    let got;
+    try {
+      got = await this.readFn(start, stop - start);
+    } catch (e) {
+      if (e instanceof ShoalError) throw e;
+      throw new ShoalError("transport", `read(${start}, ${stop - start}): ${e instanceof Error ? e.message : e}`, { cause: e });
+    }
+    if (got instanceof ArrayBuffer) return new Uint8Array(got);
+    if (got instanceof Uint8Array) return got;
+    throw fail("invalid_argument", `read(${start}, ${stop - start}) must return a Uint8Array or an ArrayBuffer`);
+  }
+}
+
+/**
+ * What a step of opening or searching read: waves (dependent round trips), requests, bytes,
+ * and retries after bytes that failed their checksum.
+ * @typedef {{ waves: number, requests: number, bytes: number, retries: number }} Trip
+ */
+
+/** A segment searched by byte ranges, opened with `Collection.openRemote`. */
+export class RemoteCollection {
+  /** @type {any} the wasm RemoteReader (null once freed) */
+  #reader;
+  /** @type {HttpRanges | ReadRanges} */
+  #source;
+  /** @type {Promise<any>} operations run one at a time */
+  #queue = Promise.resolve();
+  /** @type {any} */
+  #info;
+
+  /**
+   * (Use `openRemote`.)
+   * @param {any} reader @param {HttpRanges | ReadRanges} source @param {Trip} opened @param {{ simd: boolean, kernels: string }} loaded
+   */
+  constructor(reader, source, opened, loaded) {
+    this.#reader = reader;
+    this.#source = source;
+    this.#info = JSON.parse(reader.info());
+    /** What opening read. */
+    this.opened = Object.freeze(opened);
+    /** Which build of the remote module runs (`simd128` or `scalar`). */
+    this.kernels = loaded.kernels;
+  }
+
+  /** Vector dimension. */
+  get dim() {
+    return this.#info.dim;
+  }
+  /** Metric: "l2", "dot" or "cosine". */
+  get metric() {
+    return this.#info.metric;
+  }
+  /** Number of points. */
+  get len() {
+    return this.#info.rows;
+  }
+  /** The segment's format version (2: laid out for ranges; 1 is read section by section). */
+  get version() {
+    return this.#info.version;
+  }
+  /** The segment file's length in bytes. */
+  get fileLen() {
+    return this.#info.fileLen;
+  }
+  /** The bytes from offset 0 that open it (format 2): `bootstrapBytes` for one request. */
+  get bootstrapLen() {
+    return this.#info.bootstrapLen;
+  }
+  /** Whether it keeps index codes only (results rank by their estimates). */
+  get codesOnly() {
+    return this.#info.codesOnly;
+  }
+  /** Fetched bytes held in memory. */
+  get cachedBytes() {
+    return this.#reader ? this.#reader.held() : 0;
+  }
+
+  /**
+   * A vector search (the request shape of `Collection.search`, vector-only: no filter, text,
+   * sparse vector, payloads or exact search). Resolves to the local results, bit for bit, with
+   * `io`: what this search fetched.
+   * @param {Record<string, any>} req
+   */
+  search(req) {
+    const run = () => this.#search(req);
+    const next = this.#queue.then(run, run);
+    this.#queue = next.catch(() => {});
+    return next;
+  }
+
+  /** @param {Record<string, any>} req */
+  async #search(req) {
+    const [json, v] = requestParts(req);
+    const reader = this.#get();
+    call(() => reader.trim());
+    const step = () => call(() => this.#get().search(json, v));
+    /** @type {Trip} */
+    const io = { waves: 0, requests: 0, bytes: 0, retries: 0 };
+    try {
+      await drive(this.#source, () => this.#get(), step, io);
+    } catch (e) {
+      // Bytes that failed their checksum: fetched again once, from an empty cache (a fault in
+      // transit then costs a retry; bytes wrong at the source stay an error).
+      if (!(e instanceof ShoalError) || e.code !== "bad_segment") throw e;
+      call(() => this.#get().clear());
+      io.retries += 1;
+      await drive(this.#source, () => this.#get(), step, io);
+    }
+    const out = call(() => this.#get().output());
+    return { ...results(out), io };
+  }
+
+  /** Frees the wasm memory it holds; later calls throw `freed`. */
+  free() {
+    this.#reader?.free();
+    this.#reader = null;
+  }
+
+  #get() {
+    if (!this.#reader) throw fail("freed", "this remote collection was freed");
+    return this.#reader;
+  }
+}
+
+/**
+ * Runs one step function of the reader until it names nothing more to fetch.
+ * @param {HttpRanges | ReadRanges} source
+ * @param {() => any} reader
+ * @param {() => Float64Array} step
+ * @param {Trip} io
+ */
+async function drive(source, reader, step, io) {
+  let waves = 0;
+  for (;;) {
+    const flat = step();
+    if (flat.length === 0) return;
+    if (waves >= MAX_WAVES) throw fail("no_progress", `${source.name}: still reading after ${MAX_WAVES} waves`);
+    /** @type {[number, number][]} */
+    const ranges = [];
+    for (let i = 0; i < flat.length; i += 2) ranges.push([flat[i], flat[i + 1]]);
+    const answers = await Promise.all(ranges.map(([s, e]) => source.read(s, e)));
+    waves++;
+    io.waves++;
+    const r = reader();
+    for (let i = 0; i < ranges.length; i++) {
+      const [s, e] = ranges[i];
+      const got = answers[i].length;
+      // Fewer bytes only where the object ends (the first read asks past a small file's end);
+      // before its length is known, the header's is checked once open.
+      const ends = source.length === null ? got < e - s : s + got === source.length && source.length < e;
+      if (got !== e - s && !ends) throw fail("bad_response", `${source.name}: ${got} bytes for a range of ${e - s} at ${s}`);
+      io.requests++;
+      io.bytes += got;
+      call(() => r.supply(s, answers[i]));
+    }
+  }
+}
+
+/**
+ * Opens a segment where it lies, reading only what opening needs (format 2: one request of
+ * `bootstrapBytes`, or of 256 KiB then the rest of its bootstrap region).
+ *
+ * `source`: the segment's URL (`http:`, `https:`, or relative to the page), fetched with
+ * `Range` requests (and `If-Match` once its ETag is known); or an object `{ read(offset,
+ * length), size? }` whose `read` returns (a promise of) those bytes — an R2 binding's `get`
+ * with a range, a file handle's read.
+ *
+ * @param {string | URL | { read: (offset: number, length: number) => any, size?: number }} source
+ * @param {{ cacheBytes?: number, fetch?: typeof fetch, headers?: Record<string, string>,
+ *   bootstrapBytes?: number, mergeGap?: number, wholeBodyCap?: number, simd?: boolean,
+ *   module?: any }} [opts]
+ * @returns {Promise<RemoteCollection>}
+ */
+export async function openRemote(source, opts = {}) {
+  if (opts === null || typeof opts !== "object") throw fail("invalid_argument", "openRemote: options must be an object");
+  const num = (/** @type {any} */ v, /** @type {number} */ def, /** @type {string} */ name, min = 0) => {
+    if (v === undefined) return def;
+    if (typeof v !== "number" || !Number.isSafeInteger(v) || v < min) {
+      throw fail("invalid_argument", `openRemote: \`${name}\` must be an integer of at least ${min}`);
+    }
+    return v;
+  };
+  const cacheBytes = num(opts.cacheBytes, CACHE_BYTES, "cacheBytes");
+  const prefix = num(opts.bootstrapBytes, OPEN_PREFIX, "bootstrapBytes", 64);
+  const mergeGap = num(opts.mergeGap, -1, "mergeGap");
+  const wholeBodyCap = num(opts.wholeBodyCap, WHOLE_BODY_CAP, "wholeBodyCap");
+  /** @type {HttpRanges | ReadRanges} */
+  let ranges;
+  if (typeof source === "string" || source instanceof URL) {
+    const f = opts.fetch ?? globalThis.fetch;
+    if (typeof f !== "function") throw fail("invalid_argument", "openRemote: no `fetch` in this runtime: give one");
+    const base = /** @type {any} */ (globalThis).location?.href;
+    let url;
+    try {
+      url = new URL(source, base).href;
+    } catch {
+      throw fail("invalid_argument", `openRemote: not a URL: ${source}`);
+    }
+    ranges = new HttpRanges(url, { fetch: f.bind(globalThis), headers: { ...(opts.headers ?? {}) }, wholeBodyCap });
+  } else if (source !== null && typeof source === "object" && typeof source.read === "function") {
+    ranges = new ReadRanges(source.read.bind(source), source.size === undefined ? null : num(source.size, 0, "size"));
+  } else {
+    throw fail("invalid_argument", "openRemote: give a URL or an object with read(offset, length)");
+  }
+  const loaded = await initRemote(opts);
+  const reader = call(() => new remoteGlue.RemoteReader(cacheBytes, prefix));
+  /** @type {Trip} */
+  const opened = { waves: 0, requests: 0, bytes: 0, retries: 0 };
+  try {
+    await drive(ranges, () => reader, () => call(() => reader.open()), opened);
+    const info = JSON.parse(reader.info());
+    ranges.length ??= info.fileLen;
+    if (ranges.length !== info.fileLen) {
+      throw fail("object_changed", `${ranges.name}: the object holds ${ranges.length} bytes, its header says ${info.fileLen}`);
+    }
+    if (mergeGap >= 0) reader.set_merge_gap(mergeGap);
+  } catch (e) {
+    reader.free();
+    throw e;
+  }
+  return new RemoteCollection(reader, ranges, opened, loaded);
+}
