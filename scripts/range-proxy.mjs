@@ -9,7 +9,8 @@
 // Prints `listening on http://127.0.0.1:PORT` once ready. Control endpoints (not forwarded):
 //   GET  /__stats          {"requests": N, "bytes": B} since the last reset
 //   POST /__reset          zeroes the counters and clears the fault
-//   POST /__fault?mode=M&times=T   the next T forwarded requests (default: all) get fault M:
+//   POST /__fault?mode=M&times=T&path=P   the next T forwarded requests (default: all) whose
+//        path starts with P (default: any) get fault M:
 //        status-NNN         answer NNN without forwarding
 //        truncate           forward, but end the body halfway (the declared length unchanged)
 //        flip               forward, with one byte of the body changed
@@ -30,8 +31,8 @@ let fault = null; // { mode, times }
 
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 
-function takeFault() {
-  if (!fault) return null;
+function takeFault(path) {
+  if (!fault || (fault.path !== null && !path.startsWith(fault.path))) return null;
   const mode = fault.mode;
   if (fault.times !== null && --fault.times <= 0) fault = null;
   return mode;
@@ -50,12 +51,12 @@ const server = http.createServer(async (req, res) => {
   }
   if (url.pathname === "/__fault") {
     const times = url.searchParams.get("times");
-    fault = { mode: url.searchParams.get("mode"), times: times === null ? null : Number(times) };
+    fault = { mode: url.searchParams.get("mode"), times: times === null ? null : Number(times), path: url.searchParams.get("path") };
     return res.end("ok");
   }
   stats.requests += 1;
   if (latency > 0) await sleep(latency);
-  const mode = takeFault();
+  const mode = takeFault(url.pathname);
   if (mode && mode.startsWith("status-")) {
     res.writeHead(Number(mode.slice(7)), { "content-type": "text/plain" });
     return res.end("injected\n");

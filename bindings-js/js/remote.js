@@ -420,7 +420,16 @@ export async function openRemote(source, opts = {}) {
   /** @type {Trip} */
   const opened = { waves: 0, requests: 0, bytes: 0, retries: 0 };
   try {
-    await drive(ranges, () => reader, () => call(() => reader.open()), opened);
+    const open = () => drive(ranges, () => reader, () => call(() => reader.open()), opened);
+    try {
+      await open();
+    } catch (e) {
+      // Bytes that failed their checksum: fetched again once (as in `search`).
+      if (!(e instanceof ShoalError) || e.code !== "bad_segment") throw e;
+      reader.clear();
+      opened.retries += 1;
+      await open();
+    }
     const info = JSON.parse(reader.info());
     ranges.length ??= info.fileLen;
     if (ranges.length !== info.fileLen) {

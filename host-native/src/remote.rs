@@ -149,7 +149,7 @@ impl RemoteCollection {
         prefix: u64,
     ) -> Result<RemoteCollection, HostError> {
         let mut cache = RangeCache::new(cache_bytes);
-        let (segment, opened) = drive(&*source, &mut cache, |c| RemoteSegment::open_with(c, prefix))?;
+        let (segment, opened) = drive_checked(&*source, &mut cache, |c| RemoteSegment::open_with(c, prefix))?;
         if let Some(len) = source.object_len().filter(|&n| n != segment.file_len()) {
             let message = format!("the object holds {len} bytes, its header says {}", segment.file_len());
             return Err(remote(&*source, RemoteError::Changed(message)));
@@ -177,19 +177,25 @@ impl RemoteCollection {
     pub fn search(&self, req: &SearchRequest) -> Result<(SearchResponse, Trip), HostError> {
         let mut cache = self.cache.lock().unwrap_or_else(|e| e.into_inner());
         cache.trim();
-        match drive(&*self.source, &mut cache, |c| self.segment.search(req, c)) {
-            // Bytes that failed their checksum: fetched again once, from an empty cache (a
-            // fault in transit then costs a retry; bytes wrong at the source stay an error).
-            Err(HostError::Segment {
-                source: shoal_core::Error::Format(FormatError::ChecksumMismatch { .. }), ..
-            }) => {
-                cache.clear();
-                let (res, mut trip) = drive(&*self.source, &mut cache, |c| self.segment.search(req, c))?;
-                trip.retries += 1;
-                Ok((res, trip))
-            }
-            other => other,
+        drive_checked(&*self.source, &mut cache, |c| self.segment.search(req, c))
+    }
+}
+
+/// [`drive`], once more from an empty cache when bytes fail their checksum (a fault in transit
+/// then costs a retry; bytes wrong at the source stay an error).
+fn drive_checked<T>(
+    source: &dyn RangeSource,
+    cache: &mut RangeCache,
+    mut step: impl FnMut(&RangeCache) -> Result<Step<T>, shoal_core::Error>,
+) -> Result<(T, Trip), HostError> {
+    let mut trip = Trip::default();
+    match drive(source, cache, &mut step, &mut trip) {
+        Err(HostError::Segment { source: shoal_core::Error::Format(FormatError::ChecksumMismatch { .. }), .. }) => {
+            cache.clear();
+            trip.retries += 1;
+            Ok((drive(source, cache, step, &mut trip)?, trip))
         }
+        other => Ok((other?, trip)),
     }
 }
 
@@ -198,22 +204,25 @@ fn remote(source: &dyn RangeSource, error: RemoteError) -> HostError {
     HostError::Remote { object: source.name().to_string(), error }
 }
 
-/// Runs one step function of the core to completion, fetching what it names.
+/// Runs one step function of the core to completion, fetching what it names; adds what it
+/// fetched to `trip`.
 fn drive<T>(
     source: &dyn RangeSource,
     cache: &mut RangeCache,
     mut step: impl FnMut(&RangeCache) -> Result<Step<T>, shoal_core::Error>,
-) -> Result<(T, Trip), HostError> {
-    let mut trip = Trip::default();
+    trip: &mut Trip,
+) -> Result<T, HostError> {
+    let mut waves = 0;
     loop {
         let ranges = match step(cache).map_err(|e| HostError::Segment { path: source.name().into(), source: e })? {
-            Step::Done(t) => return Ok((t, trip)),
+            Step::Done(t) => return Ok(t),
             Step::Fetch(ranges) => ranges,
         };
-        if trip.waves >= MAX_WAVES {
+        if waves >= MAX_WAVES {
             return Err(remote(source, RemoteError::NoProgress));
         }
         let answers = source.read(&ranges).map_err(|e| remote(source, e))?;
+        waves += 1;
         trip.waves += 1;
         for (r, bytes) in ranges.iter().zip(&answers) {
             let asked = r.end - r.start;

@@ -251,6 +251,13 @@ fn format_2_over_http_answers_as_format_1_and_checks_what_arrives() {
             }
         }
     }
+    // One byte of the bootstrap region flipped in transit: opening reads it again once.
+    proxy.fault("flip", Some(1));
+    let boot = col.segment().bootstrap_len();
+    let reopened = RemoteCollection::open_with(Box::new(HttpRanges::new(&url)), 64 << 20, boot).unwrap();
+    assert_eq!((reopened.opened().retries, reopened.opened().waves), (1, 2));
+    let req = q.next().unwrap();
+    assert_eq!(bits(&reopened.search(&req).unwrap().0), bits(&local.search(&req).unwrap()));
 }
 
 #[test]

@@ -29,6 +29,7 @@ import { dirname, extname, join, relative, resolve, sep } from "node:path";
 import { fileURLToPath } from "node:url";
 import { check, finish } from "./checks.mjs";
 import { shoalServe } from "./serve.mjs";
+import { startNginx, startProxy } from "../servers.mjs";
 
 const here = dirname(fileURLToPath(import.meta.url)); // bindings-js/test/edge
 const pkgDir = resolve(here, "../.."); // bindings-js
@@ -318,6 +319,57 @@ async function browserExample(browser, version, host) {
   }
 }
 
+// ---- Collection.openRemote in Chromium -------------------------------------------------------
+// The page (test/edge/remote.html) and the package served by nginx through the fault proxy,
+// the segments read by ranges from the same origin: every result equal to the native results
+// of target/conformance/remote/ (ids and f32 score bits), both builds; a fault in transit
+// retried, a 404 a typed error.
+async function remoteInChromium(browser, version) {
+  const dir = join(root, "target", "conformance", "remote");
+  if (!existsSync(join(dir, "l2-1.json"))) {
+    check("chromium: openRemote", false, `${dir} is missing (cargo test -p shoal-tests --test conformance writes it)`);
+    return;
+  }
+  const nginx = await startNginx();
+  const proxy = await startProxy(nginx.base);
+  const context = await browser.newContext();
+  try {
+    const { symlinkSync } = await import("node:fs");
+    symlinkSync(pkgDir, join(nginx.www, "shoal"));
+    for (const f of readdirSync(dir)) nginx.put(`remote/${f}`, readFileSync(join(dir, f)));
+    const page = (name, extra = "") =>
+      pageResult(context, `${proxy.base}/shoal/test/edge/remote.html?segment=/remote/${name}.v2.shoal&fixture=/remote/${name}.json${extra}`);
+    for (const name of ["l2-1", "cosine-2", "dot-4", "l2-3-codes"]) {
+      const f = JSON.parse(readFileSync(join(dir, `${name}.json`), "utf8"));
+      for (const [simd, kernels] of [["1", "simd128"], ["0", "scalar"]]) {
+        const r = await page(name, `&simd=${simd}&bootstrap=${f.bootstrapLen}&repeat=2`);
+        const same = !r.error && r.searches.every((s, i) => JSON.stringify(s.rows) === JSON.stringify(f.results[i >> 1]));
+        const ok = same && r.kernels === kernels && r.opened.requests === 1 && r.searches.every((s) => !s.warm || s.io.requests === 0);
+        check(`chromium ${version}: openRemote ${name} (${kernels}) = native results, bit for bit; open 1 request, warm 0`, ok,
+          r.error ? JSON.stringify(r).slice(0, 400) : `${r.searches.length} searches; first search of each request: mean ${(r.searches.filter((s) => !s.warm).reduce((a, s) => a + s.io.requests, 0) / f.requests.length).toFixed(1)} requests`);
+      }
+    }
+    // The first response (the bootstrap region) with a byte flipped: fetched again once.
+    const dot = JSON.parse(readFileSync(join(dir, "dot-4.json"), "utf8"));
+    // (A new context: the pages above left these ranges in the HTTP cache.)
+    const fresh = await browser.newContext();
+    const flipped = await pageResult(fresh,
+      `${proxy.base}/shoal/test/edge/remote.html?segment=/remote/dot-4.v2.shoal&fixture=/remote/dot-4.json&flip=1&bootstrap=${dot.bootstrapLen}`);
+    await fresh.close();
+    const right = !flipped.error && flipped.searches.every((s, i) => JSON.stringify(s.rows) === JSON.stringify(dot.results[i]));
+    check("chromium: openRemote, a byte flipped in transit: fetched again once, the same results",
+      right && flipped.opened.retries === 1, JSON.stringify(flipped.error ?? flipped.opened).slice(0, 300));
+    const missing = await pageResult(context, `${proxy.base}/shoal/test/edge/remote.html?segment=/remote/none.shoal&fixture=/remote/l2-1.json`);
+    check("chromium: openRemote of a missing object is remote_status", missing.code === "remote_status", JSON.stringify(missing).slice(0, 300));
+  } catch (e) {
+    check("chromium: openRemote", false, String(e));
+  } finally {
+    await context.close();
+    proxy.stop();
+    nginx.stop();
+  }
+}
+
 // ---- chromium -----------------------------------------------------------------------------
 async function chromium() {
   const exe = process.env.SHOAL_CHROMIUM ?? "/usr/bin/chromium";
@@ -364,6 +416,7 @@ async function chromium() {
       compare(`chromium ${version} ${kernels} (${what})`, result, kernels);
       await page.close();
     }
+    await remoteInChromium(browser, version);
     await persistence(browser, origin, version);
     await workerHelper(browser, origin, version);
     await coldStart(browser, origin, version);
