@@ -243,10 +243,11 @@ bench-codes-only: build-js
 
 # Segments read by byte ranges from nginx with 20 ms added per request (docs/benchmarks.md,
 # "Segments read by byte ranges"): format 1 against format 2, cold and warm.
-bench-remote: setup-nginx
+bench-remote: setup-nginx build-js setup-edge
 	pip install -q -r bench/requirements-bench.txt
 	python3 bench/datasets.py --only glove-400k,synthetic-1m-128
 	$(CARGO) bench -p shoal-host --bench remote
+	node bench/node/remote.mjs
 
 # ANN: datasets with exact ground truth, Shoal native and wasm, then the peers (PyPI packages).
 ANN_DATASETS ?= glove-100k,gcide-256

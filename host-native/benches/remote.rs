@@ -13,7 +13,8 @@
 //!
 //! `SHOAL_REMOTE_MERGE_GAP` (bytes, default 16 KiB): ranges this close are fetched as one.
 //!
-//! Writes `~/.cache/shoal/results/remote-<dataset>.json`.
+//! Writes `~/.cache/shoal/results/remote-<dataset>.json`, and keeps the format-2 file and the
+//! queries in `~/.cache/shoal/remote/` for `bench/remote-js.mjs` (Node and Chromium).
 //! `python3 bench/datasets.py --only synthetic-1m-128 && cargo bench -p shoal-host --bench remote`
 
 use std::time::Instant;
@@ -115,6 +116,19 @@ fn main() {
             v2.as_slice().len() / 1_000_000
         );
         let hint = u64::from_le_bytes(v2.as_slice()[40..48].try_into().unwrap());
+        // The format-2 file and the queries with their neighbours, for the JavaScript benchmark
+        // (bench/remote-js.mjs: the same reads from Node and Chromium).
+        let kept = cache().join("remote");
+        std::fs::create_dir_all(&kept).unwrap();
+        std::fs::write(kept.join(format!("{name}.v2.shoal")), v2.as_slice()).unwrap();
+        let js_queries: Vec<serde_json::Value> = queries
+            .chunks_exact(dim)
+            .take(nq)
+            .map(|q| json!({"vector": q.iter().map(|&x| f64::from(x)).collect::<Vec<f64>>(), "limit": k}))
+            .collect();
+        let js_fixture = json!({"dataset": name, "n": n, "dim": dim, "metric": metric.name(), "bootstrapLen": hint,
+            "requests": js_queries, "truth": gt.chunks_exact(k).take(nq).collect::<Vec<_>>()});
+        std::fs::write(kept.join(format!("{name}.json")), js_fixture.to_string()).unwrap();
         let hints = std::collections::HashMap::from([("v1", shoal_core::remote::OPEN_PREFIX), ("v2", hint)]);
         let urls = [("v1", nginx.put("v1.shoal", &v1)), ("v2", nginx.put("v2.shoal", v2.as_slice()))];
         drop((v1, v2));
