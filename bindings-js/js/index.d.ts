@@ -479,9 +479,9 @@ export interface RemoteTrip {
   retries: number;
 }
 
-/** A segment searched by byte ranges (`Collection.openRemote`): read-only, vector searches. */
-export class RemoteCollection {
-  private constructor();
+/** A segment searched by byte ranges (`Collection.openRemote`): read-only, vector searches.
+ * (A type only: made by `openRemote`.) */
+export interface RemoteCollection {
   readonly dim: number;
   readonly metric: Metric;
   /** Number of points. */

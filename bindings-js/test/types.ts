@@ -7,6 +7,7 @@ import { Batch, Collection } from "../js/collection.js";
 import { ShoalError } from "../js/errors.js";
 import { init, simdSupported, wasmMemoryBytes } from "../js/load.js";
 import { openFromIndexedDB, openFromOPFS, saveToIndexedDB, saveToOPFS } from "../js/persist.js";
+import { RemoteCollection, openRemote } from "../js/remote.js";
 
 export const implementation: {
   ShoalError: typeof Api.ShoalError;
@@ -34,6 +35,9 @@ export const implementation: {
 
 // Batch's constructor is private in the declarations: its instances are compared.
 export const batch = (b: InstanceType<typeof Batch>): Api.Batch => b;
+// `Collection.openRemote` (a dynamic import of remote.js) as declared.
+export const remote: (s: Api.RemoteSource, o?: Api.RemoteOptions) => Promise<Api.RemoteCollection> = openRemote;
+export const remoteCollection = (r: InstanceType<typeof RemoteCollection>): Api.RemoteCollection => r;
 
 // A use of the declarations, as a TypeScript user writes it.
 export async function use(C: typeof Api.Collection, W: typeof WorkerApi.SearchWorker): Promise<number> {
@@ -50,5 +54,9 @@ export async function use(C: typeof Api.Collection, W: typeof WorkerApi.SearchWo
   for await (const p of col.points({ filter })) got.push(p);
   const worker = await W.open(col.toBytes());
   await worker.search({ vector: new Float32Array(3), limit: 1 });
-  return res.points.length + got.length + page.points.length + col.count(filter) + Object.keys(col.fields).length;
+  const far = await C.openRemote("https://cdn.example/v.shoal", { bootstrapBytes: 142080, headers: { authorization: "x" } });
+  const hit = await far.search({ vector: new Float32Array(far.dim), limit: 10, params: { nprobe: 32 } });
+  const bytes = new Uint8Array(64);
+  await C.openRemote({ read: async (offset, length) => bytes.subarray(offset, offset + length), size: 64 });
+  return hit.io.requests + far.opened.waves + res.points.length + got.length + page.points.length + col.count(filter) + Object.keys(col.fields).length;
 }

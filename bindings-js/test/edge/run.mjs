@@ -538,16 +538,21 @@ async function workerd() {
     (name = "segment.shoal", data = embed "${rel(join(example, "segment.shoal"))}"),
     (name = "shoal", esModule = "export * from \\"node_modules/shoal/js/index.js\\";"),
     (name = "shoal/wasm/simd.wasm", wasm = embed "${rel(join(pkgDir, "pkg", wasm, "shoal_js_bg.wasm"))}"),
+    (name = "shoal/wasm/remote-simd.wasm", wasm = embed "${rel(join(pkgDir, "pkg", `remote-${wasm}`, "shoal_js_remote_bg.wasm"))}"),
+    (name = "node_modules/shoal/pkg/remote-simd/shoal_js_remote.js", esModule = embed "${rel(join(pkgDir, "pkg", "remote-simd", "shoal_js_remote.js"))}"),
 ${jsModules.map((f) => `    (name = "node_modules/shoal/js/${f}", esModule = embed "${rel(join(pkgDir, "js", f))}"),\n`).join("")}    (name = "node_modules/shoal/pkg/simd/shoal_js.js", esModule = embed "${rel(join(pkgDir, "pkg", "simd", "shoal_js.js"))}"),
     (name = "node_modules/shoal/pkg/scalar/shoal_js.js", esModule = embed "${rel(join(pkgDir, "pkg", "scalar", "shoal_js.js"))}"),
   ],
   compatibilityDate = "2025-09-01",
+  globalOutbound = "net",
 )`;
   const [portSimd, portScalar] = [await freePort(), await freePort()];
   const configPath = join(workDir, "workerd.capnp");
   writeFileSync(configPath, `using Workerd = import "/workerd/workerd.capnp";
 const config :Workerd.Config = (
-  services = [(name = "simd", worker = .simd), (name = "scalar", worker = .scalar)],
+  services = [(name = "simd", worker = .simd), (name = "scalar", worker = .scalar),
+    # Fetches from the workers may reach 127.0.0.1 (the remote segments' server).
+    (name = "net", network = (allow = ["public", "private", "local"]))],
   sockets = [
     (name = "simd", address = "127.0.0.1:${portSimd}", http = (), service = "simd"),
     (name = "scalar", address = "127.0.0.1:${portScalar}", http = (), service = "scalar"),
@@ -570,8 +575,41 @@ const scalar :Workerd.Worker = ${worker("scalar")};
       }
       compare(`workerd ${version} ${kernels}: scenario inside the worker (init({ module }))`, result, kernels);
       await checkExampleRoutes("workerd: example worker", port, kernels, log);
+      await remoteInWorkerd(port, kernels, version, log);
     }
   });
+}
+
+/** `Collection.openRemote` inside workerd, reading target/conformance/remote/ from nginx: the
+ * native results, bit for bit. */
+async function remoteInWorkerd(port, kernels, version, log) {
+  const dir = join(root, "target", "conformance", "remote");
+  if (!existsSync(join(dir, "l2-1.json"))) {
+    check("workerd: openRemote", false, `${dir} is missing (cargo test -p shoal-tests --test conformance writes it)`);
+    return;
+  }
+  const nginx = await startNginx();
+  try {
+    for (const name of ["l2-1", "dot-4"]) {
+      const f = JSON.parse(readFileSync(join(dir, `${name}.json`), "utf8"));
+      const segment = nginx.put(`${name}.v2.shoal`, readFileSync(join(dir, `${name}.v2.shoal`)));
+      let r;
+      try {
+        const resp = await fetch(`http://127.0.0.1:${port}/remote`, {
+          method: "POST",
+          body: JSON.stringify({ segment, bootstrapLen: f.bootstrapLen, requests: f.requests }),
+        });
+        r = await resp.json();
+      } catch (e) {
+        r = { error: `${e}; log: ${log().slice(-1500)}` };
+      }
+      const ok = !r.error && r.kernels === kernels && r.opened.requests === 1 && JSON.stringify(r.rows) === JSON.stringify(f.results);
+      check(`workerd ${version} ${kernels}: openRemote ${name} from 127.0.0.1 (init({ module })) = native results, bit for bit`, ok,
+        r.error ? JSON.stringify(r).slice(0, 500) : `${r.rows.length} searches, ${r.io.reduce((a, t) => a + t.requests, 0)} requests`);
+    }
+  } finally {
+    nginx.stop();
+  }
 }
 
 // ---- npm pack -----------------------------------------------------------------------------
@@ -588,7 +626,8 @@ async function pack() {
     }
     const files = info.files.map((f) => f.path).sort();
     const required = ["package.json", "js/index.d.ts", "js/wasm.d.ts", "js/worker.d.ts", "pkg/simd/shoal_js.js", "pkg/simd/shoal_js_bg.wasm",
-      "pkg/scalar/shoal_js.js", "pkg/scalar/shoal_js_bg.wasm", ...readdirSync(join(pkgDir, "js")).filter((f) => f.endsWith(".js")).map((f) => `js/${f}`)];
+      "pkg/scalar/shoal_js.js", "pkg/scalar/shoal_js_bg.wasm", "pkg/remote-simd/shoal_js_remote.js", "pkg/remote-simd/shoal_js_remote_bg.wasm",
+      "pkg/remote-scalar/shoal_js_remote_bg.wasm", ...readdirSync(join(pkgDir, "js")).filter((f) => f.endsWith(".js")).map((f) => `js/${f}`)];
     const missing = required.filter((f) => !files.includes(f));
     const extra = files.filter((f) => f.startsWith("test/") || f.startsWith("src/") || f.endsWith(".rs"));
     check("npm pack: tarball contents", missing.length === 0 && extra.length === 0,
