@@ -11,7 +11,8 @@
 // package from the same origin):
 // - cold: opened with `cacheBytes: 0` and its bootstrap hint — each query starts with only the
 //   bootstrap region in memory (in Chromium, requests also bypass the HTTP cache);
-// - warm: `cacheBytes` 1 GiB, the second pass over the queries timed.
+// - warm: `cacheBytes` 1 GiB, the second pass over the queries timed;
+// each also with `multipartRanges: true` (a wave's ranges in one request; nginx answers them).
 // Writes ~/.cache/shoal/results/remote-js-<dataset>.json.
 import { existsSync, readFileSync, symlinkSync, writeFileSync, mkdirSync } from "node:fs";
 import { createRequire } from "node:module";
@@ -63,7 +64,7 @@ const line = (where, open, c, w) =>
   `warm ${w.requests_mean.toFixed(1)} requests, p50 ${w.ms_p50.toFixed(1)} ms | recall@10 ${c.recall_at_10.toFixed(4)}`;
 
 /** Node: the same reads through the package in this process. */
-async function inNode(url, fixture) {
+async function inNode(url, fixture, multipart) {
   const requests = fixture.requests.map((r) => ({ ...r, vector: Float32Array.from(r.vector) }));
   const bits = (x) => new Uint32Array(Float32Array.of(x).buffer)[0];
   const pass = async (col) => {
@@ -76,10 +77,10 @@ async function inNode(url, fixture) {
     return out;
   };
   const t = performance.now();
-  const cold = await Collection.openRemote(url, { cacheBytes: 0, bootstrapBytes: fixture.bootstrapLen });
+  const cold = await Collection.openRemote(url, { cacheBytes: 0, bootstrapBytes: fixture.bootstrapLen, multipartRanges: multipart });
   const open = { ...cold.opened, ms: performance.now() - t };
   const coldPass = await pass(cold);
-  const warm = await Collection.openRemote(url, { cacheBytes: WARM_CACHE, bootstrapBytes: fixture.bootstrapLen });
+  const warm = await Collection.openRemote(url, { cacheBytes: WARM_CACHE, bootstrapBytes: fixture.bootstrapLen, multipartRanges: multipart });
   await pass(warm);
   const warmPass = await pass(warm);
   cold.free();
@@ -88,7 +89,7 @@ async function inNode(url, fixture) {
 }
 
 /** Chromium: the page test/edge/remote.html, a cold page and a warm one. */
-async function inChromium(base, name, fixture) {
+async function inChromium(base, name, fixture, multipart) {
   const tools = join(root, "target", "edge", "tools");
   let pw;
   try {
@@ -100,7 +101,7 @@ async function inChromium(base, name, fixture) {
   try {
     const page = async (extra) => {
       const p = await browser.newPage();
-      await p.goto(`${base}/shoal/test/edge/remote.html?segment=/remote/${name}.v2.shoal&fixture=/remote/${name}.json&bootstrap=${fixture.bootstrapLen}&nostore=1${extra}`);
+      await p.goto(`${base}/shoal/test/edge/remote.html?segment=/remote/${name}.v2.shoal&fixture=/remote/${name}.json&bootstrap=${fixture.bootstrapLen}&nostore=1${multipart ? "&multipart=1" : ""}${extra}`);
       await p.waitForFunction(() => window.__shoalResult !== undefined, null, { timeout: 600_000 });
       const r = await p.evaluate(() => window.__shoalResult);
       await p.close();
@@ -139,15 +140,18 @@ try {
     writeFileSync(join(nginx.www, "remote", `${name}.json`), JSON.stringify({ requests: fixture.requests }));
     console.log(`== ${name}: ${fixture.n} x ${fixture.dim}-d (${fixture.metric}), ${fixture.requests.length} queries, +${latency} ms per request`);
     const out = { dataset: name, n: fixture.n, dim: fixture.dim, metric: fixture.metric, queries: fixture.requests.length, latency_ms: latency, index: "ivf-rabitq, 1 bit, default settings" };
-    const node = await inNode(`${proxy.base}/remote/${name}.v2.shoal`, fixture);
-    out.node = { version: process.version, open: node.open, cold: summary(node.cold, fixture.truth), warm: summary(node.warm, fixture.truth) };
-    console.log(line(`node ${process.version}`, out.node.open, out.node.cold, out.node.warm));
-    const chromium = await inChromium(proxy.base, name, fixture);
-    if (chromium.skipped) {
-      console.log(`chromium: skipped: ${chromium.skipped}`);
-    } else {
-      out.chromium = { version: chromium.version, open: chromium.open, cold: summary(chromium.cold, fixture.truth), warm: summary(chromium.warm, fixture.truth) };
-      console.log(line(`chromium ${chromium.version}`, out.chromium.open, out.chromium.cold, out.chromium.warm));
+    for (const multipart of [false, true]) {
+      const how = multipart ? "-multipart" : "";
+      const node = await inNode(`${proxy.base}/remote/${name}.v2.shoal`, fixture, multipart);
+      const n = (out[`node${how}`] = { version: process.version, open: node.open, cold: summary(node.cold, fixture.truth), warm: summary(node.warm, fixture.truth) });
+      console.log(line(`node ${process.version}${multipart ? ", multipart ranges" : ""}`, n.open, n.cold, n.warm));
+      const chromium = await inChromium(proxy.base, name, fixture, multipart);
+      if (chromium.skipped) {
+        console.log(`chromium: skipped: ${chromium.skipped}`);
+      } else {
+        const c = (out[`chromium${how}`] = { version: chromium.version, open: chromium.open, cold: summary(chromium.cold, fixture.truth), warm: summary(chromium.warm, fixture.truth) });
+        console.log(line(`chromium ${chromium.version}${multipart ? ", multipart ranges" : ""}`, c.open, c.cold, c.warm));
+      }
     }
     const results = join(cacheDir, "results");
     mkdirSync(results, { recursive: true });

@@ -462,6 +462,9 @@ export interface RemoteOptions {
   mergeGap?: number;
   /** The largest whole object taken when a server ignores `Range` (default 16 MiB). */
   wholeBodyCap?: number;
+  /** Each wave's ranges in one request (`Range: bytes=a-b,c-d`, up to 64), for servers that
+   * answer `multipart/byteranges` (nginx, Apache; not S3). Default false. */
+  multipartRanges?: boolean;
   /** `false` forces the scalar build of the remote module. */
   simd?: boolean;
   /** The remote module itself where the runtime cannot compile bytes (workerd:

@@ -62,7 +62,8 @@ function initRemote(opts) {
 const fail = (code, message) => new ShoalError(code, message);
 
 /** `bytes FIRST-LAST/TOTAL` (TOTAL may be `*`) as `[first, last, total | null]`, or null.
- * @param {string | null} v */
+ * @param {string | null} v
+ * @returns {[number, number, number | null] | null} */
 function parseContentRange(v) {
   const m = /^\s*bytes\s+(\d+)-(\d+)\/(\d+|\*)\s*$/.exec(v ?? "");
   if (!m) return null;
@@ -70,7 +71,12 @@ function parseContentRange(v) {
   return first <= last ? [first, last, m[3] === "*" ? null : Number(m[3])] : null;
 }
 
-/** Reads byte ranges of one object over HTTP(S) with `fetch`. */
+/** The most ranges asked in one multipart request. */
+const MAX_PARTS = 64;
+
+/** Reads byte ranges of one object over HTTP(S) with `fetch`: one range per request, or with
+ * `multipart`, up to 64 per request (`Range: bytes=a-b,c-d`, answered as
+ * `multipart/byteranges` by nginx, Apache and most static servers; not S3). */
 class HttpRanges {
   /** @type {string | null} the ETag pinned by the first answer */
   #etag = null;
@@ -78,10 +84,12 @@ class HttpRanges {
   length = null;
   /** @type {Uint8Array | null} the whole object, when the server ignored `Range` */
   #whole = null;
+  /** Requests sent. */
+  requests = 0;
 
   /**
    * @param {string} url
-   * @param {{ fetch: typeof fetch, headers: Record<string, string>, wholeBodyCap: number }} o
+   * @param {{ fetch: typeof fetch, headers: Record<string, string>, wholeBodyCap: number, multipart: boolean }} o
    */
   constructor(url, o) {
     this.name = url;
@@ -89,15 +97,25 @@ class HttpRanges {
     this.fetch = o.fetch;
     this.headers = o.headers;
     this.wholeBodyCap = o.wholeBodyCap;
+    this.multipart = o.multipart;
   }
 
-  /** Bytes `start..end` (fewer where the object ends), retried on 5xx and network errors.
-   * @param {number} start @param {number} end */
-  async read(start, end) {
+  /** One wave: the bytes of each range (fewer where the object ends), all requests at once.
+   * @param {[number, number][]} ranges */
+  async readWave(ranges) {
+    const per = this.multipart ? MAX_PARTS : 1;
+    const groups = [];
+    for (let i = 0; i < ranges.length; i += per) groups.push(ranges.slice(i, i + per));
+    return (await Promise.all(groups.map((g) => this.#read(g)))).flat();
+  }
+
+  /** Some ranges in one request, retried on 5xx and network errors.
+   * @param {[number, number][]} rs */
+  async #read(rs) {
     for (let tries = 0; ; tries++) {
-      if (this.#whole) return this.#slice(start, end);
+      if (this.#whole) return rs.map(([s, e]) => this.#slice(s, e));
       try {
-        return await this.#tryRead(start, end);
+        return await this.#tryRead(rs);
       } catch (e) {
         const code = /** @type {any} */ (e)?.code;
         const retry = code === "transport" || (code === "remote_status" && /** @type {any} */ (e).status >= 500);
@@ -114,57 +132,51 @@ class HttpRanges {
     return whole.subarray(start, Math.min(end, whole.length));
   }
 
-  /** @param {number} start @param {number} end */
-  async #tryRead(start, end) {
+  /** @param {[number, number][]} rs */
+  async #tryRead(rs) {
+    const asked = rs.map(([s, e]) => `${s}-${e - 1}`).join(",");
     /** @type {Record<string, string>} */
-    const headers = { ...this.headers, Range: `bytes=${start}-${end - 1}` };
+    const headers = { ...this.headers, Range: `bytes=${asked}` };
     // A weak ETag never matches `If-Match` (RFC 9110): it is compared, not sent.
     if (this.#etag && !this.#etag.startsWith("W/")) headers["If-Match"] = this.#etag;
     /** @type {Response} */
     let resp;
+    this.requests++;
     try {
       resp = await this.fetch(this.url, { headers });
     } catch (e) {
       throw new ShoalError("transport", `${this.name}: ${e instanceof Error ? e.message : e}`, { cause: e });
     }
-    const status = resp.status;
-    if (status === 412) throw fail("object_changed", `${this.name}: If-Match failed (412): the object was replaced`);
-    if (status !== 206 && status !== 200) {
-      const err = fail("remote_status", `${this.name}: HTTP ${status} for bytes ${start}-${end - 1}`);
-      /** @type {any} */ (err).status = status;
+    const refuse = (/** @type {string} */ code, /** @type {string} */ message) => {
       // (The body is not read: released.)
       resp.body?.cancel().catch(() => {});
+      return fail(code, `${this.name}: ${message}`);
+    };
+    const status = resp.status;
+    if (status === 412) throw refuse("object_changed", "If-Match failed (412): the object was replaced");
+    if (status !== 206 && status !== 200) {
+      const err = refuse("remote_status", `HTTP ${status} for bytes ${asked.length > 80 ? `${asked.slice(0, 80)}…` : asked}`);
+      /** @type {any} */ (err).status = status;
       throw err;
     }
     const tag = resp.headers.get("etag");
-    if (this.#etag !== null && tag !== null && tag !== this.#etag) {
-      resp.body?.cancel().catch(() => {});
-      throw fail("object_changed", `${this.name}: ETag ${tag}, opened as ${this.#etag}`);
-    }
+    if (this.#etag !== null && tag !== null && tag !== this.#etag) throw refuse("object_changed", `ETag ${tag}, opened as ${this.#etag}`);
     const lengthHeader = resp.headers.get("content-length");
     const declared = lengthHeader === null ? null : Number(lengthHeader);
-    let total;
-    if (status === 206) {
-      const cr = parseContentRange(resp.headers.get("content-range"));
-      if (!cr) {
-        resp.body?.cancel().catch(() => {});
-        throw fail(
-          "bad_response",
-          `${this.name}: 206 with Content-Range ${JSON.stringify(resp.headers.get("content-range"))} (a server of another origin must expose it: Access-Control-Expose-Headers: Content-Range, ETag)`,
-        );
-      }
-      const [first, last, t] = cr;
-      const stop = Math.min(end, t ?? Infinity);
-      if (stop === 0 || first !== start || last !== stop - 1) {
-        resp.body?.cancel().catch(() => {});
-        throw fail("bad_response", `${this.name}: asked bytes ${start}-${end - 1}, got ${first}-${last}`);
-      }
-      total = t;
-    } else if (declared === null || declared > this.wholeBodyCap) {
-      resp.body?.cancel().catch(() => {});
-      throw fail(
+    const type = resp.headers.get("content-type") ?? "";
+    const boundary = status === 206 && /^\s*multipart\/byteranges/i.test(type) ? /boundary="?([^";]+)"?/i.exec(type)?.[1] ?? null : null;
+    if (status === 200 && (declared === null || declared > this.wholeBodyCap)) {
+      throw refuse(
         "range_unsupported",
-        `${this.name}: the server ignored Range and sent the whole object (${declared ?? "unknown"} bytes; at most ${this.wholeBodyCap} are taken)`,
+        `the server ignored Range and sent the whole object (${declared ?? "unknown"} bytes; at most ${this.wholeBodyCap} are taken)`,
+      );
+    }
+    /** @type {[number, number, number | null] | null} */
+    const single = status === 206 && boundary === null ? parseContentRange(resp.headers.get("content-range")) : null;
+    if (status === 206 && boundary === null && !single) {
+      throw refuse(
+        "bad_response",
+        `206 with Content-Range ${JSON.stringify(resp.headers.get("content-range"))} (a server of another origin must expose it: Access-Control-Expose-Headers: Content-Range, ETag)`,
       );
     }
     let body;
@@ -176,24 +188,88 @@ class HttpRanges {
     if (declared !== null && declared !== body.length) {
       throw fail("bad_response", `${this.name}: a body of ${body.length} bytes, Content-Length ${declared}`);
     }
-    if (status === 200) total = body.length;
+    /** @type {{ first: number, bytes: Uint8Array }[]} */
+    let parts;
+    /** @type {number | null} */
+    let total;
+    if (status === 200) {
+      [parts, total] = [[{ first: 0, bytes: body }], body.length];
+    } else if (boundary !== null) {
+      [parts, total] = parseMultipart(body, boundary, this.name);
+    } else {
+      const [first, last, t] = /** @type {[number, number, number | null]} */ (single);
+      if (body.length !== last - first + 1) throw fail("bad_response", `${this.name}: ${body.length} bytes for Content-Range ${first}-${last}`);
+      [parts, total] = [[{ first, bytes: body }], t];
+    }
     const known = this.length;
-    if (known !== null && total !== null && total !== undefined && known !== total) {
+    if (known !== null && total !== null && known !== total) {
       throw fail("object_changed", `${this.name}: ${total} bytes, opened with ${known}`);
     }
     this.#etag ??= tag;
-    this.length ??= total ?? null;
+    this.length ??= total;
     if (status === 200) {
       // Kept: the next ranges are cut from it, not downloaded whole again.
       this.#whole = body;
-      return this.#slice(start, end);
+      return rs.map(([s, e]) => this.#slice(s, e));
     }
-    const expected = Math.min(end, total ?? Infinity) - start;
-    if (body.length !== expected) {
-      throw fail("bad_response", `${this.name}: ${body.length} bytes for a range of ${expected}`);
-    }
-    return body;
+    // Each range asked, cut from the part that holds it (clipped where the object ends).
+    return rs.map(([s, e]) => {
+      const stop = Math.min(e, total ?? Infinity);
+      const p = parts.find((p) => p.first <= s && stop <= p.first + p.bytes.length && s < stop);
+      if (!p) {
+        const got = parts.map((p) => `${p.first}-${p.first + p.bytes.length - 1}`).join(",");
+        throw fail("bad_response", `${this.name}: asked bytes ${s}-${e - 1}, got ${got}`);
+      }
+      return p.bytes.subarray(s - p.first, stop - p.first);
+    });
   }
+}
+
+/**
+ * The parts of a `multipart/byteranges` body, each exactly as long as its `Content-Range`
+ * says (bytes inside a part never pass for a boundary), and the object's length.
+ * @param {Uint8Array} body @param {string} boundary @param {string} name
+ * @returns {[{ first: number, bytes: Uint8Array }[], number | null]}
+ */
+function parseMultipart(body, boundary, name) {
+  const bad = (/** @type {string} */ what) => fail("bad_response", `${name}: multipart/byteranges: ${what}`);
+  const enc = new TextEncoder();
+  const delimiter = enc.encode(`--${boundary}`);
+  const crlf2 = enc.encode("\r\n\r\n");
+  const find = (/** @type {number} */ from, /** @type {Uint8Array} */ needle) => {
+    outer: for (let i = from; i + needle.length <= body.length; i++) {
+      for (let j = 0; j < needle.length; j++) if (body[i + j] !== needle[j]) continue outer;
+      return i;
+    }
+    return -1;
+  };
+  const parts = [];
+  /** @type {number | null} */
+  let total = null;
+  let at = find(0, delimiter);
+  if (at < 0) throw bad("no boundary");
+  for (;;) {
+    at += delimiter.length;
+    if (body[at] === 45 && body[at + 1] === 45) break; // "--": the closing boundary
+    const headEnd = find(at, crlf2);
+    if (headEnd < 0) throw bad("a part without headers");
+    const head = new TextDecoder().decode(body.subarray(at, headEnd));
+    const line = head.split("\r\n").find((l) => /^\s*content-range\s*:/i.test(l));
+    const cr = line ? parseContentRange(line.slice(line.indexOf(":") + 1)) : null;
+    if (!cr) throw bad("a part without a Content-Range");
+    const [first, last, t] = cr;
+    if (total !== null && t !== total) throw bad("parts of different objects");
+    total ??= t;
+    const start = headEnd + 4;
+    const end = start + (last - first + 1);
+    if (end > body.length) throw bad("a part shorter than its Content-Range");
+    parts.push({ first, bytes: body.subarray(start, end) });
+    at = find(end, delimiter);
+    if (at < 0) throw bad("no closing boundary");
+    for (let i = end; i < at; i++) if (body[i] !== 13 && body[i] !== 10) throw bad("bytes between a part and the next boundary");
+  }
+  if (parts.length === 0) throw bad("no parts");
+  return [parts, total];
 }
 
 /** Reads byte ranges with a function given by the caller (an R2 binding, a file handle, …). */
@@ -206,6 +282,15 @@ class ReadRanges {
     this.name = "read()";
     this.readFn = read;
     this.length = length;
+    /** Reads made. */
+    this.requests = 0;
+  }
+
+  /** One wave: every range read at once.
+   * @param {[number, number][]} ranges */
+  readWave(ranges) {
+    this.requests += ranges.length;
+    return Promise.all(ranges.map(([s, e]) => this.read(s, e)));
   }
 
   /** @param {number} start @param {number} end */
@@ -351,9 +436,11 @@ async function drive(source, reader, step, io) {
     /** @type {[number, number][]} */
     const ranges = [];
     for (let i = 0; i < flat.length; i += 2) ranges.push([flat[i], flat[i + 1]]);
-    const answers = await Promise.all(ranges.map(([s, e]) => source.read(s, e)));
+    const sent = source.requests;
+    const answers = await source.readWave(ranges);
     waves++;
     io.waves++;
+    io.requests += source.requests - sent;
     const r = reader();
     for (let i = 0; i < ranges.length; i++) {
       const [s, e] = ranges[i];
@@ -362,7 +449,6 @@ async function drive(source, reader, step, io) {
       // before its length is known, the header's is checked once open.
       const ends = source.length === null ? got < e - s : s + got === source.length && source.length < e;
       if (got !== e - s && !ends) throw fail("bad_response", `${source.name}: ${got} bytes for a range of ${e - s} at ${s}`);
-      io.requests++;
       io.bytes += got;
       call(() => r.supply(s, answers[i]));
     }
@@ -380,8 +466,8 @@ async function drive(source, reader, step, io) {
  *
  * @param {string | URL | { read: (offset: number, length: number) => any, size?: number }} source
  * @param {{ cacheBytes?: number, fetch?: typeof fetch, headers?: Record<string, string>,
- *   bootstrapBytes?: number, mergeGap?: number, wholeBodyCap?: number, simd?: boolean,
- *   module?: any }} [opts]
+ *   bootstrapBytes?: number, mergeGap?: number, wholeBodyCap?: number, multipartRanges?: boolean,
+ *   simd?: boolean, module?: any }} [opts]
  * @returns {Promise<RemoteCollection>}
  */
 export async function openRemote(source, opts = {}) {
@@ -409,7 +495,7 @@ export async function openRemote(source, opts = {}) {
     } catch {
       throw fail("invalid_argument", `openRemote: not a URL: ${source}`);
     }
-    ranges = new HttpRanges(url, { fetch: f.bind(globalThis), headers: { ...(opts.headers ?? {}) }, wholeBodyCap });
+    ranges = new HttpRanges(url, { fetch: f.bind(globalThis), headers: { ...(opts.headers ?? {}) }, wholeBodyCap, multipart: opts.multipartRanges === true });
   } else if (source !== null && typeof source === "object" && typeof source.read === "function") {
     ranges = new ReadRanges(source.read.bind(source), source.size === undefined ? null : num(source.size, 0, "size"));
   } else {

@@ -64,6 +64,33 @@ describe("what a query fetches", () => {
     expect(w).toBeLessThan(n);
   });
 
+  it("multipartRanges: each wave in one request, the same results", async () => {
+    const f = fixture("cosine-2");
+    const multi = await Collection.openRemote(url("cosine-2.v2.shoal"), { multipartRanges: true, cacheBytes: 0, bootstrapBytes: f.bootstrapLen });
+    const single = await Collection.openRemote(url("cosine-2.v2.shoal"), { cacheBytes: 0, bootstrapBytes: f.bootstrapLen });
+    let [m, n] = [0, 0];
+    for (let q = 0; q < f.requests.length; q++) {
+      const a = await multi.search(request(f.requests[q]));
+      const b = await single.search(request(f.requests[q]));
+      expect(rows(a), `query ${q}`).toEqual(f.results[q]);
+      expect(rows(b), `query ${q}`).toEqual(f.results[q]);
+      expect(a.io.requests, `query ${q}`).toBe(a.io.waves); // fewer than 64 ranges per wave here
+      expect(a.io.bytes).toBe(b.io.bytes);
+      [m, n] = [m + a.io.requests, n + b.io.requests];
+    }
+    expect(m).toBeLessThan(n);
+    // A flipped byte in a multipart answer: caught (by its CRC, or as a malformed answer), never a result.
+    await proxy.fault("flip", 1);
+    let res;
+    try {
+      res = await multi.search(request(f.requests[3]));
+    } catch (e) {
+      expect(["bad_response", "bad_segment"]).toContain(e.code);
+    }
+    if (res) expect(rows(res)).toEqual(f.results[3]);
+    await proxy.reset();
+  });
+
   it("refuses what a segment read by ranges does not answer", async () => {
     const col = await Collection.openRemote(url("l2-1.v2.shoal"));
     const v = new Float32Array(col.dim);

@@ -40,32 +40,40 @@ async function waitFor(port, child, what) {
 }
 
 /**
- * nginx serving a folder of its own on 127.0.0.1; `cors` adds the headers a page of another
- * origin needs (docs/api.md, "Reading by ranges").
- * @returns {Promise<{ base: string, put: (name: string, bytes: Uint8Array) => string, stop: () => void }>}
+ * nginx serving a folder of its own (`www`) on 127.0.0.1.
+ * @returns {Promise<{ base: string, www: string, put: (name: string, bytes: Uint8Array) => string, stop: () => void }>}
  */
-export async function startNginx({ cors = false } = {}) {
+export async function startNginx() {
   const nginx = ["/usr/sbin/nginx", "/usr/bin/nginx"].find((p) => existsSync(p));
   if (!nginx) throw new Error("nginx is needed (Debian nginx-light; `make test` installs it)");
   const d = mkdtempSync(join(tmpdir(), "shoal-nginx-"));
   const www = join(d, "www");
   mkdirSync(join(www, "tmp"), { recursive: true });
-  const port = await freePort();
-  const headers = cors
-    ? `add_header Access-Control-Allow-Origin * always; add_header Access-Control-Expose-Headers "ETag, Content-Range, Content-Length" always;
-       add_header Access-Control-Allow-Headers "Range, If-Match" always; add_header Access-Control-Max-Age 86400 always;
-       if ($request_method = OPTIONS) { return 204; }`
-    : "";
-  const conf = `daemon off; master_process off; worker_processes 1; error_log ${d}/error.log; pid ${d}/nginx.pid;
+  // A free port may be taken by another test's server before nginx binds it: nginx then
+  // exits (bind fails), and it is started again on another port.
+  let child;
+  let port;
+  for (let attempt = 0; ; attempt++) {
+    port = await freePort();
+    const conf = `daemon off; master_process off; worker_processes 1; error_log ${d}/error.log; pid ${d}/nginx.pid;
 events { worker_connections 256; }
 http { access_log off; client_body_temp_path ${d}/tmp; proxy_temp_path ${d}/tmp;
   fastcgi_temp_path ${d}/tmp; uwsgi_temp_path ${d}/tmp; scgi_temp_path ${d}/tmp;
   types { application/wasm wasm; text/javascript js mjs; text/html html; application/json json; }
-  server { listen 127.0.0.1:${port}; root ${www}; location / { ${headers} } } }
+  server { listen 127.0.0.1:${port}; root ${www}; location / { } } }
 `;
-  writeFileSync(join(d, "nginx.conf"), conf);
-  const child = spawn(nginx, ["-p", d, "-c", join(d, "nginx.conf")], { stdio: ["ignore", "ignore", "inherit"] });
-  await waitFor(port, child, "nginx");
+    writeFileSync(join(d, "nginx.conf"), conf);
+    child = spawn(nginx, ["-p", d, "-c", join(d, "nginx.conf")], { stdio: ["ignore", "ignore", "ignore"] });
+    try {
+      await waitFor(port, child, "nginx");
+      // (Something else may have answered on the port: nginx must still be running.)
+      await new Promise((r) => setTimeout(r, 100));
+      if (child.exitCode === null) break;
+    } catch (e) {
+      if (attempt >= 4) throw e;
+    }
+    if (attempt >= 4) throw new Error(`nginx did not start: ${d}/error.log`);
+  }
   const base = `http://127.0.0.1:${port}`;
   return {
     base,

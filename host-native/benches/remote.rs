@@ -1,7 +1,8 @@
 //! Segments read by byte ranges (`shoal search http://…`): what a query costs when the segment
 //! lies on a static server — requests, dependent round trips (waves), bytes and time per query,
 //! just after open (cold) and with a cache (warm), format 1 against format 2
-//! (`--layout ranges`), with recall@10 against the exact neighbours.
+//! (`--layout ranges`), and format 2 with each wave's ranges in one multipart request
+//! (`--multipart-ranges`), with recall@10 against the exact neighbours.
 //!
 //! Per dataset (`SHOAL_REMOTE_DATASETS`, default `glove-400k,synthetic-1m-128`): one IVF-RaBitQ
 //! index (1 bit, default build and search settings) written in both formats to nginx's folder,
@@ -129,8 +130,14 @@ fn main() {
         let js_fixture = json!({"dataset": name, "n": n, "dim": dim, "metric": metric.name(), "bootstrapLen": hint,
             "requests": js_queries, "truth": gt.chunks_exact(k).take(nq).collect::<Vec<_>>()});
         std::fs::write(kept.join(format!("{name}.json")), js_fixture.to_string()).unwrap();
-        let hints = std::collections::HashMap::from([("v1", shoal_core::remote::OPEN_PREFIX), ("v2", hint)]);
-        let urls = [("v1", nginx.put("v1.shoal", &v1)), ("v2", nginx.put("v2.shoal", v2.as_slice()))];
+        let hints = std::collections::HashMap::from([
+            ("v1", shoal_core::remote::OPEN_PREFIX),
+            ("v2", hint),
+            ("v2-multipart", hint),
+        ]);
+        let (u1, u2) = (nginx.put("v1.shoal", &v1), nginx.put("v2.shoal", v2.as_slice()));
+        // Format 2 also with each wave's ranges in one multipart request (nginx answers them).
+        let urls = [("v1", u1), ("v2", u2.clone()), ("v2-multipart", u2)];
         drop((v1, v2));
         let reqs: Vec<SearchRequest> =
             queries.chunks_exact(dim).take(nq).map(|q| SearchRequest::nearest(q.to_vec(), k)).collect();
@@ -139,13 +146,13 @@ fn main() {
             let url = url.replace(&nginx.base, &proxy.base);
             let t = Instant::now();
             // Opened as a set manifest's entry would open it: with the bootstrap hint (format 2).
-            let mut cold =
-                RemoteCollection::open_with(Box::new(HttpRanges::new(&url)), 0, hints[layout]).expect("open");
+            let source = || Box::new(HttpRanges::new(&url).with_multipart(layout == "v2-multipart"));
+            let mut cold = RemoteCollection::open_with(source(), 0, hints[layout]).expect("open");
             cold.set_merge_gap(gap);
             let open_ms = t.elapsed().as_secs_f64() * 1e3;
             let opened = cold.opened();
             let cold_pass = run_pass(&cold, &reqs, &gt, k);
-            let mut warm = RemoteCollection::open(Box::new(HttpRanges::new(&url)), 1 << 30).expect("open");
+            let mut warm = RemoteCollection::open(source(), 1 << 30).expect("open");
             warm.set_merge_gap(gap);
             run_pass(&warm, &reqs, &gt, k);
             let warm_pass = run_pass(&warm, &reqs, &gt, k);

@@ -307,3 +307,46 @@ fn shoal_build_lays_out_for_ranges_and_search_reads_it_anywhere() {
     assert_eq!(refused.0, Some(1));
     assert!(refused.2.contains("--layout ranges needs --index ivf-rabitq"), "{}", refused.2);
 }
+
+#[test]
+fn multipart_ranges_fetch_each_wave_in_one_request_and_answer_the_same() {
+    let nginx = Nginx::start();
+    let proxy = Proxy::start(&nginx.base);
+    let params = IvfParams { partitions: Some(120), seed: 9, bits: 2, codes_only: false };
+    let (v2, local) = both_layouts(Metric::Cosine, 48, 20_000, params);
+    let url = nginx.put("v2.shoal", &v2).replace(&nginx.base, &proxy.base);
+    let boot = u64::from_le_bytes(v2[40..48].try_into().unwrap());
+    let open = |multipart: bool| {
+        RemoteCollection::open_with(Box::new(HttpRanges::new(&url).with_multipart(multipart)), 0, boot).unwrap()
+    };
+    let (multi, single) = (open(true), open(false));
+    let queries = clustered_vectors(31, 25, 48, 40);
+    let (mut multi_requests, mut single_requests) = (0, 0);
+    for q in queries.chunks_exact(48).take(20) {
+        let req = request(q, json!({"limit": 10}));
+        let want = bits(&local.search(&req).unwrap());
+        let (got, trip) = multi.search(&req).unwrap();
+        assert_eq!(bits(&got), want);
+        // One request per wave (a wave holds fewer than 64 ranges here).
+        assert_eq!(trip.requests, trip.waves, "{trip:?}");
+        let (got, trip) = single.search(&req).unwrap();
+        assert_eq!(bits(&got), want);
+        multi_requests += trip.waves;
+        single_requests += trip.requests;
+    }
+    assert!(multi_requests < single_requests, "{multi_requests} requests against {single_requests}");
+    // Faults in transit: a flipped byte is caught by its CRC and fetched again; a body cut short
+    // is a broken connection, retried.
+    let req = request(&queries[20 * 48..21 * 48], json!({"limit": 10}));
+    proxy.fault("flip", Some(1));
+    let (got, trip) = multi.search(&req).unwrap();
+    assert_eq!((bits(&got), trip.retries), (bits(&local.search(&req).unwrap()), 1));
+    proxy.fault("truncate", Some(1));
+    let req = request(&queries[21 * 48..22 * 48], json!({"limit": 10}));
+    assert_eq!(bits(&multi.search(&req).unwrap().0), bits(&local.search(&req).unwrap()));
+    // Another object's ETag: never mixed bytes.
+    proxy.fault("etag", None);
+    let req = request(&queries[22 * 48..23 * 48], json!({"limit": 10}));
+    let err = multi.search(&req).unwrap_err();
+    assert!(matches!(&err, HostError::Remote { error: RemoteError::Changed(_), .. }), "{err}");
+}

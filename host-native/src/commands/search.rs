@@ -71,6 +71,10 @@ pub struct SearchArgs {
     /// request (fewer requests, more bytes) [default: 16 KiB].
     #[arg(long, value_name = "BYTES")]
     pub merge_gap: Option<u64>,
+    /// For a segment read over HTTP: each wave's ranges in one request (`Range: bytes=a-b,c-d`,
+    /// answered as `multipart/byteranges` by nginx, Apache and most static servers; not S3).
+    #[arg(long)]
+    pub multipart_ranges: bool,
 }
 
 /// The query of `shoal search`: one of these.

@@ -25,7 +25,7 @@ pub fn run(args: &SearchArgs, location: &str, filter: Option<serde_json::Value>)
     }
     let t = Instant::now();
     let prefix = args.bootstrap.unwrap_or(shoal_core::remote::OPEN_PREFIX);
-    let mut col = RemoteCollection::open_with(source_of(location)?, args.cache_bytes, prefix)?;
+    let mut col = RemoteCollection::open_with(source_of(location, args.multipart_ranges)?, args.cache_bytes, prefix)?;
     if let Some(gap) = args.merge_gap {
         col.set_merge_gap(gap);
     }

@@ -10,15 +10,16 @@
 //! pinned at open and sent as `If-Match`, or its length) is a [`RemoteError`].
 
 use std::fmt;
-use std::io::Read as _;
 use std::ops::Range;
 use std::sync::Mutex;
-use std::time::Duration;
 
 use shoal_core::remote::{RangeCache, RemoteSegment, Step};
 use shoal_core::{FormatError, SearchRequest, SearchResponse};
 
 use crate::HostError;
+
+mod http;
+pub use http::HttpRanges;
 
 /// The most bytes accepted when a server ignores `Range` and sends the whole object (a 200):
 /// a small segment is then read from that body; a larger one is refused.
@@ -96,6 +97,9 @@ pub trait RangeSource: Send + Sync {
     fn object_len(&self) -> Option<u64>;
     /// The object, for messages (a URL or a path).
     fn name(&self) -> &str;
+    /// Requests sent so far (reads of a file; HTTP requests, retries included, several ranges
+    /// in one where the source asks for them together).
+    fn requests(&self) -> u64;
 }
 
 /// What reading cost: waves (dependent round trips), requests and bytes received.
@@ -103,7 +107,7 @@ pub trait RangeSource: Send + Sync {
 pub struct Trip {
     /// Waves of requests, each waiting for the one before.
     pub waves: u32,
-    /// Requests (ranges) sent.
+    /// Requests sent (a multipart request counts once, a retried one each time).
     pub requests: u32,
     /// Bytes received.
     pub bytes: u64,
@@ -221,7 +225,9 @@ fn drive<T>(
         if waves >= MAX_WAVES {
             return Err(remote(source, RemoteError::NoProgress));
         }
+        let sent = source.requests();
         let answers = source.read(&ranges).map_err(|e| remote(source, e))?;
+        trip.requests += (source.requests() - sent) as u32;
         waves += 1;
         trip.waves += 1;
         for (r, bytes) in ranges.iter().zip(&answers) {
@@ -233,7 +239,6 @@ fn drive<T>(
                 let message = format!("{got} bytes for a range of {asked} at {}", r.start);
                 return Err(remote(source, RemoteError::BadResponse(message)));
             }
-            trip.requests += 1;
             trip.bytes += got;
             cache.insert(r.start, bytes);
         }
@@ -247,6 +252,7 @@ pub struct FileRanges {
     file: std::fs::File,
     path: String,
     len: u64,
+    reads: std::sync::atomic::AtomicU64,
 }
 
 impl FileRanges {
@@ -254,13 +260,14 @@ impl FileRanges {
     pub fn open(path: &std::path::Path) -> Result<FileRanges, HostError> {
         let file = std::fs::File::open(path).map_err(|e| HostError::io(path, "open", e))?;
         let len = file.metadata().map_err(|e| HostError::io(path, "stat", e))?.len();
-        Ok(FileRanges { file, path: path.display().to_string(), len })
+        Ok(FileRanges { file, path: path.display().to_string(), len, reads: Default::default() })
     }
 }
 
 impl RangeSource for FileRanges {
     fn read(&self, ranges: &[Range<u64>]) -> Result<Vec<Vec<u8>>, RemoteError> {
         use std::os::unix::fs::FileExt as _;
+        self.reads.fetch_add(ranges.len() as u64, std::sync::atomic::Ordering::Relaxed);
         ranges
             .iter()
             .map(|r| {
@@ -279,210 +286,17 @@ impl RangeSource for FileRanges {
     fn name(&self) -> &str {
         &self.path
     }
-}
 
-/// An object on an HTTP server, read with `Range` requests (ranges of one wave on parallel
-/// connections). The first response's ETag is pinned: every later request carries it as
-/// `If-Match`, and a response with another ETag is [`RemoteError::Changed`].
-pub struct HttpRanges {
-    agent: ureq::Agent,
-    url: String,
-    /// The object's ETag and length, as the first response gave them.
-    pinned: Mutex<(Option<String>, Option<u64>)>,
-    /// Connections used at once.
-    concurrency: usize,
-    /// The largest whole object taken when the server ignores `Range`.
-    whole_body_cap: u64,
-    /// The whole object, once a server that ignores `Range` has sent it.
-    whole: Mutex<Option<std::sync::Arc<Vec<u8>>>>,
-}
-
-impl fmt::Debug for HttpRanges {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("HttpRanges").field("url", &self.url).finish()
+    fn requests(&self) -> u64 {
+        self.reads.load(std::sync::atomic::Ordering::Relaxed)
     }
 }
 
-impl HttpRanges {
-    /// Reads `url` (`http://`), up to 16 requests at once.
-    pub fn new(url: &str) -> HttpRanges {
-        let agent = ureq::Agent::config_builder()
-            .http_status_as_error(false)
-            .timeout_global(Some(Duration::from_secs(60)))
-            .max_idle_connections_per_host(16)
-            .build()
-            .into();
-        let pinned = Mutex::new((None, None));
-        let whole = Mutex::new(None);
-        HttpRanges { agent, url: url.to_string(), pinned, concurrency: 16, whole_body_cap: WHOLE_BODY_CAP, whole }
-    }
-
-    /// The largest whole object taken from a server that ignores `Range` (default
-    /// [`WHOLE_BODY_CAP`]).
-    pub fn with_whole_body_cap(mut self, cap: u64) -> HttpRanges {
-        self.whole_body_cap = cap;
-        self
-    }
-
-    /// One range, retried on 5xx and broken connections.
-    fn read_one(&self, r: &Range<u64>) -> Result<Vec<u8>, RemoteError> {
-        if let Some(whole) = self.whole.lock().unwrap_or_else(|e| e.into_inner()).clone() {
-            return slice_of(&whole, r);
-        }
-        let mut tries = 0;
-        loop {
-            match self.try_read(r) {
-                Err(RemoteError::Status(s)) if s >= 500 && tries < RETRIES => {}
-                Err(RemoteError::Transport(_)) if tries < RETRIES => {}
-                other => return other,
-            }
-            tries += 1;
-            std::thread::sleep(Duration::from_millis(50 << tries));
-        }
-    }
-
-    fn try_read(&self, r: &Range<u64>) -> Result<Vec<u8>, RemoteError> {
-        let (etag, known_len) = self.pinned.lock().unwrap_or_else(|e| e.into_inner()).clone();
-        let mut req = self.agent.get(&self.url).header("Range", format!("bytes={}-{}", r.start, r.end - 1));
-        // A weak ETag never matches `If-Match` (RFC 9110): it is compared, not sent.
-        if let Some(tag) = etag.as_ref().filter(|t| !t.starts_with("W/")) {
-            req = req.header("If-Match", tag);
-        }
-        let mut resp = req.call().map_err(|e| RemoteError::Transport(e.to_string()))?;
-        let status = resp.status().as_u16();
-        let header = |name: &str| resp.headers().get(name).and_then(|v| v.to_str().ok()).map(str::to_string);
-        let tag = header("etag");
-        let content_range = header("content-range");
-        let length: Option<u64> = header("content-length").and_then(|v| v.parse().ok());
-        match status {
-            206 | 200 => {}
-            412 => return Err(RemoteError::Changed("If-Match failed: 412".into())),
-            s => return Err(RemoteError::Status(s)),
-        }
-        if let (Some(pinned), Some(tag)) = (&etag, &tag)
-            && pinned != tag
-        {
-            return Err(RemoteError::Changed(format!("ETag {tag}, opened as {pinned}")));
-        }
-        let (start, total) = if status == 206 {
-            let (first, last, total) = content_range
-                .as_deref()
-                .and_then(parse_content_range)
-                .ok_or_else(|| RemoteError::BadResponse(format!("206 with Content-Range {content_range:?}")))?;
-            let end = r.end.min(total.unwrap_or(u64::MAX));
-            if end == 0 || first != r.start || last != end - 1 {
-                return Err(RemoteError::BadResponse(format!(
-                    "asked bytes {}-{}, got {first}-{last}",
-                    r.start,
-                    r.end - 1
-                )));
-            }
-            (first, total)
-        } else {
-            // Range ignored: the whole object, if it is small enough to take.
-            if length.is_none_or(|n| n > self.whole_body_cap) {
-                return Err(RemoteError::RangeIgnored { length });
-            }
-            (0, length)
-        };
-        let cap = if status == 206 { r.end - r.start } else { self.whole_body_cap };
-        let mut body = Vec::new();
-        resp.body_mut()
-            .as_reader()
-            .take(cap + 1)
-            .read_to_end(&mut body)
-            .map_err(|e| RemoteError::Transport(format!("reading the body: {e}")))?;
-        if let Some(n) = length.filter(|&n| n != body.len() as u64) {
-            return Err(RemoteError::BadResponse(format!("a body of {} bytes, Content-Length {n}", body.len())));
-        }
-        let total = if status == 200 { Some(body.len() as u64) } else { total };
-        {
-            let mut pinned = self.pinned.lock().unwrap_or_else(|e| e.into_inner());
-            if let (Some(known), Some(now)) = (known_len.or(pinned.1), total)
-                && known != now
-            {
-                return Err(RemoteError::Changed(format!("{now} bytes, opened with {known}")));
-            }
-            if pinned.0.is_none() {
-                pinned.0 = tag;
-            }
-            if pinned.1.is_none() {
-                pinned.1 = total;
-            }
-        }
-        if status == 200 {
-            // Kept: the next ranges are cut from it, not downloaded whole again.
-            let body = std::sync::Arc::new(body);
-            *self.whole.lock().unwrap_or_else(|e| e.into_inner()) = Some(body.clone());
-            return slice_of(&body, r);
-        }
-        let expected = r.end.min(total.unwrap_or(u64::MAX)) - start;
-        if body.len() as u64 != expected {
-            return Err(RemoteError::BadResponse(format!("{} bytes for a range of {expected}", body.len())));
-        }
-        Ok(body)
-    }
-}
-
-impl RangeSource for HttpRanges {
-    fn read(&self, ranges: &[Range<u64>]) -> Result<Vec<Vec<u8>>, RemoteError> {
-        if ranges.len() <= 1 {
-            return ranges.iter().map(|r| self.read_one(r)).collect();
-        }
-        // Workers take ranges in turn; each keeps its answers with their places.
-        let next = std::sync::atomic::AtomicUsize::new(0);
-        let mut answers: Vec<(usize, Result<Vec<u8>, RemoteError>)> = std::thread::scope(|s| {
-            let workers: Vec<_> = (0..self.concurrency.min(ranges.len()))
-                .map(|_| {
-                    s.spawn(|| {
-                        let mut mine = Vec::new();
-                        loop {
-                            let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-                            let Some(r) = ranges.get(i) else { break mine };
-                            mine.push((i, self.read_one(r)));
-                        }
-                    })
-                })
-                .collect();
-            workers.into_iter().flat_map(|w| w.join().expect("a reader thread panicked")).collect()
-        });
-        answers.sort_by_key(|(i, _)| *i);
-        answers.into_iter().map(|(_, a)| a).collect()
-    }
-
-    fn object_len(&self) -> Option<u64> {
-        self.pinned.lock().unwrap_or_else(|e| e.into_inner()).1
-    }
-
-    fn name(&self) -> &str {
-        &self.url
-    }
-}
-
-/// Range `r` of a whole object (shorter where the object ends).
-fn slice_of(whole: &[u8], r: &Range<u64>) -> Result<Vec<u8>, RemoteError> {
-    let end = r.end.min(whole.len() as u64);
-    if r.start > end {
-        return Err(RemoteError::BadResponse(format!("range at {} past the object's end", r.start)));
-    }
-    Ok(whole[r.start as usize..end as usize].to_vec())
-}
-
-/// `bytes FIRST-LAST/TOTAL` (TOTAL may be `*`).
-fn parse_content_range(v: &str) -> Option<(u64, u64, Option<u64>)> {
-    let rest = v.trim().strip_prefix("bytes ")?;
-    let (span, total) = rest.split_once('/')?;
-    let (first, last) = span.split_once('-')?;
-    let total = if total == "*" { None } else { Some(total.parse().ok()?) };
-    let (first, last): (u64, u64) = (first.parse().ok()?, last.parse().ok()?);
-    (first <= last).then_some((first, last, total))
-}
-
-/// The source of a segment named by `location`: `http://…` (`https://` is not built in yet),
-/// else a local path read by ranges.
-pub fn source_of(location: &str) -> Result<Box<dyn RangeSource>, HostError> {
+/// The source of a segment named by `location`: `http://…` (`https://` is not built in yet;
+/// `multipart`: a wave's ranges in one request), else a local path read by ranges.
+pub fn source_of(location: &str, multipart: bool) -> Result<Box<dyn RangeSource>, HostError> {
     if location.starts_with("http://") {
-        return Ok(Box::new(HttpRanges::new(location)));
+        return Ok(Box::new(HttpRanges::new(location).with_multipart(multipart)));
     }
     if location.starts_with("https://") {
         return Err(HostError::Usage(
@@ -490,17 +304,4 @@ pub fn source_of(location: &str) -> Result<Box<dyn RangeSource>, HostError> {
         ));
     }
     Ok(Box::new(FileRanges::open(std::path::Path::new(location.strip_prefix("file://").unwrap_or(location)))?))
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn content_ranges_parse() {
-        assert_eq!(parse_content_range("bytes 0-99/1000"), Some((0, 99, Some(1000))));
-        assert_eq!(parse_content_range("bytes 5-5/*"), Some((5, 5, None)));
-        assert_eq!(parse_content_range("bytes 9-3/10"), None);
-        assert_eq!(parse_content_range("items 0-1/2"), None);
-    }
 }

@@ -1,0 +1,352 @@
+//! An object on an HTTP server read by byte ranges: one range per request, or — where the
+//! server answers `Range: bytes=a-b,c-d` with `multipart/byteranges` (nginx, Apache, most
+//! static servers; not S3) — a whole wave's ranges in one request.
+
+use std::io::Read as _;
+use std::ops::Range;
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::time::Duration;
+
+use super::{RETRIES, RangeSource, RemoteError, WHOLE_BODY_CAP};
+
+/// The most ranges asked in one multipart request (its `Range` header stays a few KB).
+const MAX_PARTS: usize = 64;
+
+/// An object on an HTTP server, read with `Range` requests (a wave's requests on parallel
+/// connections). The first response's ETag is pinned: every later request carries it as
+/// `If-Match`, and a response with another ETag is [`RemoteError::Changed`].
+pub struct HttpRanges {
+    agent: ureq::Agent,
+    url: String,
+    /// The object's ETag and length, as the first response gave them.
+    pinned: Mutex<(Option<String>, Option<u64>)>,
+    /// Connections used at once.
+    concurrency: usize,
+    /// The largest whole object taken when the server ignores `Range`.
+    whole_body_cap: u64,
+    /// The whole object, once a server that ignores `Range` has sent it.
+    whole: Mutex<Option<std::sync::Arc<Vec<u8>>>>,
+    /// Whether a wave's ranges go in one multipart request.
+    multipart: bool,
+    /// Requests sent.
+    requests: AtomicU64,
+}
+
+impl std::fmt::Debug for HttpRanges {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("HttpRanges").field("url", &self.url).finish()
+    }
+}
+
+/// One part of an answer: the bytes `first..=last` of the object.
+struct Part {
+    first: u64,
+    bytes: Vec<u8>,
+}
+
+impl HttpRanges {
+    /// Reads `url` (`http://`), up to 16 requests at once.
+    pub fn new(url: &str) -> HttpRanges {
+        let agent = ureq::Agent::config_builder()
+            .http_status_as_error(false)
+            .timeout_global(Some(Duration::from_secs(60)))
+            .max_idle_connections_per_host(16)
+            .build()
+            .into();
+        HttpRanges {
+            agent,
+            url: url.to_string(),
+            pinned: Mutex::new((None, None)),
+            concurrency: 16,
+            whole_body_cap: WHOLE_BODY_CAP,
+            whole: Mutex::new(None),
+            multipart: false,
+            requests: AtomicU64::new(0),
+        }
+    }
+
+    /// The largest whole object taken from a server that ignores `Range` (default
+    /// [`WHOLE_BODY_CAP`]).
+    pub fn with_whole_body_cap(mut self, cap: u64) -> HttpRanges {
+        self.whole_body_cap = cap;
+        self
+    }
+
+    /// Asks for a wave's ranges in one request (up to 64 per request), for servers that answer
+    /// several ranges with `multipart/byteranges`. A server that does not is an error
+    /// ([`RemoteError::BadResponse`] or [`RemoteError::RangeIgnored`]), never a wrong answer.
+    pub fn with_multipart(mut self, on: bool) -> HttpRanges {
+        self.multipart = on;
+        self
+    }
+
+    /// Some ranges in one request, retried on 5xx and broken connections.
+    fn read_some(&self, rs: &[Range<u64>]) -> Result<Vec<Vec<u8>>, RemoteError> {
+        let mut tries = 0;
+        loop {
+            if let Some(whole) = self.whole.lock().unwrap_or_else(|e| e.into_inner()).clone() {
+                return rs.iter().map(|r| slice_of(&whole, r)).collect();
+            }
+            match self.try_read(rs) {
+                Err(RemoteError::Status(s)) if s >= 500 && tries < RETRIES => {}
+                Err(RemoteError::Transport(_)) if tries < RETRIES => {}
+                other => return other,
+            }
+            tries += 1;
+            std::thread::sleep(Duration::from_millis(50 << tries));
+        }
+    }
+
+    fn try_read(&self, rs: &[Range<u64>]) -> Result<Vec<Vec<u8>>, RemoteError> {
+        let (etag, known_len) = self.pinned.lock().unwrap_or_else(|e| e.into_inner()).clone();
+        let spec: Vec<String> = rs.iter().map(|r| format!("{}-{}", r.start, r.end - 1)).collect();
+        let mut req = self.agent.get(&self.url).header("Range", format!("bytes={}", spec.join(",")));
+        // A weak ETag never matches `If-Match` (RFC 9110): it is compared, not sent.
+        if let Some(tag) = etag.as_ref().filter(|t| !t.starts_with("W/")) {
+            req = req.header("If-Match", tag);
+        }
+        self.requests.fetch_add(1, Ordering::Relaxed);
+        let mut resp = req.call().map_err(|e| RemoteError::Transport(e.to_string()))?;
+        let status = resp.status().as_u16();
+        let header = |name: &str| resp.headers().get(name).and_then(|v| v.to_str().ok()).map(str::to_string);
+        let tag = header("etag");
+        let content_range = header("content-range");
+        let content_type = header("content-type").unwrap_or_default();
+        let length: Option<u64> = header("content-length").and_then(|v| v.parse().ok());
+        match status {
+            206 | 200 => {}
+            412 => return Err(RemoteError::Changed("If-Match failed: 412".into())),
+            s => return Err(RemoteError::Status(s)),
+        }
+        if let (Some(pinned), Some(tag)) = (&etag, &tag)
+            && pinned != tag
+        {
+            return Err(RemoteError::Changed(format!("ETag {tag}, opened as {pinned}")));
+        }
+        let boundary = (status == 206)
+            .then(|| content_type.split(';').map(str::trim).find_map(|p| p.strip_prefix("boundary=")))
+            .flatten()
+            .filter(|_| content_type.trim_start().to_ascii_lowercase().starts_with("multipart/byteranges"))
+            .map(|b| b.trim_matches('"').to_string());
+        if status == 200 && length.is_none_or(|n| n > self.whole_body_cap) {
+            return Err(RemoteError::RangeIgnored { length });
+        }
+        let cap = if status == 200 {
+            self.whole_body_cap
+        } else if boundary.is_some() {
+            // The parts' headers beside their bytes.
+            rs.iter().map(|r| r.end - r.start + 256).sum::<u64>() + 256
+        } else {
+            rs.iter().map(|r| r.end - r.start).sum()
+        };
+        let mut body = Vec::new();
+        resp.body_mut()
+            .as_reader()
+            .take(cap + 1)
+            .read_to_end(&mut body)
+            .map_err(|e| RemoteError::Transport(format!("reading the body: {e}")))?;
+        if let Some(n) = length.filter(|&n| n != body.len() as u64) {
+            return Err(RemoteError::BadResponse(format!("a body of {} bytes, Content-Length {n}", body.len())));
+        }
+        let (parts, total) = if status == 200 {
+            let total = Some(body.len() as u64);
+            (vec![Part { first: 0, bytes: body }], total)
+        } else if let Some(boundary) = boundary {
+            parse_multipart(&body, &boundary)?
+        } else {
+            let (first, last, total) = content_range
+                .as_deref()
+                .and_then(parse_content_range)
+                .ok_or_else(|| RemoteError::BadResponse(format!("206 with Content-Range {content_range:?}")))?;
+            if body.len() as u64 != last - first + 1 {
+                return Err(RemoteError::BadResponse(format!("{} bytes for Content-Range {first}-{last}", body.len())));
+            }
+            (vec![Part { first, bytes: body }], total)
+        };
+        {
+            let mut pinned = self.pinned.lock().unwrap_or_else(|e| e.into_inner());
+            if let (Some(known), Some(now)) = (known_len.or(pinned.1), total)
+                && known != now
+            {
+                return Err(RemoteError::Changed(format!("{now} bytes, opened with {known}")));
+            }
+            if pinned.0.is_none() {
+                pinned.0 = tag;
+            }
+            if pinned.1.is_none() {
+                pinned.1 = total;
+            }
+        }
+        if status == 200 {
+            // Kept: the next ranges are cut from it, not downloaded whole again.
+            let whole = std::sync::Arc::new(parts.into_iter().next().expect("one part").bytes);
+            *self.whole.lock().unwrap_or_else(|e| e.into_inner()) = Some(whole.clone());
+            return rs.iter().map(|r| slice_of(&whole, r)).collect();
+        }
+        // Each range asked, cut from the part that holds it (clipped where the object ends).
+        rs.iter()
+            .map(|r| {
+                let end = r.end.min(total.unwrap_or(u64::MAX));
+                parts
+                    .iter()
+                    .find(|p| p.first <= r.start && end <= p.first + p.bytes.len() as u64 && r.start < end)
+                    .map(|p| p.bytes[(r.start - p.first) as usize..(end - p.first) as usize].to_vec())
+                    .ok_or_else(|| {
+                        let got: Vec<String> = parts
+                            .iter()
+                            .map(|p| format!("{}-{}", p.first, p.first + p.bytes.len() as u64 - 1))
+                            .collect();
+                        RemoteError::BadResponse(format!(
+                            "asked bytes {}-{}, got {}",
+                            r.start,
+                            r.end - 1,
+                            got.join(",")
+                        ))
+                    })
+            })
+            .collect()
+    }
+}
+
+impl RangeSource for HttpRanges {
+    fn read(&self, ranges: &[Range<u64>]) -> Result<Vec<Vec<u8>>, RemoteError> {
+        // The requests: each range alone, or up to MAX_PARTS ranges per multipart request.
+        let per = if self.multipart { MAX_PARTS } else { 1 };
+        let groups: Vec<&[Range<u64>]> = ranges.chunks(per).collect();
+        if groups.len() <= 1 {
+            return groups.first().map_or(Ok(Vec::new()), |g| self.read_some(g));
+        }
+        // Workers take requests in turn; each keeps its answers with their places.
+        let next = AtomicUsize::new(0);
+        let mut answers: Vec<(usize, Result<Vec<Vec<u8>>, RemoteError>)> = std::thread::scope(|s| {
+            let workers: Vec<_> = (0..self.concurrency.min(groups.len()))
+                .map(|_| {
+                    s.spawn(|| {
+                        let mut mine = Vec::new();
+                        loop {
+                            let i = next.fetch_add(1, Ordering::Relaxed);
+                            let Some(g) = groups.get(i) else { break mine };
+                            mine.push((i, self.read_some(g)));
+                        }
+                    })
+                })
+                .collect();
+            workers.into_iter().flat_map(|w| w.join().expect("a reader thread panicked")).collect()
+        });
+        answers.sort_by_key(|(i, _)| *i);
+        let mut out = Vec::with_capacity(ranges.len());
+        for (_, a) in answers {
+            out.extend(a?);
+        }
+        Ok(out)
+    }
+
+    fn object_len(&self) -> Option<u64> {
+        self.pinned.lock().unwrap_or_else(|e| e.into_inner()).1
+    }
+
+    fn name(&self) -> &str {
+        &self.url
+    }
+
+    fn requests(&self) -> u64 {
+        self.requests.load(Ordering::Relaxed)
+    }
+}
+
+/// Range `r` of a whole object (shorter where the object ends).
+fn slice_of(whole: &[u8], r: &Range<u64>) -> Result<Vec<u8>, RemoteError> {
+    let end = r.end.min(whole.len() as u64);
+    if r.start > end {
+        return Err(RemoteError::BadResponse(format!("range at {} past the object's end", r.start)));
+    }
+    Ok(whole[r.start as usize..end as usize].to_vec())
+}
+
+/// `bytes FIRST-LAST/TOTAL` (TOTAL may be `*`).
+fn parse_content_range(v: &str) -> Option<(u64, u64, Option<u64>)> {
+    let rest = v.trim().strip_prefix("bytes ")?;
+    let (span, total) = rest.split_once('/')?;
+    let (first, last) = span.split_once('-')?;
+    let total = if total == "*" { None } else { Some(total.parse().ok()?) };
+    let (first, last): (u64, u64) = (first.parse().ok()?, last.parse().ok()?);
+    (first <= last).then_some((first, last, total))
+}
+
+/// The parts of a `multipart/byteranges` body (RFC 9110, 14.6): each after a `--BOUNDARY`
+/// line and its headers, exactly as long as its `Content-Range` says (so bytes inside a part
+/// can never pass for a boundary). The object's length, when the parts agree on one.
+fn parse_multipart(body: &[u8], boundary: &str) -> Result<(Vec<Part>, Option<u64>), RemoteError> {
+    let bad = |what: &str| RemoteError::BadResponse(format!("multipart/byteranges: {what}"));
+    let delimiter = format!("--{boundary}");
+    let find = |from: usize, needle: &[u8]| {
+        body.get(from..).and_then(|b| b.windows(needle.len()).position(|w| w == needle)).map(|i| from + i)
+    };
+    let (mut parts, mut total) = (Vec::new(), None);
+    let mut at = find(0, delimiter.as_bytes()).ok_or_else(|| bad("no boundary"))?;
+    loop {
+        at += delimiter.len();
+        if body.get(at..at + 2) == Some(b"--") {
+            break;
+        }
+        let head_end = find(at, b"\r\n\r\n").ok_or_else(|| bad("a part without headers"))?;
+        let head = std::str::from_utf8(&body[at..head_end]).map_err(|_| bad("headers not UTF-8"))?;
+        let (first, last, t) = head
+            .lines()
+            .find_map(|l| {
+                let (name, value) = l.split_once(':')?;
+                name.trim().eq_ignore_ascii_case("content-range").then(|| parse_content_range(value))?
+            })
+            .ok_or_else(|| bad("a part without a Content-Range"))?;
+        if total.is_some_and(|n| t != Some(n)) {
+            return Err(bad("parts of different objects"));
+        }
+        total = total.or(t);
+        let start = head_end + 4;
+        let end =
+            usize::try_from(last - first + 1).ok().and_then(|n| start.checked_add(n)).filter(|&e| e <= body.len());
+        let end = end.ok_or_else(|| bad("a part shorter than its Content-Range"))?;
+        parts.push(Part { first, bytes: body[start..end].to_vec() });
+        at = find(end, delimiter.as_bytes()).ok_or_else(|| bad("no closing boundary"))?;
+        if body[end..at].iter().any(|&b| b != b'\r' && b != b'\n') {
+            return Err(bad("bytes between a part and the next boundary"));
+        }
+    }
+    if parts.is_empty() {
+        return Err(bad("no parts"));
+    }
+    Ok((parts, total))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn content_ranges_parse() {
+        assert_eq!(parse_content_range("bytes 0-99/1000"), Some((0, 99, Some(1000))));
+        assert_eq!(parse_content_range("bytes 5-5/*"), Some((5, 5, None)));
+        assert_eq!(parse_content_range("bytes 9-3/10"), None);
+        assert_eq!(parse_content_range("items 0-1/2"), None);
+    }
+
+    #[test]
+    fn multipart_bodies_parse_by_their_lengths() {
+        // A part's bytes may hold the boundary itself: they are taken by length.
+        let body =
+            b"\r\n--XYZ\r\nContent-Type: application/octet-stream\r\nContent-Range: bytes 0-6/100\r\n\r\n--XYZ\r\n\
+\r\n--XYZ\r\ncontent-range: bytes 64-65/100\r\n\r\nab\r\n--XYZ--\r\n";
+        let (parts, total) = parse_multipart(body, "XYZ").unwrap();
+        assert_eq!(total, Some(100));
+        assert_eq!(
+            parts.iter().map(|p| (p.first, p.bytes.clone())).collect::<Vec<_>>(),
+            [(0, b"--XYZ\r\n".to_vec()), (64, b"ab".to_vec())]
+        );
+        let short = b"--XYZ\r\nContent-Range: bytes 0-9/100\r\n\r\nabc\r\n--XYZ--";
+        assert!(parse_multipart(short, "XYZ").is_err());
+        let mixed = b"--XYZ\r\nContent-Range: bytes 0-0/100\r\n\r\na\r\n--XYZ\r\nContent-Range: bytes 1-1/99\r\n\r\nb\r\n--XYZ--";
+        assert!(parse_multipart(mixed, "XYZ").is_err());
+        assert!(parse_multipart(b"--XYZ--", "XYZ").is_err());
+    }
+}
