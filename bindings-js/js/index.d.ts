@@ -451,8 +451,12 @@ export type RemoteSource =
 export interface RemoteOptions {
   /** Fetched bytes kept between searches (least recently read dropped first). Default 64 MiB. */
   cacheBytes?: number;
-  /** The `fetch` used for a URL (signed requests, a service binding). Default `globalThis.fetch`. */
+  /** The `fetch` used for a URL (signed requests, a service binding), called as given: bind a
+   * method first (`env.SERVICE.fetch.bind(env.SERVICE)`). Default `globalThis.fetch`. */
   fetch?: typeof fetch;
+  /** A request that has not answered after this many ms is a `transport` error (tried twice
+   * more). Default 60,000; 0: none. */
+  timeoutMs?: number;
   /** Headers sent with every request (e.g. `Authorization`). */
   headers?: Record<string, string>;
   /** Bytes read by the first request (at least 64; default 256 KiB): a format-2 segment's
@@ -476,7 +480,9 @@ export interface RemoteOptions {
 export interface RemoteTrip {
   /** Dependent round trips (each wave's requests run at once). */
   waves: number;
+  /** Requests sent (a multipart request counts once, a retried one each time). */
   requests: number;
+  /** Bytes of the ranges read (without multipart headers). */
   bytes: number;
   /** Times bytes failed their checksum and were fetched again. */
   retries: number;

@@ -9,8 +9,8 @@
 // bytes that fail are fetched again once, from an empty cache.
 //
 // Nothing a server answers becomes a result unless it is what was asked: a status other than
-// 206 (or a whole-object 200 up to `wholeBodyCap`), a `Content-Range` that is not the range
-// asked, a short body, or another object (its ETag, pinned at open and sent as `If-Match`, or
+// 206 (or a whole-object 200 up to `wholeBodyCap`), a `Content-Range` (or multipart part)
+// that does not hold the range asked, a short body, or another object (its ETag, pinned at open and sent as `If-Match`, or
 // its length) is a `ShoalError` (`remote_status`, `range_unsupported`, `bad_response`,
 // `object_changed`, `transport`, `no_progress`) — the codes of the native reader.
 
@@ -65,7 +65,7 @@ const fail = (code, message) => new ShoalError(code, message);
  * @param {string | null} v
  * @returns {[number, number, number | null] | null} */
 function parseContentRange(v) {
-  const m = /^\s*bytes\s+(\d+)-(\d+)\/(\d+|\*)\s*$/.exec(v ?? "");
+  const m = /^\s*bytes (\d+)-(\d+)\/(\d+|\*)\s*$/.exec(v ?? "");
   if (!m) return null;
   const [first, last] = [Number(m[1]), Number(m[2])];
   return first <= last ? [first, last, m[3] === "*" ? null : Number(m[3])] : null;
@@ -86,18 +86,22 @@ class HttpRanges {
   #whole = null;
   /** Requests sent. */
   requests = 0;
+  /** @type {number[]} where answers shorter than asked ended, before the length was known */
+  shortEnds = [];
 
   /**
    * @param {string} url
-   * @param {{ fetch: typeof fetch, headers: Record<string, string>, wholeBodyCap: number, multipart: boolean }} o
+   * @param {{ fetch: typeof fetch, headers: Record<string, string>, wholeBodyCap: number, multipart: boolean, timeoutMs: number }} o
    */
   constructor(url, o) {
-    this.name = url;
+    // Messages name the object without its query (a presigned URL's signature stays out).
+    this.name = url.split("?")[0];
     this.url = url;
     this.fetch = o.fetch;
     this.headers = o.headers;
     this.wholeBodyCap = o.wholeBodyCap;
     this.multipart = o.multipart;
+    this.timeoutMs = o.timeoutMs;
   }
 
   /** One wave: the bytes of each range (fewer where the object ends), all requests at once.
@@ -142,8 +146,13 @@ class HttpRanges {
     /** @type {Response} */
     let resp;
     this.requests++;
+    const f = this.fetch;
+    /** @type {RequestInit} */
+    const init = { headers };
+    // A request that hangs is a transport error after `timeoutMs` (retried as one).
+    if (this.timeoutMs > 0 && typeof AbortSignal?.timeout === "function") init.signal = AbortSignal.timeout(this.timeoutMs);
     try {
-      resp = await this.fetch(this.url, { headers });
+      resp = await f(this.url, init);
     } catch (e) {
       throw new ShoalError("transport", `${this.name}: ${e instanceof Error ? e.message : e}`, { cause: e });
     }
@@ -179,15 +188,22 @@ class HttpRanges {
         `206 with Content-Range ${JSON.stringify(resp.headers.get("content-range"))} (a server of another origin must expose it: Access-Control-Expose-Headers: Content-Range, ETag)`,
       );
     }
+    // The most bytes an answer may hold: the span asked (a server may merge ranges into one
+    // part) and, for multipart, the parts' headers.
+    const span = rs[rs.length - 1][1] - rs[0][0];
+    const cap = status === 200 ? this.wholeBodyCap : boundary !== null ? span + 256 * rs.length + 256 : span;
+    if (declared !== null && declared > cap) throw refuse("bad_response", `a body of ${declared} bytes for ${rs.length} range(s) spanning ${span}`);
     let body;
     try {
       body = new Uint8Array(await resp.arrayBuffer());
     } catch (e) {
       throw new ShoalError("transport", `${this.name}: reading the body: ${e instanceof Error ? e.message : e}`, { cause: e });
     }
-    if (declared !== null && declared !== body.length) {
+    if ((declared !== null && declared !== body.length) || body.length > cap) {
       throw fail("bad_response", `${this.name}: a body of ${body.length} bytes, Content-Length ${declared}`);
     }
+    // (Another answer may have pinned an ETag meanwhile.)
+    if (this.#etag !== null && tag !== null && tag !== this.#etag) throw fail("object_changed", `${this.name}: ETag ${tag}, opened as ${this.#etag}`);
     /** @type {{ first: number, bytes: Uint8Array }[]} */
     let parts;
     /** @type {number | null} */
@@ -243,6 +259,7 @@ function parseMultipart(body, boundary, name) {
     }
     return -1;
   };
+  if (boundary.length === 0) throw bad("an empty boundary");
   const parts = [];
   /** @type {number | null} */
   let total = null;
@@ -251,6 +268,7 @@ function parseMultipart(body, boundary, name) {
   for (;;) {
     at += delimiter.length;
     if (body[at] === 45 && body[at + 1] === 45) break; // "--": the closing boundary
+    if (body[at] !== 13 || body[at + 1] !== 10) throw bad("a boundary not followed by a line end");
     const headEnd = find(at, crlf2);
     if (headEnd < 0) throw bad("a part without headers");
     const head = new TextDecoder().decode(body.subarray(at, headEnd));
@@ -284,6 +302,8 @@ class ReadRanges {
     this.length = length;
     /** Reads made. */
     this.requests = 0;
+    /** @type {number[]} where answers shorter than asked ended, before the length was known */
+    this.shortEnds = [];
   }
 
   /** One wave: every range read at once.
@@ -380,30 +400,30 @@ export class RemoteCollection {
    * @param {Record<string, any>} req
    */
   search(req) {
-    const run = () => this.#search(req);
+    // The request is read now (a vector the caller changes next is not the one searched);
+    // searches then run one at a time.
+    /** @type {[string, Float32Array | undefined]} */
+    let parts;
+    try {
+      const [json, v] = requestParts(req);
+      // (A Float32Array given is used as it is: copied, as it stands now.)
+      parts = [json, v?.slice()];
+    } catch (e) {
+      return Promise.reject(e);
+    }
+    const run = () => this.#search(parts[0], parts[1]);
     const next = this.#queue.then(run, run);
     this.#queue = next.catch(() => {});
     return next;
   }
 
-  /** @param {Record<string, any>} req */
-  async #search(req) {
-    const [json, v] = requestParts(req);
+  /** @param {string} json @param {Float32Array | undefined} v */
+  async #search(json, v) {
     const reader = this.#get();
     call(() => reader.trim());
-    const step = () => call(() => this.#get().search(json, v));
     /** @type {Trip} */
     const io = { waves: 0, requests: 0, bytes: 0, retries: 0 };
-    try {
-      await drive(this.#source, () => this.#get(), step, io);
-    } catch (e) {
-      // Bytes that failed their checksum: fetched again once, from an empty cache (a fault in
-      // transit then costs a retry; bytes wrong at the source stay an error).
-      if (!(e instanceof ShoalError) || e.code !== "bad_segment") throw e;
-      call(() => this.#get().clear());
-      io.retries += 1;
-      await drive(this.#source, () => this.#get(), step, io);
-    }
+    await driveChecked(this.#source, () => this.#get(), () => call(() => this.#get().search(json, v)), io);
     const out = call(() => this.#get().output());
     return { ...results(out), io };
   }
@@ -417,6 +437,26 @@ export class RemoteCollection {
   #get() {
     if (!this.#reader) throw fail("freed", "this remote collection was freed");
     return this.#reader;
+  }
+}
+
+/**
+ * `drive`, once more from an empty cache when bytes fail their checksum (a fault in transit
+ * then costs a retry; bytes wrong at the source stay a `bad_segment` error).
+ * @param {HttpRanges | ReadRanges} source
+ * @param {() => any} reader
+ * @param {() => Float64Array} step
+ * @param {Trip} io
+ */
+async function driveChecked(source, reader, step, io) {
+  try {
+    await drive(source, reader, step, io);
+  } catch (e) {
+    // (The remote module marks checksum failures: `checksum` on the error it threw.)
+    if (!(e instanceof ShoalError) || /** @type {any} */ (e).cause?.checksum !== true) throw e;
+    call(() => reader().clear());
+    io.retries += 1;
+    await drive(source, reader, step, io);
   }
 }
 
@@ -446,9 +486,10 @@ async function drive(source, reader, step, io) {
       const [s, e] = ranges[i];
       const got = answers[i].length;
       // Fewer bytes only where the object ends (the first read asks past a small file's end);
-      // before its length is known, the header's is checked once open.
+      // before its length is known, where they ended is checked against the header's once open.
       const ends = source.length === null ? got < e - s : s + got === source.length && source.length < e;
       if (got !== e - s && !ends) throw fail("bad_response", `${source.name}: ${got} bytes for a range of ${e - s} at ${s}`);
+      if (source.length === null && got < e - s) source.shortEnds.push(s + got);
       io.bytes += got;
       call(() => r.supply(s, answers[i]));
     }
@@ -467,7 +508,7 @@ async function drive(source, reader, step, io) {
  * @param {string | URL | { read: (offset: number, length: number) => any, size?: number }} source
  * @param {{ cacheBytes?: number, fetch?: typeof fetch, headers?: Record<string, string>,
  *   bootstrapBytes?: number, mergeGap?: number, wholeBodyCap?: number, multipartRanges?: boolean,
- *   simd?: boolean, module?: any }} [opts]
+ *   timeoutMs?: number, simd?: boolean, module?: any }} [opts]
  * @returns {Promise<RemoteCollection>}
  */
 export async function openRemote(source, opts = {}) {
@@ -483,10 +524,12 @@ export async function openRemote(source, opts = {}) {
   const prefix = num(opts.bootstrapBytes, OPEN_PREFIX, "bootstrapBytes", 64);
   const mergeGap = num(opts.mergeGap, -1, "mergeGap");
   const wholeBodyCap = num(opts.wholeBodyCap, WHOLE_BODY_CAP, "wholeBodyCap");
+  const timeoutMs = num(opts.timeoutMs, 60_000, "timeoutMs");
   /** @type {HttpRanges | ReadRanges} */
   let ranges;
   if (typeof source === "string" || source instanceof URL) {
-    const f = opts.fetch ?? globalThis.fetch;
+    // A fetch of the caller's is called as given (bind a method first: `b.fetch.bind(b)`).
+    const f = opts.fetch ?? (typeof globalThis.fetch === "function" ? globalThis.fetch.bind(globalThis) : undefined);
     if (typeof f !== "function") throw fail("invalid_argument", "openRemote: no `fetch` in this runtime: give one");
     const base = /** @type {any} */ (globalThis).location?.href;
     let url;
@@ -495,7 +538,7 @@ export async function openRemote(source, opts = {}) {
     } catch {
       throw fail("invalid_argument", `openRemote: not a URL: ${source}`);
     }
-    ranges = new HttpRanges(url, { fetch: f.bind(globalThis), headers: { ...(opts.headers ?? {}) }, wholeBodyCap, multipart: opts.multipartRanges === true });
+    ranges = new HttpRanges(url, { fetch: f, headers: { ...(opts.headers ?? {}) }, wholeBodyCap, multipart: opts.multipartRanges === true, timeoutMs });
   } else if (source !== null && typeof source === "object" && typeof source.read === "function") {
     ranges = new ReadRanges(source.read.bind(source), source.size === undefined ? null : num(source.size, 0, "size"));
   } else {
@@ -506,24 +549,21 @@ export async function openRemote(source, opts = {}) {
   /** @type {Trip} */
   const opened = { waves: 0, requests: 0, bytes: 0, retries: 0 };
   try {
-    const open = () => drive(ranges, () => reader, () => call(() => reader.open()), opened);
-    try {
-      await open();
-    } catch (e) {
-      // Bytes that failed their checksum: fetched again once (as in `search`).
-      if (!(e instanceof ShoalError) || e.code !== "bad_segment") throw e;
-      reader.clear();
-      opened.retries += 1;
-      await open();
-    }
+    await driveChecked(ranges, () => reader, () => call(() => reader.open()), opened);
     const info = JSON.parse(reader.info());
     ranges.length ??= info.fileLen;
+    const early = ranges.shortEnds.find((end) => end !== info.fileLen);
+    if (early !== undefined) throw fail("bad_response", `${ranges.name}: an answer ended at ${early}, before the object's end (${info.fileLen})`);
     if (ranges.length !== info.fileLen) {
       throw fail("object_changed", `${ranges.name}: the object holds ${ranges.length} bytes, its header says ${info.fileLen}`);
     }
     if (mergeGap >= 0) reader.set_merge_gap(mergeGap);
   } catch (e) {
-    reader.free();
+    try {
+      reader.free();
+    } catch {
+      // (After a trap the instance cannot free: the error thrown is the first one.)
+    }
     throw e;
   }
   return new RemoteCollection(reader, ranges, opened, loaded);

@@ -79,16 +79,40 @@ describe("what a query fetches", () => {
       [m, n] = [m + a.io.requests, n + b.io.requests];
     }
     expect(m).toBeLessThan(n);
-    // A flipped byte in a multipart answer: caught (by its CRC, or as a malformed answer), never a result.
+    // A flipped byte in a multipart answer (its middle byte: a part's bytes here) is caught by
+    // its CRC and fetched again.
     await proxy.fault("flip", 1);
-    let res;
-    try {
-      res = await multi.search(request(f.requests[3]));
-    } catch (e) {
-      expect(["bad_response", "bad_segment"]).toContain(e.code);
-    }
-    if (res) expect(rows(res)).toEqual(f.results[3]);
+    const res = await multi.search(request(f.requests[3]));
+    expect(rows(res)).toEqual(f.results[3]);
+    expect(res.io.retries).toBe(1);
     await proxy.reset();
+  });
+
+  it("reads the request when search is called: a vector changed next is not the one searched", async () => {
+    const f = fixture("l2-1");
+    const col = await Collection.openRemote(url("l2-1.v2.shoal"));
+    const v = Float32Array.from(f.requests[0].vector);
+    const pending = [];
+    for (let q = 0; q < 6; q++) {
+      v.set(f.requests[q].vector);
+      pending.push(col.search({ ...f.requests[q], vector: v }));
+    }
+    v.fill(0);
+    const all = await Promise.all(pending);
+    all.forEach((res, q) => expect(rows(res), `query ${q}`).toEqual(f.results[q]));
+    await expectRejection(() => col.search({ vector: "no" }), "invalid_request");
+  });
+
+  it("a server that does not answer in timeoutMs is a transport error", async () => {
+    const slow = (await import("./servers.mjs")).startProxy;
+    const lagging = await slow(ctx.nginx.base, 400);
+    try {
+      await expectRejection(() => Collection.openRemote(`${lagging.base}/l2-1.v2.shoal`, { timeoutMs: 100 }), "transport");
+      const col = await Collection.openRemote(`${lagging.base}/l2-1.v2.shoal`, { timeoutMs: 5_000 });
+      expect(col.version).toBe(2);
+    } finally {
+      lagging.stop();
+    }
   });
 
   it("refuses what a segment read by ranges does not answer", async () => {

@@ -15,7 +15,7 @@
 //! `SHOAL_REMOTE_MERGE_GAP` (bytes, default 16 KiB): ranges this close are fetched as one.
 //!
 //! Writes `~/.cache/shoal/results/remote-<dataset>.json`, and keeps the format-2 file and the
-//! queries in `~/.cache/shoal/remote/` for `bench/remote-js.mjs` (Node and Chromium).
+//! queries in `~/.cache/shoal/remote/` for `bench/node/remote.mjs` (Node and Chromium).
 //! `python3 bench/datasets.py --only synthetic-1m-128 && cargo bench -p shoal-host --bench remote`
 
 use std::time::Instant;
@@ -118,7 +118,7 @@ fn main() {
         );
         let hint = u64::from_le_bytes(v2.as_slice()[40..48].try_into().unwrap());
         // The format-2 file and the queries with their neighbours, for the JavaScript benchmark
-        // (bench/remote-js.mjs: the same reads from Node and Chromium).
+        // (bench/node/remote.mjs: the same reads from Node and Chromium).
         let kept = cache().join("remote");
         std::fs::create_dir_all(&kept).unwrap();
         std::fs::write(kept.join(format!("{name}.v2.shoal")), v2.as_slice()).unwrap();

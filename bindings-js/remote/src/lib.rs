@@ -32,15 +32,19 @@ use alloc::vec::Vec;
 use core::ops::Range;
 
 use shoal_core::remote::{RangeCache, RemoteSegment, Step};
-use shoal_core::{Error, Kernels, SearchRequest, SearchResponse};
+use shoal_core::{Error, FormatError, Kernels, SearchRequest, SearchResponse};
 use wasm_bindgen::prelude::*;
 
-/// A JavaScript `Error` with the core error's message and its `code` (as in the main module).
+/// A JavaScript `Error` with the core error's message and its `code` (as in the main module),
+/// and `checksum: true` when bytes failed their CRC (`js/remote.js` fetches them again once).
 fn js_error(e: &Error) -> JsValue {
     let err = js_sys::Error::new(&e.to_string());
     err.set_name("ShoalError");
     // Setting a property on a fresh ordinary object cannot fail.
     let _ = js_sys::Reflect::set(&err, &JsValue::from_str("code"), &JsValue::from_str(e.code()));
+    if matches!(e, Error::Format(FormatError::ChecksumMismatch { .. })) {
+        let _ = js_sys::Reflect::set(&err, &JsValue::from_str("checksum"), &JsValue::TRUE);
+    }
     err.into()
 }
 

@@ -19,6 +19,8 @@ const MAX_PARTS: usize = 64;
 pub struct HttpRanges {
     agent: ureq::Agent,
     url: String,
+    /// The URL without its query (a presigned URL's signature stays out of messages).
+    name: String,
     /// The object's ETag and length, as the first response gave them.
     pinned: Mutex<(Option<String>, Option<u64>)>,
     /// Connections used at once.
@@ -35,7 +37,7 @@ pub struct HttpRanges {
 
 impl std::fmt::Debug for HttpRanges {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("HttpRanges").field("url", &self.url).finish()
+        f.debug_struct("HttpRanges").field("url", &self.name).finish()
     }
 }
 
@@ -57,6 +59,7 @@ impl HttpRanges {
         HttpRanges {
             agent,
             url: url.to_string(),
+            name: url.split('?').next().unwrap_or(url).to_string(),
             pinned: Mutex::new((None, None)),
             concurrency: 16,
             whole_body_cap: WHOLE_BODY_CAP,
@@ -125,20 +128,27 @@ impl HttpRanges {
             return Err(RemoteError::Changed(format!("ETag {tag}, opened as {pinned}")));
         }
         let boundary = (status == 206)
-            .then(|| content_type.split(';').map(str::trim).find_map(|p| p.strip_prefix("boundary=")))
+            .then(|| {
+                content_type.split(';').map(str::trim).find_map(|p| {
+                    let (name, value) = p.split_once('=')?;
+                    name.trim().eq_ignore_ascii_case("boundary").then_some(value)
+                })
+            })
             .flatten()
             .filter(|_| content_type.trim_start().to_ascii_lowercase().starts_with("multipart/byteranges"))
             .map(|b| b.trim_matches('"').to_string());
         if status == 200 && length.is_none_or(|n| n > self.whole_body_cap) {
             return Err(RemoteError::RangeIgnored { length });
         }
+        // The most bytes an answer may hold: the span asked (a server may merge ranges into one
+        // part) and, for multipart, the parts' headers.
+        let span = rs.last().map_or(0, |l| l.end) - rs.first().map_or(0, |f| f.start);
         let cap = if status == 200 {
             self.whole_body_cap
         } else if boundary.is_some() {
-            // The parts' headers beside their bytes.
-            rs.iter().map(|r| r.end - r.start + 256).sum::<u64>() + 256
+            span + 256 * rs.len() as u64 + 256
         } else {
-            rs.iter().map(|r| r.end - r.start).sum()
+            span
         };
         let mut body = Vec::new();
         resp.body_mut()
@@ -146,8 +156,8 @@ impl HttpRanges {
             .take(cap + 1)
             .read_to_end(&mut body)
             .map_err(|e| RemoteError::Transport(format!("reading the body: {e}")))?;
-        if let Some(n) = length.filter(|&n| n != body.len() as u64) {
-            return Err(RemoteError::BadResponse(format!("a body of {} bytes, Content-Length {n}", body.len())));
+        if length.is_some_and(|n| n != body.len() as u64) || body.len() as u64 > cap {
+            return Err(RemoteError::BadResponse(format!("a body of {} bytes, Content-Length {length:?}", body.len())));
         }
         let (parts, total) = if status == 200 {
             let total = Some(body.len() as u64);
@@ -159,13 +169,19 @@ impl HttpRanges {
                 .as_deref()
                 .and_then(parse_content_range)
                 .ok_or_else(|| RemoteError::BadResponse(format!("206 with Content-Range {content_range:?}")))?;
-            if body.len() as u64 != last - first + 1 {
+            if Some(body.len() as u64) != (last - first).checked_add(1) {
                 return Err(RemoteError::BadResponse(format!("{} bytes for Content-Range {first}-{last}", body.len())));
             }
             (vec![Part { first, bytes: body }], total)
         };
         {
             let mut pinned = self.pinned.lock().unwrap_or_else(|e| e.into_inner());
+            // (Another answer may have pinned an ETag since this request was sent.)
+            if let (Some(p), Some(t)) = (&pinned.0, &tag)
+                && p != t
+            {
+                return Err(RemoteError::Changed(format!("ETag {t}, opened as {p}")));
+            }
             if let (Some(known), Some(now)) = (known_len.or(pinned.1), total)
                 && known != now
             {
@@ -193,10 +209,8 @@ impl HttpRanges {
                     .find(|p| p.first <= r.start && end <= p.first + p.bytes.len() as u64 && r.start < end)
                     .map(|p| p.bytes[(r.start - p.first) as usize..(end - p.first) as usize].to_vec())
                     .ok_or_else(|| {
-                        let got: Vec<String> = parts
-                            .iter()
-                            .map(|p| format!("{}-{}", p.first, p.first + p.bytes.len() as u64 - 1))
-                            .collect();
+                        let got: Vec<String> =
+                            parts.iter().map(|p| format!("{} bytes at {}", p.bytes.len(), p.first)).collect();
                         RemoteError::BadResponse(format!(
                             "asked bytes {}-{}, got {}",
                             r.start,
@@ -219,7 +233,8 @@ impl RangeSource for HttpRanges {
         }
         // Workers take requests in turn; each keeps its answers with their places.
         let next = AtomicUsize::new(0);
-        let mut answers: Vec<(usize, Result<Vec<Vec<u8>>, RemoteError>)> = std::thread::scope(|s| {
+        type Answer = Result<Vec<Vec<u8>>, RemoteError>;
+        let mut answers: Vec<(usize, Answer)> = std::thread::scope(|s| {
             let workers: Vec<_> = (0..self.concurrency.min(groups.len()))
                 .map(|_| {
                     s.spawn(|| {
@@ -247,7 +262,7 @@ impl RangeSource for HttpRanges {
     }
 
     fn name(&self) -> &str {
-        &self.url
+        &self.name
     }
 
     fn requests(&self) -> u64 {
@@ -279,6 +294,9 @@ fn parse_content_range(v: &str) -> Option<(u64, u64, Option<u64>)> {
 /// can never pass for a boundary). The object's length, when the parts agree on one.
 fn parse_multipart(body: &[u8], boundary: &str) -> Result<(Vec<Part>, Option<u64>), RemoteError> {
     let bad = |what: &str| RemoteError::BadResponse(format!("multipart/byteranges: {what}"));
+    if boundary.is_empty() {
+        return Err(bad("an empty boundary"));
+    }
     let delimiter = format!("--{boundary}");
     let find = |from: usize, needle: &[u8]| {
         body.get(from..).and_then(|b| b.windows(needle.len()).position(|w| w == needle)).map(|i| from + i)
@@ -289,6 +307,9 @@ fn parse_multipart(body: &[u8], boundary: &str) -> Result<(Vec<Part>, Option<u64
         at += delimiter.len();
         if body.get(at..at + 2) == Some(b"--") {
             break;
+        }
+        if body.get(at..at + 2) != Some(b"\r\n") {
+            return Err(bad("a boundary not followed by a line end"));
         }
         let head_end = find(at, b"\r\n\r\n").ok_or_else(|| bad("a part without headers"))?;
         let head = std::str::from_utf8(&body[at..head_end]).map_err(|_| bad("headers not UTF-8"))?;
@@ -304,8 +325,11 @@ fn parse_multipart(body: &[u8], boundary: &str) -> Result<(Vec<Part>, Option<u64
         }
         total = total.or(t);
         let start = head_end + 4;
-        let end =
-            usize::try_from(last - first + 1).ok().and_then(|n| start.checked_add(n)).filter(|&e| e <= body.len());
+        let end = (last - first)
+            .checked_add(1)
+            .and_then(|n| usize::try_from(n).ok())
+            .and_then(|n| start.checked_add(n))
+            .filter(|&e| e <= body.len());
         let end = end.ok_or_else(|| bad("a part shorter than its Content-Range"))?;
         parts.push(Part { first, bytes: body[start..end].to_vec() });
         at = find(end, delimiter.as_bytes()).ok_or_else(|| bad("no closing boundary"))?;
@@ -348,5 +372,10 @@ mod tests {
         let mixed = b"--XYZ\r\nContent-Range: bytes 0-0/100\r\n\r\na\r\n--XYZ\r\nContent-Range: bytes 1-1/99\r\n\r\nb\r\n--XYZ--";
         assert!(parse_multipart(mixed, "XYZ").is_err());
         assert!(parse_multipart(b"--XYZ--", "XYZ").is_err());
+        assert!(parse_multipart(b"----\r\nContent-Range: bytes 0-0/1\r\n\r\na\r\n----", "").is_err());
+        let glued = b"--XYZContent-Range: bytes 0-0/100\r\n\r\na\r\n--XYZ--";
+        assert!(parse_multipart(glued, "XYZ").is_err());
+        let huge = b"--XYZ\r\nContent-Range: bytes 0-18446744073709551615/*\r\n\r\na\r\n--XYZ--";
+        assert!(parse_multipart(huge, "XYZ").is_err());
     }
 }

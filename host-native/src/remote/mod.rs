@@ -6,7 +6,7 @@
 //! lacks, [`RangeSource::read`] fetches one wave's ranges concurrently, and the core runs again
 //! over what the cache holds. Nothing the server answers becomes a result unless it is what
 //! was asked: a status other than 206 (or a whole-object 200 within [`WHOLE_BODY_CAP`]), a
-//! `Content-Range` that is not the range asked, a short body, or another object (its ETag,
+//! `Content-Range` that does not hold the range asked, a short body, or another object (its ETag,
 //! pinned at open and sent as `If-Match`, or its length) is a [`RemoteError`].
 
 use std::fmt;
@@ -109,7 +109,8 @@ pub struct Trip {
     pub waves: u32,
     /// Requests sent (a multipart request counts once, a retried one each time).
     pub requests: u32,
-    /// Bytes received.
+    /// Bytes of the ranges read (without multipart headers, or the rest of a whole object a
+    /// server sent instead of a range).
     pub bytes: u64,
     /// Searches started again after bytes failed their checksum.
     pub retries: u32,
