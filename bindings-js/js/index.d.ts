@@ -462,7 +462,8 @@ export interface RemoteOptions {
   /** Bytes read by the first request (at least 64; default 256 KiB): a format-2 segment's
    * `bootstrapLen` opens it with one request. */
   bootstrapBytes?: number;
-  /** Ranges at most this many bytes apart are fetched as one request (default 16 KiB). */
+  /** Ranges at most this many bytes apart are fetched as one range (default 16 KiB; 1 KiB with
+   * `multipartRanges`). */
   mergeGap?: number;
   /** The largest whole object taken when a server ignores `Range` (default 16 MiB). */
   wholeBodyCap?: number;

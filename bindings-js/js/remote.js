@@ -73,6 +73,9 @@ function parseContentRange(v) {
 
 /** The most ranges asked in one multipart request. */
 const MAX_PARTS = 64;
+/** The default merge gap with multipart requests (the core's, 16 KiB, otherwise): more ranges
+ * cost no requests there, only a part header each, so only small gaps are worth reading. */
+const MULTIPART_MERGE_GAP = 1024;
 
 /** Reads byte ranges of one object over HTTP(S) with `fetch`: one range per request, or with
  * `multipart`, up to 64 per request (`Range: bytes=a-b,c-d`, answered as
@@ -522,7 +525,7 @@ export async function openRemote(source, opts = {}) {
   };
   const cacheBytes = num(opts.cacheBytes, CACHE_BYTES, "cacheBytes");
   const prefix = num(opts.bootstrapBytes, OPEN_PREFIX, "bootstrapBytes", 64);
-  const mergeGap = num(opts.mergeGap, -1, "mergeGap");
+  const mergeGap = num(opts.mergeGap, opts.multipartRanges === true ? MULTIPART_MERGE_GAP : -1, "mergeGap");
   const wholeBodyCap = num(opts.wholeBodyCap, WHOLE_BODY_CAP, "wholeBodyCap");
   const timeoutMs = num(opts.timeoutMs, 60_000, "timeoutMs");
   /** @type {HttpRanges | ReadRanges} */

@@ -66,19 +66,26 @@ describe("what a query fetches", () => {
 
   it("multipartRanges: each wave in one request, the same results", async () => {
     const f = fixture("cosine-2");
-    const multi = await Collection.openRemote(url("cosine-2.v2.shoal"), { multipartRanges: true, cacheBytes: 0, bootstrapBytes: f.bootstrapLen });
-    const single = await Collection.openRemote(url("cosine-2.v2.shoal"), { cacheBytes: 0, bootstrapBytes: f.bootstrapLen });
-    let [m, n] = [0, 0];
+    const opts = { cacheBytes: 0, bootstrapBytes: f.bootstrapLen };
+    // The same merge gap as one range per request (16 KiB), and the multipart default (1 KiB).
+    const multi = await Collection.openRemote(url("cosine-2.v2.shoal"), { ...opts, multipartRanges: true, mergeGap: 16384 });
+    const fine = await Collection.openRemote(url("cosine-2.v2.shoal"), { ...opts, multipartRanges: true });
+    const single = await Collection.openRemote(url("cosine-2.v2.shoal"), opts);
+    let [m, n, fineBytes, singleBytes] = [0, 0, 0, 0];
     for (let q = 0; q < f.requests.length; q++) {
       const a = await multi.search(request(f.requests[q]));
       const b = await single.search(request(f.requests[q]));
+      const c = await fine.search(request(f.requests[q]));
       expect(rows(a), `query ${q}`).toEqual(f.results[q]);
       expect(rows(b), `query ${q}`).toEqual(f.results[q]);
+      expect(rows(c), `query ${q}`).toEqual(f.results[q]);
       expect(a.io.requests, `query ${q}`).toBe(a.io.waves); // fewer than 64 ranges per wave here
       expect(a.io.bytes).toBe(b.io.bytes);
-      [m, n] = [m + a.io.requests, n + b.io.requests];
+      expect(c.io.bytes).toBeLessThanOrEqual(b.io.bytes);
+      [m, n, fineBytes, singleBytes] = [m + a.io.requests, n + b.io.requests, fineBytes + c.io.bytes, singleBytes + b.io.bytes];
     }
     expect(m).toBeLessThan(n);
+    expect(fineBytes).toBeLessThan(singleBytes);
     // A flipped byte in a multipart answer (its middle byte: a part's bytes here) is caught by
     // its CRC and fetched again.
     await proxy.fault("flip", 1);

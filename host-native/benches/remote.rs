@@ -12,7 +12,8 @@
 //!   open: only the bootstrap is in memory);
 //! - warm: a reader with a 1 GiB cache, timed on its second pass over the queries.
 //!
-//! `SHOAL_REMOTE_MERGE_GAP` (bytes, default 16 KiB): ranges this close are fetched as one.
+//! `SHOAL_REMOTE_MERGE_GAP` (bytes, default 16 KiB; 1 KiB for the multipart reads): ranges this
+//! close are fetched as one.
 //!
 //! Writes `~/.cache/shoal/results/remote-<dataset>.json`, and keeps the format-2 file and the
 //! queries in `~/.cache/shoal/remote/` for `bench/node/remote.mjs` (Node and Chromium).
@@ -77,10 +78,9 @@ fn main() {
     let datasets = std::env::var("SHOAL_REMOTE_DATASETS").unwrap_or_else(|_| "glove-400k,synthetic-1m-128".into());
     let latency: u32 = std::env::var("SHOAL_REMOTE_LATENCY_MS").ok().and_then(|v| v.parse().ok()).unwrap_or(20);
     let nq: usize = std::env::var("SHOAL_REMOTE_QUERIES").ok().and_then(|v| v.parse().ok()).unwrap_or(200);
-    let gap: u64 = std::env::var("SHOAL_REMOTE_MERGE_GAP")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(shoal_core::remote::MERGE_GAP);
+    let gap_set: Option<u64> = std::env::var("SHOAL_REMOTE_MERGE_GAP").ok().and_then(|v| v.parse().ok());
+    let gap = gap_set.unwrap_or(shoal_core::remote::MERGE_GAP);
+    let gap_set = gap_set.is_some();
     let nginx = Nginx::start();
     let proxy = Proxy::start_with_latency(&nginx.base, latency);
     for name in datasets.split(',') {
@@ -146,7 +146,10 @@ fn main() {
             let url = url.replace(&nginx.base, &proxy.base);
             let t = Instant::now();
             // Opened as a set manifest's entry would open it: with the bootstrap hint (format 2).
-            let source = || Box::new(HttpRanges::new(&url).with_multipart(layout == "v2-multipart"));
+            let multipart = layout == "v2-multipart";
+            let source = || Box::new(HttpRanges::new(&url).with_multipart(multipart));
+            // (With multipart requests the default gap is MULTIPART_MERGE_GAP, as in `shoal search`.)
+            let gap = if multipart && !gap_set { shoal_host::remote::MULTIPART_MERGE_GAP } else { gap };
             let mut cold = RemoteCollection::open_with(source(), 0, hints[layout]).expect("open");
             cold.set_merge_gap(gap);
             let open_ms = t.elapsed().as_secs_f64() * 1e3;

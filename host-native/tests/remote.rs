@@ -300,6 +300,8 @@ fn shoal_build_lays_out_for_ranges_and_search_reads_it_anywhere() {
     let (local, remote) = (search(&v2), search(&url));
     assert_eq!(local.0, Some(0), "{}", local.2);
     assert_eq!(local.1, remote.1, "a local format-2 file and the same file over http");
+    let multipart = shoal(&["search", &url, "--vector", &q.join(","), "--json", "--multipart-ranges"]);
+    assert_eq!((multipart.0, &multipart.1), (Some(0), &local.1), "{}", multipart.2);
     let first: serde_json::Value = serde_json::from_str(local.1.lines().next().unwrap()).unwrap();
     assert_eq!(first["points"][0]["id"], 0, "the query's own point first: {first}");
     // The layout's limits are usage errors before any input is read.

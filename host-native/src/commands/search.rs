@@ -68,7 +68,7 @@ pub struct SearchArgs {
     #[arg(long, value_name = "BYTES")]
     pub bootstrap: Option<u64>,
     /// For a segment read by byte ranges: ranges of one query this close are fetched as one
-    /// request (fewer requests, more bytes) [default: 16 KiB].
+    /// range (fewer requests, more bytes) [default: 16 KiB; 1 KiB with --multipart-ranges].
     #[arg(long, value_name = "BYTES")]
     pub merge_gap: Option<u64>,
     /// For a segment read over HTTP: each wave's ranges in one request (`Range: bytes=a-b,c-d`,

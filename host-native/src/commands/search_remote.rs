@@ -26,8 +26,10 @@ pub fn run(args: &SearchArgs, location: &str, filter: Option<serde_json::Value>)
     let t = Instant::now();
     let prefix = args.bootstrap.unwrap_or(shoal_core::remote::OPEN_PREFIX);
     let mut col = RemoteCollection::open_with(source_of(location, args.multipart_ranges)?, args.cache_bytes, prefix)?;
-    if let Some(gap) = args.merge_gap {
-        col.set_merge_gap(gap);
+    match args.merge_gap {
+        Some(gap) => col.set_merge_gap(gap),
+        None if args.multipart_ranges => col.set_merge_gap(crate::remote::MULTIPART_MERGE_GAP),
+        None => {}
     }
     let open_time = t.elapsed();
     eprintln!("open: {:.3} ms, {}", ms(open_time), cost(col.opened()));

@@ -32,6 +32,11 @@ pub const RETRIES: u32 = 2;
 /// two or three; more means the server's bytes keep changing under it).
 const MAX_WAVES: u32 = 12;
 
+/// Ranges this close (bytes) are fetched as one when a wave goes in multipart requests (instead
+/// of `shoal_core::remote::MERGE_GAP`): more ranges cost no requests there, only a part header
+/// each (~100 bytes), so only small gaps are worth reading through.
+pub const MULTIPART_MERGE_GAP: u64 = 1024;
+
 /// Where a server or a file answered what a reader by ranges cannot use.
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
