@@ -432,26 +432,10 @@ fn a_large_ivf_build_gives_the_committed_bytes() {
 #[test]
 fn remote_fixtures_read_by_ranges_as_locally() {
     use serde_json::json;
-    use shoal_core::remote::{RangeCache, RemoteSegment, Step, write_for_ranges, write_reordered_v1};
+    use shoal_core::remote::{RangeCache, RemoteSegment, write_for_ranges, write_reordered_v1};
     use shoal_core::{Collection, CollectionConfig, IndexKind, Metric, SearchRequest};
 
-    fn drive<T>(
-        bytes: &[u8],
-        cache: &mut RangeCache,
-        mut step: impl FnMut(&RangeCache) -> Result<Step<T>, shoal_core::Error>,
-    ) -> T {
-        for _ in 0..8 {
-            match step(cache).unwrap() {
-                Step::Done(t) => return t,
-                Step::Fetch(ranges) => {
-                    for r in ranges {
-                        cache.insert(r.start, &bytes[r.start as usize..(r.end as usize).min(bytes.len())]);
-                    }
-                }
-            }
-        }
-        panic!("no answer in 8 waves")
-    }
+    use shoal_testkit::read_by_ranges as drive;
     let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../target/conformance/remote");
     std::fs::create_dir_all(&dir).unwrap();
     // (name, metric, dim, bits, codes only): every metric, 1 to 4 bits, a dimension below 64

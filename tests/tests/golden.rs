@@ -606,25 +606,8 @@ fn v1_nested_golden_file_reads_verifies_and_filters_the_same() {
 /// Searches a segment read by ranges from `bytes` (every range served from them, as a server
 /// would), as `results` searches a collection (no exact searches: not read by ranges).
 fn ranges_results(bytes: &[u8], dim: usize) -> serde_json::Value {
-    use shoal_core::remote::{RangeCache, RemoteSegment, Step};
-    fn drive<T>(
-        bytes: &[u8],
-        cache: &mut RangeCache,
-        mut step: impl FnMut(&RangeCache) -> Result<Step<T>, shoal_core::Error>,
-    ) -> T {
-        for _ in 0..8 {
-            match step(cache).unwrap() {
-                Step::Done(t) => return t,
-                Step::Fetch(ranges) => {
-                    for r in ranges {
-                        let end = (r.end as usize).min(bytes.len());
-                        cache.insert(r.start, &bytes[r.start as usize..end]);
-                    }
-                }
-            }
-        }
-        panic!("no answer in 8 waves")
-    }
+    use shoal_core::remote::{RangeCache, RemoteSegment};
+    use shoal_testkit::read_by_ranges as drive;
     let mut cache = RangeCache::new(u64::MAX);
     let seg = drive(bytes, &mut cache, RemoteSegment::open);
     let out: Vec<serde_json::Value> = uniform_vectors(0xfeed, 5, dim)

@@ -114,3 +114,25 @@ impl Drop for TempDir {
         let _ = std::fs::remove_dir_all(&self.0);
     }
 }
+
+/// Runs a step function of `shoal_core::remote` (an open or a search) to completion over the
+/// segment file `bytes`, inserting every range it names into `cache` as a server would answer
+/// it (cut where the file ends). Panics on an error or after 8 waves without an answer.
+pub fn read_by_ranges<T>(
+    bytes: &[u8],
+    cache: &mut shoal_core::remote::RangeCache,
+    mut step: impl FnMut(&shoal_core::remote::RangeCache) -> Result<shoal_core::remote::Step<T>, shoal_core::Error>,
+) -> T {
+    use shoal_core::remote::Step;
+    for _ in 0..8 {
+        match step(cache).unwrap() {
+            Step::Done(t) => return t,
+            Step::Fetch(ranges) => {
+                for r in ranges {
+                    cache.insert(r.start, &bytes[r.start as usize..(r.end as usize).min(bytes.len())]);
+                }
+            }
+        }
+    }
+    panic!("no answer in 8 waves")
+}
