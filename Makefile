@@ -19,7 +19,7 @@ CACHE := $(HOME)/.cache/shoal
 GLOVE := $(CACHE)/glove50
 DEMO_PORT ?= 6333
 
-.PHONY: demo test bench setup setup-rust setup-js setup-deb setup-nginx setup-edge setup-demo build-js lint test-rust test-js test-edge test-demo \
+.PHONY: demo test bench setup setup-rust setup-js setup-deb setup-nginx setup-minio setup-edge setup-demo build-js lint test-rust test-js test-edge test-demo \
         test-aarch64 test-wasm check-targets \
         bench-kernels bench-search bench-node bench-ann bench-filtered bench-text bench-ingest bench-codes-only bench-build bench-remote \
         test-qdrant fuzz bench-plots bench-ram bench-sparse bench-query-threads
@@ -64,6 +64,19 @@ setup-deb:
 setup-nginx:
 	$(call apt_install,nginx-light)
 
+# MinIO: a real S3 API on 127.0.0.1 for the tests of segments read from a bucket
+# (host-native/tests/object_store.rs), built from source with Go once (a few minutes), pinned.
+MINIO_VERSION := v0.0.0-20260212201848-7aac2a2c5b7c
+MINIO := $(CACHE)/bin/minio
+export SHOAL_MINIO := $(MINIO)
+setup-minio:
+	@if [ ! -x $(MINIO) ] || [ "$$(cat $(MINIO).version 2>/dev/null)" != "$(MINIO_VERSION)" ]; then \
+		command -v go >/dev/null || { echo "Go is needed to build MinIO (https://go.dev/dl)"; exit 1; }; \
+		echo "building MinIO $(MINIO_VERSION) into $(CACHE)/bin (a few minutes, once)"; \
+		GOBIN=$(CACHE)/bin go install github.com/minio/minio@$(MINIO_VERSION); \
+		echo "$(MINIO_VERSION)" > $(MINIO).version; \
+	fi
+
 # The demo's dictionary: GCIDE from Debian (dict-gcide), read by bench/prepare_gcide.py.
 setup-demo:
 	$(call apt_install,dict-gcide)
@@ -106,7 +119,7 @@ lint: build-js
 HOST_KERNELS := $(shell bash scripts/cpu-kernels.sh)
 
 # Runs every Rust test; the conformance test also writes target/conformance/* for test-js.
-test-rust: setup-nginx
+test-rust: setup-nginx setup-minio
 	@echo "kernel variants required on this machine: $(HOST_KERNELS)"
 	SHOAL_REQUIRE_KERNELS=$(HOST_KERNELS) $(CARGO) test --workspace
 

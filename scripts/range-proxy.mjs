@@ -4,8 +4,11 @@
 // CDN or network sometimes does — so that a reader by byte ranges can be shown to give a typed
 // error or the right answer, never a wrong one.
 //
-//   node scripts/range-proxy.mjs --upstream http://127.0.0.1:PORT [--port 0] [--latency-ms 0]
+//   node scripts/range-proxy.mjs --upstream http://127.0.0.1:PORT [--port 0] [--latency-ms 0] [--keep-host]
 //
+// --keep-host forwards the client's Host header unchanged (an S3 client signs it: a request
+// signed for the proxy's address then verifies upstream); by default Host names the upstream
+// (a presigned URL of the upstream, its host replaced by the proxy's, then verifies).
 // Prints `listening on http://127.0.0.1:PORT` once ready. Control endpoints (not forwarded):
 //   GET  /__stats          {"requests": N, "bytes": B} since the last reset
 //   POST /__reset          zeroes the counters and clears the fault
@@ -26,6 +29,7 @@ const opt = (name, fallback) => {
 };
 const upstream = new URL(opt("upstream"));
 const latency = Number(opt("latency-ms", "0"));
+const keepHost = args.includes("--keep-host");
 let stats = { requests: 0, bytes: 0 };
 let fault = null; // { mode, times }
 
@@ -61,7 +65,7 @@ const server = http.createServer(async (req, res) => {
     res.writeHead(Number(mode.slice(7)), { "content-type": "text/plain" });
     return res.end("injected\n");
   }
-  const headers = { ...req.headers, host: upstream.host };
+  const headers = { ...req.headers, host: keepHost ? req.headers.host : upstream.host };
   if (mode === "ignore-range") delete headers.range;
   const up = http.request(
     { host: upstream.hostname, port: upstream.port, path: req.url, method: req.method, headers },

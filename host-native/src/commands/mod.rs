@@ -11,6 +11,7 @@ use crate::HostError;
 pub mod build;
 pub mod import;
 pub mod inspect;
+pub mod publish;
 pub mod search;
 mod search_remote;
 pub mod verify;
@@ -61,6 +62,9 @@ pub enum Command {
     Inspect(inspect::InspectArgs),
     /// Read every byte of a segment and check it (checksums, id index, finite vectors).
     Verify(verify::VerifyArgs),
+    /// Publish a collection's segments for reading by ranges (format 2) to a folder or a
+    /// bucket (s3://, gs://, az://): the manifest last.
+    Publish(publish::PublishArgs),
     /// Serve collections over HTTP (Shoal's routes and Qdrant's REST API), with a write-ahead
     /// log and memory-mapped segments.
     Serve(crate::server::ServeArgs),
@@ -75,6 +79,7 @@ pub fn run(command: Command) -> Result<(), HostError> {
         Command::Search(args) => search::run(&args),
         Command::Inspect(args) => inspect::run(&args),
         Command::Verify(args) => verify::run(&args),
+        Command::Publish(args) => publish::run(&args),
         Command::Serve(args) => crate::server::run(&args),
         Command::Import(args) => import::run(&args),
     }

@@ -59,8 +59,8 @@ pub struct SearchArgs {
     /// query and at least K columns (e.g. `gt.npy` of `bench/datasets.py`).
     #[arg(long, value_name = "FILE", requires = "queries")]
     pub truth: Option<PathBuf>,
-    /// For a segment read by byte ranges (SEGMENT given as `http://…` or `file://…`): bytes
-    /// of fetched ranges kept between searches.
+    /// For a segment read by byte ranges (SEGMENT given as a URL: `http://…`, `s3://…`,
+    /// `gs://…`, `az://…`, `file://…`): bytes of fetched ranges kept between searches.
     #[arg(long, value_name = "BYTES", default_value_t = 64 << 20)]
     pub cache_bytes: u64,
     /// For a segment read by byte ranges: bytes read first when opening it [default: 256 KiB];
@@ -100,11 +100,13 @@ pub struct QueryArgs {
     pub queries: Option<PathBuf>,
 }
 
-/// The segment argument when it names a segment to read by byte ranges: `http://…`,
-/// `https://…` or `file://…`.
+/// The segment argument when it names a segment to read by byte ranges: a URL (`http://…`,
+/// `s3://…`, `gs://…`, `az://…`, `file://…`; `https://…` gets its error from `source_of`).
 fn remote_location(segment: &Path) -> Option<&str> {
     let s = segment.to_str()?;
-    ["http://", "https://", "file://"].iter().any(|p| s.starts_with(p)).then_some(s)
+    s.split_once("://")
+        .is_some_and(|(scheme, _)| !scheme.is_empty() && scheme.bytes().all(|b| b.is_ascii_alphanumeric()))
+        .then_some(s)
 }
 
 /// Whether the file at `path` is a segment in format 2 (its header says so; anything else,

@@ -1,5 +1,5 @@
-//! `shoal search http://…/segment.shoal`: a segment searched by byte ranges, without
-//! downloading it (`crate::remote`).
+//! `shoal search http://…/segment.shoal` (or `s3://…/manifest.json`, a set): a segment or a
+//! segment set searched by byte ranges, without downloading it (`crate::remote`).
 
 use std::fmt::Write as _;
 use std::path::Path;
@@ -9,8 +9,9 @@ use shoal_core::SearchRequest;
 
 use super::search::{SearchArgs, apply_flags, parse_vector, read_truth, table};
 use super::{ms, print};
-use crate::remote::{RemoteCollection, Trip, source_of};
+use crate::remote::{RemoteCollection, RemoteSetReader, Trip, source_of};
 use crate::{HostError, input::VectorFile};
+use shoal_core::SearchResponse;
 
 /// Runs `shoal search` on the segment at `location`.
 pub fn run(args: &SearchArgs, location: &str, filter: Option<serde_json::Value>) -> Result<(), HostError> {
@@ -24,8 +25,7 @@ pub fn run(args: &SearchArgs, location: &str, filter: Option<serde_json::Value>)
         return Err(HostError::Usage("--labels: not with a segment read by ranges".into()));
     }
     let t = Instant::now();
-    let prefix = args.bootstrap.unwrap_or(shoal_core::remote::OPEN_PREFIX);
-    let mut col = RemoteCollection::open_with(source_of(location, args.multipart_ranges)?, args.cache_bytes, prefix)?;
+    let mut col = Reader::open(args, location)?;
     match args.merge_gap {
         Some(gap) => col.set_merge_gap(gap),
         None if args.multipart_ranges => col.set_merge_gap(crate::remote::MULTIPART_MERGE_GAP),
@@ -62,6 +62,58 @@ pub fn run(args: &SearchArgs, location: &str, filter: Option<serde_json::Value>)
     print(&out)
 }
 
+/// A segment or a set (a location ending in `.json` names a set's manifest).
+enum Reader {
+    One(RemoteCollection),
+    Set(RemoteSetReader),
+}
+
+impl Reader {
+    fn open(args: &SearchArgs, location: &str) -> Result<Reader, HostError> {
+        let path = location.split('?').next().unwrap_or(location);
+        if path.ends_with(".json") {
+            if args.bootstrap.is_some() {
+                return Err(HostError::Usage("--bootstrap: a set's segments open with their manifest's hints".into()));
+            }
+            return Ok(Reader::Set(RemoteSetReader::open(location, args.cache_bytes, args.multipart_ranges)?));
+        }
+        let prefix = args.bootstrap.unwrap_or(shoal_core::remote::OPEN_PREFIX);
+        Ok(Reader::One(RemoteCollection::open_with(
+            source_of(location, args.multipart_ranges)?,
+            args.cache_bytes,
+            prefix,
+        )?))
+    }
+
+    fn set_merge_gap(&mut self, gap: u64) {
+        match self {
+            Reader::One(c) => c.set_merge_gap(gap),
+            Reader::Set(s) => s.set_merge_gap(gap),
+        }
+    }
+
+    fn opened(&self) -> Trip {
+        match self {
+            Reader::One(c) => c.opened(),
+            Reader::Set(s) => s.opened(),
+        }
+    }
+
+    fn dim(&self) -> usize {
+        match self {
+            Reader::One(c) => c.segment().dim(),
+            Reader::Set(s) => s.set().dim(),
+        }
+    }
+
+    fn search(&self, req: &SearchRequest) -> Result<(SearchResponse, Trip), HostError> {
+        match self {
+            Reader::One(c) => c.search(req),
+            Reader::Set(s) => s.search(req),
+        }
+    }
+}
+
 /// A trip as `W waves, R requests, B KB`.
 fn cost(t: Trip) -> String {
     format!("{} waves, {} requests, {:.1} KB", t.waves, t.requests, t.bytes as f64 / 1e3)
@@ -70,13 +122,8 @@ fn cost(t: Trip) -> String {
 /// `--queries FILE [--truth FILE]`: every query in turn, twice — first with the cache filling
 /// as it goes (the first query just after open), then again over the filled cache — with the
 /// reads per query of each pass, the time per query, and recall against the exact neighbours.
-fn batch(
-    args: &SearchArgs,
-    col: &RemoteCollection,
-    path: &Path,
-    filter: Option<serde_json::Value>,
-) -> Result<(), HostError> {
-    let dim = col.segment().dim();
+fn batch(args: &SearchArgs, col: &Reader, path: &Path, filter: Option<serde_json::Value>) -> Result<(), HostError> {
+    let dim = col.dim();
     let raw = crate::input::InputFormat::from_path(path) == Some(crate::input::InputFormat::F32);
     let file = VectorFile::open(path, None, raw.then_some(dim))?;
     if file.dim() != dim {

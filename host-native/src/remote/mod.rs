@@ -19,7 +19,11 @@ use shoal_core::{FormatError, SearchRequest, SearchResponse};
 use crate::HostError;
 
 mod http;
+mod set;
+pub mod store;
 pub use http::HttpRanges;
+pub use set::RemoteSetReader;
+pub use store::StoreRanges;
 
 /// The most bytes accepted when a server ignores `Range` and sends the whole object (a 200):
 /// a small segment is then read from that body; a larger one is refused.
@@ -231,24 +235,36 @@ fn drive<T>(
         if waves >= MAX_WAVES {
             return Err(remote(source, RemoteError::NoProgress));
         }
-        let sent = source.requests();
-        let answers = source.read(&ranges).map_err(|e| remote(source, e))?;
-        trip.requests += (source.requests() - sent) as u32;
         waves += 1;
         trip.waves += 1;
-        for (r, bytes) in ranges.iter().zip(&answers) {
-            let asked = r.end - r.start;
-            let got = bytes.len() as u64;
-            // Fewer bytes only where the object ends (the first read asks past a small file's end).
-            let ends = source.object_len().is_some_and(|n| r.start + got == n && n < r.end);
-            if got != asked && !ends {
-                let message = format!("{got} bytes for a range of {asked} at {}", r.start);
-                return Err(remote(source, RemoteError::BadResponse(message)));
-            }
-            trip.bytes += got;
-            cache.insert(r.start, bytes);
-        }
+        fetch_into(source, &ranges, cache, trip)?;
     }
+}
+
+/// Reads `ranges` from `source` into `cache`, each answer checked for its length; adds the
+/// requests and bytes to `trip`.
+fn fetch_into(
+    source: &dyn RangeSource,
+    ranges: &[Range<u64>],
+    cache: &mut RangeCache,
+    trip: &mut Trip,
+) -> Result<(), HostError> {
+    let sent = source.requests();
+    let answers = source.read(ranges).map_err(|e| remote(source, e))?;
+    trip.requests += (source.requests() - sent) as u32;
+    for (r, bytes) in ranges.iter().zip(&answers) {
+        let asked = r.end - r.start;
+        let got = bytes.len() as u64;
+        // Fewer bytes only where the object ends (the first read asks past a small file's end).
+        let ends = source.object_len().is_some_and(|n| r.start + got == n && n < r.end);
+        if got != asked && !ends {
+            let message = format!("{got} bytes for a range of {asked} at {}", r.start);
+            return Err(remote(source, RemoteError::BadResponse(message)));
+        }
+        trip.bytes += got;
+        cache.insert(r.start, bytes);
+    }
+    Ok(())
 }
 
 /// A local file read by ranges (`pread`): what a reader by ranges does to a file, without a
@@ -298,16 +314,31 @@ impl RangeSource for FileRanges {
     }
 }
 
-/// The source of a segment named by `location`: `http://…` (`https://` is not built in yet;
-/// `multipart`: a wave's ranges in one request), else a local path read by ranges.
+/// The source of a segment named by `location`: `http://…` (`multipart`: a wave's ranges in
+/// one request), `s3://`, `gs://`, `az://` or `abfs://` (`object_store`, credentials from the
+/// environment), else a local path read by ranges. (`https://` is not built in yet.)
 pub fn source_of(location: &str, multipart: bool) -> Result<Box<dyn RangeSource>, HostError> {
     if location.starts_with("http://") {
         return Ok(Box::new(HttpRanges::new(location).with_multipart(multipart)));
     }
     if location.starts_with("https://") {
         return Err(HostError::Usage(
-            "https:// segments are not supported yet (serve the file over http://, or read it locally)".into(),
+            "https:// segments are not supported yet (read the bucket as s3://, gs:// or az://, serve the file over http://, or read it locally)".into(),
         ));
     }
-    Ok(Box::new(FileRanges::open(std::path::Path::new(location.strip_prefix("file://").unwrap_or(location)))?))
+    if store::SCHEMES.iter().any(|s| location.starts_with(s)) {
+        if multipart {
+            return Err(HostError::Usage(format!(
+                "{location}: object stores answer one range per request (no multipart ranges)"
+            )));
+        }
+        return Ok(Box::new(StoreRanges::open(location)?));
+    }
+    if let Some(path) = location.strip_prefix("file://") {
+        return Ok(Box::new(FileRanges::open(std::path::Path::new(path))?));
+    }
+    if let Some((scheme, _)) = location.split_once("://") {
+        return Err(HostError::Usage(format!("{scheme}:// is not a location segments are read from")));
+    }
+    Ok(Box::new(FileRanges::open(std::path::Path::new(location))?))
 }

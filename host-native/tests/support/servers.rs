@@ -101,9 +101,20 @@ pub struct Proxy {
 impl Proxy {
     /// Starts the proxy in front of `upstream`, adding `latency_ms` to every request.
     pub fn start_with_latency(upstream: &str, latency_ms: u32) -> Proxy {
+        Proxy::spawn(upstream, latency_ms, false)
+    }
+
+    /// Starts the proxy in front of `upstream`, forwarding the Host header unchanged (for
+    /// requests signed for the proxy's address).
+    pub fn start_keeping_host(upstream: &str) -> Proxy {
+        Proxy::spawn(upstream, 0, true)
+    }
+
+    fn spawn(upstream: &str, latency_ms: u32, keep_host: bool) -> Proxy {
         let mut child = Command::new("node")
             .arg(root().join("scripts/range-proxy.mjs"))
             .args(["--upstream", upstream, "--latency-ms", &latency_ms.to_string()])
+            .args(keep_host.then_some("--keep-host"))
             .stdout(Stdio::piped())
             .spawn()
             .expect("node");
@@ -147,6 +158,128 @@ impl Proxy {
 }
 
 impl Drop for Proxy {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// MinIO (a real S3 API) on 127.0.0.1, with a bucket, over a folder of its own: the binary
+/// `make setup-minio` builds (`$SHOAL_MINIO`, else `~/.cache/shoal/bin/minio`).
+pub struct Minio {
+    child: Child,
+    /// `http://127.0.0.1:PORT`.
+    pub endpoint: String,
+    /// The bucket the tests use.
+    pub bucket: String,
+    _dir: TempDir,
+}
+
+/// MinIO's root credentials in the tests.
+pub const MINIO_USER: &str = "shoal-test";
+/// (See [`MINIO_USER`].)
+pub const MINIO_PASSWORD: &str = "shoal-test-secret";
+
+impl Minio {
+    /// Starts MinIO on a free port and creates the bucket `shoal`.
+    pub fn start() -> Minio {
+        let binary = std::env::var_os("SHOAL_MINIO")
+            .map(PathBuf::from)
+            .unwrap_or_else(|| PathBuf::from(std::env::var_os("HOME").expect("HOME")).join(".cache/shoal/bin/minio"));
+        assert!(binary.exists(), "MinIO is needed at {} (`make setup-minio` builds it)", binary.display());
+        let dir = TempDir::new("servers", "minio");
+        let (port, console) = (free_port(), free_port());
+        let mut child = Command::new(&binary)
+            .args(["server", "--quiet", "--address", &format!("127.0.0.1:{port}")])
+            .args(["--console-address", &format!("127.0.0.1:{console}")])
+            .arg(dir.path("data"))
+            .env("MINIO_ROOT_USER", MINIO_USER)
+            .env("MINIO_ROOT_PASSWORD", MINIO_PASSWORD)
+            .env("MINIO_BROWSER", "off")
+            .env("MINIO_UPDATE", "off")
+            .stdout(Stdio::null())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .expect("MinIO starts");
+        wait_for(port, &mut child, "MinIO");
+        let endpoint = format!("http://127.0.0.1:{port}");
+        // Ready when its health endpoint says so; then the bucket, with a signed PUT.
+        let t = Instant::now();
+        while ureq_status(&format!("{endpoint}/minio/health/ready")) != Some(200) {
+            assert!(t.elapsed() < Duration::from_secs(30), "MinIO did not get ready");
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        let minio = Minio { child, endpoint, bucket: "shoal".into(), _dir: dir };
+        let status = Command::new("curl")
+            .args(["-sf", "-X", "PUT", "--aws-sigv4", "aws:amz:us-east-1:s3", "--user"])
+            .arg(format!("{MINIO_USER}:{MINIO_PASSWORD}"))
+            .arg(format!("{}/{}", minio.endpoint, minio.bucket))
+            .status()
+            .expect("curl");
+        assert!(status.success(), "creating the bucket failed");
+        minio
+    }
+
+    /// The environment that points the `object_store` crate (and `shoal`) at this MinIO.
+    pub fn env(&self) -> Vec<(&'static str, String)> {
+        vec![
+            ("AWS_ACCESS_KEY_ID", MINIO_USER.into()),
+            ("AWS_SECRET_ACCESS_KEY", MINIO_PASSWORD.into()),
+            ("AWS_REGION", "us-east-1".into()),
+            ("AWS_ENDPOINT", self.endpoint.clone()),
+            ("AWS_ALLOW_HTTP", "true".into()),
+        ]
+    }
+
+    /// An S3 client of this MinIO's bucket, talking to `endpoint` (MinIO's own, or a proxy
+    /// in front of it that keeps the Host header).
+    pub fn client_at(&self, endpoint: &str) -> object_store::aws::AmazonS3 {
+        object_store::aws::AmazonS3Builder::new()
+            .with_bucket_name(&self.bucket)
+            .with_access_key_id(MINIO_USER)
+            .with_secret_access_key(MINIO_PASSWORD)
+            .with_region("us-east-1")
+            .with_endpoint(endpoint)
+            .with_allow_http(true)
+            .build()
+            .expect("an S3 client")
+    }
+
+    /// An S3 client of this MinIO's bucket.
+    pub fn client(&self) -> object_store::aws::AmazonS3 {
+        self.client_at(&self.endpoint)
+    }
+
+    /// Stores `bytes` as `key`; its `s3://` URL.
+    pub fn put(&self, key: &str, bytes: &[u8]) -> String {
+        use object_store::ObjectStoreExt as _;
+        let client = self.client();
+        let path = object_store::path::Path::parse(key).unwrap();
+        shoal_host::remote::store::block_on(client.put(&path, bytes.to_vec().into())).expect("PUT");
+        format!("s3://{}/{key}", self.bucket)
+    }
+
+    /// A presigned GET URL of `key` (an hour), on MinIO's own address.
+    pub fn presign(&self, key: &str) -> String {
+        use object_store::signer::Signer as _;
+        let path = object_store::path::Path::parse(key).unwrap();
+        let url = shoal_host::remote::store::block_on(self.client().signed_url(
+            object_store::signer::Method::GET,
+            &path,
+            Duration::from_secs(3600),
+        ))
+        .expect("a presigned URL");
+        url.to_string()
+    }
+}
+
+/// The status of a GET of `url` (`None`: no answer).
+fn ureq_status(url: &str) -> Option<u16> {
+    let agent: ureq::Agent = ureq::Agent::config_builder().http_status_as_error(false).build().into();
+    agent.get(url).call().ok().map(|r| r.status().as_u16())
+}
+
+impl Drop for Minio {
     fn drop(&mut self) {
         let _ = self.child.kill();
         let _ = self.child.wait();

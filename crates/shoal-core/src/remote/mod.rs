@@ -21,6 +21,7 @@
 
 mod cache;
 mod layout;
+mod set;
 
 use alloc::vec::Vec;
 use core::ops::Range;
@@ -32,11 +33,12 @@ use shoal_format::{
 };
 use shoal_index::ivf::v2::{IvfHot, PartitionBlock};
 use shoal_index::ivf::{Bounds, IvfScratch, IvfSearch, IvfSections, IvfSubset, PartitionBytes, Prefetch, Refined};
-use shoal_index::{Metric, TopK};
+use shoal_index::{Candidate, Metric, TopK};
 use shoal_kernels::Kernels;
 
 pub use cache::{RangeCache, coalesce};
 pub use layout::{MAX_HOT_CENTROIDS, write_for_ranges, write_reordered_v1};
+pub use set::{RemoteSet, SetManifest, SetStep};
 
 use crate::collection::{cut, prepare_vector};
 use crate::sections::bad;
@@ -50,6 +52,31 @@ pub enum Step<T> {
     Fetch(Vec<Range<u64>>),
     /// Finished.
     Done(T),
+}
+
+/// A search's best candidates before `offset` and `score_threshold`: each with its point id,
+/// best first.
+#[derive(Debug)]
+pub(crate) struct Hits {
+    pub(crate) best: Vec<(Candidate, u64)>,
+    pub(crate) stats: SearchStats,
+}
+
+/// The response of `req` from its best candidates (best first, with their point ids): `offset`
+/// skipped, keys turned into scores, `score_threshold` applied — as a local search answers.
+pub(crate) fn respond(
+    req: &SearchRequest,
+    metric: Metric,
+    best: &[(Candidate, u64)],
+    stats: SearchStats,
+) -> SearchResponse {
+    let mut points: Vec<ScoredPoint> = best
+        .iter()
+        .skip(req.offset)
+        .map(|(c, id)| ScoredPoint { id: shoal_format::PointId::Num(*id), score: metric.score(c.key), payload: None })
+        .collect();
+    cut(&mut points, req.score_threshold, metric == Metric::L2);
+    SearchResponse { points, partial: false, stats }
 }
 
 /// Bytes read from offset 0 to open a segment: its header, its table and, in a small file,
@@ -298,6 +325,15 @@ impl RemoteSegment {
     /// fail their CRC give [`FormatError::ChecksumMismatch`] (a host may drop its cache and
     /// search once more: a transient fault then costs a retry, a persistent one stays an error).
     pub fn search(&self, req: &SearchRequest, cache: &RangeCache) -> Result<Step<SearchResponse>, Error> {
+        Ok(match self.search_hits(req, cache)? {
+            Step::Fetch(ranges) => Step::Fetch(ranges),
+            Step::Done(hits) => Step::Done(respond(req, self.metric, &hits.best, hits.stats)),
+        })
+    }
+
+    /// [`search`](Self::search)'s best `offset + limit` candidates (segment rows, best first,
+    /// with their ids), before `offset` and `score_threshold`: what a set merges.
+    pub(crate) fn search_hits(&self, req: &SearchRequest, cache: &RangeCache) -> Result<Step<Hits>, Error> {
         let vector = self.check_request(req)?;
         let mut query = Vec::new();
         prepare_vector(self.kernels, (self.dim, self.metric), vector, &mut query)?;
@@ -389,24 +425,23 @@ impl RemoteSegment {
                     st
                 }
             };
-            return Ok(Step::Done(self.respond(req, topk, stats, (&parts, &blocks), cache)?));
+            return Ok(Step::Done(self.hits(topk, stats, (&parts, &blocks), cache)?));
         }
     }
 
-    /// The response of a finished search: its best candidates (segment rows) with their ids
-    /// (fetched with their partitions), scores, `offset` and `score_threshold` applied.
-    fn respond(
+    /// A finished search's best candidates (segment rows) with their ids (fetched with their
+    /// partitions).
+    fn hits(
         &self,
-        req: &SearchRequest,
         mut topk: TopK,
         st: shoal_index::ivf::IvfStats,
         (parts, blocks): (&[u32], &[PartitionBlock<'_>]),
         cache: &RangeCache,
-    ) -> Result<SearchResponse, Error> {
+    ) -> Result<Hits, Error> {
         let mut best = Vec::new();
         topk.drain_sorted(&mut best);
-        let mut points = Vec::with_capacity(best.len());
-        for c in best.iter().skip(req.offset) {
+        let mut ids_of = Vec::with_capacity(best.len());
+        for c in &best {
             let row = c.id as usize;
             let p = self.partition_of(row);
             let i = row - self.ivf.offsets[p] as usize;
@@ -419,16 +454,10 @@ impl RemoteSegment {
                     &b.ids[i * 8..i * 8 + 8]
                 }
             };
-            let id = u64::from_le_bytes(ids[..8].try_into().expect("8 bytes"));
-            points.push(ScoredPoint {
-                id: shoal_format::PointId::Num(id),
-                score: self.metric.score(c.key),
-                payload: None,
-            });
+            ids_of.push(u64::from_le_bytes(ids[..8].try_into().expect("8 bytes")));
         }
-        cut(&mut points, req.score_threshold, self.metric == Metric::L2);
         let stats = SearchStats { scanned: st.reranked, estimated: st.estimated, segments: 1, exact: false };
-        Ok(SearchResponse { points, partial: false, stats })
+        Ok(Hits { best: best.into_iter().zip(ids_of).collect(), stats })
     }
 
     /// The partition holding `row`.

@@ -1,0 +1,222 @@
+//! A segment set read by ranges (`docs/format.md`, "Collections as segment sets" and "Reading
+//! by ranges"): a manifest naming format-2 segments, each opened with the one request its
+//! `bootstrap` hint allows, and searched together — every segment's wave of a step goes out at
+//! once, so a query over a set takes the round trips of a query over one segment.
+//!
+//! A set read by ranges is read-only: no live-rows files (deleted rows), no unsealed part, and
+//! ids are not checked for uniqueness across segments at open (the manifest's writer
+//! guarantees it). Results merge as a local set's do: each segment's best `offset + limit`, by
+//! key, then internal id (`base + row`, bases from the manifest's row counts, in set order).
+
+use alloc::format;
+use alloc::string::ToString;
+use alloc::vec::Vec;
+use core::ops::Range;
+
+use serde_json::Value;
+use shoal_index::{Candidate, Metric, TopK};
+
+use super::{RangeCache, RemoteSegment, respond};
+use crate::set::Manifest;
+use crate::{Error, SearchRequest, SearchResponse, SearchStats};
+
+/// A set's manifest as a reader by ranges takes it: the manifest and each segment's
+/// `bootstrap` hint (bytes from offset 0 that open it in one request).
+#[derive(Clone, Debug, PartialEq)]
+pub struct SetManifest {
+    /// The manifest (layout 1: one dense vector, no features).
+    pub manifest: Manifest,
+    /// Per segment, in set order: its `bootstrap` hint, when the entry has one.
+    pub bootstrap: Vec<Option<u64>>,
+}
+
+fn bad(what: alloc::string::String) -> Error {
+    Error::BadSet(what)
+}
+
+impl SetManifest {
+    /// Parses and checks a manifest for reading by ranges: the manifest's own checks, the
+    /// entries' `bootstrap` hints (positive multiples of 64), and what such a set may hold
+    /// (layout 1, no live-rows files).
+    pub fn from_json(bytes: &[u8]) -> Result<SetManifest, Error> {
+        let mut v: Value = serde_json::from_slice(bytes).map_err(|e| bad(format!("manifest: {e}")))?;
+        let mut bootstrap = Vec::new();
+        if let Some(segments) = v.get_mut("segments").and_then(Value::as_array_mut) {
+            for (i, s) in segments.iter_mut().enumerate() {
+                let hint = match s.as_object_mut().and_then(|o| o.remove("bootstrap")) {
+                    None => None,
+                    Some(b) => Some(b.as_u64().filter(|&n| n > 0 && n % 64 == 0).ok_or_else(|| {
+                        bad(format!("manifest: segment {i}: bootstrap must be a positive multiple of 64"))
+                    })?),
+                };
+                bootstrap.push(hint);
+            }
+        }
+        let text = serde_json::to_vec(&v).map_err(|e| bad(e.to_string()))?;
+        let manifest = Manifest::from_json(&text)?;
+        if manifest.features() {
+            return Err(Error::Unsupported("named or sparse vectors or nested payloads in a set read by ranges"));
+        }
+        if let Some(i) = manifest.segments.iter().position(|s| s.live.is_some()) {
+            return Err(bad(format!(
+                "manifest: segment {i} has deleted rows (a live-rows file): a set read by ranges holds only live rows"
+            )));
+        }
+        Ok(SetManifest { manifest, bootstrap })
+    }
+
+    /// The manifest as JSON: [`Manifest::to_json`] with each entry's `bootstrap` hint added
+    /// (keys sorted, compact, a line break at the end).
+    pub fn to_json(&self) -> Vec<u8> {
+        let mut v: Value = serde_json::from_slice(&self.manifest.to_json()).expect("a manifest's own JSON");
+        if let Some(segments) = v.get_mut("segments").and_then(Value::as_array_mut) {
+            for (s, hint) in segments.iter_mut().zip(&self.bootstrap) {
+                if let (Some(o), Some(b)) = (s.as_object_mut(), hint) {
+                    o.insert("bootstrap".into(), Value::from(*b));
+                }
+            }
+        }
+        let mut out = serde_json::to_vec(&v).expect("JSON values serialize");
+        out.push(b'\n');
+        out
+    }
+
+    /// Checks the opened segment `i` against its entry: format 2, its length, its section
+    /// table's CRC, its rows, and the collection's dimension and metric.
+    pub fn check_segment(&self, i: usize, seg: &RemoteSegment) -> Result<(), Error> {
+        let e = &self.manifest.segments[i];
+        let spec = &self.manifest.vectors[0];
+        let crc = format!("{:08x}", seg.table_crc());
+        let differs = if seg.file_len() != e.bytes {
+            Some(format!("{} bytes, the manifest says {}", seg.file_len(), e.bytes))
+        } else if crc != e.table_crc {
+            Some(format!("table CRC {crc}, the manifest says {}", e.table_crc))
+        } else if seg.rows() as u64 != e.rows {
+            Some(format!("{} rows, the manifest says {}", seg.rows(), e.rows))
+        } else if seg.dim() != spec.dim || seg.metric() != spec.metric {
+            Some(format!(
+                "{}-d {}, the collection is {}-d {}",
+                seg.dim(),
+                seg.metric().name(),
+                spec.dim,
+                spec.metric.name()
+            ))
+        } else {
+            None
+        };
+        match differs {
+            Some(what) => Err(bad(format!("manifest: segment {i} ({}): {what}", e.file))),
+            None => Ok(()),
+        }
+    }
+}
+
+/// What a set read by ranges does next.
+#[derive(Debug, PartialEq)]
+pub enum SetStep<T> {
+    /// Fetch these ranges, each of the segment at its position in the set (every segment's
+    /// ranges together: one wave), insert them into that segment's cache, and call again.
+    Fetch(Vec<(usize, Vec<Range<u64>>)>),
+    /// Finished.
+    Done(T),
+}
+
+/// A set of format-2 segments read by ranges.
+#[derive(Debug)]
+pub struct RemoteSet {
+    segments: Vec<RemoteSegment>,
+    /// The internal id of each segment's row 0.
+    bases: Vec<u64>,
+    metric: Metric,
+    dim: usize,
+}
+
+impl RemoteSet {
+    /// The set of `manifest` from its opened segments (in set order), each checked against
+    /// its entry.
+    pub fn new(manifest: &SetManifest, segments: Vec<RemoteSegment>) -> Result<RemoteSet, Error> {
+        if segments.len() != manifest.manifest.segments.len() {
+            return Err(bad(format!(
+                "{} segments opened, the manifest names {}",
+                segments.len(),
+                manifest.manifest.segments.len()
+            )));
+        }
+        let mut bases = Vec::with_capacity(segments.len());
+        let mut base = 0u64;
+        for (i, seg) in segments.iter().enumerate() {
+            manifest.check_segment(i, seg)?;
+            bases.push(base);
+            base += seg.rows() as u64;
+        }
+        let spec = &manifest.manifest.vectors[0];
+        Ok(RemoteSet { segments, bases, metric: spec.metric, dim: spec.dim })
+    }
+
+    /// The segments, in set order.
+    pub fn segments(&self) -> &[RemoteSegment] {
+        &self.segments
+    }
+
+    /// Mutable access to the segments (their merge gap, their kernels).
+    pub fn segments_mut(&mut self) -> &mut [RemoteSegment] {
+        &mut self.segments
+    }
+
+    /// Vector dimension.
+    pub fn dim(&self) -> usize {
+        self.dim
+    }
+
+    /// Metric.
+    pub fn metric(&self) -> Metric {
+        self.metric
+    }
+
+    /// Rows in every segment.
+    pub fn rows(&self) -> u64 {
+        self.segments.iter().map(|s| s.rows() as u64).sum()
+    }
+
+    /// Searches every segment over the bytes fetched so far (`caches[i]` holds segment `i`'s):
+    /// the merged results, or every segment's missing ranges at once. A request is what
+    /// [`RemoteSegment::search`] takes; the answer is the local set's, bit for bit.
+    pub fn search(&self, req: &SearchRequest, caches: &[&RangeCache]) -> Result<SetStep<SearchResponse>, Error> {
+        assert_eq!(caches.len(), self.segments.len(), "a cache per segment");
+        let k = req.offset + req.limit;
+        let mut fetch = Vec::new();
+        let mut topk = TopK::new(k);
+        let mut ids = Vec::new();
+        let mut stats = SearchStats { exact: false, ..SearchStats::default() };
+        for (i, (seg, cache)) in self.segments.iter().zip(caches).enumerate() {
+            match seg.search_hits(req, cache)? {
+                super::Step::Fetch(ranges) => fetch.push((i, ranges)),
+                super::Step::Done(hits) if fetch.is_empty() => {
+                    for (c, id) in hits.best {
+                        let internal = self.bases[i] + c.id;
+                        ids.push((internal, id));
+                        topk.push(Candidate { key: c.key, id: internal });
+                    }
+                    stats.scanned += hits.stats.scanned;
+                    stats.estimated += hits.stats.estimated;
+                    stats.segments += 1;
+                }
+                super::Step::Done(_) => {}
+            }
+        }
+        if !fetch.is_empty() {
+            return Ok(SetStep::Fetch(fetch));
+        }
+        let mut best = Vec::new();
+        topk.drain_sorted(&mut best);
+        ids.sort_unstable();
+        let best: Vec<(Candidate, u64)> = best
+            .into_iter()
+            .map(|c| {
+                let at = ids.binary_search_by_key(&c.id, |&(internal, _)| internal).expect("a segment's hit");
+                (c, ids[at].1)
+            })
+            .collect();
+        Ok(SetStep::Done(respond(req, self.metric, &best, stats)))
+    }
+}

@@ -1,0 +1,223 @@
+//! A segment set read by ranges: its manifest (`manifest.json`), then every segment it names
+//! beside it (the same folder, bucket prefix or URL path), all opened at once and searched
+//! together (`shoal_core::remote::RemoteSet`): each wave holds every segment's ranges, read
+//! from their objects concurrently.
+
+use std::ops::Range;
+use std::sync::Mutex;
+
+use shoal_core::remote::{RangeCache, RemoteSegment, RemoteSet, SetManifest, SetStep, Step};
+use shoal_core::{FormatError, SearchRequest, SearchResponse};
+
+use super::{MAX_WAVES, RangeSource, RemoteError, Trip, fetch_into, remote, source_of};
+use crate::HostError;
+
+/// Gives the source of an object by its location (a URL or a path).
+pub type SourceOf<'a> = dyn Fn(&str) -> Result<Box<dyn RangeSource>, HostError> + 'a;
+
+/// The largest manifest read (bytes).
+pub const MANIFEST_CAP: u64 = 4 << 20;
+
+/// A segment set read by ranges, with a cache of fetched bytes per segment.
+pub struct RemoteSetReader {
+    manifest: SetManifest,
+    set: RemoteSet,
+    sources: Vec<Box<dyn RangeSource>>,
+    caches: Mutex<Vec<RangeCache>>,
+    opened: Trip,
+}
+
+impl std::fmt::Debug for RemoteSetReader {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RemoteSetReader").field("segments", &self.sources.len()).field("set", &self.set).finish()
+    }
+}
+
+/// The location of `file` beside the manifest at `manifest` (its last path part replaced).
+fn beside(manifest: &str, file: &str) -> Result<String, HostError> {
+    if manifest.contains('?') {
+        return Err(HostError::Usage(format!(
+            "{}: a set is read from a manifest location without a query (a presigned URL names one object; \
+             read the bucket as s3://, gs:// or az://, or make the objects readable)",
+            manifest.split('?').next().unwrap_or(manifest)
+        )));
+    }
+    let dir = manifest.rfind('/').map_or("", |i| &manifest[..=i]);
+    Ok(format!("{dir}{file}"))
+}
+
+impl RemoteSetReader {
+    /// Opens the set whose manifest is at `location` (a URL or path, as
+    /// [`source_of`] takes it; its segments lie beside it), keeping at most `cache_bytes` of
+    /// fetched bytes between searches, shared evenly by the segments. Reads the manifest (one
+    /// request), then every segment's bootstrap region at once (one request each with the
+    /// manifest's `bootstrap` hints).
+    pub fn open(location: &str, cache_bytes: u64, multipart: bool) -> Result<RemoteSetReader, HostError> {
+        Self::open_with(location, cache_bytes, &|at: &str| source_of(at, multipart))
+    }
+
+    /// [`open`](Self::open), with `source_of` giving the source of each location (the
+    /// manifest's, then each segment's).
+    pub fn open_with(location: &str, cache_bytes: u64, source_of: &SourceOf<'_>) -> Result<RemoteSetReader, HostError> {
+        let mut opened = Trip::default();
+        let manifest_source = source_of(location)?;
+        let mut cache = RangeCache::new(MANIFEST_CAP);
+        let whole = 0..MANIFEST_CAP;
+        fetch_into(&*manifest_source, std::slice::from_ref(&whole), &mut cache, &mut opened)?;
+        opened.waves += 1;
+        let len = manifest_source.object_len().unwrap_or(0);
+        if len >= MANIFEST_CAP {
+            let message = format!("a manifest of {len} bytes (at most {MANIFEST_CAP} are read)");
+            return Err(remote(&*manifest_source, RemoteError::BadResponse(message)));
+        }
+        let text = cache.get(0..len).unwrap_or(&[]);
+        let manifest =
+            SetManifest::from_json(text).map_err(|e| HostError::Segment { path: location.into(), source: e })?;
+        let n = manifest.manifest.segments.len();
+        let sources = manifest
+            .manifest
+            .segments
+            .iter()
+            .map(|e| source_of(&beside(location, &e.file)?))
+            .collect::<Result<Vec<_>, _>>()?;
+        let each = cache_bytes / n.max(1) as u64;
+        let mut caches: Vec<RangeCache> = (0..n).map(|_| RangeCache::new(each)).collect();
+        let prefix = |i: usize| manifest.bootstrap[i].unwrap_or(shoal_core::remote::OPEN_PREFIX);
+        let (segments, trip) = drive_set(&sources, &mut caches, |caches| {
+            let mut fetch = Vec::new();
+            let mut segments = Vec::with_capacity(n);
+            for (i, cache) in caches.iter().enumerate() {
+                match RemoteSegment::open_with(cache, prefix(i))? {
+                    Step::Fetch(ranges) => fetch.push((i, ranges)),
+                    Step::Done(seg) => segments.push(seg),
+                }
+            }
+            Ok(if fetch.is_empty() { SetStep::Done(segments) } else { SetStep::Fetch(fetch) })
+        })?;
+        opened += trip;
+        for (source, seg) in sources.iter().zip(&segments) {
+            if let Some(len) = source.object_len().filter(|&len| len != seg.file_len()) {
+                let message = format!("the object holds {len} bytes, its header says {}", seg.file_len());
+                return Err(remote(&**source, RemoteError::Changed(message)));
+            }
+        }
+        let set =
+            RemoteSet::new(&manifest, segments).map_err(|e| HostError::Segment { path: location.into(), source: e })?;
+        Ok(RemoteSetReader { manifest, set, sources, caches: Mutex::new(caches), opened })
+    }
+
+    /// Sets the gap below which a search's ranges are fetched as one, in every segment.
+    pub fn set_merge_gap(&mut self, gap: u64) {
+        for seg in self.set.segments_mut() {
+            seg.set_merge_gap(gap);
+        }
+    }
+
+    /// What opening read (the manifest, then the segments' bootstrap regions).
+    pub fn opened(&self) -> Trip {
+        self.opened
+    }
+
+    /// The set (its segments, dimension, metric).
+    pub fn set(&self) -> &RemoteSet {
+        &self.set
+    }
+
+    /// The manifest.
+    pub fn manifest(&self) -> &SetManifest {
+        &self.manifest
+    }
+
+    /// Searches every segment, fetching what the search needs; what it cost.
+    pub fn search(&self, req: &SearchRequest) -> Result<(SearchResponse, Trip), HostError> {
+        let mut caches = self.caches.lock().unwrap_or_else(|e| e.into_inner());
+        caches.iter_mut().for_each(RangeCache::trim);
+        drive_set(&self.sources, &mut caches, |c| self.set.search(req, c))
+    }
+}
+
+/// Runs a set's step function to completion: each wave reads every segment's ranges from its
+/// source at once (a thread per source). Once more from empty caches when bytes fail their
+/// checksum (a fault in transit then costs a retry).
+fn drive_set<T>(
+    sources: &[Box<dyn RangeSource>],
+    caches: &mut [RangeCache],
+    mut step: impl FnMut(&[&RangeCache]) -> Result<SetStep<T>, shoal_core::Error>,
+) -> Result<(T, Trip), HostError> {
+    let mut trip = Trip::default();
+    for attempt in 0..2 {
+        match drive_waves(sources, caches, &mut step, &mut trip) {
+            Err(HostError::Segment {
+                source: shoal_core::Error::Format(FormatError::ChecksumMismatch { .. }), ..
+            }) if attempt == 0 => {
+                caches.iter_mut().for_each(RangeCache::clear);
+                trip.retries += 1;
+            }
+            other => return Ok((other?, trip)),
+        }
+    }
+    unreachable!("the second attempt returns")
+}
+
+fn drive_waves<T>(
+    sources: &[Box<dyn RangeSource>],
+    caches: &mut [RangeCache],
+    step: &mut impl FnMut(&[&RangeCache]) -> Result<SetStep<T>, shoal_core::Error>,
+    trip: &mut Trip,
+) -> Result<T, HostError> {
+    let mut waves = 0;
+    loop {
+        let view: Vec<&RangeCache> = caches.iter().collect();
+        let fetch = match step(&view) {
+            Ok(SetStep::Done(t)) => return Ok(t),
+            Ok(SetStep::Fetch(fetch)) => fetch,
+            Err(e) => {
+                let path = sources.first().map_or("(empty set)", |s| s.name());
+                return Err(HostError::Segment { path: path.into(), source: e });
+            }
+        };
+        if waves >= MAX_WAVES {
+            let (i, _) = &fetch[0];
+            return Err(remote(&*sources[*i], RemoteError::NoProgress));
+        }
+        waves += 1;
+        trip.waves += 1;
+        let mut wanted: Vec<(usize, Vec<Range<u64>>)> = fetch;
+        wanted.sort_by_key(|(i, _)| *i);
+        // One thread per segment with ranges to read; each source reads its own concurrently.
+        let mut slots: Vec<Option<&mut RangeCache>> = caches.iter_mut().map(Some).collect();
+        let results: Vec<Result<Trip, HostError>> = std::thread::scope(|scope| {
+            let handles: Vec<_> = wanted
+                .iter()
+                .map(|(i, ranges)| {
+                    let cache = slots[*i].take().expect("a segment appears once in a wave");
+                    let source = &*sources[*i];
+                    scope.spawn(move || {
+                        let mut t = Trip::default();
+                        fetch_into(source, ranges, cache, &mut t).map(|()| t)
+                    })
+                })
+                .collect();
+            handles.into_iter().map(|h| h.join().expect("a reading thread panicked")).collect()
+        });
+        for r in results {
+            let t = r?;
+            trip.requests += t.requests;
+            trip.bytes += t.bytes;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::beside;
+
+    #[test]
+    fn segments_lie_beside_their_manifest() {
+        assert_eq!(beside("s3://b/c/manifest.json", "seg-1.shoal").unwrap(), "s3://b/c/seg-1.shoal");
+        assert_eq!(beside("http://h:1/manifest.json", "seg-1.shoal").unwrap(), "http://h:1/seg-1.shoal");
+        assert_eq!(beside("manifest.json", "seg-1.shoal").unwrap(), "seg-1.shoal");
+        assert_eq!(beside("/data/set/manifest.json", "s").unwrap(), "/data/set/s");
+        assert!(beside("http://h/manifest.json?X-Amz-Signature=1", "s").is_err());
+    }
+}
