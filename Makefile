@@ -73,7 +73,7 @@ setup-minio:
 	@if [ ! -x $(MINIO) ] || [ "$$(cat $(MINIO).version 2>/dev/null)" != "$(MINIO_VERSION)" ]; then \
 		command -v go >/dev/null || { echo "Go is needed to build MinIO (https://go.dev/dl)"; exit 1; }; \
 		echo "building MinIO $(MINIO_VERSION) into $(CACHE)/bin (a few minutes, once)"; \
-		GOBIN=$(CACHE)/bin go install github.com/minio/minio@$(MINIO_VERSION); \
+		GOBIN=$(CACHE)/bin go install github.com/minio/minio@$(MINIO_VERSION) && \
 		echo "$(MINIO_VERSION)" > $(MINIO).version; \
 	fi
 

@@ -440,9 +440,10 @@ export class Collection {
   free(): void;
 }
 
-/** Where a remote segment is read from: its URL, or a function reading `length` bytes at
- * `offset` (fewer only where the object ends) — an R2 binding's `get` with a range, a file
- * handle's read. */
+/** Where a remote segment is read from: its URL (a URL whose path ends in `.json` is a set's
+ * manifest, its segments read beside it), or a function reading `length` bytes at `offset`
+ * (fewer only where the object ends) — an R2 binding's `get` with a range, a file handle's
+ * read. */
 export type RemoteSource =
   | string
   | URL
@@ -489,17 +490,21 @@ export interface RemoteTrip {
   retries: number;
 }
 
-/** A segment searched by byte ranges (`Collection.openRemote`): read-only, vector searches.
- * (A type only: made by `openRemote`.) */
+/** A segment — or a set of segments, from its `manifest.json` (`shoal publish`) — searched by
+ * byte ranges (`Collection.openRemote`): read-only, vector searches. (A type only: made by
+ * `openRemote`.) */
 export interface RemoteCollection {
   readonly dim: number;
   readonly metric: Metric;
   /** Number of points. */
   readonly len: number;
-  /** 2 for a segment laid out for ranges; 1 is read section by section. */
+  /** Segments read: 1, or a set's. */
+  readonly segments: number;
+  /** 2 for a segment laid out for ranges (and a set); 1 is read section by section. */
   readonly version: number;
+  /** The segment's length in bytes (a set's: the sum). */
   readonly fileLen: number;
-  /** Bytes from offset 0 that open it (`bootstrapBytes` for one request). */
+  /** Bytes from offset 0 that open it (`bootstrapBytes` for one request; a set's: the sum). */
   readonly bootstrapLen: number;
   readonly codesOnly: boolean;
   /** Fetched bytes held in memory. */

@@ -340,10 +340,10 @@ class ReadRanges {
 
 /** A segment searched by byte ranges, opened with `Collection.openRemote`. */
 export class RemoteCollection {
-  /** @type {any} the wasm RemoteReader (null once freed) */
+  /** @type {any} the reader (`one(RemoteReader)` or a RemoteSetReader; null once freed) */
   #reader;
-  /** @type {HttpRanges | ReadRanges} */
-  #source;
+  /** @type {(HttpRanges | ReadRanges)[]} a source per segment */
+  #sources;
   /** @type {Promise<any>} operations run one at a time */
   #queue = Promise.resolve();
   /** @type {any} */
@@ -351,11 +351,11 @@ export class RemoteCollection {
 
   /**
    * (Use `openRemote`.)
-   * @param {any} reader @param {HttpRanges | ReadRanges} source @param {Trip} opened @param {{ simd: boolean, kernels: string }} loaded
+   * @param {any} reader @param {(HttpRanges | ReadRanges)[]} sources @param {Trip} opened @param {{ simd: boolean, kernels: string }} loaded
    */
-  constructor(reader, source, opened, loaded) {
+  constructor(reader, sources, opened, loaded) {
     this.#reader = reader;
-    this.#source = source;
+    this.#sources = sources;
     this.#info = JSON.parse(reader.info());
     /** What opening read. */
     this.opened = Object.freeze(opened);
@@ -386,6 +386,10 @@ export class RemoteCollection {
   /** The bytes from offset 0 that open it (format 2): `bootstrapBytes` for one request. */
   get bootstrapLen() {
     return this.#info.bootstrapLen;
+  }
+  /** Segments read (1, or a set's number of segments). */
+  get segments() {
+    return this.#info.segments ?? 1;
   }
   /** Whether it keeps index codes only (results rank by their estimates). */
   get codesOnly() {
@@ -426,7 +430,7 @@ export class RemoteCollection {
     call(() => reader.trim());
     /** @type {Trip} */
     const io = { waves: 0, requests: 0, bytes: 0, retries: 0 };
-    await driveChecked(this.#source, () => this.#get(), () => call(() => this.#get().search(json, v)), io);
+    await driveChecked(this.#sources, () => this.#get(), () => call(() => this.#get().search(json, v)), io);
     const out = call(() => this.#get().output());
     return { ...results(out), io };
   }
@@ -444,60 +448,115 @@ export class RemoteCollection {
 }
 
 /**
- * `drive`, once more from an empty cache when bytes fail their checksum (a fault in transit
+ * `drive`, once more from empty caches when bytes fail their checksum (a fault in transit
  * then costs a retry; bytes wrong at the source stay a `bad_segment` error).
- * @param {HttpRanges | ReadRanges} source
+ * @param {(HttpRanges | ReadRanges)[]} sources
  * @param {() => any} reader
- * @param {() => Float64Array} step
+ * @param {() => Float64Array | number[]} step
  * @param {Trip} io
  */
-async function driveChecked(source, reader, step, io) {
+async function driveChecked(sources, reader, step, io) {
   try {
-    await drive(source, reader, step, io);
+    await drive(sources, reader, step, io);
   } catch (e) {
     // (The remote module marks checksum failures: `checksum` on the error it threw.)
     if (!(e instanceof ShoalError) || /** @type {any} */ (e).cause?.checksum !== true) throw e;
     call(() => reader().clear());
     io.retries += 1;
-    await drive(source, reader, step, io);
+    await drive(sources, reader, step, io);
   }
 }
 
 /**
- * Runs one step function of the reader until it names nothing more to fetch.
- * @param {HttpRanges | ReadRanges} source
+ * Runs one step function of the reader until it names nothing more to fetch. A step names
+ * ranges as `[segment, start, end, …]`; each wave reads every segment's ranges from its
+ * source at once.
+ * @param {(HttpRanges | ReadRanges)[]} sources
  * @param {() => any} reader
- * @param {() => Float64Array} step
+ * @param {() => Float64Array | number[]} step
  * @param {Trip} io
  */
-async function drive(source, reader, step, io) {
+async function drive(sources, reader, step, io) {
   let waves = 0;
   for (;;) {
     const flat = step();
     if (flat.length === 0) return;
-    if (waves >= MAX_WAVES) throw fail("no_progress", `${source.name}: still reading after ${MAX_WAVES} waves`);
-    /** @type {[number, number][]} */
-    const ranges = [];
-    for (let i = 0; i < flat.length; i += 2) ranges.push([flat[i], flat[i + 1]]);
-    const sent = source.requests;
-    const answers = await source.readWave(ranges);
+    if (waves >= MAX_WAVES) throw fail("no_progress", `${sources[flat[0]].name}: still reading after ${MAX_WAVES} waves`);
+    /** @type {Map<number, [number, number][]>} */
+    const wave = new Map();
+    for (let i = 0; i < flat.length; i += 3) {
+      const list = wave.get(flat[i]) ?? [];
+      list.push([flat[i + 1], flat[i + 2]]);
+      wave.set(flat[i], list);
+    }
+    const segs = [...wave.keys()];
+    const sent = segs.map((g) => sources[g].requests);
+    const answers = await Promise.all(segs.map((g) => sources[g].readWave(/** @type {[number, number][]} */ (wave.get(g)))));
     waves++;
     io.waves++;
-    io.requests += source.requests - sent;
     const r = reader();
-    for (let i = 0; i < ranges.length; i++) {
-      const [s, e] = ranges[i];
-      const got = answers[i].length;
-      // Fewer bytes only where the object ends (the first read asks past a small file's end);
-      // before its length is known, where they ended is checked against the header's once open.
-      const ends = source.length === null ? got < e - s : s + got === source.length && source.length < e;
-      if (got !== e - s && !ends) throw fail("bad_response", `${source.name}: ${got} bytes for a range of ${e - s} at ${s}`);
-      if (source.length === null && got < e - s) source.shortEnds.push(s + got);
-      io.bytes += got;
-      call(() => r.supply(s, answers[i]));
-    }
+    segs.forEach((g, k) => {
+      const source = sources[g];
+      const ranges = /** @type {[number, number][]} */ (wave.get(g));
+      io.requests += source.requests - sent[k];
+      for (let i = 0; i < ranges.length; i++) {
+        const [s, e] = ranges[i];
+        const got = answers[k][i].length;
+        // Fewer bytes only where the object ends (the first read asks past a small file's end);
+        // before its length is known, where they ended is checked against the header's once open.
+        const ends = source.length === null ? got < e - s : s + got === source.length && source.length < e;
+        if (got !== e - s && !ends) throw fail("bad_response", `${source.name}: ${got} bytes for a range of ${e - s} at ${s}`);
+        if (source.length === null && got < e - s) source.shortEnds.push(s + got);
+        io.bytes += got;
+        call(() => r.supply(g, s, answers[k][i]));
+      }
+    });
   }
 }
+
+/** `[start, end, …]` as `[0, start, end, …]`: one segment's ranges in a set's shape.
+ * @param {Float64Array} flat */
+function segment0(flat) {
+  const out = new Array((flat.length / 2) * 3);
+  for (let i = 0, j = 0; i < flat.length; i += 2, j += 3) {
+    out[j] = 0;
+    out[j + 1] = flat[i];
+    out[j + 2] = flat[i + 1];
+  }
+  return out;
+}
+
+/** A wasm RemoteReader (one segment) with a RemoteSetReader's methods.
+ * @param {any} r */
+function one(r) {
+  return {
+    open: () => segment0(r.open()),
+    search: (/** @type {string} */ json, /** @type {Float32Array | undefined} */ v) => segment0(r.search(json, v)),
+    supply: (/** @type {number} */ _g, /** @type {number} */ s, /** @type {Uint8Array} */ b) => r.supply(s, b),
+    output: () => r.output(),
+    trim: () => r.trim(),
+    clear: () => r.clear(),
+    held: () => r.held(),
+    info: () => r.info(),
+    set_merge_gap: (/** @type {number} */ g) => r.set_merge_gap(g),
+    free: () => r.free(),
+  };
+}
+
+/** Checks what the first answers of `source` said against the length its header (or the set's
+ * manifest) gives: answers that ended early, or another length.
+ * @param {HttpRanges | ReadRanges} source @param {number} fileLen */
+function checkLength(source, fileLen) {
+  source.length ??= fileLen;
+  const early = source.shortEnds.find((end) => end !== fileLen);
+  if (early !== undefined) throw fail("bad_response", `${source.name}: an answer ended at ${early}, before the object's end (${fileLen})`);
+  if (source.length !== fileLen) {
+    throw fail("object_changed", `${source.name}: the object holds ${source.length} bytes, its header says ${fileLen}`);
+  }
+}
+
+/** The largest set manifest read (bytes). */
+const MANIFEST_CAP = 4 << 20;
 
 /**
  * Opens a segment where it lies, reading only what opening needs (format 2: one request of
@@ -548,26 +607,64 @@ export async function openRemote(source, opts = {}) {
     throw fail("invalid_argument", "openRemote: give a URL or an object with read(offset, length)");
   }
   const loaded = await initRemote(opts);
-  const reader = call(() => new remoteGlue.RemoteReader(cacheBytes, prefix));
+  if (ranges instanceof HttpRanges && new URL(ranges.url).pathname.endsWith(".json")) {
+    if (opts.bootstrapBytes !== undefined) throw fail("invalid_argument", "openRemote: `bootstrapBytes` is not for a set (its manifest gives each segment's)");
+    return openSet(ranges, { cacheBytes, mergeGap, loaded });
+  }
+  const reader = one(call(() => new remoteGlue.RemoteReader(cacheBytes, prefix)));
   /** @type {Trip} */
   const opened = { waves: 0, requests: 0, bytes: 0, retries: 0 };
   try {
-    await driveChecked(ranges, () => reader, () => call(() => reader.open()), opened);
-    const info = JSON.parse(reader.info());
-    ranges.length ??= info.fileLen;
-    const early = ranges.shortEnds.find((end) => end !== info.fileLen);
-    if (early !== undefined) throw fail("bad_response", `${ranges.name}: an answer ended at ${early}, before the object's end (${info.fileLen})`);
-    if (ranges.length !== info.fileLen) {
-      throw fail("object_changed", `${ranges.name}: the object holds ${ranges.length} bytes, its header says ${info.fileLen}`);
-    }
+    await driveChecked([ranges], () => reader, () => call(() => reader.open()), opened);
+    checkLength(ranges, JSON.parse(reader.info()).fileLen);
     if (mergeGap >= 0) reader.set_merge_gap(mergeGap);
   } catch (e) {
-    try {
-      reader.free();
-    } catch {
-      // (After a trap the instance cannot free: the error thrown is the first one.)
-    }
+    free(reader);
     throw e;
   }
-  return new RemoteCollection(reader, ranges, opened, loaded);
+  return new RemoteCollection(reader, [ranges], opened, loaded);
+}
+
+/** Frees a reader that failed to open (after a trap it cannot: the error thrown is the first).
+ * @param {any} reader */
+function free(reader) {
+  try {
+    reader.free();
+  } catch {
+    // (See above.)
+  }
+}
+
+/**
+ * Opens the set whose manifest `manifest` reads: the manifest (one request), then every
+ * segment beside it at once, each from its own URL with the manifest's options.
+ * @param {HttpRanges} manifest
+ * @param {{ cacheBytes: number, mergeGap: number, loaded: { simd: boolean, kernels: string } }} o
+ */
+async function openSet(manifest, { cacheBytes, mergeGap, loaded }) {
+  if (new URL(manifest.url).search !== "") {
+    throw fail("invalid_argument", `openRemote: ${manifest.name}: a set is read from a manifest URL without a query (a presigned URL names one object)`);
+  }
+  /** @type {Trip} */
+  const opened = { waves: 1, requests: 0, bytes: 0, retries: 0 };
+  const [bytes] = await manifest.readWave([[0, MANIFEST_CAP]]);
+  opened.requests = manifest.requests;
+  opened.bytes = bytes.length;
+  if (bytes.length >= MANIFEST_CAP) throw fail("bad_response", `${manifest.name}: a manifest of ${MANIFEST_CAP} bytes or more`);
+  if (manifest.length !== null && manifest.length !== bytes.length) {
+    throw fail("bad_response", `${manifest.name}: ${bytes.length} bytes of a ${manifest.length}-byte manifest`);
+  }
+  const reader = call(() => new remoteGlue.RemoteSetReader(new TextDecoder().decode(bytes), cacheBytes));
+  try {
+    /** @type {[string, number][]} */
+    const files = JSON.parse(reader.files());
+    const sources = files.map(([file]) => new HttpRanges(new URL(file, manifest.url).href, manifest));
+    await driveChecked(sources, () => reader, () => call(() => reader.open()), opened);
+    sources.forEach((source, i) => checkLength(source, files[i][1]));
+    if (mergeGap >= 0) reader.set_merge_gap(mergeGap);
+    return new RemoteCollection(reader, sources, opened, loaded);
+  } catch (e) {
+    free(reader);
+    throw e;
+  }
 }

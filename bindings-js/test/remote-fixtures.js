@@ -3,7 +3,7 @@
 // conformance test — IVF segments laid out for ranges (format 2) and their format-1 twins, with
 // requests and the native results of reading the format-2 file by ranges — served by nginx
 // through scripts/range-proxy.mjs.
-import { readFileSync } from "node:fs";
+import { readFileSync, readdirSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { Collection, init } from "../js/index.js";
@@ -34,6 +34,7 @@ export function withServers() {
       ctx.nginx.put(`${name}.v2.shoal`, file(name, 2));
       ctx.nginx.put(`${name}.v1.shoal`, file(name, 1));
     }
+    for (const name of readdirSync(join(dir, "set"))) ctx.nginx.put(`set/${name}`, readFileSync(join(dir, "set", name)));
   });
   afterAll(() => {
     ctx.proxy?.stop();
@@ -88,6 +89,20 @@ export function equalitySuite(ctx, simd) {
       });
       for (let q = 0; q < 5; q++) expect(rows(await col.search(request(f.requests[q])))).toEqual(f.results[q]);
       expect(reads).toBeGreaterThan(2);
+    });
+
+    it(`a set of three segments from its manifest (${simd ? "simd128" : "scalar"} build): the local set's results`, async () => {
+      const f = fixture("set");
+      const col = await Collection.openRemote(ctx.url("set/manifest.json"), { simd });
+      expect([col.dim, col.metric, col.len, col.segments, col.version]).toEqual([f.dim, f.metric, f.rows, f.segments, 2]);
+      // The manifest, then every segment's bootstrap region at once (one request each).
+      expect([col.opened.waves, col.opened.requests, col.opened.retries]).toEqual([2, 1 + f.segments, 0]);
+      for (let q = 0; q < f.requests.length; q++) {
+        const res = await col.search(request(f.requests[q]));
+        expect(rows(res), `query ${q}`).toEqual(f.results[q]);
+        if (q === 0) expect(res.io.waves).toBeLessThanOrEqual(3);
+      }
+      col.free();
     });
 
     it("searches started together answer as one at a time", async () => {

@@ -5,6 +5,8 @@
 // - what a query fetches: open = 1 request with the bootstrap hint, a cold query at 1 bit two
 //   waves, a warm one none;
 // - faults: every one a typed error or the right answer, never a wrong one.
+import { readFileSync } from "node:fs";
+import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
 import { Collection } from "../js/index.js";
 import { expectRejection } from "./expect-error.js";
@@ -200,6 +202,23 @@ describe("faults through the proxy", () => {
     const open = await Collection.openRemote(url("replaced.shoal"));
     ctx.nginx.put("replaced.shoal", file("dot-4", 2));
     await expectRejection(() => open.search(request(f().requests[9])), "object_changed");
+  });
+
+  it("a set: a flipped byte in one segment costs a retry; a missing segment is remote_status", async () => {
+    const set = fixture("set");
+    await proxy.reset();
+    const col = await Collection.openRemote(url("set/manifest.json"));
+    await proxy.fault("flip", 1);
+    const res = await col.search(request(set.requests[4]));
+    expect(rows(res)).toEqual(set.results[4]);
+    expect(res.io.retries).toBe(1);
+    await proxy.reset();
+    const manifest = JSON.parse(readFileSync(join(import.meta.dirname, "../../target/conformance/remote/set/manifest.json"), "utf8"));
+    manifest.segments[1].file = manifest.segments[1].file.replace("seg-0000000002", "seg-0000000009");
+    ctx.nginx.put("set/missing.json", JSON.stringify(manifest));
+    await expectRejection(() => Collection.openRemote(url("set/missing.json")), "remote_status");
+    await expectRejection(() => Collection.openRemote(url("set/manifest.json?sig=1")), "invalid_argument");
+    await expectRejection(() => Collection.openRemote(url("set/manifest.json"), { bootstrapBytes: 4096 }), "invalid_argument");
   });
 
   it("bad arguments are invalid_argument", async () => {

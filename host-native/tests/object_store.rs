@@ -225,6 +225,25 @@ fn a_published_set_answers_as_the_local_set() {
         serde_json::from_str(&col.search(&request(&data[..32], json!({}))).unwrap().to_json()).unwrap();
     assert_eq!(remote["points"], local["points"]);
 
+    // A path to a published manifest is read by ranges too; the collection's own manifest (its
+    // segments in format 1) is refused, typed.
+    let path = folder.join("manifest.json");
+    let out = ok(shoal(&["search", path.to_str().unwrap(), "--vector", &q.join(","), "--json"], &env));
+    assert_eq!(serde_json::from_str::<serde_json::Value>(&out).unwrap()["points"], local["points"]);
+    let own = src.join("manifest.json");
+    let out = shoal(&["search", own.to_str().unwrap(), "--vector", &q.join(",")], &env);
+    assert!(!out.status.success() && String::from_utf8_lossy(&out.stderr).contains("format-2"), "{out:?}");
+    let out = shoal(&["publish", src.to_str().unwrap(), src.to_str().unwrap()], &env);
+    assert!(!out.status.success(), "publishing a collection over itself");
+    assert!(
+        Collection::open_set(
+            &shoal_core::set::Manifest::from_json(&std::fs::read(&own).unwrap()).unwrap(),
+            &mut |e| Ok(Box::new(shoal_core::AlignedBytes::from_slice(&std::fs::read(src.join(&e.file)).unwrap()))),
+            &mut |_| unreachable!("no live-rows files"),
+        )
+        .is_ok()
+    );
+
     // A segment object replaced by another segment: the manifest's table CRC tells.
     let m = &m.manifest;
     let other = std::fs::read(folder.join(&m.segments[0].file)).unwrap();

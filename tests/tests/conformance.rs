@@ -492,3 +492,105 @@ fn remote_fixtures_read_by_ranges_as_locally() {
         std::fs::write(dir.join(format!("{name}.json")), fixture.to_string()).unwrap();
     }
 }
+
+/// Writes `target/conformance/remote/set/`, the set fixture of the Node test of
+/// `Collection.openRemote(manifestUrl)`: a collection of three sealed IVF segments laid out for
+/// ranges as `shoal publish` lays them out (`manifest.json` with bootstrap hints, and the
+/// format-2 segments), and `set.json`: requests and the local set's results — which the set
+/// read by ranges gives here, and must give in wasm.
+#[cfg(not(target_family = "wasm"))]
+#[test]
+fn remote_set_fixture_reads_as_the_local_set() {
+    use serde_json::json;
+    use shoal_core::remote::{RangeCache, RemoteSegment, RemoteSet, SetManifest, SetStep, lay_out_segment};
+    use shoal_core::{Collection, CollectionConfig, IndexKind, Metric, SearchRequest};
+
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../target/conformance/remote");
+    let set_dir = dir.join("set");
+    std::fs::create_dir_all(&set_dir).unwrap();
+    let (dim, n) = (36, 2_500);
+    let mut col = Collection::new(CollectionConfig { dim, metric: Metric::L2 }).unwrap();
+    let index = r#"{"index": "ivf-rabitq", "partitions": 20, "bits": 2}"#;
+    col.set_index_kind(IndexKind::from_json(index).unwrap()).unwrap();
+    for s in 0..3u64 {
+        let data = shoal_testkit::clustered_vectors(70 + s, n, dim, 25);
+        let ids: Vec<u64> = (0..n as u64)
+            .map(|i| if i % 89 == 3 { (1 << 58) + s * 10_000 + i } else { (s * n as u64 + i) * 3 })
+            .collect();
+        col.insert(&ids, &data).unwrap();
+        col.seal();
+    }
+    assert_eq!(col.segment_count(), 3);
+    let manifest = col.checkpoint(None).manifest;
+    let (mut entries, mut hints, mut files) = (Vec::new(), Vec::new(), Vec::new());
+    for (i, entry) in manifest.segments.iter().enumerate() {
+        let (e, hint, bytes) = lay_out_segment(entry, col.segment(i).unwrap()).unwrap();
+        std::fs::write(set_dir.join(&e.file), bytes.as_slice()).unwrap();
+        files.push(bytes);
+        entries.push(e);
+        hints.push(hint);
+    }
+    let published = SetManifest::published(&manifest, entries, hints);
+    std::fs::write(set_dir.join("manifest.json"), published.to_json()).unwrap();
+    assert_eq!(SetManifest::from_json(&published.to_json()).unwrap(), published);
+
+    // Read by ranges from those bytes: every wave's ranges of every segment at once.
+    fn run<T>(
+        caches: &mut [RangeCache],
+        files: &[shoal_core::AlignedBytes],
+        step: &mut dyn FnMut(&[&RangeCache]) -> SetStep<T>,
+    ) -> T {
+        for _ in 0..8 {
+            let view: Vec<&RangeCache> = caches.iter().collect();
+            match step(&view) {
+                SetStep::Done(t) => return t,
+                SetStep::Fetch(fetch) => {
+                    for (g, ranges) in fetch {
+                        let b = files[g].as_slice();
+                        for r in ranges {
+                            caches[g].insert(r.start, &b[r.start as usize..(r.end as usize).min(b.len())]);
+                        }
+                    }
+                }
+            }
+        }
+        panic!("no answer in 8 waves")
+    }
+    let mut caches: Vec<RangeCache> = (0..3).map(|_| RangeCache::new(u64::MAX)).collect();
+    let segments: Vec<RemoteSegment> = run(&mut caches, &files, &mut |c: &[&RangeCache]| {
+        let mut fetch = Vec::new();
+        let mut done = Vec::new();
+        for (g, cache) in c.iter().enumerate() {
+            match RemoteSegment::open_with(cache, published.bootstrap[g].unwrap()).unwrap() {
+                shoal_core::remote::Step::Fetch(r) => fetch.push((g, r)),
+                shoal_core::remote::Step::Done(s) => done.push(s),
+            }
+        }
+        if fetch.is_empty() { SetStep::Done(done) } else { SetStep::Fetch(fetch) }
+    });
+    let set = RemoteSet::new(&published, segments).unwrap();
+    let queries = shoal_testkit::clustered_vectors(971, 24, dim, 25);
+    let (mut requests, mut results) = (Vec::new(), Vec::new());
+    for (q, v) in queries.chunks_exact(dim).enumerate() {
+        let mut req = json!({"vector": v.iter().map(|&x| x as f64).collect::<Vec<f64>>(), "limit": 10});
+        match q % 4 {
+            1 => req["params"] = json!({"nprobe": 2, "rerank": 3}),
+            2 => req["offset"] = json!(3),
+            3 => req["limit"] = json!(25),
+            _ => {}
+        }
+        let parsed = SearchRequest::from_json(&req.to_string()).unwrap();
+        let got = run(&mut caches, &files, &mut |c: &[&RangeCache]| set.search(&parsed, c).unwrap());
+        let local = col.search(&parsed).unwrap();
+        let row = |r: &shoal_core::SearchResponse| -> Vec<(String, u32)> {
+            r.points.iter().map(|p| (p.id.to_string(), p.score.to_bits())).collect()
+        };
+        assert_eq!(row(&got), row(&local), "set query {q} read by ranges differs from the local set");
+        assert!(!got.points.is_empty(), "set query {q} finds points");
+        requests.push(req);
+        results.push(json!(row(&got)));
+    }
+    let fixture =
+        json!({"dim": dim, "metric": "l2", "rows": 3 * n, "segments": 3, "requests": requests, "results": results});
+    std::fs::write(dir.join("set.json"), fixture.to_string()).unwrap();
+}

@@ -31,7 +31,7 @@ use alloc::string::{String, ToString};
 use alloc::vec::Vec;
 use core::ops::Range;
 
-use shoal_core::remote::{RangeCache, RemoteSegment, Step};
+use shoal_core::remote::{RangeCache, RemoteSegment, RemoteSet, SetManifest, SetStep, Step};
 use shoal_core::{Error, FormatError, Kernels, SearchRequest, SearchResponse};
 use wasm_bindgen::prelude::*;
 
@@ -149,6 +149,143 @@ impl RemoteReader {
             "fileLen": s.file_len(),
             "bootstrapLen": s.bootstrap_len(),
             "codesOnly": s.codes_only(),
+        })
+        .to_string()
+    }
+}
+
+/// Ranges of a set's segments as `[segment, start, end, …]`.
+fn flat_set(fetch: &[(usize, Vec<Range<u64>>)]) -> Vec<f64> {
+    fetch.iter().flat_map(|(i, rs)| rs.iter().flat_map(move |r| [*i as f64, r.start as f64, r.end as f64])).collect()
+}
+
+/// A segment set read by byte ranges (`shoal publish`): its manifest, and per segment what it
+/// keeps in memory and the pieces fetched so far (the byte budget shared evenly). Steps name
+/// every segment's missing ranges at once, as `[segment, start, end, …]`.
+#[wasm_bindgen]
+pub struct RemoteSetReader {
+    manifest: SetManifest,
+    caches: Vec<RangeCache>,
+    opening: Vec<Option<RemoteSegment>>,
+    set: Option<RemoteSet>,
+    done: Option<SearchResponse>,
+}
+
+#[wasm_bindgen]
+impl RemoteSetReader {
+    /// The set of the manifest `json` (checked: a set read by ranges), keeping at most
+    /// `cache_bytes` fetched bytes between searches.
+    #[wasm_bindgen(constructor)]
+    pub fn new(json: &str, cache_bytes: f64) -> Result<RemoteSetReader, JsValue> {
+        let manifest = SetManifest::from_json(json.as_bytes()).map_err(|e| js_error(&e))?;
+        let n = manifest.manifest.segments.len();
+        let each = cache_bytes as u64 / n.max(1) as u64;
+        Ok(RemoteSetReader {
+            caches: (0..n).map(|_| RangeCache::new(each)).collect(),
+            opening: (0..n).map(|_| None).collect(),
+            manifest,
+            set: None,
+            done: None,
+        })
+    }
+
+    /// The segments' file names and lengths, in set order, as JSON `[[name, bytes], …]`
+    /// (each read beside the manifest).
+    pub fn files(&self) -> String {
+        let files: Vec<(&str, u64)> =
+            self.manifest.manifest.segments.iter().map(|s| (s.file.as_str(), s.bytes)).collect();
+        serde_json::to_string(&files).unwrap_or_default() // cannot fail
+    }
+
+    /// One step of opening every segment: the ranges to fetch next, or none once the set is
+    /// open (each segment checked against its manifest entry).
+    pub fn open(&mut self) -> Result<Vec<f64>, JsValue> {
+        if self.set.is_some() {
+            return Ok(Vec::new());
+        }
+        let mut fetch = Vec::new();
+        for (i, slot) in self.opening.iter_mut().enumerate() {
+            if slot.is_some() {
+                continue;
+            }
+            let prefix = self.manifest.prefix(i);
+            match RemoteSegment::open_with(&self.caches[i], prefix).map_err(|e| js_error(&e))? {
+                Step::Fetch(ranges) => fetch.push((i, ranges)),
+                Step::Done(segment) => *slot = Some(segment),
+            }
+        }
+        if fetch.is_empty() {
+            let segments = self.opening.iter_mut().map(|s| s.take().expect("every segment open")).collect();
+            self.set = Some(RemoteSet::new(&self.manifest, segments).map_err(|e| js_error(&e))?);
+        }
+        Ok(flat_set(&fetch))
+    }
+
+    /// Keeps `bytes`, read from segment `segment`'s file at `offset`.
+    pub fn supply(&mut self, segment: usize, offset: f64, bytes: &[u8]) {
+        if let Some(c) = self.caches.get_mut(segment) {
+            c.insert(offset as u64, bytes);
+        }
+    }
+
+    /// One step of a search, as [`RemoteReader::search`], over every segment.
+    pub fn search(&mut self, json: &str, vector: Option<Vec<f32>>) -> Result<Vec<f64>, JsValue> {
+        let set = self.set.as_ref().ok_or_else(|| js_error(&Error::Unsupported("a search before open")))?;
+        let mut req = SearchRequest::from_json(json).map_err(|e| js_error(&e))?;
+        if vector.is_some() {
+            req.vector = vector;
+        }
+        let caches: Vec<&RangeCache> = self.caches.iter().collect();
+        match set.search(&req, &caches).map_err(|e| js_error(&e))? {
+            SetStep::Fetch(fetch) => Ok(flat_set(&fetch)),
+            SetStep::Done(res) => {
+                self.done = Some(res);
+                Ok(Vec::new())
+            }
+        }
+    }
+
+    /// The results of the search that finished last (once).
+    pub fn output(&mut self) -> Option<SearchOutput> {
+        self.done.take().map(|res| SearchOutput { res })
+    }
+
+    /// Drops the least recently read pieces beyond the budget (between searches).
+    pub fn trim(&mut self) {
+        self.caches.iter_mut().for_each(RangeCache::trim);
+    }
+
+    /// Drops every fetched piece.
+    pub fn clear(&mut self) {
+        self.caches.iter_mut().for_each(RangeCache::clear);
+    }
+
+    /// Fetched bytes held.
+    pub fn held(&self) -> f64 {
+        self.caches.iter().map(|c| c.held()).sum::<u64>() as f64
+    }
+
+    /// Ranges this close (bytes) are fetched as one request, in every segment.
+    pub fn set_merge_gap(&mut self, gap: f64) {
+        if let Some(set) = self.set.as_mut() {
+            set.segments_mut().iter_mut().for_each(|s| s.set_merge_gap(gap as u64));
+        }
+    }
+
+    /// What the open set is, as JSON: `dim`, `metric`, `rows`, `segments`, `version` (2),
+    /// `fileLen` and `bootstrapLen` (sums over the segments), `codesOnly` (every segment's).
+    pub fn info(&self) -> String {
+        let Some(set) = &self.set else { return String::new() };
+        let segs = set.segments();
+        serde_json::json!({
+            "dim": set.dim(),
+            "metric": set.metric().name(),
+            "rows": set.rows(),
+            "segments": segs.len(),
+            "version": 2,
+            "fileLen": segs.iter().map(|s| s.file_len()).sum::<u64>(),
+            "bootstrapLen": segs.iter().map(|s| s.bootstrap_len()).sum::<u64>(),
+            "codesOnly": !segs.is_empty() && segs.iter().all(|s| s.codes_only()),
         })
         .to_string()
     }

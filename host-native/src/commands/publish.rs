@@ -1,16 +1,16 @@
 //! `shoal publish SRC DEST`: a collection's segment set laid out for reading by ranges
 //! (format 2) and written to a folder or a bucket, segments first and the manifest last, so
 //! that readers (`shoal search DEST/manifest.json`, `Collection.openRemote`) only ever see a
-//! complete set.
+//! complete set. A publish that fails part way (a segment with payloads or text, which format
+//! 2 does not hold yet; a network error) leaves segment files that no manifest names.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::Arc;
 
 use object_store::{ObjectStore, ObjectStoreExt as _};
-use shoal_core::remote::SetManifest;
-use shoal_core::set::{Manifest, SegmentEntry, parse_segment_name, segment_name};
-use shoal_core::{AlignedBytes, SealedSegment};
-use shoal_format::SegmentHead;
+use shoal_core::SealedSegment;
+use shoal_core::remote::{SetManifest, lay_out_segment};
+use shoal_core::set::Manifest;
 
 use crate::HostError;
 use crate::remote::store;
@@ -28,6 +28,11 @@ pub struct PublishArgs {
     pub dest: String,
 }
 
+/// Objects up to this size go in one PUT; larger ones in parts of [`PART`] bytes.
+const SINGLE_PUT: usize = 64 << 20;
+/// The part size of a multipart upload.
+const PART: usize = 16 << 20;
+
 /// Where a published set is written.
 enum Dest {
     Folder(PathBuf),
@@ -40,9 +45,20 @@ impl Dest {
             Dest::Folder(dir) => write_atomic(&dir.join(name), bytes),
             Dest::Store(s, prefix) => {
                 let key = prefix.clone().join(name);
-                store::block_on(s.put(&key, bytes.to_vec().into()))
-                    .map(|_| ())
-                    .map_err(|e| HostError::Usage(format!("writing {key}: {e}")))
+                let put = async {
+                    if bytes.len() <= SINGLE_PUT {
+                        return s.put(&key, bytes.to_vec().into()).await.map(|_| ());
+                    }
+                    // Larger objects in parts (S3 takes at most 5 GiB in one PUT), a part at a
+                    // time in memory.
+                    let mut upload = object_store::WriteMultipart::new(s.put_multipart(&key).await?);
+                    for chunk in bytes.chunks(PART) {
+                        upload.wait_for_capacity(4).await?;
+                        upload.write(chunk);
+                    }
+                    upload.finish().await.map(|_| ())
+                };
+                store::block_on(put).map_err(|e| HostError::Usage(format!("writing {key}: {e}")))
             }
         }
     }
@@ -53,37 +69,31 @@ pub fn run(args: &PublishArgs) -> Result<(), HostError> {
     let manifest_path = args.source.join("manifest.json");
     let text = std::fs::read(&manifest_path).map_err(|e| HostError::io(&manifest_path, "read", e))?;
     let manifest = Manifest::from_json(&text).map_err(|e| HostError::segment(&manifest_path, e))?;
-    if manifest.features() {
-        return Err(HostError::Usage(
-            "a set read by ranges holds one dense vector (no named or sparse vectors, no nested payloads)".into(),
-        ));
-    }
-    if let Some(s) = manifest.segments.iter().find(|s| s.live.is_some()) {
-        return Err(HostError::Usage(format!(
-            "segment {} has deleted rows: a set read by ranges holds only live rows (let the collection merge them away first)",
-            s.file
-        )));
-    }
+    shoal_core::remote::check_publishable(&manifest).map_err(|e| HostError::segment(&manifest_path, e))?;
     let dest = if store::SCHEMES.iter().any(|s| args.dest.starts_with(s)) {
         let (s, prefix) = store::store_for(&args.dest)?;
         Dest::Store(s, prefix)
     } else {
         let dir = PathBuf::from(&args.dest);
         std::fs::create_dir_all(&dir).map_err(|e| HostError::io(&dir, "create", e))?;
+        let same = |p: &std::path::Path| std::fs::canonicalize(p).ok();
+        if same(&dir).is_some() && same(&dir) == same(&args.source) {
+            return Err(HostError::Usage("DEST is the collection's own folder: publish to another one".into()));
+        }
         Dest::Folder(dir)
     };
-    let mut segments = Vec::with_capacity(manifest.segments.len());
-    let mut bootstrap = Vec::with_capacity(manifest.segments.len());
-    let mut total = 0u64;
+    let (mut entries, mut hints, mut total) = (Vec::new(), Vec::new(), 0u64);
     for entry in &manifest.segments {
-        let (e, hint, bytes) = lay_out(&args.source.join(&entry.file), entry)?;
+        let path = args.source.join(&entry.file);
+        let seg = SealedSegment::open(Box::new(MmapSegment::open(&path)?)).map_err(|e| HostError::segment(&path, e))?;
+        let (e, hint, bytes) = lay_out_segment(entry, &seg).map_err(|e| HostError::segment(&path, e))?;
         total += bytes.as_slice().len() as u64;
         dest.put(&e.file, bytes.as_slice())?;
         eprintln!("{} -> {} ({} rows, {} bytes)", entry.file, e.file, e.rows, e.bytes);
-        segments.push(e);
-        bootstrap.push(Some(hint));
+        entries.push(e);
+        hints.push(hint);
     }
-    let set = SetManifest { manifest: Manifest { segments, wal: None, ..manifest }, bootstrap };
+    let set = SetManifest::published(&manifest, entries, hints);
     dest.put("manifest.json", &set.to_json())?;
     println!(
         "published {} segments ({} rows, {} bytes) and manifest.json to {}",
@@ -93,26 +103,4 @@ pub fn run(args: &PublishArgs) -> Result<(), HostError> {
         args.dest
     );
     Ok(())
-}
-
-/// The segment at `path` (named by `entry`) in format 2: its new manifest entry, its bootstrap
-/// hint and its bytes.
-fn lay_out(path: &Path, entry: &SegmentEntry) -> Result<(SegmentEntry, u64, AlignedBytes), HostError> {
-    let mapped = MmapSegment::open(path)?;
-    let seg = SealedSegment::open(Box::new(mapped)).map_err(|e| HostError::segment(path, e))?;
-    if seg.rows() as u64 != entry.rows {
-        return Err(HostError::input(path, format!("{} rows, the manifest says {}", seg.rows(), entry.rows)));
-    }
-    let bytes = shoal_core::remote::write_for_ranges(&seg).map_err(|e| HostError::segment(path, e))?;
-    let head = SegmentHead::read(bytes.as_slice()).map_err(|e| HostError::segment(path, e.into()))?;
-    let (number, _) = parse_segment_name(&entry.file).expect("a manifest's names are checked");
-    let crc = head.header.table_crc;
-    let e = SegmentEntry {
-        file: segment_name(number, crc),
-        rows: entry.rows,
-        bytes: bytes.as_slice().len() as u64,
-        table_crc: format!("{crc:08x}"),
-        live: None,
-    };
-    Ok((e, head.bootstrap_len(), bytes))
 }

@@ -151,8 +151,8 @@ pub fn run(args: &SearchArgs) -> Result<(), HostError> {
     if let Some(location) = remote_location(args.segment()) {
         return super::search_remote::run(args, location, filter);
     }
-    if laid_out_for_ranges(args.segment()) {
-        // Format 2 is read by ranges, from a local file too.
+    if laid_out_for_ranges(args.segment()) || args.segment().extension().is_some_and(|e| e == "json") {
+        // Format 2 is read by ranges, from a local file too; so is a set's manifest.
         let path = args.segment().to_str().ok_or_else(|| HostError::Usage("the segment path is not UTF-8".into()))?;
         return super::search_remote::run(args, path, filter);
     }

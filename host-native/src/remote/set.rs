@@ -20,6 +20,7 @@ pub const MANIFEST_CAP: u64 = 4 << 20;
 
 /// A segment set read by ranges, with a cache of fetched bytes per segment.
 pub struct RemoteSetReader {
+    location: String,
     manifest: SetManifest,
     set: RemoteSet,
     sources: Vec<Box<dyn RangeSource>>,
@@ -53,6 +54,16 @@ impl RemoteSetReader {
     /// request), then every segment's bootstrap region at once (one request each with the
     /// manifest's `bootstrap` hints).
     pub fn open(location: &str, cache_bytes: u64, multipart: bool) -> Result<RemoteSetReader, HostError> {
+        if super::store::SCHEMES.iter().any(|s| location.starts_with(s)) {
+            // One client for the bucket (its connections, its credentials), shared by every object.
+            let (store, _) = super::store::store_for(location)?;
+            let bucket = super::store::split(location).map(|(b, _)| b.to_string()).unwrap_or_default();
+            return Self::open_with(location, cache_bytes, &|at: &str| {
+                let key = at.strip_prefix(bucket.as_str()).and_then(|k| k.strip_prefix('/')).unwrap_or(at);
+                let path = object_store::path::Path::parse(key).map_err(|e| HostError::Usage(format!("{at}: {e}")))?;
+                Ok(Box::new(super::StoreRanges::new(store.clone(), path, at)) as Box<dyn RangeSource>)
+            });
+        }
         Self::open_with(location, cache_bytes, &|at: &str| source_of(at, multipart))
     }
 
@@ -66,7 +77,7 @@ impl RemoteSetReader {
         fetch_into(&*manifest_source, std::slice::from_ref(&whole), &mut cache, &mut opened)?;
         opened.waves += 1;
         let len = manifest_source.object_len().unwrap_or(0);
-        if len >= MANIFEST_CAP {
+        if len > MANIFEST_CAP {
             let message = format!("a manifest of {len} bytes (at most {MANIFEST_CAP} are read)");
             return Err(remote(&*manifest_source, RemoteError::BadResponse(message)));
         }
@@ -82,12 +93,11 @@ impl RemoteSetReader {
             .collect::<Result<Vec<_>, _>>()?;
         let each = cache_bytes / n.max(1) as u64;
         let mut caches: Vec<RangeCache> = (0..n).map(|_| RangeCache::new(each)).collect();
-        let prefix = |i: usize| manifest.bootstrap[i].unwrap_or(shoal_core::remote::OPEN_PREFIX);
-        let (segments, trip) = drive_set(&sources, &mut caches, |caches| {
+        let (segments, trip) = drive_set(location, &sources, &mut caches, |caches| {
             let mut fetch = Vec::new();
             let mut segments = Vec::with_capacity(n);
             for (i, cache) in caches.iter().enumerate() {
-                match RemoteSegment::open_with(cache, prefix(i))? {
+                match RemoteSegment::open_with(cache, manifest.prefix(i))? {
                     Step::Fetch(ranges) => fetch.push((i, ranges)),
                     Step::Done(seg) => segments.push(seg),
                 }
@@ -103,7 +113,14 @@ impl RemoteSetReader {
         }
         let set =
             RemoteSet::new(&manifest, segments).map_err(|e| HostError::Segment { path: location.into(), source: e })?;
-        Ok(RemoteSetReader { manifest, set, sources, caches: Mutex::new(caches), opened })
+        Ok(RemoteSetReader {
+            location: location.to_string(),
+            manifest,
+            set,
+            sources,
+            caches: Mutex::new(caches),
+            opened,
+        })
     }
 
     /// Sets the gap below which a search's ranges are fetched as one, in every segment.
@@ -132,7 +149,7 @@ impl RemoteSetReader {
     pub fn search(&self, req: &SearchRequest) -> Result<(SearchResponse, Trip), HostError> {
         let mut caches = self.caches.lock().unwrap_or_else(|e| e.into_inner());
         caches.iter_mut().for_each(RangeCache::trim);
-        drive_set(&self.sources, &mut caches, |c| self.set.search(req, c))
+        drive_set(&self.location, &self.sources, &mut caches, |c| self.set.search(req, c))
     }
 }
 
@@ -140,13 +157,14 @@ impl RemoteSetReader {
 /// source at once (a thread per source). Once more from empty caches when bytes fail their
 /// checksum (a fault in transit then costs a retry).
 fn drive_set<T>(
+    name: &str,
     sources: &[Box<dyn RangeSource>],
     caches: &mut [RangeCache],
     mut step: impl FnMut(&[&RangeCache]) -> Result<SetStep<T>, shoal_core::Error>,
 ) -> Result<(T, Trip), HostError> {
     let mut trip = Trip::default();
     for attempt in 0..2 {
-        match drive_waves(sources, caches, &mut step, &mut trip) {
+        match drive_waves(name, sources, caches, &mut step, &mut trip) {
             Err(HostError::Segment {
                 source: shoal_core::Error::Format(FormatError::ChecksumMismatch { .. }), ..
             }) if attempt == 0 => {
@@ -159,7 +177,12 @@ fn drive_set<T>(
     unreachable!("the second attempt returns")
 }
 
+/// Reads at most this many segments' ranges at once (a thread each; each source reads its own
+/// ranges concurrently).
+const SEGMENTS_AT_ONCE: usize = 16;
+
 fn drive_waves<T>(
+    name: &str,
     sources: &[Box<dyn RangeSource>],
     caches: &mut [RangeCache],
     step: &mut impl FnMut(&[&RangeCache]) -> Result<SetStep<T>, shoal_core::Error>,
@@ -171,10 +194,7 @@ fn drive_waves<T>(
         let fetch = match step(&view) {
             Ok(SetStep::Done(t)) => return Ok(t),
             Ok(SetStep::Fetch(fetch)) => fetch,
-            Err(e) => {
-                let path = sources.first().map_or("(empty set)", |s| s.name());
-                return Err(HostError::Segment { path: path.into(), source: e });
-            }
+            Err(e) => return Err(HostError::Segment { path: name.into(), source: e }),
         };
         if waves >= MAX_WAVES {
             let (i, _) = &fetch[0];
@@ -184,26 +204,28 @@ fn drive_waves<T>(
         trip.waves += 1;
         let mut wanted: Vec<(usize, Vec<Range<u64>>)> = fetch;
         wanted.sort_by_key(|(i, _)| *i);
-        // One thread per segment with ranges to read; each source reads its own concurrently.
         let mut slots: Vec<Option<&mut RangeCache>> = caches.iter_mut().map(Some).collect();
-        let results: Vec<Result<Trip, HostError>> = std::thread::scope(|scope| {
-            let handles: Vec<_> = wanted
-                .iter()
-                .map(|(i, ranges)| {
-                    let cache = slots[*i].take().expect("a segment appears once in a wave");
-                    let source = &*sources[*i];
-                    scope.spawn(move || {
-                        let mut t = Trip::default();
-                        fetch_into(source, ranges, cache, &mut t).map(|()| t)
+        for batch in wanted.chunks(SEGMENTS_AT_ONCE) {
+            // A thread per segment with ranges to read; each source reads its own concurrently.
+            let results: Vec<Result<Trip, HostError>> = std::thread::scope(|scope| {
+                let handles: Vec<_> = batch
+                    .iter()
+                    .map(|(i, ranges)| {
+                        let cache = slots[*i].take().expect("a segment appears once in a wave");
+                        let source = &*sources[*i];
+                        scope.spawn(move || {
+                            let mut t = Trip::default();
+                            fetch_into(source, ranges, cache, &mut t).map(|()| t)
+                        })
                     })
-                })
-                .collect();
-            handles.into_iter().map(|h| h.join().expect("a reading thread panicked")).collect()
-        });
-        for r in results {
-            let t = r?;
-            trip.requests += t.requests;
-            trip.bytes += t.bytes;
+                    .collect();
+                handles.into_iter().map(|h| h.join().expect("a reading thread panicked")).collect()
+            });
+            for r in results {
+                let t = r?;
+                trip.requests += t.requests;
+                trip.bytes += t.bytes;
+            }
         }
     }
 }

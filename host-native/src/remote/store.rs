@@ -65,7 +65,7 @@ fn split_bucket(url: &str) -> Option<(&str, &str)> {
 }
 
 /// Splits `scheme://bucket/key` (an object: the key not empty) into the bucket's URL and the key.
-fn split(url: &str) -> Option<(&str, &str)> {
+pub(crate) fn split(url: &str) -> Option<(&str, &str)> {
     split_bucket(url).filter(|(_, key)| !key.is_empty() && !url.ends_with('/'))
 }
 

@@ -38,7 +38,7 @@ use shoal_kernels::Kernels;
 
 pub use cache::{RangeCache, coalesce};
 pub use layout::{MAX_HOT_CENTROIDS, write_for_ranges, write_reordered_v1};
-pub use set::{RemoteSet, SetManifest, SetStep};
+pub use set::{MAX_BOOTSTRAP_HINT, RemoteSet, SetManifest, SetStep, check_publishable, lay_out_segment};
 
 use crate::collection::{cut, prepare_vector};
 use crate::sections::bad;

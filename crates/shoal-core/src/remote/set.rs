@@ -7,6 +7,10 @@
 //! ids are not checked for uniqueness across segments at open (the manifest's writer
 //! guarantees it). Results merge as a local set's do: each segment's best `offset + limit`, by
 //! key, then internal id (`base + row`, bases from the manifest's row counts, in set order).
+//! Rows are numbered in format 2's partition order, so equal keys in different partitions of
+//! a segment break ties as in that segment laid out in format 2 (`write_reordered_v1` gives
+//! the format-1 set that answers the same, ties included); distinct keys answer as the
+//! format-1 set the segments were published from.
 
 use alloc::format;
 use alloc::string::ToString;
@@ -16,9 +20,13 @@ use core::ops::Range;
 use serde_json::Value;
 use shoal_index::{Candidate, Metric, TopK};
 
-use super::{RangeCache, RemoteSegment, respond};
-use crate::set::Manifest;
-use crate::{Error, SearchRequest, SearchResponse, SearchStats};
+use super::{RangeCache, RemoteSegment, respond, write_for_ranges};
+use crate::set::{Manifest, SegmentEntry, parse_segment_name, segment_name};
+use crate::{AlignedBytes, Error, SealedSegment, SearchRequest, SearchResponse, SearchStats};
+
+/// The most bytes a `bootstrap` hint makes a reader fetch at once (a hostile manifest cannot
+/// make it read a whole large object as its first request).
+pub const MAX_BOOTSTRAP_HINT: u64 = 16 << 20;
 
 /// A set's manifest as a reader by ranges takes it: the manifest and each segment's
 /// `bootstrap` hint (bytes from offset 0 that open it in one request).
@@ -54,13 +62,17 @@ impl SetManifest {
         }
         let text = serde_json::to_vec(&v).map_err(|e| bad(e.to_string()))?;
         let manifest = Manifest::from_json(&text)?;
-        if manifest.features() {
-            return Err(Error::Unsupported("named or sparse vectors or nested payloads in a set read by ranges"));
+        check_publishable(&manifest)?;
+        if manifest.wal.is_some() {
+            return Err(bad(
+                "manifest: a live collection's (it names a write-ahead log): a set read by ranges is published (`shoal publish`)"
+                    .into(),
+            ));
         }
-        if let Some(i) = manifest.segments.iter().position(|s| s.live.is_some()) {
-            return Err(bad(format!(
-                "manifest: segment {i} has deleted rows (a live-rows file): a set read by ranges holds only live rows"
-            )));
+        for (i, (e, hint)) in manifest.segments.iter().zip(&bootstrap).enumerate() {
+            if hint.is_some_and(|b| b > e.bytes) {
+                return Err(bad(format!("manifest: segment {i}: bootstrap beyond the segment's end")));
+            }
         }
         Ok(SetManifest { manifest, bootstrap })
     }
@@ -81,13 +93,22 @@ impl SetManifest {
         out
     }
 
+    /// The bytes from offset 0 that open segment `i`: its `bootstrap` hint (at most
+    /// [`MAX_BOOTSTRAP_HINT`]: a larger bootstrap region takes a second request), else
+    /// [`OPEN_PREFIX`](super::OPEN_PREFIX).
+    pub fn prefix(&self, i: usize) -> u64 {
+        self.bootstrap[i].map_or(super::OPEN_PREFIX, |b| b.min(MAX_BOOTSTRAP_HINT))
+    }
+
     /// Checks the opened segment `i` against its entry: format 2, its length, its section
     /// table's CRC, its rows, and the collection's dimension and metric.
     pub fn check_segment(&self, i: usize, seg: &RemoteSegment) -> Result<(), Error> {
         let e = &self.manifest.segments[i];
         let spec = &self.manifest.vectors[0];
         let crc = format!("{:08x}", seg.table_crc());
-        let differs = if seg.file_len() != e.bytes {
+        let differs = if seg.version() != shoal_format::VERSION_RANGES {
+            Some(format!("format {}: a set read by ranges holds format-2 segments (`shoal publish`)", seg.version()))
+        } else if seg.file_len() != e.bytes {
             Some(format!("{} bytes, the manifest says {}", seg.file_len(), e.bytes))
         } else if crc != e.table_crc {
             Some(format!("table CRC {crc}, the manifest says {}", e.table_crc))
@@ -108,6 +129,51 @@ impl SetManifest {
             Some(what) => Err(bad(format!("manifest: segment {i} ({}): {what}", e.file))),
             None => Ok(()),
         }
+    }
+}
+
+/// Checks that the set of `manifest` can be laid out for reading by ranges: one dense vector
+/// (layout 1), no deleted rows.
+pub fn check_publishable(manifest: &Manifest) -> Result<(), Error> {
+    if manifest.features() {
+        return Err(Error::Unsupported("named or sparse vectors or nested payloads in a set read by ranges"));
+    }
+    if let Some(s) = manifest.segments.iter().find(|s| s.live.is_some()) {
+        return Err(bad(format!(
+            "segment {} has deleted rows: a set read by ranges holds only live rows (merge them away first)",
+            s.file
+        )));
+    }
+    Ok(())
+}
+
+/// The segment `seg` of a set (its manifest entry `entry`) laid out for reading by ranges: its
+/// new entry (the same number, its new table CRC in the name), its bootstrap hint, and its
+/// bytes in format 2 (the same index: [`write_for_ranges`]).
+pub fn lay_out_segment(entry: &SegmentEntry, seg: &SealedSegment) -> Result<(SegmentEntry, u64, AlignedBytes), Error> {
+    if seg.rows() as u64 != entry.rows || seg.table_crc() != u32::from_str_radix(&entry.table_crc, 16).unwrap_or(!0) {
+        return Err(bad(format!("segment {}: not the segment its entry names", entry.file)));
+    }
+    let bytes = write_for_ranges(seg)?;
+    let head = shoal_format::SegmentHead::read(bytes.as_slice())?;
+    let (number, _) = parse_segment_name(&entry.file).ok_or_else(|| bad(format!("{}: bad file name", entry.file)))?;
+    let crc = head.header.table_crc;
+    let e = SegmentEntry {
+        file: segment_name(number, crc),
+        rows: entry.rows,
+        bytes: bytes.as_slice().len() as u64,
+        table_crc: format!("{crc:08x}"),
+        live: None,
+    };
+    Ok((e, head.bootstrap_len(), bytes))
+}
+
+impl SetManifest {
+    /// The manifest of `manifest`'s set laid out for reading by ranges: its configuration and
+    /// generation, the new `entries` with their bootstrap `hints` (in set order), no `wal`.
+    pub fn published(manifest: &Manifest, entries: Vec<SegmentEntry>, hints: Vec<u64>) -> SetManifest {
+        let manifest = Manifest { segments: entries, wal: None, ..manifest.clone() };
+        SetManifest { manifest, bootstrap: hints.into_iter().map(Some).collect() }
     }
 }
 
@@ -183,6 +249,19 @@ impl RemoteSet {
     /// [`RemoteSegment::search`] takes; the answer is the local set's, bit for bit.
     pub fn search(&self, req: &SearchRequest, caches: &[&RangeCache]) -> Result<SetStep<SearchResponse>, Error> {
         assert_eq!(caches.len(), self.segments.len(), "a cache per segment");
+        // The request is checked before any segment runs (an empty set refuses what a segment would).
+        match self.segments.first() {
+            Some(seg) => {
+                seg.check_request(req)?;
+            }
+            None => {
+                req.check()?;
+                let n = req.vector.as_ref().map_or(0, Vec::len);
+                if n != self.dim {
+                    return Err(Error::InvalidRequest(format!("`vector`: {n} values for a {}-d collection", self.dim)));
+                }
+            }
+        }
         let k = req.offset + req.limit;
         let mut fetch = Vec::new();
         let mut topk = TopK::new(k);
