@@ -31,6 +31,7 @@ mod fusion;
 mod ids;
 mod mutable;
 mod pool;
+#[cfg(feature = "remote")]
 pub mod remote;
 mod request;
 mod sealed;

@@ -35,7 +35,9 @@ mod sparse_search;
 mod text_search;
 mod upsert;
 
+#[cfg(feature = "remote")]
 pub(crate) use query::cut;
+#[cfg(feature = "remote")]
 pub(crate) use search::prepare_vector;
 pub(crate) use upsert::{check_payloads_against, first_non_finite};
 
