@@ -10,24 +10,17 @@ use std::sync::Arc;
 use serde_json::json;
 use shoal_core::remote::write_for_ranges;
 use shoal_core::set::segment_name;
-use shoal_core::{Collection, CollectionConfig, IndexKind, IvfParams, Metric, SearchRequest, SearchResponse};
+use shoal_core::{Collection, CollectionConfig, IndexKind, IvfParams, Metric};
 use shoal_host::HostError;
 use shoal_host::remote::{FileRanges, HttpRanges, RemoteCollection, RemoteSetReader, StoreRanges};
 use shoal_testkit::{TempDir, clustered_vectors};
 
+#[path = "support/answers.rs"]
+mod answers;
 #[path = "support/servers.rs"]
 mod servers;
+use answers::{bits, request};
 use servers::{Minio, Proxy};
-
-fn request(q: &[f32], body: serde_json::Value) -> SearchRequest {
-    let mut req = SearchRequest::from_json(&body.to_string()).unwrap();
-    req.vector = Some(q.to_vec());
-    req
-}
-
-fn bits(res: &SearchResponse) -> Vec<(u64, u32)> {
-    res.points.iter().map(|p| (p.id.as_num().unwrap(), p.score.to_bits())).collect()
-}
 
 fn remote_code(e: &HostError) -> String {
     match e {

@@ -6,13 +6,16 @@
 use std::process::Command;
 
 use serde_json::json;
-use shoal_core::{Collection, CollectionConfig, IndexKind, IvfParams, Metric, SearchRequest, SearchResponse};
+use shoal_core::{Collection, CollectionConfig, IndexKind, IvfParams, Metric, SearchRequest};
 use shoal_host::HostError;
 use shoal_host::remote::{FileRanges, HttpRanges, RemoteCollection, RemoteError};
 use shoal_testkit::{TempDir, clustered_vectors};
 
+#[path = "support/answers.rs"]
+mod answers;
 #[path = "support/servers.rs"]
 mod servers;
+use answers::{bits, request};
 use servers::{Nginx, Proxy, root};
 
 /// A sealed segment of `n` clustered points (ids `3i + 1`).
@@ -23,16 +26,6 @@ fn segment(metric: Metric, dim: usize, n: usize, params: IvfParams) -> Vec<u8> {
     col.insert(&ids, &data).unwrap();
     col.seal_with(IndexKind::IvfRabitq(params)).unwrap();
     col.to_bytes().unwrap().to_vec()
-}
-
-fn request(q: &[f32], body: serde_json::Value) -> SearchRequest {
-    let mut req = SearchRequest::from_json(&body.to_string()).unwrap();
-    req.vector = Some(q.to_vec());
-    req
-}
-
-fn bits(res: &SearchResponse) -> Vec<(u64, u32)> {
-    res.points.iter().map(|p| (p.id.as_num().unwrap(), p.score.to_bits())).collect()
 }
 
 fn remote_code(e: &HostError) -> &'static str {

@@ -13,7 +13,7 @@ use std::fmt;
 use std::ops::Range;
 use std::sync::Mutex;
 
-use shoal_core::remote::{RangeCache, RemoteSegment, Step};
+use shoal_core::remote::{RangeCache, RemoteSegment, SetStep, Step};
 use shoal_core::{FormatError, SearchRequest, SearchResponse};
 
 use crate::HostError;
@@ -195,22 +195,19 @@ impl RemoteCollection {
     }
 }
 
-/// [`drive`], once more from an empty cache when bytes fail their checksum (a fault in transit
-/// then costs a retry; bytes wrong at the source stay an error).
+/// One segment's step function run by [`drive_set`], the one driver of every reader: its
+/// ranges are segment 0's.
 fn drive_checked<T>(
     source: &dyn RangeSource,
     cache: &mut RangeCache,
     mut step: impl FnMut(&RangeCache) -> Result<Step<T>, shoal_core::Error>,
 ) -> Result<(T, Trip), HostError> {
-    let mut trip = Trip::default();
-    match drive(source, cache, &mut step, &mut trip) {
-        Err(HostError::Segment { source: shoal_core::Error::Format(FormatError::ChecksumMismatch { .. }), .. }) => {
-            cache.clear();
-            trip.retries += 1;
-            Ok((drive(source, cache, step, &mut trip)?, trip))
-        }
-        other => Ok((other?, trip)),
-    }
+    drive_set(source.name(), &[source], std::slice::from_mut(cache), |c| {
+        Ok(match step(c[0])? {
+            Step::Done(t) => SetStep::Done(t),
+            Step::Fetch(ranges) => SetStep::Fetch(vec![(0, ranges)]),
+        })
+    })
 }
 
 /// The host error of a remote failure.
@@ -218,26 +215,87 @@ fn remote(source: &dyn RangeSource, error: RemoteError) -> HostError {
     HostError::Remote { object: source.name().to_string(), error }
 }
 
-/// Runs one step function of the core to completion, fetching what it names; adds what it
-/// fetched to `trip`.
-fn drive<T>(
-    source: &dyn RangeSource,
-    cache: &mut RangeCache,
-    mut step: impl FnMut(&RangeCache) -> Result<Step<T>, shoal_core::Error>,
+/// Runs a step function of the core to completion (`name`: the segment or set, in messages):
+/// each wave reads every segment's ranges from its source at once (a thread per source when
+/// there are several). Once more from empty caches when bytes fail their checksum (a fault in
+/// transit then costs a retry; bytes wrong at the source stay an error).
+fn drive_set<T>(
+    name: &str,
+    sources: &[&dyn RangeSource],
+    caches: &mut [RangeCache],
+    mut step: impl FnMut(&[&RangeCache]) -> Result<SetStep<T>, shoal_core::Error>,
+) -> Result<(T, Trip), HostError> {
+    let mut trip = Trip::default();
+    for attempt in 0..2 {
+        match drive_waves(name, sources, caches, &mut step, &mut trip) {
+            Err(HostError::Segment {
+                source: shoal_core::Error::Format(FormatError::ChecksumMismatch { .. }), ..
+            }) if attempt == 0 => {
+                caches.iter_mut().for_each(RangeCache::clear);
+                trip.retries += 1;
+            }
+            other => return Ok((other?, trip)),
+        }
+    }
+    unreachable!("the second attempt returns")
+}
+
+/// Reads at most this many segments' ranges at once (a thread each; each source reads its own
+/// ranges concurrently).
+const SEGMENTS_AT_ONCE: usize = 16;
+
+/// One segment's reads of a wave: its source, the ranges, its cache.
+type Job<'s, 'c> = (&'s dyn RangeSource, &'c [Range<u64>], &'c mut RangeCache);
+
+fn run_job((source, ranges, cache): Job<'_, '_>) -> Result<Trip, HostError> {
+    let mut t = Trip::default();
+    fetch_into(source, ranges, cache, &mut t).map(|()| t)
+}
+
+fn drive_waves<T>(
+    name: &str,
+    sources: &[&dyn RangeSource],
+    caches: &mut [RangeCache],
+    step: &mut impl FnMut(&[&RangeCache]) -> Result<SetStep<T>, shoal_core::Error>,
     trip: &mut Trip,
 ) -> Result<T, HostError> {
     let mut waves = 0;
     loop {
-        let ranges = match step(cache).map_err(|e| HostError::Segment { path: source.name().into(), source: e })? {
-            Step::Done(t) => return Ok(t),
-            Step::Fetch(ranges) => ranges,
+        let view: Vec<&RangeCache> = caches.iter().collect();
+        let mut wanted = match step(&view) {
+            Ok(SetStep::Done(t)) => return Ok(t),
+            Ok(SetStep::Fetch(fetch)) => fetch,
+            Err(e) => return Err(HostError::Segment { path: name.into(), source: e }),
         };
         if waves >= MAX_WAVES {
-            return Err(remote(source, RemoteError::NoProgress));
+            return Err(remote(sources[wanted[0].0], RemoteError::NoProgress));
         }
         waves += 1;
         trip.waves += 1;
-        fetch_into(source, &ranges, cache, trip)?;
+        wanted.sort_by_key(|(i, _)| *i);
+        let mut slots: Vec<Option<&mut RangeCache>> = caches.iter_mut().map(Some).collect();
+        for batch in wanted.chunks(SEGMENTS_AT_ONCE) {
+            let jobs: Vec<Job<'_, '_>> = batch
+                .iter()
+                .map(|(i, ranges)| {
+                    (sources[*i], &ranges[..], slots[*i].take().expect("a segment appears once in a wave"))
+                })
+                .collect();
+            let results: Vec<Result<Trip, HostError>> = if jobs.len() == 1 {
+                jobs.into_iter().map(run_job).collect()
+            } else {
+                // A thread per segment with ranges to read.
+                std::thread::scope(|scope| {
+                    let handles: Vec<_> = jobs.into_iter().map(|job| scope.spawn(move || run_job(job))).collect();
+                    handles.into_iter().map(|h| h.join().expect("a reading thread panicked")).collect()
+                })
+            };
+            for r in results {
+                let t = r?;
+                trip.requests += t.requests;
+                trip.bytes += t.bytes;
+            }
+        }
     }
 }
 

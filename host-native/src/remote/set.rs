@@ -3,13 +3,12 @@
 //! together (`shoal_core::remote::RemoteSet`): each wave holds every segment's ranges, read
 //! from their objects concurrently.
 
-use std::ops::Range;
 use std::sync::Mutex;
 
 use shoal_core::remote::{RangeCache, RemoteSegment, RemoteSet, SetManifest, SetStep, Step};
-use shoal_core::{FormatError, SearchRequest, SearchResponse};
+use shoal_core::{SearchRequest, SearchResponse};
 
-use super::{MAX_WAVES, RangeSource, RemoteError, Trip, fetch_into, remote, source_of};
+use super::{RangeSource, RemoteError, Trip, drive_set, fetch_into, remote, source_of};
 use crate::HostError;
 
 /// Gives the source of an object by its location (a URL or a path).
@@ -93,7 +92,8 @@ impl RemoteSetReader {
             .collect::<Result<Vec<_>, _>>()?;
         let each = cache_bytes / n.max(1) as u64;
         let mut caches: Vec<RangeCache> = (0..n).map(|_| RangeCache::new(each)).collect();
-        let (segments, trip) = drive_set(location, &sources, &mut caches, |caches| {
+        let refs: Vec<&dyn RangeSource> = sources.iter().map(|s| &**s).collect();
+        let (segments, trip) = drive_set(location, &refs, &mut caches, |caches| {
             let mut fetch = Vec::new();
             let mut segments = Vec::with_capacity(n);
             for (i, cache) in caches.iter().enumerate() {
@@ -149,84 +149,8 @@ impl RemoteSetReader {
     pub fn search(&self, req: &SearchRequest) -> Result<(SearchResponse, Trip), HostError> {
         let mut caches = self.caches.lock().unwrap_or_else(|e| e.into_inner());
         caches.iter_mut().for_each(RangeCache::trim);
-        drive_set(&self.location, &self.sources, &mut caches, |c| self.set.search(req, c))
-    }
-}
-
-/// Runs a set's step function to completion: each wave reads every segment's ranges from its
-/// source at once (a thread per source). Once more from empty caches when bytes fail their
-/// checksum (a fault in transit then costs a retry).
-fn drive_set<T>(
-    name: &str,
-    sources: &[Box<dyn RangeSource>],
-    caches: &mut [RangeCache],
-    mut step: impl FnMut(&[&RangeCache]) -> Result<SetStep<T>, shoal_core::Error>,
-) -> Result<(T, Trip), HostError> {
-    let mut trip = Trip::default();
-    for attempt in 0..2 {
-        match drive_waves(name, sources, caches, &mut step, &mut trip) {
-            Err(HostError::Segment {
-                source: shoal_core::Error::Format(FormatError::ChecksumMismatch { .. }), ..
-            }) if attempt == 0 => {
-                caches.iter_mut().for_each(RangeCache::clear);
-                trip.retries += 1;
-            }
-            other => return Ok((other?, trip)),
-        }
-    }
-    unreachable!("the second attempt returns")
-}
-
-/// Reads at most this many segments' ranges at once (a thread each; each source reads its own
-/// ranges concurrently).
-const SEGMENTS_AT_ONCE: usize = 16;
-
-fn drive_waves<T>(
-    name: &str,
-    sources: &[Box<dyn RangeSource>],
-    caches: &mut [RangeCache],
-    step: &mut impl FnMut(&[&RangeCache]) -> Result<SetStep<T>, shoal_core::Error>,
-    trip: &mut Trip,
-) -> Result<T, HostError> {
-    let mut waves = 0;
-    loop {
-        let view: Vec<&RangeCache> = caches.iter().collect();
-        let fetch = match step(&view) {
-            Ok(SetStep::Done(t)) => return Ok(t),
-            Ok(SetStep::Fetch(fetch)) => fetch,
-            Err(e) => return Err(HostError::Segment { path: name.into(), source: e }),
-        };
-        if waves >= MAX_WAVES {
-            let (i, _) = &fetch[0];
-            return Err(remote(&*sources[*i], RemoteError::NoProgress));
-        }
-        waves += 1;
-        trip.waves += 1;
-        let mut wanted: Vec<(usize, Vec<Range<u64>>)> = fetch;
-        wanted.sort_by_key(|(i, _)| *i);
-        let mut slots: Vec<Option<&mut RangeCache>> = caches.iter_mut().map(Some).collect();
-        for batch in wanted.chunks(SEGMENTS_AT_ONCE) {
-            // A thread per segment with ranges to read; each source reads its own concurrently.
-            let results: Vec<Result<Trip, HostError>> = std::thread::scope(|scope| {
-                let handles: Vec<_> = batch
-                    .iter()
-                    .map(|(i, ranges)| {
-                        let cache = slots[*i].take().expect("a segment appears once in a wave");
-                        let source = &*sources[*i];
-                        scope.spawn(move || {
-                            let mut t = Trip::default();
-                            fetch_into(source, ranges, cache, &mut t).map(|()| t)
-                        })
-                    })
-                    .collect();
-                handles.into_iter().map(|h| h.join().expect("a reading thread panicked")).collect()
-            });
-            for r in results {
-                let t = r?;
-                trip.requests += t.requests;
-                trip.bytes += t.bytes;
-            }
-        }
+        let sources: Vec<&dyn RangeSource> = self.sources.iter().map(|s| &**s).collect();
+        drive_set(&self.location, &sources, &mut caches, |c| self.set.search(req, c))
     }
 }
 
