@@ -48,6 +48,15 @@ fn js_error(e: &Error) -> JsValue {
     err.into()
 }
 
+/// The search request of `json`, its `vector` replaced by `vector` when given.
+fn parse_request(json: &str, vector: Option<Vec<f32>>) -> Result<SearchRequest, JsValue> {
+    let mut req = SearchRequest::from_json(json).map_err(|e| js_error(&e))?;
+    if vector.is_some() {
+        req.vector = vector;
+    }
+    Ok(req)
+}
+
 /// Ranges as `[start, end, …]` (file offsets below 2^53: exact as JavaScript numbers).
 fn flat(ranges: &[Range<u64>]) -> Vec<f64> {
     ranges.iter().flat_map(|r| [r.start as f64, r.end as f64]).collect()
@@ -97,10 +106,7 @@ impl RemoteReader {
     /// ([`output`](Self::output)). Each call starts over from the fetched pieces.
     pub fn search(&mut self, json: &str, vector: Option<Vec<f32>>) -> Result<Vec<f64>, JsValue> {
         let segment = self.segment.as_ref().ok_or_else(|| js_error(&Error::Unsupported("a search before open")))?;
-        let mut req = SearchRequest::from_json(json).map_err(|e| js_error(&e))?;
-        if vector.is_some() {
-            req.vector = vector;
-        }
+        let req = parse_request(json, vector)?;
         match segment.search(&req, &self.cache).map_err(|e| js_error(&e))? {
             Step::Fetch(ranges) => Ok(flat(&ranges)),
             Step::Done(res) => {
@@ -231,10 +237,7 @@ impl RemoteSetReader {
     /// One step of a search, as [`RemoteReader::search`], over every segment.
     pub fn search(&mut self, json: &str, vector: Option<Vec<f32>>) -> Result<Vec<f64>, JsValue> {
         let set = self.set.as_ref().ok_or_else(|| js_error(&Error::Unsupported("a search before open")))?;
-        let mut req = SearchRequest::from_json(json).map_err(|e| js_error(&e))?;
-        if vector.is_some() {
-            req.vector = vector;
-        }
+        let req = parse_request(json, vector)?;
         let caches: Vec<&RangeCache> = self.caches.iter().collect();
         match set.search(&req, &caches).map_err(|e| js_error(&e))? {
             SetStep::Fetch(fetch) => Ok(flat_set(&fetch)),
