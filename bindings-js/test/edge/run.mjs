@@ -336,7 +336,15 @@ async function remoteInChromium(browser, version) {
   try {
     const { symlinkSync } = await import("node:fs");
     symlinkSync(pkgDir, join(nginx.www, "shoal"));
-    for (const f of readdirSync(dir)) nginx.put(`remote/${f}`, readFileSync(join(dir, f)));
+    // The fixture folder as it is, the set's folder (set/) included.
+    const serve = (sub) => {
+      for (const e of readdirSync(join(dir, sub), { withFileTypes: true })) {
+        const name = sub ? `${sub}/${e.name}` : e.name;
+        if (e.isDirectory()) serve(name);
+        else nginx.put(`remote/${name}`, readFileSync(join(dir, name)));
+      }
+    };
+    serve("");
     const page = (name, extra = "") =>
       pageResult(context, `${proxy.base}/shoal/test/edge/remote.html?segment=/remote/${name}.v2.shoal&fixture=/remote/${name}.json${extra}`);
     for (const name of ["l2-1", "cosine-2", "dot-4", "l2-3-codes"]) {
@@ -349,6 +357,17 @@ async function remoteInChromium(browser, version) {
         check(`chromium ${version}: openRemote ${name} (${kernels}) = native results, bit for bit; open 1 request, warm 0`, ok,
           r.error ? JSON.stringify(r).slice(0, 400) : `${r.searches.length} searches; first search of each request: mean ${(r.searches.filter((s) => !s.warm).reduce((a, s) => a + s.io.requests, 0) / f.requests.length).toFixed(1)} requests`);
       }
+    }
+    // A set of three segments from its manifest: the local set's results; open = the manifest,
+    // then every segment's bootstrap region at once (1 + 3 requests).
+    const set = JSON.parse(readFileSync(join(dir, "set.json"), "utf8"));
+    for (const [simd, kernels] of [["1", "simd128"], ["0", "scalar"]]) {
+      const r = await pageResult(context, `${proxy.base}/shoal/test/edge/remote.html?segment=/remote/set/manifest.json&fixture=/remote/set.json&simd=${simd}`);
+      const same = !r.error && r.searches.length === set.requests.length &&
+        r.searches.every((s, i) => JSON.stringify(s.rows) === JSON.stringify(set.results[i]));
+      check(`chromium ${version}: openRemote of a 3-segment set (${kernels}) = the local set's results, bit for bit; open 4 requests`,
+        same && r.kernels === kernels && r.opened.requests === 1 + set.segments,
+        r.error ? JSON.stringify(r).slice(0, 400) : `${r.searches.length} searches, open ${r.opened.requests} requests`);
     }
     // The first response (the bootstrap region) with a byte flipped: fetched again once.
     const dot = JSON.parse(readFileSync(join(dir, "dot-4.json"), "utf8"));
