@@ -2,9 +2,8 @@
 //! Routes, bad input (4xx, nothing written, still serving), restart and replay, background
 //! seals, and `kill -9` at random moments during concurrent upserts (nothing acknowledged lost).
 
-use std::io::{BufRead, BufReader};
 use std::path::Path;
-use std::process::{Child, Command, Stdio};
+use std::process::Command;
 use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -12,109 +11,9 @@ use std::time::{Duration, Instant};
 use serde_json::{Value, json};
 use shoal_testkit::TempDir;
 
-/// A running `shoal serve`, killed on drop.
-struct Server {
-    child: Child,
-    base: String,
-    log: Arc<Mutex<String>>,
-}
-
-impl Server {
-    fn start(data: &Path, extra: &[&str]) -> Server {
-        let mut child = Command::new(env!("CARGO_BIN_EXE_shoal"))
-            .args(["serve", "--data"])
-            .arg(data)
-            .args(["--addr", "127.0.0.1:0", "--threads", "2"])
-            .args(extra)
-            .stderr(Stdio::piped())
-            .spawn()
-            .expect("start shoal serve");
-        let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
-        let log = Arc::new(Mutex::new(String::new()));
-        let mut addr = None;
-        for line in lines.by_ref() {
-            let line = line.unwrap();
-            log.lock().unwrap().push_str(&format!("{line}\n"));
-            if let Ok(v) = serde_json::from_str::<Value>(&line)
-                && v["event"] == "listening"
-            {
-                addr = Some(v["addr"].as_str().unwrap().to_string());
-                break;
-            }
-        }
-        let addr = addr.unwrap_or_else(|| panic!("server did not start:\n{}", log.lock().unwrap()));
-        let sink = Arc::clone(&log);
-        std::thread::spawn(move || {
-            for line in lines.map_while(Result::ok) {
-                sink.lock().unwrap().push_str(&format!("{line}\n"));
-            }
-        });
-        Server { child, base: format!("http://{addr}"), log }
-    }
-
-    fn kill9(mut self) {
-        self.child.kill().unwrap(); // SIGKILL
-        self.child.wait().unwrap();
-    }
-
-    fn log(&self) -> String {
-        self.log.lock().unwrap().clone()
-    }
-}
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-fn agent() -> ureq::Agent {
-    ureq::Agent::config_builder()
-        .http_status_as_error(false)
-        .timeout_global(Some(Duration::from_secs(60)))
-        .build()
-        .into()
-}
-
-/// Sends a request; returns the status and the JSON body (or the text as a JSON string).
-fn call(s: &Server, method: &str, path: &str, body: Option<(&str, Vec<u8>)>, headers: &[(&str, &str)]) -> (u16, Value) {
-    let url = format!("{}{path}", s.base);
-    let a = agent();
-    let mut resp = match (method, body) {
-        ("GET", _) => {
-            let mut r = a.get(&url);
-            for (k, v) in headers {
-                r = r.header(*k, *v);
-            }
-            r.call()
-        }
-        ("DELETE", _) => a.delete(&url).call(),
-        (m, body) => {
-            let mut r = if m == "PUT" { a.put(&url) } else { a.post(&url) };
-            for (k, v) in headers {
-                r = r.header(*k, *v);
-            }
-            let (ct, bytes) = body.unwrap_or(("application/json", b"{}".to_vec()));
-            r.header("content-type", ct).send(&bytes[..])
-        }
-    }
-    .unwrap_or_else(|e| panic!("{method} {path}: {e}"));
-    let status = resp.status().as_u16();
-    let text = resp.body_mut().with_config().limit(1 << 30).read_to_string().unwrap();
-    (status, serde_json::from_str(&text).unwrap_or(Value::String(text)))
-}
-
-fn json_call(s: &Server, method: &str, path: &str, body: Value) -> (u16, Value) {
-    call(s, method, path, Some(("application/json", body.to_string().into_bytes())), &[])
-}
-
-/// A successful JSON call's body.
-fn okj(s: &Server, method: &str, path: &str, body: Value) -> Value {
-    let (status, v) = json_call(s, method, path, body);
-    assert_eq!(status, 200, "{method} {path}: {v}");
-    v
-}
+#[path = "support/serve.rs"]
+mod serve;
+use serve::{Server, agent, call, json_call, okj};
 
 /// The vector of point `id` in the tests: derived from the id, so any copy can be checked.
 fn vector_of(id: u64, dim: usize) -> Vec<f32> {

@@ -341,6 +341,38 @@ fn format_2_refuses_what_it_cannot_hold() {
 }
 
 #[test]
+fn a_payload_schema_without_payloads_is_laid_out_and_one_payload_is_refused() {
+    // A collection with a payload schema (a Qdrant one is nested) whose points carry none: its
+    // segment has payload sections of empty documents, which format 2 leaves out — the same
+    // file as the same points without a schema. One payload, and the segment is refused.
+    let params = IvfParams { partitions: Some(5), seed: 1, bits: 1, codes_only: false };
+    let data = clustered_vectors(3, 500, 8, 10);
+    let ids: Vec<u64> = (0..500).collect();
+    let build = |schema: Option<serde_json::Value>, payload_of: &dyn Fn(u64) -> serde_json::Value| {
+        let config = CollectionConfig { dim: 8, metric: Metric::L2 };
+        let mut col = match schema {
+            Some(s) => Collection::with_schema(config, Collection::parse_nested_schema(&s).unwrap()).unwrap(),
+            None => Collection::new(config).unwrap(),
+        };
+        let payloads: Vec<_> = ids.iter().map(|&i| payload_of(i)).collect();
+        col.insert_with_payloads(&ids, &data, &payloads).unwrap();
+        col.seal_with(IndexKind::IvfRabitq(params)).unwrap();
+        col
+    };
+    let plain = build(None, &|_| serde_json::Value::Null);
+    let want = shoal_core::remote::write_for_ranges(plain.segment(0).unwrap()).unwrap();
+    for schema in [json!({}), json!({"g": "integer"})] {
+        let empty = build(Some(schema.clone()), &|_| json!({}));
+        assert!(empty.segment(0).unwrap().schema().is_some(), "payload sections are written");
+        let got = shoal_core::remote::write_for_ranges(empty.segment(0).unwrap()).unwrap();
+        assert_eq!(got.as_slice(), want.as_slice(), "{schema}: the file without a schema");
+        let one = build(Some(schema.clone()), &|i| if i == 377 { json!({"g": 1}) } else { json!({}) });
+        let err = shoal_core::remote::write_for_ranges(one.segment(0).unwrap()).unwrap_err();
+        assert!(matches!(err, Error::Unsupported(_)), "{schema}: {err:?}");
+    }
+}
+
+#[test]
 fn format_2_answers_as_the_original_format_1_build() {
     // The partitions renumbered, the rows reordered: the same index, so the same answers
     // (unless two keys tie exactly, which these queries do not).

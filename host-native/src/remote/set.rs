@@ -3,7 +3,8 @@
 //! together (`shoal_core::remote::RemoteSet`): each wave holds every segment's ranges, read
 //! from their objects concurrently.
 
-use std::sync::Mutex;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Mutex, MutexGuard, TryLockError};
 
 use shoal_core::remote::{RangeCache, RemoteSegment, RemoteSet, SetManifest, SetStep, Step};
 use shoal_core::{SearchRequest, SearchResponse};
@@ -18,12 +19,19 @@ pub type SourceOf<'a> = dyn Fn(&str) -> Result<Box<dyn RangeSource>, HostError> 
 pub const MANIFEST_CAP: u64 = 4 << 20;
 
 /// A segment set read by ranges, with a cache of fetched bytes per segment.
+///
+/// Searches run in *lanes*: each lane has its own caches (one per segment) and runs one search
+/// at a time, so as many searches as there are lanes wait on the network together (see
+/// [`set_lanes`](Self::set_lanes); one lane by default). What every query needs (the bootstrap
+/// regions) is held once, by the set.
 pub struct RemoteSetReader {
     location: String,
     manifest: SetManifest,
     set: RemoteSet,
     sources: Vec<Box<dyn RangeSource>>,
-    caches: Mutex<Vec<RangeCache>>,
+    lanes: Vec<Mutex<Vec<RangeCache>>>,
+    next_lane: AtomicUsize,
+    cache_bytes: u64,
     opened: Trip,
 }
 
@@ -118,7 +126,9 @@ impl RemoteSetReader {
             manifest,
             set,
             sources,
-            caches: Mutex::new(caches),
+            lanes: vec![Mutex::new(caches)],
+            next_lane: AtomicUsize::new(0),
+            cache_bytes,
             opened,
         })
     }
@@ -145,9 +155,35 @@ impl RemoteSetReader {
         &self.manifest
     }
 
+    /// Lets `lanes` searches read at once (at least 1), the cache budget given at open shared
+    /// evenly by them. The bytes cached so far are dropped.
+    pub fn set_lanes(&mut self, lanes: usize) {
+        let lanes = lanes.max(1);
+        let each = self.cache_bytes / (lanes * self.sources.len().max(1)) as u64;
+        self.lanes =
+            (0..lanes).map(|_| Mutex::new(self.sources.iter().map(|_| RangeCache::new(each)).collect())).collect();
+    }
+
+    /// A free lane's caches (the lanes tried in turn from a rotating start), or, when every
+    /// lane is busy, the first one tried once it is free.
+    fn lane(&self) -> MutexGuard<'_, Vec<RangeCache>> {
+        let n = self.lanes.len();
+        let start = self.next_lane.fetch_add(1, Ordering::Relaxed) % n;
+        for k in 0..n {
+            match self.lanes[(start + k) % n].try_lock() {
+                Ok(guard) => return guard,
+                // A search that panicked left its bytes checked (only verified ranges enter a
+                // cache): the lane stays usable.
+                Err(TryLockError::Poisoned(e)) => return e.into_inner(),
+                Err(TryLockError::WouldBlock) => {}
+            }
+        }
+        self.lanes[start].lock().unwrap_or_else(|e| e.into_inner())
+    }
+
     /// Searches every segment, fetching what the search needs; what it cost.
     pub fn search(&self, req: &SearchRequest) -> Result<(SearchResponse, Trip), HostError> {
-        let mut caches = self.caches.lock().unwrap_or_else(|e| e.into_inner());
+        let mut caches = self.lane();
         caches.iter_mut().for_each(RangeCache::trim);
         let sources: Vec<&dyn RangeSource> = self.sources.iter().map(|s| &**s).collect();
         drive_set(&self.location, &sources, &mut caches, |c| self.set.search(req, c))

@@ -17,6 +17,7 @@
 pub mod batch;
 mod metrics;
 mod qdrant;
+pub mod remote;
 pub mod store;
 pub mod wal;
 
@@ -37,6 +38,7 @@ use axum::routing::{get, post};
 use serde_json::{Value, json};
 
 use crate::HostError;
+use remote::{ServedSet, Target};
 use store::{Meta, Store};
 
 /// `shoal serve` options.
@@ -79,6 +81,16 @@ pub struct ServeArgs {
     /// `/ui/examples/browser/`).
     #[arg(long, value_name = "DIR")]
     pub static_dir: Option<PathBuf>,
+    /// A read-only collection read by ranges from a set `shoal publish` wrote: `NAME=MANIFEST`,
+    /// the manifest's location (`s3://bucket/prefix/manifest.json`, `gs://…`, `az://…`,
+    /// `http://…`, or a path; buckets take their credentials from the environment, as
+    /// `shoal search` does). Repeat for more. Opened at start: a set that cannot be read stops
+    /// the server.
+    #[arg(long = "remote", value_name = "NAME=MANIFEST")]
+    pub remote: Vec<String>,
+    /// Fetched bytes each `--remote` collection keeps in memory, in MiB.
+    #[arg(long, default_value_t = 256)]
+    pub remote_cache_mib: u64,
 }
 
 /// When the log is synced.
@@ -167,6 +179,8 @@ impl From<BytesRejection> for ApiError {
 /// The server's state: the open collections.
 pub struct AppState {
     collections: RwLock<BTreeMap<String, Arc<Store>>>,
+    /// The read-only collections of `--remote` (fixed at start).
+    remote: BTreeMap<String, Arc<ServedSet>>,
     root: PathBuf,
     opts: Arc<Options>,
     api_key: Option<String>,
@@ -207,8 +221,10 @@ impl AppState {
             store.maybe_merge();
             collections.insert(name, store);
         }
+        let remote = Self::open_remote(args, &collections)?;
         Ok(AppState {
             collections: RwLock::new(collections),
+            remote,
             root,
             opts,
             api_key: args.api_key.clone().filter(|k| !k.is_empty()),
@@ -218,21 +234,59 @@ impl AppState {
         })
     }
 
-    /// The collection called `name`.
+    /// Opens the sets of `--remote`, each named once and not as a local collection.
+    fn open_remote(
+        args: &ServeArgs,
+        local: &BTreeMap<String, Arc<Store>>,
+    ) -> Result<BTreeMap<String, Arc<ServedSet>>, HostError> {
+        let mut remote = BTreeMap::new();
+        // Searches that may read at once per collection: one per thread that can run them.
+        let lanes = crate::commands::threads()
+            .unwrap_or_else(|| std::thread::available_parallelism().map_or(4, |n| n.get()))
+            .clamp(2, 16);
+        let cache_bytes = args.remote_cache_mib.saturating_mul(1 << 20);
+        for spec in &args.remote {
+            let (name, location) = remote::parse_spec(spec)?;
+            if local.contains_key(&name) || remote.contains_key(&name) {
+                return Err(HostError::Usage(format!("--remote {spec:?}: a collection named {name:?} exists already")));
+            }
+            let set = ServedSet::open(&location, cache_bytes, lanes)
+                .map_err(|e| HostError::Usage(format!("--remote {name}: {e}")))?;
+            remote.insert(name, Arc::new(set));
+        }
+        Ok(remote)
+    }
+
+    /// The collection called `name` of the data folder (a read-only one is refused: only
+    /// [`target`](Self::target) gives it).
     fn get(&self, name: &str) -> Result<Arc<Store>, ApiError> {
+        if self.remote.contains_key(name) {
+            return Err(remote::read_only(name));
+        }
         self.collections.read().expect("lock poisoned").get(name).cloned().ok_or_else(|| ApiError::not_found(name))
     }
 
-    /// Names of the collections.
+    /// The collection called `name`, local or read-only, for the routes that can search both.
+    fn target(&self, name: &str) -> Result<Target, ApiError> {
+        match self.remote.get(name) {
+            Some(set) => Ok(Target::Remote(Arc::clone(set))),
+            None => self.get(name).map(Target::Local),
+        }
+    }
+
+    /// Names of the collections (local and read-only).
     fn names(&self) -> Vec<String> {
-        self.collections.read().expect("lock poisoned").keys().cloned().collect()
+        let mut names: Vec<String> = self.collections.read().expect("lock poisoned").keys().cloned().collect();
+        names.extend(self.remote.keys().cloned());
+        names.sort();
+        names
     }
 
     /// Creates a collection; 409 if it exists.
     fn create(&self, name: &str, meta: Meta) -> Result<(), ApiError> {
         check_name(name)?;
         let mut all = self.collections.write().expect("lock poisoned");
-        if all.contains_key(name) {
+        if all.contains_key(name) || self.remote.contains_key(name) {
             return Err(ApiError {
                 status: StatusCode::CONFLICT,
                 code: "exists",
@@ -247,6 +301,9 @@ impl AppState {
     /// Deletes a collection; false if there was none.
     fn drop_collection(&self, name: &str) -> Result<bool, ApiError> {
         check_name(name)?;
+        if self.remote.contains_key(name) {
+            return Err(remote::read_only(name));
+        }
         let store = self.collections.write().expect("lock poisoned").remove(name);
         match store {
             Some(s) => s.destroy().map(|()| true),
@@ -305,11 +362,15 @@ type Shared = State<Arc<AppState>>;
 /// `POST /collections/{name}/search`: Shoal's search request and response.
 async fn search(State(app): Shared, Path(name): Path<String>, body: Result<Bytes, BytesRejection>) -> Response {
     let run = async {
-        let store = app.get(&name)?;
+        let target = app.target(&name)?;
         let body = body?;
         let text = std::str::from_utf8(&body).map_err(|_| ApiError::bad_request("body is not UTF-8"))?;
         let req = shoal_core::SearchRequest::from_json(text).map_err(ApiError::core)?;
-        let res = blocking(move || store.read().search(&req).map_err(ApiError::core)).await?;
+        let res = blocking(move || match target {
+            Target::Local(store) => store.read().search(&req).map_err(ApiError::core),
+            Target::Remote(set) => set.search(&req),
+        })
+        .await?;
         Ok::<_, ApiError>(json_response(res.to_json()))
     };
     run.await.unwrap_or_else(IntoResponse::into_response)
@@ -488,13 +549,15 @@ pub fn run(args: &ServeArgs) -> Result<(), HostError> {
     let rt = rt.enable_all().build().map_err(|e| HostError::io(&args.data, "start the runtime for", e))?;
     let app = Arc::new(AppState::open(args)?);
     let names = app.names();
+    let remote: BTreeMap<String, String> = app.remote.iter().map(|(n, s)| (n.clone(), s.location.clone())).collect();
     rt.block_on(async {
         let listener =
             tokio::net::TcpListener::bind(args.addr).await.map_err(|e| HostError::io(&args.data, "listen for", e))?;
         let addr = listener.local_addr().map_err(|e| HostError::io(&args.data, "listen for", e))?;
         eprintln!(
             "{}",
-            json!({"event": "listening", "addr": addr.to_string(), "data": args.data, "collections": names})
+            json!({"event": "listening", "addr": addr.to_string(), "data": args.data, "collections": names,
+                   "remote": remote})
         );
         let router = router(app, args.max_body_mib.saturating_mul(1 << 20));
         axum::serve(listener, router)

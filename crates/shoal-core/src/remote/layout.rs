@@ -37,7 +37,7 @@ struct Permuted<'s> {
 impl<'s> Permuted<'s> {
     fn new(seg: &'s SealedSegment) -> Result<Permuted<'s>, Error> {
         let refuse = |what| Err(Error::Unsupported(what));
-        if seg.schema().is_some() || seg.text().is_some() {
+        if !no_payloads(seg) || seg.text().is_some() {
             return refuse("payloads or text in a format-2 segment");
         }
         if !seg.sparse_specs().is_empty() || seg.dense_specs().len() != 1 {
@@ -120,6 +120,17 @@ impl<'s> Permuted<'s> {
         let mut meta: IvfMeta = *bytemuck::from_bytes(reader.section(KIND_IVF_META).expect("an IVF index"));
         meta.reserved = reserved;
         bytemuck::bytes_of(&meta).to_vec()
+    }
+}
+
+/// Whether `seg` holds no payload: no payload sections, or sections whose every document is
+/// `{}` (a collection with a payload schema, flat or nested, whose points carry none — a
+/// Qdrant collection's, say). Such sections are not carried into format 2: nothing is lost.
+fn no_payloads(seg: &SealedSegment) -> bool {
+    match (seg.schema(), seg.payload()) {
+        (None, _) => true,
+        (Some(_), Some(p)) => (0..p.rows()).all(|r| p.document_bytes(r) == Some(b"{}".as_slice())),
+        (Some(_), None) => false,
     }
 }
 

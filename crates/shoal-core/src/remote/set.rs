@@ -132,11 +132,13 @@ impl SetManifest {
     }
 }
 
-/// Checks that the set of `manifest` can be laid out for reading by ranges: one dense vector
-/// (layout 1), no deleted rows.
+/// Checks that the set of `manifest` can be laid out for reading by ranges: one unnamed dense
+/// vector, no deleted rows. (Payloads are not published: a segment holding any is refused as it
+/// is laid out, so a payload schema, flat or nested, is no obstacle.)
 pub fn check_publishable(manifest: &Manifest) -> Result<(), Error> {
-    if manifest.features() {
-        return Err(Error::Unsupported("named or sparse vectors or nested payloads in a set read by ranges"));
+    let one_vector = manifest.sparse.is_empty() && manifest.vectors.len() == 1 && manifest.vectors[0].name.is_empty();
+    if !one_vector {
+        return Err(Error::Unsupported("named, several or sparse vectors in a set read by ranges"));
     }
     if let Some(s) = manifest.segments.iter().find(|s| s.live.is_some()) {
         return Err(bad(format!(
@@ -169,10 +171,19 @@ pub fn lay_out_segment(entry: &SegmentEntry, seg: &SealedSegment) -> Result<(Seg
 }
 
 impl SetManifest {
-    /// The manifest of `manifest`'s set laid out for reading by ranges: its configuration and
-    /// generation, the new `entries` with their bootstrap `hints` (in set order), no `wal`.
+    /// The manifest of `manifest`'s set laid out for reading by ranges: its vector, index and
+    /// generation, the new `entries` with their bootstrap `hints` (in set order), no `wal`, and
+    /// no payload schema (format 2 holds no payloads yet: the fields would describe nothing).
     pub fn published(manifest: &Manifest, entries: Vec<SegmentEntry>, hints: Vec<u64>) -> SetManifest {
-        let manifest = Manifest { segments: entries, wal: None, ..manifest.clone() };
+        let fields = Value::Object(serde_json::Map::new());
+        let manifest = Manifest {
+            shoal_manifest: crate::set::MANIFEST_VERSION,
+            segments: entries,
+            wal: None,
+            nested: false,
+            fields,
+            ..manifest.clone()
+        };
         SetManifest { manifest, bootstrap: hints.into_iter().map(Some).collect() }
     }
 }

@@ -10,6 +10,7 @@ use shoal_core::FieldType;
 
 use super::bodies::{self, refuse};
 use super::{Body, QDRANT_API_VERSION, Shared, on_json, respond, update_result};
+use crate::server::remote::{ServedSet, Target};
 use crate::server::store::{Meta, Store};
 use crate::server::{ApiError, blocking, json_response, ok, parse_json};
 
@@ -26,7 +27,7 @@ pub(super) async fn list(State(app): Shared) -> Response {
 }
 
 pub(super) async fn exists(State(app): Shared, Path(name): Path<String>) -> Response {
-    ok(json!({"exists": app.get(&name).is_ok()}), Instant::now())
+    ok(json!({"exists": app.target(&name).is_ok()}), Instant::now())
 }
 
 /// `PUT /collections/{name}`: Qdrant's `{"vectors": {"size", "distance", "on_disk"}}`, or
@@ -208,8 +209,10 @@ fn vectors_info(m: &Meta) -> Value {
 pub(super) async fn info(State(app): Shared, Path(name): Path<String>) -> Response {
     respond(async {
         let started = Instant::now();
-        let store = app.get(&name)?;
-        let result = blocking(move || Ok(collection_info(&store))).await?;
+        let result = match app.target(&name)? {
+            Target::Local(store) => blocking(move || Ok(collection_info(&store))).await?,
+            Target::Remote(set) => remote_info(&set),
+        };
         Ok(ok(result, started))
     })
     .await
@@ -217,20 +220,30 @@ pub(super) async fn info(State(app): Shared, Path(name): Path<String>) -> Respon
 
 /// The `result` of `GET /collections/{name}`.
 fn collection_info(store: &Store) -> Value {
-    {
-        let g = store.gauges();
-        let col = store.read();
-        let mut schema = Map::new();
-        for (field, ty) in col.schema().into_iter().flat_map(|s| s.fields()) {
-            schema.insert(field.to_string(), json!({"data_type": ty.name(), "points": 0}));
-        }
-        let m = &store.meta;
-        let result = json!({
+    let g = store.gauges();
+    let col = store.read();
+    let mut schema = Map::new();
+    for (field, ty) in col.schema().into_iter().flat_map(|s| s.fields()) {
+        schema.insert(field.to_string(), json!({"data_type": ty.name(), "points": 0}));
+    }
+    let counts = (g.points, col.sealed_len() as u64, g.segments + u64::from(g.unsealed > 0));
+    info_result(&store.meta, counts, schema)
+}
+
+/// The `result` of `GET /collections/{name}` for a read-only collection: every point indexed,
+/// no payload schema (Qdrant's shape kept exactly, as clients validate it).
+fn remote_info(set: &ServedSet) -> Value {
+    info_result(&set.meta, (set.rows(), set.rows(), set.segments() as u64), Map::new())
+}
+
+/// Qdrant's collection info: `counts` are points, indexed points and segments.
+fn info_result(m: &Meta, (points, indexed, segments): (u64, u64, u64), schema: Map<String, Value>) -> Value {
+    json!({
             "status": "green",
             "optimizer_status": "ok",
-            "points_count": g.points,
-            "indexed_vectors_count": col.sealed_len(),
-            "segments_count": g.segments + u64::from(g.unsealed > 0),
+            "points_count": points,
+            "indexed_vectors_count": indexed,
+            "segments_count": segments,
             "config": {
                 "params": {
                     "vectors": vectors_info(m),
@@ -248,9 +261,7 @@ fn collection_info(store: &Store) -> Value {
                 "quantization_config": null
             },
             "payload_schema": schema,
-        });
-        result
-    }
+    })
 }
 
 pub(super) async fn delete_collection(State(app): Shared, Path(name): Path<String>) -> Response {

@@ -31,6 +31,7 @@ use self::bodies::{VectorSel, refuse, refuse_shard_key, with_vector};
 use self::collections::{create, create_index, delete_collection, delete_index, exists, info, list, root};
 use self::search::{query, query_batch, search, search_batch};
 use super::batch::Batch;
+use super::remote::Target;
 use super::store::Store;
 use super::{ApiError, AppState, blocking, ok, parse_json};
 
@@ -55,11 +56,29 @@ where
     T: serde::de::DeserializeOwned + Send + 'static,
     F: FnOnce(Arc<Store>, T) -> Result<Value, ApiError> + Send + 'static,
 {
+    json_route(app.get(&name), body, f).await
+}
+
+/// [`on_json`] for the search routes, which also search read-only collections.
+async fn on_search<T, F>(app: Arc<AppState>, name: String, body: Body, f: F) -> Response
+where
+    T: serde::de::DeserializeOwned + Send + 'static,
+    F: FnOnce(Target, T) -> Result<Value, ApiError> + Send + 'static,
+{
+    json_route(app.target(&name), body, f).await
+}
+
+async fn json_route<C, T, F>(found: Result<C, ApiError>, body: Body, f: F) -> Response
+where
+    C: Send + 'static,
+    T: serde::de::DeserializeOwned + Send + 'static,
+    F: FnOnce(C, T) -> Result<Value, ApiError> + Send + 'static,
+{
     respond(async {
         let started = Instant::now();
-        let store = app.get(&name)?;
+        let collection = found?;
         let body: T = parse_json(&body?)?;
-        let result = blocking(move || f(store, body)).await?;
+        let result = blocking(move || f(collection, body)).await?;
         Ok(ok(result, started))
     })
     .await

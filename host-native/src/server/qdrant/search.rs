@@ -5,12 +5,14 @@
 use axum::extract::{Path, State};
 use axum::response::Response;
 use serde_json::{Value, json};
-use shoal_core::{Metric, SearchParams, SearchRequest, SparseVector};
+use shoal_core::{Metric, PointId, SearchParams, SearchRequest, SearchResponse, SparseVector};
 
+use super::bodies::VectorSel;
 use super::bodies::{self, refuse, refuse_shard_key, with_vector};
-use super::{Body, PayloadSel, Shared, on_json, record, vector_of};
+use super::{Body, PayloadSel, Shared, on_search, record, vector_of};
 use crate::server::ApiError;
-use crate::server::store::{Meta, Store};
+use crate::server::remote::{ServedSet, Target};
+use crate::server::store::Meta;
 
 /// Qdrant's default `k` of reciprocal rank fusion (Shoal's own requests default to 61).
 const QDRANT_RRF_K: u32 = 2;
@@ -19,28 +21,30 @@ const QDRANT_RRF_K: u32 = 2;
 /// {"fusion": "rrf" | "dbsf"} | {"rrf": {"k", "weights"}}, "prefetch", "using": "", "filter",
 /// "limit", "offset", "with_payload", "with_vector", "params", "score_threshold"}`.
 pub(super) async fn query(State(app): Shared, Path(name): Path<String>, body: Body) -> Response {
-    on_json(app, name, body, |store, body: bodies::QueryRequest| Ok(json!({"points": run_query(&store, body)?}))).await
+    on_search(app, name, body, |target, body: bodies::QueryRequest| Ok(json!({"points": run_query(&target, body)?})))
+        .await
 }
 
 /// `POST /collections/{name}/points/query/batch`: `{"searches": [QueryRequest, ...]}`, a
 /// `{"points"}` per search, in order.
 pub(super) async fn query_batch(State(app): Shared, Path(name): Path<String>, body: Body) -> Response {
-    on_json(app, name, body, |store, body: bodies::QueryBatch| {
-        answer_each(body.searches, |q| Ok(json!({"points": run_query(&store, q)?})))
+    on_search(app, name, body, |target, body: bodies::QueryBatch| {
+        answer_each(body.searches, |q| Ok(json!({"points": run_query(&target, q)?})))
     })
     .await
 }
 
 /// `POST /collections/{name}/points/search` (Qdrant's older search call).
 pub(super) async fn search(State(app): Shared, Path(name): Path<String>, body: Body) -> Response {
-    on_json(app, name, body, |store, body: bodies::SearchRequest| Ok(Value::Array(run_old_search(&store, body)?))).await
+    on_search(app, name, body, |target, body: bodies::SearchRequest| Ok(Value::Array(run_old_search(&target, body)?)))
+        .await
 }
 
 /// `POST /collections/{name}/points/search/batch`: `{"searches": [SearchRequest, ...]}`, a
 /// list of results per search, in order.
 pub(super) async fn search_batch(State(app): Shared, Path(name): Path<String>, body: Body) -> Response {
-    on_json(app, name, body, |store, body: bodies::SearchBatch| {
-        answer_each(body.searches, |q| Ok(Value::Array(run_old_search(&store, q)?)))
+    on_search(app, name, body, |target, body: bodies::SearchBatch| {
+        answer_each(body.searches, |q| Ok(Value::Array(run_old_search(&target, q)?)))
     })
     .await
 }
@@ -59,7 +63,7 @@ struct Output<'a> {
 }
 
 /// The results of one `QueryRequest`.
-fn run_query(store: &Store, body: bodies::QueryRequest) -> Result<Vec<Value>, ApiError> {
+fn run_query(target: &Target, body: bodies::QueryRequest) -> Result<Vec<Value>, ApiError> {
     refuse_shard_key(&body.shard_key)?;
     let out = Output {
         with_payload: body.with_payload.as_ref(),
@@ -78,9 +82,9 @@ fn run_query(store: &Store, body: bodies::QueryRequest) -> Result<Vec<Value>, Ap
         lookup_from: body.lookup_from,
     };
     answer(
-        store,
+        target,
         |euclid| {
-            let mut req = stage(top, euclid, &store.meta)?;
+            let mut req = stage(top, euclid, target.meta())?;
             req.offset = body.offset.unwrap_or(0) as usize;
             Ok(req)
         },
@@ -89,7 +93,7 @@ fn run_query(store: &Store, body: bodies::QueryRequest) -> Result<Vec<Value>, Ap
 }
 
 /// The results of one (older) `SearchRequest`.
-fn run_old_search(store: &Store, body: bodies::SearchRequest) -> Result<Vec<Value>, ApiError> {
+fn run_old_search(target: &Target, body: bodies::SearchRequest) -> Result<Vec<Value>, ApiError> {
     refuse_shard_key(&body.shard_key)?;
     // A vector, or Qdrant's `NamedVector` / `NamedSparseVector`: `{"name", "vector"}`.
     let mut named = SearchRequest::default();
@@ -99,7 +103,7 @@ fn run_old_search(store: &Store, body: bodies::SearchRequest) -> Result<Vec<Valu
                 return Err(ApiError::bad_request(format!("vector: unknown field `{k}` (expected name and vector)")));
             }
             let name = o["name"].as_str().ok_or_else(|| ApiError::bad_request("vector.name: expected a string"))?;
-            named.using = store.meta.core_using(Some(name.to_string()));
+            named.using = target.meta().core_using(Some(name.to_string()));
             query_into(&mut named, o.get("vector").unwrap_or(&Value::Null), "vector.vector")?;
         }
         v => query_into(&mut named, v, "vector")?,
@@ -111,7 +115,7 @@ fn run_old_search(store: &Store, body: bodies::SearchRequest) -> Result<Vec<Valu
         score_threshold: body.score_threshold,
     };
     answer(
-        store,
+        target,
         |_| {
             Ok(SearchRequest {
                 vector: named.vector,
@@ -143,12 +147,16 @@ type Euclid<'a> = &'a dyn Fn(Option<&str>) -> bool;
 /// When the request ranks by a Euclid vector, scores are distances (Shoal's `l2` is squared);
 /// fused scores are as fused. The threshold applies to those scores.
 fn answer(
-    store: &Store,
+    target: &Target,
     build: impl FnOnce(Euclid<'_>) -> Result<SearchRequest, ApiError>,
     out: Output<'_>,
 ) -> Result<Vec<Value>, ApiError> {
     let sel = PayloadSel::parse(out.with_payload, false)?;
     let with_vector = with_vector(out.with_vector)?;
+    let store = match target {
+        Target::Local(store) => store,
+        Target::Remote(set) => return answer_remote(set, build, &sel, &with_vector, out.score_threshold),
+    };
     let col = store.read();
     let dense = super::dense_names(store);
     with_vector.check(&col, &dense)?;
@@ -160,19 +168,51 @@ fn answer(
     let req = build(&euclid)?;
     let res = col.search(&req).map_err(ApiError::core)?;
     let distances = euclid(req.using.as_deref()) && req.vector.is_some();
-    let threshold = out.score_threshold;
-    Ok(res
-        .points
+    Ok(scored(&res, distances, out.score_threshold, |id| record(&col, id, &sel, &with_vector, &dense)))
+}
+
+/// [`answer`] on a read-only collection: its one unnamed vector, no payloads (a wanted payload
+/// is `{}`, as a local point without one gives), no vectors returned.
+fn answer_remote(
+    set: &ServedSet,
+    build: impl FnOnce(Euclid<'_>) -> Result<SearchRequest, ApiError>,
+    sel: &PayloadSel,
+    with_vector: &VectorSel,
+    threshold: Option<f64>,
+) -> Result<Vec<Value>, ApiError> {
+    if !matches!(with_vector, VectorSel::None) && !matches!(with_vector, VectorSel::Names(n) if n.is_empty()) {
+        return Err(ApiError::bad_request(
+            "with_vector: a read-only collection (shoal serve --remote) does not return vectors",
+        ));
+    }
+    let l2 = set.metric() == Metric::L2;
+    let euclid = |using: Option<&str>| l2 && using.is_none_or(str::is_empty);
+    let req = build(&euclid)?;
+    let res = set.search(&req)?;
+    let distances = euclid(req.using.as_deref()) && req.vector.is_some();
+    let payload = if sel.wanted() { json!({}) } else { Value::Null };
+    Ok(scored(&res, distances, threshold, |id| json!({"id": id, "payload": payload, "vector": null})))
+}
+
+/// Qdrant's `ScoredPoint`s of `res`: each point's `record` with its score (a distance when
+/// `distances`: Shoal's `l2` is squared) and version, those past `threshold` left out.
+fn scored(
+    res: &SearchResponse,
+    distances: bool,
+    threshold: Option<f64>,
+    record: impl Fn(PointId) -> Value,
+) -> Vec<Value> {
+    res.points
         .iter()
         .map(|p| (p, if distances { p.score.max(0.0).sqrt() } else { p.score }))
         .filter(|(_, s)| threshold.is_none_or(|t| if distances { f64::from(*s) <= t } else { f64::from(*s) >= t }))
         .map(|(p, score)| {
-            let mut r = record(&col, p.id, &sel, &with_vector, &dense);
+            let mut r = record(p.id);
             r["score"] = json!(score);
             r["version"] = json!(0);
             r
         })
-        .collect())
+        .collect()
 }
 
 /// Qdrant's `Prefetch` (or the query part of a `QueryRequest`) as Shoal's request: what it

@@ -1,0 +1,159 @@
+//! Read-only collections read by ranges from a published segment set (`shoal serve --remote
+//! NAME=MANIFEST`): a set `shoal publish` wrote to a bucket, a static host or a folder, searched
+//! where it lies. Many servers can read one copy; none writes it. Opening reads the manifest
+//! and every segment's bootstrap region; each search fetches the ranges it needs (a cache of
+//! fetched bytes is kept in memory), so restarting a reader loses nothing and costs one open.
+//!
+//! Searches are answered as a local collection answers them (Shoal's route and Qdrant's query
+//! and search routes). Writes, payload and vector reads are refused with `read_only`; a reader
+//! failing to get the bytes it needs answers 502 with the remote error's code.
+
+use std::sync::Arc;
+
+use axum::http::StatusCode;
+use serde_json::json;
+use shoal_core::{Metric, SearchRequest, SearchResponse};
+
+use super::ApiError;
+use super::store::{Meta, Store};
+use crate::HostError;
+use crate::remote::RemoteSetReader;
+
+/// A read-only collection over a published segment set.
+#[derive(Debug)]
+pub struct ServedSet {
+    /// Where its manifest is (`s3://…/manifest.json`, `http://…`, a path).
+    pub location: String,
+    /// Its configuration as a local collection's (one unnamed dense vector, no payload fields).
+    pub meta: Meta,
+    reader: RemoteSetReader,
+}
+
+impl ServedSet {
+    /// Opens the set whose manifest is at `location`, keeping at most `cache_bytes` of fetched
+    /// ranges in memory, shared by `lanes` searches that may read at once.
+    pub fn open(location: &str, cache_bytes: u64, lanes: usize) -> Result<ServedSet, HostError> {
+        let mut reader = RemoteSetReader::open(location, cache_bytes, false)?;
+        reader.set_lanes(lanes);
+        let set = reader.set();
+        let metric = match set.metric() {
+            Metric::Cosine => "cosine",
+            Metric::Dot => "dot",
+            Metric::L2 => "l2",
+        };
+        let meta = Meta {
+            dim: set.dim(),
+            metric: metric.into(),
+            fields: json!({}),
+            index: json!({}),
+            on_disk: true,
+            dynamic: false,
+            payload: None,
+            sparse_vectors: serde_json::Map::new(),
+            vector_name: None,
+            dense_vectors: serde_json::Map::new(),
+        };
+        Ok(ServedSet { location: location.to_string(), meta, reader })
+    }
+
+    /// The points it holds.
+    pub fn rows(&self) -> u64 {
+        self.reader.set().rows()
+    }
+
+    /// Its segments.
+    pub fn segments(&self) -> usize {
+        self.reader.set().segments().len()
+    }
+
+    /// The metric of its vector.
+    pub fn metric(&self) -> Metric {
+        self.reader.set().metric()
+    }
+
+    /// Searches it (blocking: call off the async workers). A request the set cannot take is a
+    /// 400 with the core's code; bytes the reader could not get or use, a 502 with the remote
+    /// error's code (nothing wrong is ever answered).
+    pub fn search(&self, req: &SearchRequest) -> Result<SearchResponse, ApiError> {
+        match self.reader.search(req) {
+            Ok((res, _)) => Ok(res),
+            Err(HostError::Segment { source, .. }) if !matches!(source, shoal_core::Error::Format(_)) => {
+                Err(ApiError::core(source))
+            }
+            Err(e) => {
+                let code = match &e {
+                    HostError::Remote { error, .. } => error.code(),
+                    HostError::Segment { source, .. } => source.code(),
+                    _ => "remote",
+                };
+                Err(ApiError { status: StatusCode::BAD_GATEWAY, code, message: e.to_string() })
+            }
+        }
+    }
+}
+
+/// What a search route searches: a collection of this server, or one read from a published set.
+#[derive(Clone)]
+pub enum Target {
+    /// A collection in the data folder.
+    Local(Arc<Store>),
+    /// A read-only collection read by ranges.
+    Remote(Arc<ServedSet>),
+}
+
+impl Target {
+    /// Its configuration.
+    pub fn meta(&self) -> &Meta {
+        match self {
+            Target::Local(store) => &store.meta,
+            Target::Remote(set) => &set.meta,
+        }
+    }
+}
+
+/// The refusal of anything but a search on a read-only collection.
+pub fn read_only(name: &str) -> ApiError {
+    ApiError {
+        status: StatusCode::FORBIDDEN,
+        code: "read_only",
+        message: format!(
+            "collection `{name}` is read-only: it is read from a published segment set (shoal serve --remote); \
+             it answers searches and collection info"
+        ),
+    }
+}
+
+/// Parses `NAME=MANIFEST` (of `--remote`).
+pub fn parse_spec(spec: &str) -> Result<(String, String), HostError> {
+    let (name, location) = spec.split_once('=').ok_or_else(|| {
+        HostError::Usage(format!(
+            "--remote {spec:?}: expected NAME=MANIFEST (e.g. docs=s3://bucket/docs/manifest.json)"
+        ))
+    })?;
+    if !super::valid_name(name) || name == "aliases" {
+        return Err(HostError::Usage(format!(
+            "--remote {spec:?}: collection name {name:?}: use 1-64 characters of A-Z a-z 0-9 _ - (not starting with -)"
+        )));
+    }
+    if location.is_empty() {
+        return Err(HostError::Usage(format!("--remote {spec:?}: no manifest location after `=`")));
+    }
+    Ok((name.to_string(), location.to_string()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::parse_spec;
+
+    #[test]
+    fn specs_name_a_collection_and_a_manifest() {
+        assert_eq!(
+            parse_spec("docs=s3://b/docs/manifest.json").unwrap(),
+            ("docs".into(), "s3://b/docs/manifest.json".into())
+        );
+        assert_eq!(parse_spec("a=http://h/m.json?x=1").unwrap().1, "http://h/m.json?x=1");
+        for bad in ["docs", "=s3://b/m.json", "docs=", "../x=m.json", "aliases=m.json", "-a=m.json"] {
+            assert!(parse_spec(bad).is_err(), "{bad}");
+        }
+    }
+}
