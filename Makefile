@@ -22,7 +22,7 @@ DEMO_PORT ?= 6333
 .PHONY: demo test bench setup setup-rust setup-js setup-deb setup-nginx setup-minio setup-edge setup-demo build-js lint test-rust test-js test-edge test-demo \
         test-aarch64 test-wasm check-targets \
         bench-kernels bench-search bench-node bench-ann bench-filtered bench-text bench-ingest bench-codes-only bench-build bench-remote \
-        test-qdrant fuzz bench-plots bench-ram bench-sparse bench-query-threads
+        bench-remote-set test-qdrant fuzz bench-plots bench-ram bench-sparse bench-query-threads
 
 ## ---- setup ---------------------------------------------------------------------------
 
@@ -261,6 +261,19 @@ bench-remote: setup-nginx build-js setup-edge
 	python3 bench/datasets.py --only glove-400k,synthetic-1m-128
 	$(CARGO) bench -p shoal-host --bench remote
 	node bench/node/remote.mjs
+
+# The 10M x 128-d segment set of bench/large.py, published with `shoal publish` and read by ranges
+# from Node through nginx with 20 ms per request (docs/benchmarks.md, "A 10M-point set read by
+# ranges"). Not part of `make bench`: the ingest takes ~15 minutes and 12 GB of disk (as root,
+# for its memory cgroup); it is run once, and kept in ~/.cache/shoal/large/.
+SET_10M ?= $(HOME)/.cache/shoal/remote/set-10m
+bench-remote-set: setup-nginx build-js
+	pip install -q -r bench/requirements-bench.txt
+	python3 bench/datasets.py --only synthetic-10m-128
+	test -f $(HOME)/.cache/shoal/large/data/collections/large/manifest.json || python3 bench/large.py ingest
+	test -f $(SET_10M)/manifest.json || $(CARGO) run --release -p shoal-host -- publish \
+	  $(HOME)/.cache/shoal/large/data/collections/large $(SET_10M)
+	node bench/node/remote_set.mjs --set $(SET_10M)
 
 # ANN: datasets with exact ground truth, Shoal native and wasm, then the peers (PyPI packages).
 ANN_DATASETS ?= glove-100k,gcide-256

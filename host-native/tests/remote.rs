@@ -151,35 +151,51 @@ fn faults_give_typed_errors_or_the_right_answer() {
 }
 
 #[test]
-fn shoal_search_reads_a_segment_over_http() {
-    let nginx = Nginx::start();
+fn shoal_search_reads_a_segment_over_http_and_https() {
     let dir = TempDir::new("remote", "cli");
     let bytes =
         segment(Metric::Cosine, 24, 5_000, IvfParams { partitions: Some(40), seed: 1, bits: 1, codes_only: false });
     let path = dir.path("seg.shoal");
     std::fs::write(&path, &bytes).unwrap();
-    let url = nginx.put("seg.shoal", &bytes);
     let q: Vec<String> = clustered_vectors(2, 1, 24, 40).iter().map(|x| x.to_string()).collect();
-    let run = |segment: &str| {
-        let out = Command::new(env!("CARGO_BIN_EXE_shoal"))
+    // `shoal search LOCATION`, the environment given (`SSL_CERT_FILE` and `SSL_CERT_DIR` taken
+    // away unless given: the system's roots).
+    let shoal = |segment: &str, env: &[(&str, &std::path::Path)]| {
+        Command::new(env!("CARGO_BIN_EXE_shoal"))
             .args(["search", segment, "--vector", &q.join(","), "--limit", "7", "--json"])
+            .env_remove("SSL_CERT_FILE")
+            .env_remove("SSL_CERT_DIR")
+            .envs(env.iter().copied())
             .output()
-            .unwrap();
+            .unwrap()
+    };
+    let run = |segment: &str, env: &[(&str, &std::path::Path)]| {
+        let out = shoal(segment, env);
         assert!(out.status.success(), "{segment}: {}", String::from_utf8_lossy(&out.stderr));
         (String::from_utf8(out.stdout).unwrap(), String::from_utf8(out.stderr).unwrap())
     };
-    let (local, _) = run(&path.display().to_string());
-    let (remote, log) = run(&url);
     let points = |s: &str| serde_json::from_str::<serde_json::Value>(s).unwrap()["points"].clone();
-    assert_eq!(points(&remote), points(&local));
-    assert!(log.contains("waves") && log.contains("requests"), "{log}");
-    // A missing object: a typed error and status 1.
-    let out = Command::new(env!("CARGO_BIN_EXE_shoal"))
-        .args(["search", &format!("{}/none.shoal", nginx.base), "--vector", &q.join(",")])
-        .output()
-        .unwrap();
-    assert_eq!(out.status.code(), Some(1));
-    assert!(String::from_utf8_lossy(&out.stderr).contains("HTTP 404 [remote_status]"));
+    let (local, _) = run(&path.display().to_string(), &[]);
+    for nginx in [Nginx::start(), Nginx::start_tls()] {
+        let url = nginx.put("seg.shoal", &bytes);
+        // Over TLS the server's certificate is checked against the system's roots, here the
+        // test authority's file.
+        let env: Vec<(&str, &std::path::Path)> = nginx.ca.iter().map(|ca| ("SSL_CERT_FILE", ca.as_path())).collect();
+        let (remote, log) = run(&url, &env);
+        assert_eq!(points(&remote), points(&local), "{url}");
+        assert!(log.contains("waves") && log.contains("requests"), "{log}");
+        // A missing object: a typed error and status 1.
+        let out = shoal(&format!("{}/none.shoal", nginx.base), &env);
+        assert_eq!(out.status.code(), Some(1));
+        assert!(String::from_utf8_lossy(&out.stderr).contains("HTTP 404 [remote_status]"), "{out:?}");
+        if nginx.ca.is_some() {
+            // A certificate no trusted authority signed: refused, typed.
+            let out = shoal(&url, &[]);
+            let err = String::from_utf8_lossy(&out.stderr);
+            assert_eq!(out.status.code(), Some(1), "{err}");
+            assert!(err.contains("[transport]") && err.contains("certificate"), "{err}");
+        }
+    }
 }
 
 /// A segment in format 2, and the same index in format 1 (`write_reordered_v1`).

@@ -59,8 +59,8 @@ pub struct SearchArgs {
     /// query and at least K columns (e.g. `gt.npy` of `bench/datasets.py`).
     #[arg(long, value_name = "FILE", requires = "queries")]
     pub truth: Option<PathBuf>,
-    /// For a segment read by byte ranges (SEGMENT given as a URL: `http://…`, `s3://…`,
-    /// `gs://…`, `az://…`, `file://…`): bytes of fetched ranges kept between searches.
+    /// For a segment read by byte ranges (SEGMENT given as a URL: `http://…`, `https://…`,
+    /// `s3://…`, `gs://…`, `az://…`, `file://…`): bytes of fetched ranges kept between searches.
     #[arg(long, value_name = "BYTES", default_value_t = 64 << 20)]
     pub cache_bytes: u64,
     /// For a segment read by byte ranges: bytes read first when opening it [default: 256 KiB];
@@ -101,7 +101,8 @@ pub struct QueryArgs {
 }
 
 /// The segment argument when it names a segment to read by byte ranges: a URL (`http://…`,
-/// `s3://…`, `gs://…`, `az://…`, `file://…`; `https://…` gets its error from `source_of`).
+/// `https://…`, `s3://…`, `gs://…`, `az://…`, `file://…`; another scheme gets its error from
+/// `source_of`).
 fn remote_location(segment: &Path) -> Option<&str> {
     let s = segment.to_str()?;
     s.split_once("://")

@@ -4,9 +4,11 @@
 
 use std::io::Read as _;
 use std::ops::Range;
-use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
+
+use ureq::tls::{Certificate, RootCerts, TlsConfig, TlsProvider};
 
 use super::{RETRIES, RangeSource, RemoteError, WHOLE_BODY_CAP};
 
@@ -47,13 +49,39 @@ struct Part {
     bytes: Vec<u8>,
 }
 
+/// The roots `https://` servers are checked against: the system's (`rustls-native-certs`:
+/// the OS store, or the PEM file or folder `SSL_CERT_FILE` / `SSL_CERT_DIR` name), loaded
+/// once. None found: every `https://` request fails its certificate check (`transport`).
+fn system_roots() -> RootCerts {
+    static ROOTS: OnceLock<RootCerts> = OnceLock::new();
+    ROOTS
+        .get_or_init(|| {
+            let found = rustls_native_certs::load_native_certs();
+            let certs: Vec<Certificate<'static>> =
+                found.certs.iter().map(|c| Certificate::from_der(c.as_ref()).to_owned()).collect();
+            RootCerts::Specific(Arc::new(certs))
+        })
+        .clone()
+}
+
+/// TLS for `https://`: rustls with the aws-lc-rs provider (the one `object_store`'s client
+/// builds too) and the system's roots.
+fn tls_config() -> TlsConfig {
+    TlsConfig::builder()
+        .provider(TlsProvider::Rustls)
+        .root_certs(system_roots())
+        .unversioned_rustls_crypto_provider(Arc::new(rustls::crypto::aws_lc_rs::default_provider()))
+        .build()
+}
+
 impl HttpRanges {
-    /// Reads `url` (`http://`), up to 16 requests at once.
+    /// Reads `url` (`http://` or `https://`), up to 16 requests at once.
     pub fn new(url: &str) -> HttpRanges {
         let agent = ureq::Agent::config_builder()
             .http_status_as_error(false)
             .timeout_global(Some(Duration::from_secs(60)))
             .max_idle_connections_per_host(16)
+            .tls_config(tls_config())
             .build()
             .into();
         HttpRanges {

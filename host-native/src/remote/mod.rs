@@ -372,17 +372,13 @@ impl RangeSource for FileRanges {
     }
 }
 
-/// The source of a segment named by `location`: `http://…` (`multipart`: a wave's ranges in
-/// one request), `s3://`, `gs://`, `az://` or `abfs://` (`object_store`, credentials from the
-/// environment), else a local path read by ranges. (`https://` is not built in yet.)
+/// The source of a segment named by `location`: `http://…` or `https://…` (`multipart`: a
+/// wave's ranges in one request; TLS checked against the system's roots), `s3://`, `gs://`,
+/// `az://` or `abfs://` (`object_store`, credentials from the environment), else a local path
+/// read by ranges.
 pub fn source_of(location: &str, multipart: bool) -> Result<Box<dyn RangeSource>, HostError> {
-    if location.starts_with("http://") {
+    if location.starts_with("http://") || location.starts_with("https://") {
         return Ok(Box::new(HttpRanges::new(location).with_multipart(multipart)));
-    }
-    if location.starts_with("https://") {
-        return Err(HostError::Usage(
-            "https:// segments are not supported yet (read the bucket as s3://, gs:// or az://, serve the file over http://, or read it locally)".into(),
-        ));
     }
     if store::SCHEMES.iter().any(|s| location.starts_with(s)) {
         if multipart {

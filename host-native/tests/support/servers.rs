@@ -37,14 +37,67 @@ fn wait_for(port: u16, child: &mut Child, what: &str) {
 pub struct Nginx {
     child: Child,
     www: PathBuf,
-    /// `http://127.0.0.1:PORT`.
+    /// `http://127.0.0.1:PORT` (`https://` with TLS).
     pub base: String,
+    /// With TLS: the PEM file of the certificate authority that signed the server's
+    /// certificate (for `SSL_CERT_FILE`).
+    pub ca: Option<PathBuf>,
     _dir: TempDir,
+}
+
+/// Makes a certificate authority and a certificate it signs for `127.0.0.1` in `d` with the
+/// `openssl` command (EC P-256, valid two days): `(ca.pem, server.pem, server.key)`.
+fn make_certificates(d: &Path) -> (PathBuf, PathBuf, PathBuf) {
+    let run = |args: &[&str]| {
+        let out = Command::new("openssl").args(args).current_dir(d).output().expect("the openssl command");
+        assert!(out.status.success(), "openssl {args:?}: {}", String::from_utf8_lossy(&out.stderr));
+    };
+    let ec = ["-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes"];
+    run(&[
+        &["req", "-x509"][..],
+        &ec,
+        &["-keyout", "ca.key", "-out", "ca.pem", "-days", "2", "-subj", "/CN=shoal test CA"],
+        &["-addext", "basicConstraints=critical,CA:TRUE", "-addext", "keyUsage=critical,keyCertSign,cRLSign"],
+    ]
+    .concat());
+    run(&[&["req"][..], &ec, &["-keyout", "server.key", "-out", "server.csr", "-subj", "/CN=127.0.0.1"]].concat());
+    std::fs::write(
+        d.join("server.ext"),
+        "basicConstraints=CA:FALSE\nkeyUsage=digitalSignature\nextendedKeyUsage=serverAuth\nsubjectAltName=IP:127.0.0.1\n",
+    )
+    .unwrap();
+    run(&[
+        "x509",
+        "-req",
+        "-in",
+        "server.csr",
+        "-CA",
+        "ca.pem",
+        "-CAkey",
+        "ca.key",
+        "-CAcreateserial",
+        "-out",
+        "server.pem",
+        "-days",
+        "2",
+        "-extfile",
+        "server.ext",
+    ]);
+    (d.join("ca.pem"), d.join("server.pem"), d.join("server.key"))
 }
 
 impl Nginx {
     /// Starts nginx on a free port, serving a folder of its own.
     pub fn start() -> Nginx {
+        Nginx::start_with(false)
+    }
+
+    /// [`start`](Self::start) over TLS, with a certificate of a test authority ([`Nginx::ca`]).
+    pub fn start_tls() -> Nginx {
+        Nginx::start_with(true)
+    }
+
+    fn start_with(tls: bool) -> Nginx {
         let nginx = ["/usr/sbin/nginx", "/usr/bin/nginx"]
             .into_iter()
             .find(|p| Path::new(p).exists())
@@ -54,12 +107,23 @@ impl Nginx {
         let www = d.join("www");
         std::fs::create_dir_all(www.join("tmp")).unwrap();
         let port = free_port();
+        let (ca, listen) = if tls {
+            let (ca, cert, key) = make_certificates(d);
+            let listen = format!(
+                "listen 127.0.0.1:{port} ssl; ssl_certificate {}; ssl_certificate_key {};",
+                cert.display(),
+                key.display()
+            );
+            (Some(ca), listen)
+        } else {
+            (None, format!("listen 127.0.0.1:{port};"))
+        };
         let conf = format!(
             "daemon off; master_process off; worker_processes 1; error_log {d}/error.log; pid {d}/nginx.pid;\n\
              events {{ worker_connections 256; }}\n\
              http {{ access_log off; client_body_temp_path {d}/tmp; proxy_temp_path {d}/tmp;\n\
                fastcgi_temp_path {d}/tmp; uwsgi_temp_path {d}/tmp; scgi_temp_path {d}/tmp;\n\
-               server {{ listen 127.0.0.1:{port}; root {www}; location / {{ }} }} }}\n",
+               server {{ {listen} root {www}; location / {{ }} }} }}\n",
             d = d.display(),
             www = www.display()
         );
@@ -71,7 +135,8 @@ impl Nginx {
             .spawn()
             .unwrap();
         wait_for(port, &mut child, "nginx");
-        Nginx { child, www, base: format!("http://127.0.0.1:{port}"), _dir: dir }
+        let scheme = if tls { "https" } else { "http" };
+        Nginx { child, www, base: format!("{scheme}://127.0.0.1:{port}"), ca, _dir: dir }
     }
 
     /// Serves `bytes` as `name` (written beside, then renamed into place: a replaced object

@@ -16,9 +16,11 @@ use shoal_index::rabitq::{ExFactors, Factors, ex_code_bytes};
 
 use crate::{Error, SealedSegment};
 
-/// The most centroid bytes a format-2 segment keeps hot (beyond, groups would be hot and the
-/// centroids cold: not written yet).
-pub const MAX_HOT_CENTROIDS: usize = 1 << 20;
+/// The most centroid bytes a format-2 segment keeps hot, read at open with the rest of the
+/// bootstrap region: as much as a manifest's bootstrap hint opens in one request (16 MiB:
+/// 32,768 partitions at 128 dimensions). Beyond, groups would be hot and the centroids cold:
+/// not written yet.
+pub const MAX_HOT_CENTROIDS: usize = 16 << 20;
 
 /// A segment's IVF index and rows, in the format-2 partition order.
 struct Permuted<'s> {
@@ -51,7 +53,7 @@ impl<'s> Permuted<'s> {
         };
         let dim = seg.dim();
         if data.centroids.len() * 4 > MAX_HOT_CENTROIDS {
-            return refuse("more than 1 MiB of centroids in a format-2 segment (hot groups are not written yet)");
+            return refuse("more than 16 MiB of centroids in a format-2 segment (hot groups are not written yet)");
         }
         let seed = match seg.index_kind() {
             crate::IndexKind::IvfRabitq(p) => p.seed,

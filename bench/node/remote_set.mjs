@@ -1,0 +1,121 @@
+// A published segment set read by ranges from Node (`Collection.openRemote(".../manifest.json")`):
+// what opening it and each query cost when the set lies on a static server — requests,
+// dependent round trips (waves), bytes and time, cold and warm, with recall@10 against the exact
+// ground truth, at several `nprobe`.
+//
+//   node bench/node/remote_set.mjs [--set DIR] [--dataset synthetic-10m-128] [--latency 20]
+//                                  [--queries 200] [--nprobe 8,16,32]
+//
+// DIR (default ~/.cache/shoal/remote/set-10m) is what `shoal publish` wrote from the collection
+// `bench/large.py ingest` builds (10M x 128-d through `shoal serve`, settled into a few
+// segments); its ids are the dataset's row numbers, so the dataset's gt.npy is the truth.
+// Served by nginx through scripts/range-proxy.mjs adding `--latency` ms to every request:
+// - cold: opened with `cacheBytes: 0` — each query starts with only the bootstrap regions;
+// - warm: `cacheBytes` 1 GiB, the second pass over the queries timed;
+// each with one range per request (what S3, R2 and GCS serve) and with multipart ranges.
+// Writes ~/.cache/shoal/results/remote-set-<set folder name>.json.
+import { existsSync, mkdirSync, readFileSync, symlinkSync, writeFileSync } from "node:fs";
+import { homedir } from "node:os";
+import { basename, join, resolve } from "node:path";
+import { Collection } from "../../bindings-js/js/index.js";
+import { startNginx, startProxy } from "../../bindings-js/test/servers.mjs";
+import { npy } from "./npy.mjs";
+
+const arg = (name, fallback) => {
+  const i = process.argv.indexOf(`--${name}`);
+  return i >= 0 ? process.argv[i + 1] : fallback;
+};
+const cacheDir = process.env.SHOAL_CACHE ?? join(homedir(), ".cache", "shoal");
+const setDir = resolve(arg("set", join(cacheDir, "remote", "set-10m")));
+const dataset = arg("dataset", "synthetic-10m-128");
+const latency = Number(arg("latency", "20"));
+const maxQueries = Number(arg("queries", "200"));
+const nprobes = arg("nprobe", "8,16,32").split(",").map(Number);
+const WARM_CACHE = 1 << 30;
+
+if (!existsSync(join(setDir, "manifest.json"))) {
+  console.log(`skipped: ${setDir}/manifest.json is missing (python3 bench/large.py ingest, then shoal publish; make bench-remote-set)`);
+  process.exit(0);
+}
+const manifest = JSON.parse(readFileSync(join(setDir, "manifest.json"), "utf8"));
+const queries = await npy(join(cacheDir, "datasets", dataset, "queries.npy"));
+const gt = await npy(join(cacheDir, "datasets", dataset, "gt.npy"));
+const [nq, dim] = [Math.min(maxQueries, queries.shape[0]), queries.shape[1]];
+const gtK = gt.shape[1];
+const vectors = Array.from({ length: nq }, (_, i) => queries.data.subarray(i * dim, (i + 1) * dim));
+const truth = Array.from({ length: nq }, (_, i) => new Set(Array.from(gt.data.subarray(i * gtK, i * gtK + 10), String)));
+
+/** Per-query costs: means and maxima, time percentiles, recall@10. */
+function summary(searches) {
+  const n = searches.length;
+  const mean = (f) => searches.reduce((a, s) => a + f(s), 0) / n;
+  const max = (f) => searches.reduce((a, s) => Math.max(a, f(s)), 0);
+  const ms = searches.map((s) => s.ms).sort((a, b) => a - b);
+  const pct = (p) => ms[Math.round((n - 1) * p)];
+  const hits = searches.reduce((a, s, i) => a + s.ids.filter((id) => truth[i].has(id)).length, 0);
+  return {
+    waves_mean: mean((s) => s.io.waves),
+    waves_max: max((s) => s.io.waves),
+    requests_mean: mean((s) => s.io.requests),
+    requests_max: max((s) => s.io.requests),
+    kb_mean: mean((s) => s.io.bytes / 1e3),
+    kb_max: max((s) => s.io.bytes / 1e3),
+    ms_p50: pct(0.5),
+    ms_p90: pct(0.9),
+    recall_at_10: hits / (n * 10),
+  };
+}
+
+async function pass(col, nprobe) {
+  const out = [];
+  for (const vector of vectors) {
+    const t = performance.now();
+    const res = await col.search({ vector, limit: 10, params: { nprobe } });
+    out.push({ ms: performance.now() - t, io: res.io, ids: res.points.map((p) => String(p.id)) });
+  }
+  return out;
+}
+
+const nginx = await startNginx();
+const proxy = await startProxy(nginx.base, latency);
+const out = {
+  set: basename(setDir),
+  dataset,
+  segments: manifest.segments.length,
+  rows: manifest.segments.reduce((a, s) => a + s.rows, 0),
+  bytes: manifest.segments.reduce((a, s) => a + s.bytes, 0),
+  bootstrap_bytes: manifest.segments.reduce((a, s) => a + (s.bootstrap ?? 0), 0),
+  queries: nq,
+  latency_ms: latency,
+  node: process.version,
+  runs: [],
+};
+try {
+  symlinkSync(setDir, join(nginx.www, "set"));
+  const url = `${proxy.base}/set/manifest.json`;
+  console.log(`== ${out.set}: ${out.rows.toLocaleString()} points in ${out.segments} segments (${(out.bytes / 1e9).toFixed(2)} GB; bootstrap regions ${(out.bootstrap_bytes / 1e6).toFixed(1)} MB), ${nq} queries, +${latency} ms per request, node ${process.version}`);
+  for (const multipart of [false, true]) {
+    const t = performance.now();
+    const cold = await Collection.openRemote(url, { cacheBytes: 0, multipartRanges: multipart });
+    const open = { ...cold.opened, ms: performance.now() - t };
+    const warm = await Collection.openRemote(url, { cacheBytes: WARM_CACHE, multipartRanges: multipart });
+    console.log(`${multipart ? "multipart ranges" : "one range per request"}: open ${open.waves} waves, ${open.requests} requests, ${(open.bytes / 1e6).toFixed(2)} MB, ${open.ms.toFixed(0)} ms`);
+    for (const nprobe of nprobes) {
+      const c = summary(await pass(cold, nprobe));
+      await pass(warm, nprobe);
+      const w = summary(await pass(warm, nprobe));
+      out.runs.push({ multipart, nprobe, open, cold: c, warm: w });
+      console.log(`  nprobe ${nprobe}: recall@10 ${c.recall_at_10.toFixed(3)} | cold ${c.waves_mean.toFixed(2)} waves (max ${c.waves_max}), ` +
+        `${c.requests_mean.toFixed(1)} requests (max ${c.requests_max}), ${c.kb_mean.toFixed(0)} KB (max ${c.kb_max.toFixed(0)}), ` +
+        `p50 ${c.ms_p50.toFixed(0)} ms, p90 ${c.ms_p90.toFixed(0)} ms | warm ${w.requests_mean.toFixed(1)} requests, ${w.kb_mean.toFixed(0)} KB, p50 ${w.ms_p50.toFixed(1)} ms`);
+    }
+    cold.free();
+    warm.free();
+  }
+  const results = join(cacheDir, "results");
+  mkdirSync(results, { recursive: true });
+  writeFileSync(join(results, `remote-set-${out.set}.json`), `${JSON.stringify(out, null, 1)}\n`);
+} finally {
+  proxy.stop();
+  nginx.stop();
+}
