@@ -348,10 +348,11 @@ fn a_payload_schema_without_payloads_is_laid_out_and_one_payload_is_refused() {
     let params = IvfParams { partitions: Some(5), seed: 1, bits: 1, codes_only: false };
     let data = clustered_vectors(3, 500, 8, 10);
     let ids: Vec<u64> = (0..500).collect();
-    let build = |schema: Option<serde_json::Value>, payload_of: &dyn Fn(u64) -> serde_json::Value| {
+    let build = |schema: Option<(serde_json::Value, bool)>, payload_of: &dyn Fn(u64) -> serde_json::Value| {
         let config = CollectionConfig { dim: 8, metric: Metric::L2 };
         let mut col = match schema {
-            Some(s) => Collection::with_schema(config, Collection::parse_nested_schema(&s).unwrap()).unwrap(),
+            Some((s, true)) => Collection::with_schema(config, Collection::parse_nested_schema(&s).unwrap()).unwrap(),
+            Some((s, false)) => Collection::with_schema(config, Collection::parse_schema(&s).unwrap()).unwrap(),
             None => Collection::new(config).unwrap(),
         };
         let payloads: Vec<_> = ids.iter().map(|&i| payload_of(i)).collect();
@@ -361,14 +362,17 @@ fn a_payload_schema_without_payloads_is_laid_out_and_one_payload_is_refused() {
     };
     let plain = build(None, &|_| serde_json::Value::Null);
     let want = shoal_core::remote::write_for_ranges(plain.segment(0).unwrap()).unwrap();
-    for schema in [json!({}), json!({"g": "integer"})] {
+    // Nested (Qdrant's) and flat schemas, with and without declared fields.
+    for schema in
+        [(json!({}), true), (json!({"g": "integer"}), true), (json!({}), false), (json!({"g": "integer"}), false)]
+    {
         let empty = build(Some(schema.clone()), &|_| json!({}));
         assert!(empty.segment(0).unwrap().schema().is_some(), "payload sections are written");
         let got = shoal_core::remote::write_for_ranges(empty.segment(0).unwrap()).unwrap();
-        assert_eq!(got.as_slice(), want.as_slice(), "{schema}: the file without a schema");
+        assert_eq!(got.as_slice(), want.as_slice(), "{schema:?}: the file without a schema");
         let one = build(Some(schema.clone()), &|i| if i == 377 { json!({"g": 1}) } else { json!({}) });
         let err = shoal_core::remote::write_for_ranges(one.segment(0).unwrap()).unwrap_err();
-        assert!(matches!(err, Error::Unsupported(_)), "{schema}: {err:?}");
+        assert!(matches!(err, Error::Unsupported(_)), "{schema:?}: {err:?}");
     }
 }
 

@@ -3,6 +3,9 @@
 //! that readers (`shoal search DEST/manifest.json`, `Collection.openRemote`) only ever see a
 //! complete set. A publish that fails part way (a segment with payloads or text, which format
 //! 2 does not hold yet; a network error) leaves segment files that no manifest names.
+//! Publishing again to the same place writes only the segments that are not there yet (a
+//! segment's name carries its table's CRC), then the new manifest: readers of the set before
+//! keep reading its objects, unchanged.
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -40,6 +43,24 @@ enum Dest {
 }
 
 impl Dest {
+    /// Whether an object `name` of `len` bytes is there already. A segment's name carries its
+    /// number and its table's CRC, so one there of the same length is this segment, written by
+    /// an earlier publish: writing it again would change nothing but its ETag (nginx's and
+    /// Azure's follow the write), and readers that opened the set would see `object_changed`.
+    fn has(&self, name: &str, len: u64) -> Result<bool, HostError> {
+        match self {
+            Dest::Folder(dir) => Ok(std::fs::metadata(dir.join(name)).is_ok_and(|m| m.is_file() && m.len() == len)),
+            Dest::Store(s, prefix) => {
+                let key = prefix.clone().join(name);
+                match store::block_on(s.head(&key)) {
+                    Ok(meta) => Ok(meta.size == len),
+                    Err(object_store::Error::NotFound { .. }) => Ok(false),
+                    Err(e) => Err(HostError::Usage(format!("looking for {key}: {e}"))),
+                }
+            }
+        }
+    }
+
     fn put(&self, name: &str, bytes: &[u8]) -> Result<(), HostError> {
         match self {
             Dest::Folder(dir) => write_atomic(&dir.join(name), bytes),
@@ -88,8 +109,12 @@ pub fn run(args: &PublishArgs) -> Result<(), HostError> {
         let seg = SealedSegment::open(Box::new(MmapSegment::open(&path)?)).map_err(|e| HostError::segment(&path, e))?;
         let (e, hint, bytes) = lay_out_segment(entry, &seg).map_err(|e| HostError::segment(&path, e))?;
         total += bytes.as_slice().len() as u64;
-        dest.put(&e.file, bytes.as_slice())?;
-        eprintln!("{} -> {} ({} rows, {} bytes)", entry.file, e.file, e.rows, e.bytes);
+        if dest.has(&e.file, e.bytes)? {
+            eprintln!("{} -> {} (there already: kept)", entry.file, e.file);
+        } else {
+            dest.put(&e.file, bytes.as_slice())?;
+            eprintln!("{} -> {} ({} rows, {} bytes)", entry.file, e.file, e.rows, e.bytes);
+        }
         entries.push(e);
         hints.push(hint);
     }

@@ -172,8 +172,8 @@ impl RemoteSetReader {
         for k in 0..n {
             match self.lanes[(start + k) % n].try_lock() {
                 Ok(guard) => return guard,
-                // A search that panicked left its bytes checked (only verified ranges enter a
-                // cache): the lane stays usable.
+                // A search that panicked leaves fetched bytes that every later use checks
+                // against their CRCs (as every cached range is): the lane stays usable.
                 Err(TryLockError::Poisoned(e)) => return e.into_inner(),
                 Err(TryLockError::WouldBlock) => {}
             }

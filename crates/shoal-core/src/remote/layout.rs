@@ -17,10 +17,11 @@ use shoal_index::rabitq::{ExFactors, Factors, ex_code_bytes};
 use crate::{Error, SealedSegment};
 
 /// The most centroid bytes a format-2 segment keeps hot, read at open with the rest of the
-/// bootstrap region: as much as a manifest's bootstrap hint opens in one request (16 MiB:
-/// 32,768 partitions at 128 dimensions). Beyond, groups would be hot and the centroids cold:
-/// not written yet.
-pub const MAX_HOT_CENTROIDS: usize = 16 << 20;
+/// bootstrap region (8 MiB: 16,384 partitions at 128 dimensions), so that the whole region —
+/// centroids, partition directory, rotation, id directory — stays within what a manifest's
+/// bootstrap hint opens in one request (16 MiB). Beyond, groups would be hot and the centroids
+/// cold: not written yet.
+pub const MAX_HOT_CENTROIDS: usize = 8 << 20;
 
 /// A segment's IVF index and rows, in the format-2 partition order.
 struct Permuted<'s> {
@@ -53,7 +54,7 @@ impl<'s> Permuted<'s> {
         };
         let dim = seg.dim();
         if data.centroids.len() * 4 > MAX_HOT_CENTROIDS {
-            return refuse("more than 16 MiB of centroids in a format-2 segment (hot groups are not written yet)");
+            return refuse("more than 8 MiB of centroids in a format-2 segment (hot groups are not written yet)");
         }
         let seed = match seg.index_kind() {
             crate::IndexKind::IvfRabitq(p) => p.seed,
