@@ -628,6 +628,23 @@ async function remoteInWorkerd(port, kernels, version, log) {
       check(`workerd ${version} ${kernels}: openRemote ${name} from 127.0.0.1 (init({ module })) = native results, bit for bit`, ok,
         r.error ? JSON.stringify(r).slice(0, 500) : `${r.rows.length} searches, ${r.io.reduce((a, t) => a + t.requests, 0)} requests`);
     }
+    // A set of three segments from its manifest: the local set's results; open = the manifest,
+    // then every segment's bootstrap region at once.
+    const set = JSON.parse(readFileSync(join(dir, "set.json"), "utf8"));
+    for (const f of readdirSync(join(dir, "set"))) nginx.put(`set/${f}`, readFileSync(join(dir, "set", f)));
+    let r;
+    try {
+      const resp = await fetch(`http://127.0.0.1:${port}/remote`, {
+        method: "POST",
+        body: JSON.stringify({ segment: `${nginx.base}/set/manifest.json`, requests: set.requests }),
+      });
+      r = await resp.json();
+    } catch (e) {
+      r = { error: `${e}; log: ${log().slice(-1500)}` };
+    }
+    const same = !r.error && r.kernels === kernels && r.opened.requests === 1 + set.segments && JSON.stringify(r.rows) === JSON.stringify(set.results);
+    check(`workerd ${version} ${kernels}: openRemote of a 3-segment set from 127.0.0.1 = the local set's results, bit for bit; open 4 requests`, same,
+      r.error ? JSON.stringify(r).slice(0, 500) : `${r.rows.length} searches, open ${r.opened.requests} requests`);
   } finally {
     nginx.stop();
   }

@@ -1,7 +1,8 @@
 // The workerd test worker: the example worker (examples/cloudflare-worker/worker.js) plus two
 // routes: GET /scenario runs the shared scenario inside workerd; POST /remote {segment,
-// bootstrapLen, requests} opens a segment by byte ranges (`Collection.openRemote`, fetching from
-// 127.0.0.1) and answers each request as [id, f32 score bits] pairs.
+// bootstrapLen, requests} opens a segment — or a set, `segment` being its manifest's URL — by
+// byte ranges (`Collection.openRemote`, fetching from 127.0.0.1) and answers each request as
+// [id, f32 score bits] pairs.
 import * as shoal from "shoal";
 import wasmModule from "shoal/wasm/simd.wasm";
 import remoteModule from "shoal/wasm/remote-simd.wasm";
