@@ -4,7 +4,7 @@
 // ground truth, at several `nprobe`.
 //
 //   node bench/node/remote_set.mjs [--set DIR] [--dataset synthetic-10m-128] [--latency 20]
-//                                  [--queries 200] [--nprobe 8,16,32]
+//                                  [--queries 200] [--nprobe default,8,16,32]
 //
 // DIR (default ~/.cache/shoal/remote/set-10m) is what `shoal publish` wrote from the collection
 // `bench/large.py ingest` builds (10M x 128-d through `shoal serve`, settled into a few
@@ -30,7 +30,8 @@ const setDir = resolve(arg("set", join(cacheDir, "remote", "set-10m")));
 const dataset = arg("dataset", "synthetic-10m-128");
 const latency = Number(arg("latency", "20"));
 const maxQueries = Number(arg("queries", "200"));
-const nprobes = arg("nprobe", "8,16,32").split(",").map(Number);
+// `default`: no `nprobe` given (each segment's calibrated default).
+const nprobes = arg("nprobe", "default,8,16,32").split(",").map((x) => (x === "default" ? undefined : Number(x)));
 const WARM_CACHE = 1 << 30;
 
 if (!existsSync(join(setDir, "manifest.json"))) {
@@ -70,7 +71,7 @@ async function pass(col, nprobe) {
   const out = [];
   for (const vector of vectors) {
     const t = performance.now();
-    const res = await col.search({ vector, limit: 10, params: { nprobe } });
+    const res = await col.search(nprobe === undefined ? { vector, limit: 10 } : { vector, limit: 10, params: { nprobe } });
     out.push({ ms: performance.now() - t, io: res.io, ids: res.points.map((p) => String(p.id)) });
   }
   return out;
@@ -104,8 +105,8 @@ try {
       const c = summary(await pass(cold, nprobe));
       await pass(warm, nprobe);
       const w = summary(await pass(warm, nprobe));
-      out.runs.push({ multipart, nprobe, open, cold: c, warm: w });
-      console.log(`  nprobe ${nprobe}: recall@10 ${c.recall_at_10.toFixed(3)} | cold ${c.waves_mean.toFixed(2)} waves (max ${c.waves_max}), ` +
+      out.runs.push({ multipart, nprobe: nprobe ?? "default", open, cold: c, warm: w });
+      console.log(`  nprobe ${nprobe ?? "default"}: recall@10 ${c.recall_at_10.toFixed(3)} | cold ${c.waves_mean.toFixed(2)} waves (max ${c.waves_max}), ` +
         `${c.requests_mean.toFixed(1)} requests (max ${c.requests_max}), ${c.kb_mean.toFixed(0)} KB (max ${c.kb_max.toFixed(0)}), ` +
         `p50 ${c.ms_p50.toFixed(0)} ms, p90 ${c.ms_p90.toFixed(0)} ms | warm ${w.requests_mean.toFixed(1)} requests, ${w.kb_mean.toFixed(0)} KB, p50 ${w.ms_p50.toFixed(1)} ms`);
     }
