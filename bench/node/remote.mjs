@@ -21,6 +21,7 @@ import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { Collection } from "../../bindings-js/js/index.js";
 import { startNginx, startProxy } from "../../bindings-js/test/servers.mjs";
+import { summary } from "./remote_summary.mjs";
 
 const root = resolve(dirname(fileURLToPath(import.meta.url)), "../..");
 const arg = (name, fallback) => {
@@ -32,31 +33,6 @@ const latency = Number(arg("latency", "20"));
 const maxQueries = Number(arg("queries", "200"));
 const cacheDir = join(process.env.SHOAL_CACHE ?? join(homedir(), ".cache", "shoal"));
 const WARM_CACHE = 1 << 30;
-
-/** Per-query costs as the native benchmark summarises them. */
-function summary(searches, truth) {
-  const n = searches.length;
-  const mean = (f) => searches.reduce((a, s) => a + f(s), 0) / n;
-  const max = (f) => searches.reduce((a, s) => Math.max(a, f(s)), 0);
-  const ms = searches.map((s) => s.ms).sort((a, b) => a - b);
-  const pct = (p) => ms[Math.round((n - 1) * p)];
-  let hits = 0;
-  searches.forEach((s, i) => {
-    const want = new Set(truth[i].map(String));
-    hits += s.rows.filter(([id]) => want.has(id)).length;
-  });
-  return {
-    waves_mean: mean((s) => s.io.waves),
-    waves_max: max((s) => s.io.waves),
-    requests_mean: mean((s) => s.io.requests),
-    requests_max: max((s) => s.io.requests),
-    kb_mean: mean((s) => s.io.bytes / 1e3),
-    kb_max: max((s) => s.io.bytes / 1e3),
-    ms_p50: pct(0.5),
-    ms_p90: pct(0.9),
-    recall_at_10: hits / (n * 10),
-  };
-}
 
 const line = (where, open, c, w) =>
   `${where}: open ${open.requests} requests, ${(open.bytes / 1e3).toFixed(0)} KB, ${open.ms.toFixed(0)} ms | cold ${c.waves_mean.toFixed(2)} waves (max ${c.waves_max}), ` +

@@ -20,6 +20,7 @@ import { basename, join, resolve } from "node:path";
 import { Collection } from "../../bindings-js/js/index.js";
 import { startNginx, startProxy } from "../../bindings-js/test/servers.mjs";
 import { npy } from "./npy.mjs";
+import { summary } from "./remote_summary.mjs";
 
 const arg = (name, fallback) => {
   const i = process.argv.indexOf(`--${name}`);
@@ -44,35 +45,14 @@ const gt = await npy(join(cacheDir, "datasets", dataset, "gt.npy"));
 const [nq, dim] = [Math.min(maxQueries, queries.shape[0]), queries.shape[1]];
 const gtK = gt.shape[1];
 const vectors = Array.from({ length: nq }, (_, i) => queries.data.subarray(i * dim, (i + 1) * dim));
-const truth = Array.from({ length: nq }, (_, i) => new Set(Array.from(gt.data.subarray(i * gtK, i * gtK + 10), String)));
-
-/** Per-query costs: means and maxima, time percentiles, recall@10. */
-function summary(searches) {
-  const n = searches.length;
-  const mean = (f) => searches.reduce((a, s) => a + f(s), 0) / n;
-  const max = (f) => searches.reduce((a, s) => Math.max(a, f(s)), 0);
-  const ms = searches.map((s) => s.ms).sort((a, b) => a - b);
-  const pct = (p) => ms[Math.round((n - 1) * p)];
-  const hits = searches.reduce((a, s, i) => a + s.ids.filter((id) => truth[i].has(id)).length, 0);
-  return {
-    waves_mean: mean((s) => s.io.waves),
-    waves_max: max((s) => s.io.waves),
-    requests_mean: mean((s) => s.io.requests),
-    requests_max: max((s) => s.io.requests),
-    kb_mean: mean((s) => s.io.bytes / 1e3),
-    kb_max: max((s) => s.io.bytes / 1e3),
-    ms_p50: pct(0.5),
-    ms_p90: pct(0.9),
-    recall_at_10: hits / (n * 10),
-  };
-}
+const truth = Array.from({ length: nq }, (_, i) => Array.from(gt.data.subarray(i * gtK, i * gtK + 10)));
 
 async function pass(col, nprobe) {
   const out = [];
   for (const vector of vectors) {
     const t = performance.now();
     const res = await col.search(nprobe === undefined ? { vector, limit: 10 } : { vector, limit: 10, params: { nprobe } });
-    out.push({ ms: performance.now() - t, io: res.io, ids: res.points.map((p) => String(p.id)) });
+    out.push({ ms: performance.now() - t, io: res.io, rows: res.points.map((p) => [String(p.id)]) });
   }
   return out;
 }
@@ -102,9 +82,9 @@ try {
     const warm = await Collection.openRemote(url, { cacheBytes: WARM_CACHE, multipartRanges: multipart });
     console.log(`${multipart ? "multipart ranges" : "one range per request"}: open ${open.waves} waves, ${open.requests} requests, ${(open.bytes / 1e6).toFixed(2)} MB, ${open.ms.toFixed(0)} ms`);
     for (const nprobe of nprobes) {
-      const c = summary(await pass(cold, nprobe));
+      const c = summary(await pass(cold, nprobe), truth);
       await pass(warm, nprobe);
-      const w = summary(await pass(warm, nprobe));
+      const w = summary(await pass(warm, nprobe), truth);
       out.runs.push({ multipart, nprobe: nprobe ?? "default", open, cold: c, warm: w });
       console.log(`  nprobe ${nprobe ?? "default"}: recall@10 ${c.recall_at_10.toFixed(3)} | cold ${c.waves_mean.toFixed(2)} waves (max ${c.waves_max}), ` +
         `${c.requests_mean.toFixed(1)} requests (max ${c.requests_max}), ${c.kb_mean.toFixed(0)} KB (max ${c.kb_max.toFixed(0)}), ` +
