@@ -426,3 +426,42 @@ proptest::proptest! {
         drop(seg);
     }
 }
+
+/// Many-bit codes over many points: the re-ranking reads candidates in order of their 1-bit
+/// bounds, so before the good ones are read its threshold is high and it reads vectors a
+/// ranking by the tighter bounds would not. The plan predicts exactly those reads: a search
+/// still settles in two waves (a third only where a bound breaks), at any `nprobe`.
+#[test]
+fn many_bit_segments_settle_in_two_waves_at_any_nprobe() {
+    let (n, dim) = (60_000, 128);
+    for (metric, bits_per) in [(Metric::L2, 4), (Metric::Cosine, 3)] {
+        let params = IvfParams { partitions: Some(240), seed: 8, bits: bits_per, codes_only: false };
+        let (v2, reordered) = both_layouts(metric, dim, n, params);
+        let local = Collection::from_bytes(&reordered).unwrap();
+        let mut cache = RangeCache::new(u64::MAX);
+        let (seg, _) = open(&v2, &mut cache);
+        for nprobe in [4, 16, 48] {
+            let mut waves = [0usize; 9];
+            let (mut ranges, mut kb, mut scanned) = (0, 0, 0);
+            for q in clustered_vectors(n as u64 * 7 + dim as u64, 40, dim, 30).chunks_exact(dim) {
+                let req = request(json!({"limit": 10, "params": {"nprobe": nprobe}}), q);
+                let want = local.search(&req).unwrap();
+                let mut cold = RangeCache::new(u64::MAX);
+                drive(&v2, &mut cold, RemoteSegment::open).unwrap();
+                let (got, trips) = drive(&v2, &mut cold, |c| seg.search(&req, c)).unwrap();
+                assert_eq!(bits(&got), bits(&want), "{metric:?} {bits_per} bits, nprobe {nprobe}");
+                waves[trips.waves] += 1;
+                (ranges, kb, scanned) = (ranges + trips.ranges, kb + trips.bytes / 1024, scanned + got.stats.scanned);
+            }
+            eprintln!(
+                "{metric:?} {bits_per} bits, nprobe {nprobe}: cold searches by waves {waves:?}; \
+                 per search {} ranges, {} KB, {} vectors ranked",
+                ranges / 40,
+                kb / 40,
+                scanned / 40
+            );
+            assert!(waves[4..].iter().all(|&w| w == 0), "at most three waves: {waves:?}");
+            assert!(waves[3] * 10 <= waves[2], "a third wave is the exception: {waves:?}");
+        }
+    }
+}

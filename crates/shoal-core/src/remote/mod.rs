@@ -9,10 +9,12 @@
 //! local results, bit for bit.
 //!
 //! A vector search of an IVF-RaBitQ segment fetches in two waves: (1) the partitions it probes
-//! (codes, factors, extra bits and ids), then (2) the full vectors of the candidates whose
-//! error bounds let them still enter the top `k`. A third comes only when an exact distance
-//! falls outside its estimate's bound and the re-ranking reads past the second wave's rows
-//! (or when the probed partitions hold fewer than `k` points and more are probed).
+//! (codes, factors, extra bits and ids), then (2) the full vectors the exact re-ranking
+//! reads, predicted by running its loop with each candidate's upper bound for its exact
+//! distance ([`RerankReads`]). A third comes only when an exact distance falls above its
+//! bound and the re-ranking reads past the second wave's rows — the vectors it lacks count as
+//! infinitely far, so one replay names every one it needs — or when the probed partitions
+//! hold fewer than `k` points and more are probed.
 //!
 //! What a segment read by ranges answers is the vector search of its one dense vector, without
 //! a filter or payloads (`docs/format.md`, "Reading by ranges", lists the rest); the ranges of
@@ -32,7 +34,7 @@ use shoal_format::{
     VERSION_RANGES, crc32c,
 };
 use shoal_index::ivf::v2::{IvfHot, PartitionBlock};
-use shoal_index::ivf::{Bounds, IvfScratch, IvfSearch, IvfSections, IvfSubset, PartitionBytes, Prefetch, Refined};
+use shoal_index::ivf::{IvfScratch, IvfSearch, IvfSections, IvfSubset, PartitionBytes, Prefetch, RerankReads};
 use shoal_index::{Candidate, Metric, TopK};
 use shoal_kernels::Kernels;
 
@@ -96,29 +98,6 @@ const KNOWN_KINDS: [u32; 7] = [
     shoal_format::KIND_ID_KINDS,
     shoal_format::KIND_UUID_INDEX,
 ];
-
-/// The rows whose vectors an exact re-ranking reads, as the refined candidates predict them:
-/// the first `k` (read before any bound can exclude them) and those whose bounds let them
-/// enter the top `k`.
-struct Planned {
-    bounds: Bounds,
-    first: Vec<u64>,
-    k: usize,
-}
-
-impl Refined for Planned {
-    fn wants(&self, lower: f32) -> bool {
-        self.first.len() < self.k || self.bounds.wants(lower)
-    }
-
-    fn offer(&mut self, id: u64, key: f32, err: f32) {
-        if self.first.len() < self.k {
-            // Candidates come in the order the re-ranking reads them.
-            self.first.push(id);
-        }
-        self.bounds.offer(id, key, err);
-    }
-}
 
 /// The section kinds of format 2 (in this version: an IVF index over one dense vector).
 const KNOWN_KINDS_V2: [u32; 8] = [
@@ -388,18 +367,16 @@ impl RemoteSegment {
                     st
                 }
                 Some(_) => {
-                    // Wave 2: the vectors of the candidates whose bounds can still enter.
+                    // Wave 2: the vectors the exact re-ranking reads, as the bounds predict.
                     let data = subset.data(centroids, rot, None);
-                    let mut plan = Planned { bounds: Bounds::new(k), first: Vec::new(), k };
+                    let mut plan = RerankReads::new(k, self.ivf.bits);
                     let st = index.search_refined(&search, &data, None, 0, &mut scratch, k, &mut plan);
                     if short(st.refined as usize) {
                         probed = (probed * 2).min(order.len());
                         continue;
                     }
-                    let mut wanted = Vec::new();
-                    plan.bounds.finish(f32::INFINITY, &mut wanted);
-                    wanted.extend(&plan.first);
-                    let missing: Vec<Range<u64>> = wanted
+                    let missing: Vec<Range<u64>> = plan
+                        .reads()
                         .iter()
                         .map(|&r| self.vector_block(r as usize).0)
                         .filter(|r| !cache.contains(r))

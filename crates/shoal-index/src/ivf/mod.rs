@@ -345,6 +345,53 @@ impl Refined for Bounds {
     }
 }
 
+/// Which vectors [`IvfIndex::search`]'s exact re-ranking reads, predicted from the refined
+/// estimates [`IvfIndex::search_refined`] hands over for the same data and query (what a host
+/// that fetches vectors by ranges asks for before re-ranking). It runs the re-ranking's own
+/// loop — candidates in order of their 1-bit lower bounds, the same break and the same skip
+/// by the extended-bit bound — with each candidate's upper bound standing in for its exact
+/// distance. While no exact distance lies above its upper bound, the re-ranking's threshold is
+/// never above this loop's, so what it reads is among [`reads`](Self::reads).
+#[derive(Debug)]
+pub struct RerankReads {
+    uppers: TopK,
+    /// Whether the re-ranking skips by extended-bit bounds (codes of more than one bit).
+    skips: bool,
+    reads: Vec<u64>,
+}
+
+impl RerankReads {
+    /// Empty, for the top `k` of an index with `bits` per coordinate.
+    pub fn new(k: usize, bits: u32) -> RerankReads {
+        RerankReads { uppers: TopK::new(k), skips: bits > 1, reads: Vec::new() }
+    }
+
+    /// The internal ids whose vectors the re-ranking reads, in the order it reads them.
+    pub fn reads(&self) -> &[u64] {
+        &self.reads
+    }
+
+    fn full(&self) -> bool {
+        self.uppers.len() >= self.uppers.capacity_k()
+    }
+}
+
+impl Refined for RerankReads {
+    fn wants(&self, lower: f32) -> bool {
+        // The re-ranking's break, as it writes it.
+        !(self.full() && lower > self.uppers.threshold())
+    }
+
+    fn offer(&mut self, id: u64, key: f32, err: f32) {
+        if self.skips && self.full() && key - err > self.uppers.threshold() {
+            return;
+        }
+        self.reads.push(id);
+        let upper = key + err.abs();
+        self.uppers.push(Candidate { key: if upper.is_nan() { f32::INFINITY } else { upper }, id });
+    }
+}
+
 /// How a search ends: exact distances into a top-k (estimates when the data has no vectors),
 /// or every refined estimate to a [`Refined`] sink.
 enum Finish<'t> {

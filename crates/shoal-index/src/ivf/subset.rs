@@ -29,7 +29,9 @@ pub struct IvfSubset {
     ex_factors: Vec<ExFactors>,
     /// The segment row of each position (ascending).
     rows: Vec<u32>,
-    /// Full vectors by position (zeros where not [`set`](Self::set_vector)); empty without.
+    /// Full vectors by position (NaN where not [`set`](Self::set_vector): a search reads an
+    /// exact distance of `+inf` there, which only raises its threshold, so it reads every
+    /// vector it would read with them all set, and perhaps more); empty without.
     vectors: Vec<f32>,
     /// Positions whose vector is set, and positions a search read without it (bitsets).
     have: Vec<u64>,
@@ -116,7 +118,7 @@ impl IvfSubset {
         }
         let n = s.rows.len();
         if with_vectors {
-            s.vectors = vec![0.0; n * dim];
+            s.vectors = vec![f32::NAN; n * dim];
             s.have = vec![0; n.div_ceil(64)];
             s.missed = (0..n.div_ceil(64)).map(|_| AtomicU64::new(0)).collect();
         }
