@@ -84,11 +84,14 @@ fn readers_of_one_published_copy_answer_as_the_writer() {
         shoal(&["publish", writer_data.join("collections/docs").to_str().unwrap(), "s3://shoal/docs"], &env);
     assert!(published.status.success(), "publish: {}", String::from_utf8_lossy(&published.stderr));
     let remote = ["--remote", "docs=s3://shoal/docs/manifest.json"];
+    // Readers that never read the manifest again, and one that reads it every second.
+    let fixed = ["--remote", "docs=s3://shoal/docs/manifest.json", "--remote-poll", "0"];
+    let follows = ["--remote", "docs=s3://shoal/docs/manifest.json", "--remote-poll", "1"];
 
     // Two readers, each with a data folder of its own, read the one copy.
     let (data_a, data_b) = (dir.path("reader-a"), dir.path("reader-b"));
     let a = Server::start_with_env(&data_a, &remote, &env).expect("reader a starts");
-    let b = Server::start_with_env(&data_b, &remote, &env).expect("reader b starts");
+    let b = Server::start_with_env(&data_b, &fixed, &env).expect("reader b starts");
     for r in [&a, &b] {
         assert_eq!(answers(r, &all), want, "a reader answers as the writer did");
         let info = okj(r, "GET", "/collections/docs", json!({}))["result"].clone();
@@ -137,7 +140,7 @@ fn readers_of_one_published_copy_answer_as_the_writer() {
     // Killed and restarted, a reader answers the same; the other never stopped, and answers
     // the same to four clients at once (its searches in lanes, each with its own cache).
     a.kill9();
-    let a = Server::start_with_env(&data_a, &remote, &env).expect("reader a restarts");
+    let a = Server::start_with_env(&data_a, &follows, &env).expect("reader a restarts");
     assert_eq!(answers(&a, &all), want, "after a restart");
     std::thread::scope(|s| {
         let clients: Vec<_> = (0..4).map(|_| s.spawn(|| answers(&b, &all))).collect();
@@ -145,11 +148,12 @@ fn readers_of_one_published_copy_answer_as_the_writer() {
             assert_eq!(c.join().unwrap(), want, "concurrent clients of the other reader");
         }
     });
-    drop(a);
 
     // The writer takes more points and publishes again to the same place: only the new segment
-    // is written (the others are there, unchanged), then the manifest. The running reader keeps
-    // its set; a reader started now reads the new one and answers as the writer does now.
+    // is written (the others are there, unchanged), then the manifest. A running reader that
+    // does not poll keeps its set; one that polls serves the new one from some search on (each
+    // answer the old set's or the new one's, never a mix); a reader started now reads the new
+    // one and answers as the writer does now.
     let writer = Server::start(&writer_data, &["--merge-factor", "100", "--seal-rows", "100000"]);
     let data = clustered_vectors(43, n, DIM, 24);
     let points: Vec<Value> =
@@ -164,6 +168,50 @@ fn readers_of_one_published_copy_answer_as_the_writer() {
     assert!(again.status.success(), "publish again: {log}");
     assert_eq!(log.matches("there already: kept").count(), 3, "{log}");
     assert_eq!(answers(&b, &all), want, "the running reader keeps the set it opened");
+    let since = std::time::Instant::now();
+    loop {
+        let now = answers(&a, &all);
+        if now == want2 {
+            break;
+        }
+        assert_eq!(now, want, "before it follows, the reader answers from the set it had");
+        assert!(since.elapsed().as_secs() < 120, "a reader polling every second follows the publication");
+        std::thread::sleep(std::time::Duration::from_millis(200));
+    }
+    assert_eq!(okj(&a, "GET", "/collections/docs", json!({}))["result"]["segments_count"], 4);
+    assert!(a.log().contains("\"remote_reloaded\""), "{}", a.log());
+    // A manifest naming an object that is not there, then one of another dimension: not
+    // served (each failure logged once), and the set served stays.
+    let good = minio_get(&minio, "docs/manifest.json");
+    let mut broken: Value = serde_json::from_slice(&good).unwrap();
+    broken["segments"][0]["file"] = json!("seg-0000000999-00000000.shoal");
+    minio_put(&minio, "docs/manifest.json", serde_json::to_vec(&broken).unwrap());
+    for (what, failures) in [("a missing segment", 1), ("another dimension", 2)] {
+        let since = std::time::Instant::now();
+        while a.log().matches("\"remote_reload_failed\"").count() < failures {
+            assert!(since.elapsed().as_secs() < 120, "the reader polls: {what}");
+            std::thread::sleep(std::time::Duration::from_millis(200));
+        }
+        assert_eq!(answers(&a, &all), want2, "{what}: the reader keeps serving the set it had");
+        if failures == 1 {
+            // A collection of 12-d vectors published to the same place.
+            let writer = Server::start(&writer_data, &["--merge-factor", "100", "--seal-rows", "100000"]);
+            okj(&writer, "PUT", "/collections/other", json!({"vectors": {"size": 12, "distance": "Euclid"}}));
+            let points: Vec<Value> = clustered_vectors(44, 500, 12, 8)
+                .chunks_exact(12)
+                .enumerate()
+                .map(|(i, v)| json!({"id": i, "vector": v}))
+                .collect();
+            okj(&writer, "PUT", "/collections/other/points?wait=true", json!({"points": points}));
+            okj(&writer, "POST", "/collections/other/seal", json!({}));
+            writer.kill9();
+            let other = writer_data.join("collections/other");
+            let out = shoal(&["publish", other.to_str().unwrap(), "s3://shoal/docs"], &env);
+            assert!(out.status.success(), "publish: {}", String::from_utf8_lossy(&out.stderr));
+        }
+    }
+    minio_put(&minio, "docs/manifest.json", good);
+    drop(a);
     let c = Server::start_with_env(&dir.path("reader-c"), &remote, &env).expect("reader c starts");
     assert_eq!(answers(&c, &all), want2, "a new reader reads the new set");
     assert_eq!(okj(&c, "GET", "/collections/docs", json!({}))["result"]["segments_count"], 4);
@@ -204,4 +252,10 @@ fn minio_delete(minio: &Minio, key: &str) {
     use object_store::ObjectStoreExt as _;
     let path = object_store::path::Path::parse(key).unwrap();
     shoal_host::remote::store::block_on(minio.client().delete(&path)).unwrap();
+}
+
+fn minio_put(minio: &Minio, key: &str, bytes: Vec<u8>) {
+    use object_store::ObjectStoreExt as _;
+    let path = object_store::path::Path::parse(key).unwrap();
+    shoal_host::remote::store::block_on(minio.client().put(&path, bytes.into())).unwrap();
 }

@@ -54,6 +54,36 @@ fn beside(manifest: &str, file: &str) -> Result<String, HostError> {
     Ok(format!("{dir}{file}"))
 }
 
+/// The source of each object of the set whose manifest is at `location`: one client for a
+/// bucket (its connections, its credentials), shared by every object; else [`source_of`].
+fn sources_for(location: &str, multipart: bool) -> Result<Box<SourceOf<'static>>, HostError> {
+    if super::store::SCHEMES.iter().any(|s| location.starts_with(s)) {
+        let (store, _) = super::store::store_for(location)?;
+        let bucket = super::store::split(location).map(|(b, _)| b.to_string()).unwrap_or_default();
+        return Ok(Box::new(move |at: &str| {
+            let key = at.strip_prefix(bucket.as_str()).and_then(|k| k.strip_prefix('/')).unwrap_or(at);
+            let path = object_store::path::Path::parse(key).map_err(|e| HostError::Usage(format!("{at}: {e}")))?;
+            Ok(Box::new(super::StoreRanges::new(store.clone(), path, at)) as Box<dyn RangeSource>)
+        }));
+    }
+    Ok(Box::new(move |at: &str| source_of(at, multipart)))
+}
+
+/// Reads and parses the manifest at `location` from `source` (one request, counted in `trip`).
+fn manifest_from(location: &str, source: &dyn RangeSource, trip: &mut Trip) -> Result<SetManifest, HostError> {
+    let mut cache = RangeCache::new(MANIFEST_CAP);
+    let whole = 0..MANIFEST_CAP;
+    fetch_into(source, std::slice::from_ref(&whole), &mut cache, trip)?;
+    trip.waves += 1;
+    let len = source.object_len().unwrap_or(0);
+    if len > MANIFEST_CAP {
+        let message = format!("a manifest of {len} bytes (at most {MANIFEST_CAP} are read)");
+        return Err(remote(source, RemoteError::BadResponse(message)));
+    }
+    let text = cache.get(0..len).unwrap_or(&[]);
+    SetManifest::from_json(text).map_err(|e| HostError::Segment { path: location.into(), source: e })
+}
+
 impl RemoteSetReader {
     /// Opens the set whose manifest is at `location` (a URL or path, as
     /// [`source_of`] takes it; its segments lie beside it), keeping at most `cache_bytes` of
@@ -61,36 +91,21 @@ impl RemoteSetReader {
     /// request), then every segment's bootstrap region at once (one request each with the
     /// manifest's `bootstrap` hints).
     pub fn open(location: &str, cache_bytes: u64, multipart: bool) -> Result<RemoteSetReader, HostError> {
-        if super::store::SCHEMES.iter().any(|s| location.starts_with(s)) {
-            // One client for the bucket (its connections, its credentials), shared by every object.
-            let (store, _) = super::store::store_for(location)?;
-            let bucket = super::store::split(location).map(|(b, _)| b.to_string()).unwrap_or_default();
-            return Self::open_with(location, cache_bytes, &|at: &str| {
-                let key = at.strip_prefix(bucket.as_str()).and_then(|k| k.strip_prefix('/')).unwrap_or(at);
-                let path = object_store::path::Path::parse(key).map_err(|e| HostError::Usage(format!("{at}: {e}")))?;
-                Ok(Box::new(super::StoreRanges::new(store.clone(), path, at)) as Box<dyn RangeSource>)
-            });
-        }
-        Self::open_with(location, cache_bytes, &|at: &str| source_of(at, multipart))
+        Self::open_with(location, cache_bytes, &*sources_for(location, multipart)?)
+    }
+
+    /// The manifest at `location` as it is now (one request; `location` as [`open`](Self::open)
+    /// takes it): whether a set opened earlier is still the one published there.
+    pub fn read_manifest(location: &str, multipart: bool) -> Result<SetManifest, HostError> {
+        let source = sources_for(location, multipart)?(location)?;
+        manifest_from(location, &*source, &mut Trip::default())
     }
 
     /// [`open`](Self::open), with `source_of` giving the source of each location (the
     /// manifest's, then each segment's).
     pub fn open_with(location: &str, cache_bytes: u64, source_of: &SourceOf<'_>) -> Result<RemoteSetReader, HostError> {
         let mut opened = Trip::default();
-        let manifest_source = source_of(location)?;
-        let mut cache = RangeCache::new(MANIFEST_CAP);
-        let whole = 0..MANIFEST_CAP;
-        fetch_into(&*manifest_source, std::slice::from_ref(&whole), &mut cache, &mut opened)?;
-        opened.waves += 1;
-        let len = manifest_source.object_len().unwrap_or(0);
-        if len > MANIFEST_CAP {
-            let message = format!("a manifest of {len} bytes (at most {MANIFEST_CAP} are read)");
-            return Err(remote(&*manifest_source, RemoteError::BadResponse(message)));
-        }
-        let text = cache.get(0..len).unwrap_or(&[]);
-        let manifest =
-            SetManifest::from_json(text).map_err(|e| HostError::Segment { path: location.into(), source: e })?;
+        let manifest = manifest_from(location, &*source_of(location)?, &mut opened)?;
         let n = manifest.manifest.segments.len();
         let sources = manifest
             .manifest

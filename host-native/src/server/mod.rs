@@ -91,6 +91,52 @@ pub struct ServeArgs {
     /// Fetched bytes each `--remote` collection keeps in memory, in MiB.
     #[arg(long, default_value_t = 256)]
     pub remote_cache_mib: u64,
+    /// How often (seconds) each `--remote` collection reads its manifest to follow new
+    /// publications at its location: another set published there is opened and served from
+    /// the next search on (one that cannot be opened is logged and the set served is kept).
+    /// 0: never (the set opened at start is served until the server stops).
+    #[arg(long, default_value_t = 30, value_name = "SECS")]
+    pub remote_poll: u64,
+}
+
+/// Reads the manifest of the `--remote` collection `name` every `every` and serves the set
+/// published there when it changes (a thread that ends with the collection), logging each
+/// change and each failure (once per distinct error, until it clears).
+fn follow(name: &str, set: std::sync::Weak<ServedSet>, every: std::time::Duration) {
+    let name = name.to_string();
+    let spawned = std::thread::Builder::new().name(format!("remote-poll-{name}")).spawn(move || {
+        let mut last_error = None;
+        loop {
+            std::thread::sleep(every);
+            let Some(set) = set.upgrade() else { return };
+            match set.refresh() {
+                Ok(changed) => {
+                    if changed {
+                        eprintln!(
+                            "{}",
+                            json!({"event": "remote_reloaded", "collection": name, "location": set.location,
+                                   "segments": set.segments(), "points": set.rows()})
+                        );
+                    }
+                    last_error = None;
+                }
+                Err(e) => {
+                    let e = e.to_string();
+                    if last_error.as_ref() != Some(&e) {
+                        eprintln!(
+                            "{}",
+                            json!({"event": "remote_reload_failed", "collection": name, "location": set.location,
+                                   "error": e, "kept": "the set served"})
+                        );
+                        last_error = Some(e);
+                    }
+                }
+            }
+        }
+    });
+    if let Err(e) = spawned {
+        eprintln!("{}", json!({"event": "remote_reload_failed", "error": format!("no polling thread: {e}")}));
+    }
 }
 
 /// When the log is synced.
@@ -252,7 +298,11 @@ impl AppState {
             }
             let set = ServedSet::open(&location, cache_bytes, lanes)
                 .map_err(|e| HostError::Usage(format!("--remote {name}: {e}")))?;
-            remote.insert(name, Arc::new(set));
+            let set = Arc::new(set);
+            if args.remote_poll > 0 {
+                follow(&name, Arc::downgrade(&set), std::time::Duration::from_secs(args.remote_poll));
+            }
+            remote.insert(name, set);
         }
         Ok(remote)
     }

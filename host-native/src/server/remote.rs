@@ -4,11 +4,17 @@
 //! and every segment's bootstrap region; each search fetches the ranges it needs (a cache of
 //! fetched bytes is kept in memory), so restarting a reader loses nothing and costs one open.
 //!
+//! A server can follow the publications at that location (`--remote-poll SECS`): it reads the
+//! manifest every so often and, when another set is published there, opens it and serves it
+//! from the next search on (searches under way finish on the set they started with); a set
+//! that cannot be opened, or whose dimension or metric differs, is not served and the one
+//! served is kept.
+//!
 //! Searches are answered as a local collection answers them (Shoal's route and Qdrant's query
 //! and search routes). Writes, payload and vector reads are refused with `read_only`; a reader
 //! failing to get the bytes it needs answers 502 with the remote error's code.
 
-use std::sync::Arc;
+use std::sync::{Arc, RwLock};
 
 use axum::http::StatusCode;
 use serde_json::json;
@@ -26,15 +32,17 @@ pub struct ServedSet {
     pub location: String,
     /// Its configuration as a local collection's (one unnamed dense vector, no payload fields).
     pub meta: Meta,
-    reader: RemoteSetReader,
+    cache_bytes: u64,
+    lanes: usize,
+    /// The set served now (replaced whole when another is published).
+    reader: RwLock<Arc<RemoteSetReader>>,
 }
 
 impl ServedSet {
     /// Opens the set whose manifest is at `location`, keeping at most `cache_bytes` of fetched
     /// ranges in memory, shared by `lanes` searches that may read at once.
     pub fn open(location: &str, cache_bytes: u64, lanes: usize) -> Result<ServedSet, HostError> {
-        let mut reader = RemoteSetReader::open(location, cache_bytes, false)?;
-        reader.set_lanes(lanes);
+        let reader = Self::open_reader(location, cache_bytes, lanes)?;
         let set = reader.set();
         let metric = match set.metric() {
             Metric::Cosine => "cosine",
@@ -53,29 +61,65 @@ impl ServedSet {
             vector_name: None,
             dense_vectors: serde_json::Map::new(),
         };
-        Ok(ServedSet { location: location.to_string(), meta, reader })
+        let reader = RwLock::new(Arc::new(reader));
+        Ok(ServedSet { location: location.to_string(), meta, cache_bytes, lanes, reader })
+    }
+
+    fn open_reader(location: &str, cache_bytes: u64, lanes: usize) -> Result<RemoteSetReader, HostError> {
+        let mut reader = RemoteSetReader::open(location, cache_bytes, false)?;
+        reader.set_lanes(lanes);
+        Ok(reader)
+    }
+
+    /// The set served now.
+    fn reader(&self) -> Arc<RemoteSetReader> {
+        Arc::clone(&self.reader.read().unwrap_or_else(|e| e.into_inner()))
+    }
+
+    /// Reads the manifest at the set's location; when it is not the one served (another set
+    /// was published there), opens the set it names and serves it from now on. `Ok(true)`
+    /// when it did. A manifest that cannot be read, a set that cannot be opened or one of
+    /// another dimension or metric is an error, and the set served stays.
+    pub fn refresh(&self) -> Result<bool, HostError> {
+        let manifest = RemoteSetReader::read_manifest(&self.location, false)?;
+        if &manifest == self.reader().manifest() {
+            return Ok(false);
+        }
+        let next = Self::open_reader(&self.location, self.cache_bytes, self.lanes)?;
+        let (dim, metric) = (next.set().dim(), next.set().metric());
+        if (dim, metric) != (self.meta.dim, self.metric()) {
+            return Err(HostError::Usage(format!(
+                "{}: the set published there now has {dim}-d {metric:?} vectors, the one served {}-d {:?}: \
+                 not served (a collection keeps its vectors' dimension and metric)",
+                self.location,
+                self.meta.dim,
+                self.metric()
+            )));
+        }
+        *self.reader.write().unwrap_or_else(|e| e.into_inner()) = Arc::new(next);
+        Ok(true)
     }
 
     /// The points it holds.
     pub fn rows(&self) -> u64 {
-        self.reader.set().rows()
+        self.reader().set().rows()
     }
 
     /// Its segments.
     pub fn segments(&self) -> usize {
-        self.reader.set().segments().len()
+        self.reader().set().segments().len()
     }
 
     /// The metric of its vector.
     pub fn metric(&self) -> Metric {
-        self.reader.set().metric()
+        self.reader().set().metric()
     }
 
     /// Searches it (blocking: call off the async workers). A request the set cannot take is a
     /// 400 with the core's code; bytes the reader could not get or use, a 502 with the remote
     /// error's code (nothing wrong is ever answered).
     pub fn search(&self, req: &SearchRequest) -> Result<SearchResponse, ApiError> {
-        match self.reader.search(req) {
+        match self.reader().search(req) {
             Ok((res, _)) => Ok(res),
             Err(HostError::Segment { source, .. }) if !matches!(source, shoal_core::Error::Format(_)) => {
                 Err(ApiError::core(source))
