@@ -174,7 +174,9 @@ fn readers_of_one_published_copy_answer_as_the_writer() {
         if now == want2 {
             break;
         }
-        assert_eq!(now, want, "before it follows, the reader answers from the set it had");
+        for ((got, old), new) in now.iter().zip(&want).zip(&want2) {
+            assert!(got == old || got == new, "each answer is the old set's or the new one's: {got}");
+        }
         assert!(since.elapsed().as_secs() < 120, "a reader polling every second follows the publication");
         std::thread::sleep(std::time::Duration::from_millis(200));
     }

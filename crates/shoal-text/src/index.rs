@@ -306,7 +306,16 @@ pub struct TextIndex<'a> {
     dict: TermDict<'a>,
     postings: &'a [u8],
     positions: &'a [u8],
-    doc_lengths: &'a [u8],
+    doc_lengths: DocLengths<'a>,
+}
+
+/// Where a [`TextIndex`] finds its documents' lengths.
+#[derive(Clone, Copy, Debug)]
+enum DocLengths<'a> {
+    /// `TEXT_DOC_LENGTHS`: every document's, by field.
+    Dense(&'a [u8]),
+    /// The documents of some lists only: `(field, doc, length)`, ascending by `(field, doc)`.
+    Sparse(&'a [(u32, u32, u32)]),
 }
 
 impl<'a> TextIndex<'a> {
@@ -340,7 +349,31 @@ impl<'a> TextIndex<'a> {
         if !meta.positions && !positions.is_empty() {
             return Err(corrupt("positions", "present although the meta says no positions"));
         }
-        Ok(TextIndex { meta, dict, postings, positions, doc_lengths })
+        Ok(TextIndex { meta, dict, postings, positions, doc_lengths: DocLengths::Dense(doc_lengths) })
+    }
+
+    /// An index of some terms only — a dictionary of them, their postings and positions lists
+    /// laid out as in the full index's sections (in key order), and the lengths of the documents
+    /// their postings name: `(field, doc, length)` ascending by `(field, doc)` — for a reader
+    /// that fetched just the lists a query reads (a segment read by byte ranges). A query of
+    /// those terms searches it as it searches the whole index: the same lists, the same lengths,
+    /// the same results. A document of a list without a length is an error when read.
+    pub fn of_lists(
+        meta: &[u8],
+        dict: &'a [u8],
+        postings: &'a [u8],
+        positions: &'a [u8],
+        lengths: &'a [(u32, u32, u32)],
+    ) -> Result<TextIndex<'a>, TextError> {
+        let meta = TextMeta::from_bytes(meta)?;
+        let dict = TermDict::open(dict)?;
+        if !meta.positions && !positions.is_empty() {
+            return Err(corrupt("positions", "present although the meta says no positions"));
+        }
+        if lengths.windows(2).any(|w| (w[0].0, w[0].1) >= (w[1].0, w[1].1)) {
+            return Err(TextError::InvalidInput("document lengths not ascending by (field, doc)"));
+        }
+        Ok(TextIndex { meta, dict, postings, positions, doc_lengths: DocLengths::Sparse(lengths) })
     }
 
     /// [`open`](Self::open) for sections that passed `open` before: the same checks but the
@@ -415,8 +448,15 @@ impl<'a> TextIndex<'a> {
         if field >= self.meta.field_count || doc >= self.meta.doc_slots {
             return None;
         }
-        let i = field as usize * self.meta.doc_slots as usize + doc as usize;
-        read_u32(self.doc_lengths, 4 * i, "doc lengths").ok()
+        match self.doc_lengths {
+            DocLengths::Dense(bytes) => {
+                let i = field as usize * self.meta.doc_slots as usize + doc as usize;
+                read_u32(bytes, 4 * i, "doc lengths").ok()
+            }
+            DocLengths::Sparse(lengths) => {
+                lengths.binary_search_by_key(&(field, doc), |&(f, d, _)| (f, d)).ok().map(|i| lengths[i].2)
+            }
+        }
     }
 }
 

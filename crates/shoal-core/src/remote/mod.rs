@@ -24,6 +24,7 @@
 mod cache;
 mod layout;
 mod set;
+pub mod text;
 
 use alloc::vec::Vec;
 use core::ops::Range;
