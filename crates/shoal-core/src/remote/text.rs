@@ -452,7 +452,7 @@ mod tests {
                 2 => alloc::format!("\"{a} {b}\" {c}"),
                 3 => alloc::format!("{b} -{a}"),
                 4 => alloc::format!("{a} {} nosuchword", &words[(i + 1) % 10]),
-                _ => alloc::format!("{c}"),
+                _ => c.clone(),
             });
         }
         for text in &queries {
