@@ -315,6 +315,7 @@ enum DocLengths<'a> {
     /// `TEXT_DOC_LENGTHS`: every document's, by field.
     Dense(&'a [u8]),
     /// The documents of some lists only: `(field, doc, length)`, ascending by `(field, doc)`.
+    #[cfg(feature = "lists")]
     Sparse(&'a [(u32, u32, u32)]),
 }
 
@@ -358,6 +359,7 @@ impl<'a> TextIndex<'a> {
     /// that fetched just the lists a query reads (a segment read by byte ranges). A query of
     /// those terms searches it as it searches the whole index: the same lists, the same lengths,
     /// the same results. A document of a list without a length is an error when read.
+    #[cfg(feature = "lists")]
     pub fn of_lists(
         meta: &[u8],
         dict: &'a [u8],
@@ -453,6 +455,7 @@ impl<'a> TextIndex<'a> {
                 let i = field as usize * self.meta.doc_slots as usize + doc as usize;
                 read_u32(bytes, 4 * i, "doc lengths").ok()
             }
+            #[cfg(feature = "lists")]
             DocLengths::Sparse(lengths) => {
                 lengths.binary_search_by_key(&(field, doc), |&(f, d, _)| (f, d)).ok().map(|i| lengths[i].2)
             }
