@@ -125,7 +125,7 @@ test-rust: setup-nginx setup-minio
 
 # Lints of the code only other targets compile: the npm package's crate, and the test suites
 # that also run for wasm32 (test-wasm) and aarch64 (test-aarch64).
-check-targets:
+check-targets: setup-rust setup-deb
 	$(CARGO) clippy -p shoal-js -p shoal-js-remote --target wasm32-unknown-unknown -- -D warnings
 	$(CARGO) clippy -p shoal-kernels -p shoal-tests --tests --target wasm32-unknown-unknown -- -D warnings
 	$(CARGO) clippy -p shoal-kernels -p shoal-tests --tests --target aarch64-unknown-linux-gnu -- -D warnings
