@@ -103,8 +103,9 @@ pub struct ServeArgs {
 /// published there when it changes (a thread that ends with the collection), logging each
 /// change and each failure (once per distinct error, until it clears).
 fn follow(name: &str, set: std::sync::Weak<ServedSet>, every: std::time::Duration) {
-    let name = name.to_string();
+    let who = name.to_string();
     let spawned = std::thread::Builder::new().name(format!("remote-poll-{name}")).spawn(move || {
+        let name = who;
         let mut last_error = None;
         loop {
             std::thread::sleep(every);
@@ -112,10 +113,11 @@ fn follow(name: &str, set: std::sync::Weak<ServedSet>, every: std::time::Duratio
             match set.refresh() {
                 Ok(changed) => {
                     if changed {
+                        let now = set.snapshot();
                         eprintln!(
                             "{}",
                             json!({"event": "remote_reloaded", "collection": name, "location": set.location,
-                                   "segments": set.segments(), "points": set.rows()})
+                                   "segments": now.segments(), "points": now.rows()})
                         );
                     }
                     last_error = None;
@@ -135,7 +137,10 @@ fn follow(name: &str, set: std::sync::Weak<ServedSet>, every: std::time::Duratio
         }
     });
     if let Err(e) = spawned {
-        eprintln!("{}", json!({"event": "remote_reload_failed", "error": format!("no polling thread: {e}")}));
+        eprintln!(
+            "{}",
+            json!({"event": "remote_reload_failed", "collection": name, "error": format!("no polling thread: {e}")})
+        );
     }
 }
 
@@ -319,7 +324,7 @@ impl AppState {
     /// The collection called `name`, local or read-only, for the routes that can search both.
     fn target(&self, name: &str) -> Result<Target, ApiError> {
         match self.remote.get(name) {
-            Some(set) => Ok(Target::Remote(Arc::clone(set))),
+            Some(set) => Ok(Target::Remote(set.snapshot())),
             None => self.get(name).map(Target::Local),
         }
     }

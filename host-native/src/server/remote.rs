@@ -14,7 +14,8 @@
 //! and search routes). Writes, payload and vector reads are refused with `read_only`; a reader
 //! failing to get the bytes it needs answers 502 with the remote error's code.
 
-use std::sync::{Arc, RwLock};
+use std::sync::{Arc, Mutex, RwLock};
+use std::time::{Duration, Instant};
 
 use axum::http::StatusCode;
 use serde_json::json;
@@ -24,6 +25,7 @@ use super::ApiError;
 use super::store::{Meta, Store};
 use crate::HostError;
 use crate::remote::RemoteSetReader;
+use shoal_core::remote::SetManifest;
 
 /// A read-only collection over a published segment set.
 #[derive(Debug)]
@@ -36,6 +38,64 @@ pub struct ServedSet {
     lanes: usize,
     /// The set served now (replaced whole when another is published).
     reader: RwLock<Arc<RemoteSetReader>>,
+    /// The last manifest published there that was not served, when, and whether for good
+    /// (another dimension or metric) — not opened again until it changes, or, when it could
+    /// not be opened, for [`RETRY_REJECTED`].
+    rejected: Mutex<Option<(SetManifest, Instant, bool)>>,
+}
+
+/// How long a published set that could not be opened is left before it is tried again (the
+/// polls in between read only its manifest).
+pub const RETRY_REJECTED: Duration = Duration::from_secs(300);
+
+/// A read-only collection as one request sees it: the set served when the request came (a
+/// batch's searches all answer from it, whatever is published meanwhile).
+#[derive(Clone)]
+pub struct Snapshot {
+    set: Arc<ServedSet>,
+    reader: Arc<RemoteSetReader>,
+}
+
+impl Snapshot {
+    /// The collection's configuration.
+    pub fn meta(&self) -> &Meta {
+        &self.set.meta
+    }
+
+    /// The points it holds.
+    pub fn rows(&self) -> u64 {
+        self.reader.set().rows()
+    }
+
+    /// Its segments.
+    pub fn segments(&self) -> usize {
+        self.reader.set().segments().len()
+    }
+
+    /// The metric of its vector.
+    pub fn metric(&self) -> Metric {
+        self.reader.set().metric()
+    }
+
+    /// Searches it (blocking: call off the async workers). A request the set cannot take is a
+    /// 400 with the core's code; bytes the reader could not get or use, a 502 with the remote
+    /// error's code (nothing wrong is ever answered).
+    pub fn search(&self, req: &SearchRequest) -> Result<SearchResponse, ApiError> {
+        match self.reader.search(req) {
+            Ok((res, _)) => Ok(res),
+            Err(HostError::Segment { source, .. }) if !matches!(source, shoal_core::Error::Format(_)) => {
+                Err(ApiError::core(source))
+            }
+            Err(e) => {
+                let code = match &e {
+                    HostError::Remote { error, .. } => error.code(),
+                    HostError::Segment { source, .. } => source.code(),
+                    _ => "remote",
+                };
+                Err(ApiError { status: StatusCode::BAD_GATEWAY, code, message: e.to_string() })
+            }
+        }
+    }
 }
 
 impl ServedSet {
@@ -62,7 +122,8 @@ impl ServedSet {
             dense_vectors: serde_json::Map::new(),
         };
         let reader = RwLock::new(Arc::new(reader));
-        Ok(ServedSet { location: location.to_string(), meta, cache_bytes, lanes, reader })
+        let rejected = Mutex::new(None);
+        Ok(ServedSet { location: location.to_string(), meta, cache_bytes, lanes, reader, rejected })
     }
 
     fn open_reader(location: &str, cache_bytes: u64, lanes: usize) -> Result<RemoteSetReader, HostError> {
@@ -76,63 +137,52 @@ impl ServedSet {
         Arc::clone(&self.reader.read().unwrap_or_else(|e| e.into_inner()))
     }
 
+    /// The collection as a request sees it: the set served now.
+    pub fn snapshot(self: &Arc<Self>) -> Snapshot {
+        Snapshot { set: Arc::clone(self), reader: self.reader() }
+    }
+
     /// Reads the manifest at the set's location; when it is not the one served (another set
     /// was published there), opens the set it names and serves it from now on. `Ok(true)`
     /// when it did. A manifest that cannot be read, a set that cannot be opened or one of
-    /// another dimension or metric is an error, and the set served stays.
+    /// another dimension or metric is an error, and the set served stays; such a set is not
+    /// opened again while its manifest stays the same (`Ok(false)`), for good when its
+    /// dimension or metric differs, else for [`RETRY_REJECTED`].
     pub fn refresh(&self) -> Result<bool, HostError> {
         let manifest = RemoteSetReader::read_manifest(&self.location, false)?;
+        let mut rejected = self.rejected.lock().unwrap_or_else(|e| e.into_inner());
         if &manifest == self.reader().manifest() {
+            *rejected = None;
             return Ok(false);
         }
-        let next = Self::open_reader(&self.location, self.cache_bytes, self.lanes)?;
+        if let Some((m, at, permanent)) = &*rejected
+            && m == &manifest
+            && (*permanent || at.elapsed() < RETRY_REJECTED)
+        {
+            return Ok(false);
+        }
+        let next = match Self::open_reader(&self.location, self.cache_bytes, self.lanes) {
+            Ok(next) => next,
+            Err(e) => {
+                *rejected = Some((manifest, Instant::now(), false));
+                return Err(e);
+            }
+        };
         let (dim, metric) = (next.set().dim(), next.set().metric());
-        if (dim, metric) != (self.meta.dim, self.metric()) {
+        let served = self.reader().set().metric();
+        if (dim, metric) != (self.meta.dim, served) {
+            *rejected = Some((next.manifest().clone(), Instant::now(), true));
             return Err(HostError::Usage(format!(
-                "{}: the set published there now has {dim}-d {metric:?} vectors, the one served {}-d {:?}: \
+                "{}: the set published there now has {dim}-d {metric:?} vectors, the one served {}-d {served:?}: \
                  not served (a collection keeps its vectors' dimension and metric)",
-                self.location,
-                self.meta.dim,
-                self.metric()
+                self.location, self.meta.dim,
             )));
         }
-        *self.reader.write().unwrap_or_else(|e| e.into_inner()) = Arc::new(next);
+        *rejected = None;
+        let old = std::mem::replace(&mut *self.reader.write().unwrap_or_else(|e| e.into_inner()), Arc::new(next));
+        // (The set replaced is freed here, outside the lock, once no search holds it.)
+        drop(old);
         Ok(true)
-    }
-
-    /// The points it holds.
-    pub fn rows(&self) -> u64 {
-        self.reader().set().rows()
-    }
-
-    /// Its segments.
-    pub fn segments(&self) -> usize {
-        self.reader().set().segments().len()
-    }
-
-    /// The metric of its vector.
-    pub fn metric(&self) -> Metric {
-        self.reader().set().metric()
-    }
-
-    /// Searches it (blocking: call off the async workers). A request the set cannot take is a
-    /// 400 with the core's code; bytes the reader could not get or use, a 502 with the remote
-    /// error's code (nothing wrong is ever answered).
-    pub fn search(&self, req: &SearchRequest) -> Result<SearchResponse, ApiError> {
-        match self.reader().search(req) {
-            Ok((res, _)) => Ok(res),
-            Err(HostError::Segment { source, .. }) if !matches!(source, shoal_core::Error::Format(_)) => {
-                Err(ApiError::core(source))
-            }
-            Err(e) => {
-                let code = match &e {
-                    HostError::Remote { error, .. } => error.code(),
-                    HostError::Segment { source, .. } => source.code(),
-                    _ => "remote",
-                };
-                Err(ApiError { status: StatusCode::BAD_GATEWAY, code, message: e.to_string() })
-            }
-        }
     }
 }
 
@@ -141,8 +191,8 @@ impl ServedSet {
 pub enum Target {
     /// A collection in the data folder.
     Local(Arc<Store>),
-    /// A read-only collection read by ranges.
-    Remote(Arc<ServedSet>),
+    /// A read-only collection read by ranges, as this request sees it.
+    Remote(Snapshot),
 }
 
 impl Target {
@@ -150,7 +200,7 @@ impl Target {
     pub fn meta(&self) -> &Meta {
         match self {
             Target::Local(store) => &store.meta,
-            Target::Remote(set) => &set.meta,
+            Target::Remote(snap) => snap.meta(),
         }
     }
 }

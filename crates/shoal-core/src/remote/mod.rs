@@ -13,8 +13,10 @@
 //! reads, predicted by running its loop with each candidate's upper bound for its exact
 //! distance ([`RerankReads`]). A third comes only when an exact distance falls above its
 //! bound and the re-ranking reads past the second wave's rows — the vectors it lacks count as
-//! infinitely far, so one replay names every one it needs — or when the probed partitions
-//! hold fewer than `k` points and more are probed.
+//! infinitely far, so one replay names every one it needs (while no exact distance also falls
+//! below its lower bound) — or when the probed partitions hold fewer than `k` points and more
+//! are probed. Only a run that lacks nothing answers, so a broken bound costs waves, never
+//! a wrong result.
 //!
 //! What a segment read by ranges answers is the vector search of its one dense vector, without
 //! a filter or payloads (`docs/format.md`, "Reading by ranges", lists the rest); the ranges of

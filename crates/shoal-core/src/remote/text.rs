@@ -97,6 +97,11 @@ fn decode_lengths(bytes: &[u8], n: usize, out: &mut Vec<u32>) -> Option<()> {
     (at == bytes.len()).then_some(())
 }
 
+/// The `len` bytes at `at` of `bytes`, if they are there.
+fn list(bytes: &[u8], at: u32, len: u32) -> Option<&[u8]> {
+    bytes.get(at as usize..).and_then(|b| b.get(..len as usize))
+}
+
 fn too_big() -> Error {
     Error::Unsupported("a text index of more than 4 GiB per list in a format-2 segment")
 }
@@ -123,11 +128,13 @@ pub fn lay_out_text(s: &Sections) -> Result<TextLayout, Error> {
             put_u64(&mut group, out.terms.len() as u64);
         }
         count += 1;
-        let postings = &s.postings[info.postings_offset as usize..][..info.postings_len as usize];
-        let positions = &s.positions[info.positions_offset as usize..][..info.positions_len as usize];
+        let postings = list(&s.postings, info.postings_offset, info.postings_len)
+            .ok_or_else(|| bad("TEXT_POSTINGS", "a list past the section"))?;
+        let positions = list(&s.positions, info.positions_offset, info.positions_len)
+            .ok_or_else(|| bad("TEXT_POSITIONS", "a list past the section"))?;
         decode_all(postings, &mut docs, &mut tfs).map_err(Error::Text)?;
         lengths.clear();
-        let field = u32::from(key[0]);
+        let field = u32::from(*key.first().ok_or_else(|| bad("TEXT_DICT", "an empty key"))?);
         for &d in &docs {
             lengths.push(index.doc_len(field, d).ok_or_else(|| bad("TEXT_DOC_LENGTHS", "a posting past the lengths"))?);
         }
@@ -263,7 +270,7 @@ impl TermEntry {
     pub fn range(&self, with_positions: bool) -> Range<u64> {
         let lists = u64::from(self.postings_len) + u64::from(self.lengths_len);
         let len = lists + if with_positions { u64::from(self.positions_len) } else { 0 };
-        self.offset..self.offset + len
+        self.offset..self.offset.saturating_add(len)
     }
 }
 
@@ -278,8 +285,8 @@ pub fn find_in_group(group: &[u8], key: &[u8]) -> Result<Option<TermEntry>, Erro
         let shared = get_u32(group, &mut at, what).map_err(text)? as usize;
         let suffix = get_u32(group, &mut at, what).map_err(text)? as usize;
         let tail = group.get(at..at.saturating_add(suffix)).ok_or_else(|| bad(what, "a key past the group"))?;
-        if shared > prev.len() {
-            return Err(bad(what, "a key shares more than the previous key"));
+        if shared > prev.len() || shared + suffix > shoal_text::dict::MAX_KEY || (suffix == 0 && !prev.is_empty()) {
+            return Err(bad(what, "a key that is not the next one"));
         }
         at += suffix;
         prev.truncate(shared);
@@ -322,7 +329,7 @@ impl FetchedTerms {
         let mut dict = DictWriter::new();
         let (mut docs, mut tfs, mut lengths) = (Vec::new(), Vec::new(), Vec::new());
         for (key, e, record) in terms {
-            let lists = e.postings_len as usize + e.lengths_len as usize;
+            let lists = usize::try_from(u64::from(e.postings_len) + u64::from(e.lengths_len)).map_err(|_| too_big())?;
             let (head, positions) = record.split_at_checked(lists).ok_or_else(|| bad(what, "a record cut short"))?;
             let actual = crc32c(head);
             if actual != e.crc {
@@ -358,6 +365,9 @@ impl FetchedTerms {
         }
         f.dict = dict.finish();
         f.lengths.sort_unstable_by_key(|&(field, d, _)| (field, d));
+        if f.lengths.windows(2).any(|w| (w[0].0, w[0].1) == (w[1].0, w[1].1) && w[0].2 != w[1].2) {
+            return Err(bad(what, "two lengths for one document"));
+        }
         f.lengths.dedup_by_key(|&mut (field, d, _)| (field, d));
         Ok(f)
     }
@@ -471,6 +481,41 @@ mod tests {
         let index = DictIndex::parse(&layout.dict_index, layout.term_dict.len() as u64).unwrap();
         assert_eq!(index.groups.len(), whole.dict().len().div_ceil(GROUP_TERMS as u32) as usize);
         assert!(index.groups.len() > 5);
+    }
+
+    #[test]
+    fn damaged_groups_and_records_are_errors_not_panics() {
+        let (s, words) = sections(400);
+        let layout = lay_out_text(&s).unwrap();
+        let index = DictIndex::parse(&layout.dict_index, layout.term_dict.len() as u64).unwrap();
+        let key = |w: &str| [&[0u8][..], w.as_bytes()].concat();
+        let (range, _) = index.group(0);
+        let group = &layout.term_dict[range.start as usize..range.end as usize];
+        for at in 0..group.len() {
+            for xor in [1u8, 0x80, 0xff] {
+                let mut bad = group.to_vec();
+                bad[at] ^= xor;
+                for w in words.iter().take(40) {
+                    // Any answer or a typed error; the CRC in the index is what catches the change.
+                    let _ = find_in_group(&bad, &key(w));
+                    let _ = find_in_group(&bad[..at], &key(w));
+                }
+            }
+        }
+        let k = key(&words[0]);
+        let e = find_in_group(group, &k).unwrap().unwrap();
+        let r = e.range(false);
+        let record = &layout.terms[r.start as usize..r.end as usize];
+        assert!(FetchedTerms::new([(&k[..], e, record)]).is_ok());
+        for at in (0..record.len()).step_by(7) {
+            let mut bad = record.to_vec();
+            bad[at] ^= 0x20;
+            assert!(FetchedTerms::new([(&k[..], e, &bad[..])]).is_err(), "a changed byte at {at}");
+            assert!(FetchedTerms::new([(&k[..], e, &record[..at])]).is_err(), "cut at {at}");
+        }
+        let huge = TermEntry { offset: u64::MAX - 3, postings_len: u32::MAX, lengths_len: u32::MAX, ..e };
+        assert!(huge.range(true).start <= huge.range(true).end);
+        assert!(FetchedTerms::new([(&k[..], huge, record)]).is_err());
     }
 
     #[test]

@@ -30,8 +30,9 @@ pub struct IvfSubset {
     /// The segment row of each position (ascending).
     rows: Vec<u32>,
     /// Full vectors by position (NaN where not [`set`](Self::set_vector): a search reads an
-    /// exact distance of `+inf` there, which only raises its threshold, so it reads every
-    /// vector it would read with them all set, and perhaps more); empty without.
+    /// exact distance of `+inf` there, which only raises its threshold, so — while no exact
+    /// distance falls below its lower bound — it reads every vector it would read with them
+    /// all set, and perhaps more); empty without.
     vectors: Vec<f32>,
     /// Positions whose vector is set, and positions a search read without it (bitsets).
     have: Vec<u64>,

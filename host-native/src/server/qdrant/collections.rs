@@ -10,7 +10,7 @@ use shoal_core::FieldType;
 
 use super::bodies::{self, refuse};
 use super::{Body, QDRANT_API_VERSION, Shared, on_json, respond, update_result};
-use crate::server::remote::{ServedSet, Target};
+use crate::server::remote::{Snapshot, Target};
 use crate::server::store::{Meta, Store};
 use crate::server::{ApiError, blocking, json_response, ok, parse_json};
 
@@ -232,8 +232,8 @@ fn collection_info(store: &Store) -> Value {
 
 /// The `result` of `GET /collections/{name}` for a read-only collection: every point indexed,
 /// no payload schema (Qdrant's shape kept exactly, as clients validate it).
-fn remote_info(set: &ServedSet) -> Value {
-    info_result(&set.meta, (set.rows(), set.rows(), set.segments() as u64), Map::new())
+fn remote_info(set: &Snapshot) -> Value {
+    info_result(set.meta(), (set.rows(), set.rows(), set.segments() as u64), Map::new())
 }
 
 /// Qdrant's collection info: `counts` are points, indexed points and segments.

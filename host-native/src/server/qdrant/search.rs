@@ -11,7 +11,7 @@ use super::bodies::VectorSel;
 use super::bodies::{self, refuse, refuse_shard_key, with_vector};
 use super::{Body, PayloadSel, Shared, on_search, record, vector_of};
 use crate::server::ApiError;
-use crate::server::remote::{ServedSet, Target};
+use crate::server::remote::{Snapshot, Target};
 use crate::server::store::Meta;
 
 /// Qdrant's default `k` of reciprocal rank fusion (Shoal's own requests default to 61).
@@ -174,7 +174,7 @@ fn answer(
 /// [`answer`] on a read-only collection: its one unnamed vector, no payloads (a wanted payload
 /// is `{}`, as a local point without one gives), no vectors returned.
 fn answer_remote(
-    set: &ServedSet,
+    set: &Snapshot,
     build: impl FnOnce(Euclid<'_>) -> Result<SearchRequest, ApiError>,
     sel: &PayloadSel,
     with_vector: &VectorSel,
