@@ -263,10 +263,9 @@ bench-remote: setup-nginx build-js setup-edge
 	node bench/node/remote.mjs
 
 # The 10M x 128-d segment set of bench/large.py, published with `shoal publish` and read by ranges
-# from Node through nginx with 20 ms per request (results in ~/.cache/shoal/results/; not in
-# docs/benchmarks.md yet: searches of this set by ranges do not settle yet, see the issue's
-# notes). Not part of `make bench`: the ingest takes ~15 minutes and 12 GB of disk (as root, for
-# its memory cgroup); it is run once, and kept in ~/.cache/shoal/large/.
+# from Node through nginx with 20 ms per request (docs/benchmarks.md, "A 10M set read by byte
+# ranges"). Not part of `make bench`: the ingest takes 20-40 minutes and 12 GB of disk (as root,
+# for its memory cgroup); it is run once, and kept in ~/.cache/shoal/large/.
 SET_10M ?= $(HOME)/.cache/shoal/remote/set-10m
 bench-remote-set: setup-nginx build-js
 	pip install -q -r bench/requirements-bench.txt
