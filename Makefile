@@ -123,10 +123,12 @@ test-rust: setup-nginx setup-minio
 	@echo "kernel variants required on this machine: $(HOST_KERNELS)"
 	SHOAL_REQUIRE_KERNELS=$(HOST_KERNELS) $(CARGO) test --workspace
 
-# Lints of the code only other targets compile: the npm package's crate, and the test suites
+# Lints of the code only other targets compile: the npm package's crates (each alone, so the main
+# module is linted with the features it is built with), and the test suites
 # that also run for wasm32 (test-wasm) and aarch64 (test-aarch64).
 check-targets: setup-rust setup-deb
-	$(CARGO) clippy -p shoal-js -p shoal-js-remote --target wasm32-unknown-unknown -- -D warnings
+	$(CARGO) clippy -p shoal-js --target wasm32-unknown-unknown -- -D warnings
+	$(CARGO) clippy -p shoal-js-remote --target wasm32-unknown-unknown -- -D warnings
 	$(CARGO) clippy -p shoal-kernels -p shoal-tests --tests --target wasm32-unknown-unknown -- -D warnings
 	$(CARGO) clippy -p shoal-kernels -p shoal-tests --tests --target aarch64-unknown-linux-gnu -- -D warnings
 

@@ -93,7 +93,9 @@ pub struct ServeArgs {
     pub remote_cache_mib: u64,
     /// How often (seconds) each `--remote` collection reads its manifest to follow new
     /// publications at its location: another set published there is opened and served from
-    /// the next search on (one that cannot be opened is logged and the set served is kept).
+    /// the next search on (one that cannot be opened is logged, the set served is kept, and it
+    /// is tried again at the next poll, then less and less often, up to every 5 minutes; one of
+    /// another dimension or metric is never served).
     /// 0: never (the set opened at start is served until the server stops).
     #[arg(long, default_value_t = 30, value_name = "SECS")]
     pub remote_poll: u64,
@@ -101,7 +103,8 @@ pub struct ServeArgs {
 
 /// Reads the manifest of the `--remote` collection `name` every `every` and serves the set
 /// published there when it changes (a thread that ends with the collection), logging each
-/// change and each failure (once per distinct error, until it clears).
+/// change and each failure (an error once, until another one, a set served or the manifest
+/// back to the one served).
 fn follow(name: &str, set: std::sync::Weak<ServedSet>, every: std::time::Duration) {
     let who = name.to_string();
     let spawned = std::thread::Builder::new().name(format!("remote-poll-{name}")).spawn(move || {
@@ -111,8 +114,9 @@ fn follow(name: &str, set: std::sync::Weak<ServedSet>, every: std::time::Duratio
             std::thread::sleep(every);
             let Some(set) = set.upgrade() else { return };
             match set.refresh() {
-                Ok(changed) => {
-                    if changed {
+                Ok(remote::Refresh::Held) => {}
+                Ok(done) => {
+                    if done == remote::Refresh::Served {
                         let now = set.snapshot();
                         eprintln!(
                             "{}",

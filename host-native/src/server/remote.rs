@@ -38,15 +38,34 @@ pub struct ServedSet {
     lanes: usize,
     /// The set served now (replaced whole when another is published).
     reader: RwLock<Arc<RemoteSetReader>>,
-    /// The last manifest published there that was not served, when, and whether for good
-    /// (another dimension or metric) — not opened again until it changes, or, when it could
-    /// not be opened, for [`RETRY_REJECTED`].
-    rejected: Mutex<Option<(SetManifest, Instant, bool)>>,
+    /// The last manifest published there that is not served, and when it may be tried again.
+    held: Mutex<Option<Held>>,
 }
 
-/// How long a published set that could not be opened is left before it is tried again (the
-/// polls in between read only its manifest).
-pub const RETRY_REJECTED: Duration = Duration::from_secs(300);
+/// A published set not served: for good (another dimension or metric), or until `retry_at`
+/// after it could not be opened (each failure doubling the wait, up to [`RETRY_HELD`]).
+#[derive(Debug)]
+struct Held {
+    manifest: SetManifest,
+    retry_at: Option<Instant>,
+    wait: Duration,
+}
+
+/// The longest a published set that could not be opened waits before it is tried again (the
+/// polls in between read only its manifest): the first retry is at the next poll, then after
+/// 15 s, 30 s, … up to this.
+pub const RETRY_HELD: Duration = Duration::from_secs(300);
+
+/// What [`ServedSet::refresh`] did.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Refresh {
+    /// The manifest there is the one served.
+    Same,
+    /// The manifest there names a set that is not served (and not tried again yet).
+    Held,
+    /// Another set was published there and is served from now on.
+    Served,
+}
 
 /// A read-only collection as one request sees it: the set served when the request came (a
 /// batch's searches all answer from it, whatever is published meanwhile).
@@ -122,8 +141,8 @@ impl ServedSet {
             dense_vectors: serde_json::Map::new(),
         };
         let reader = RwLock::new(Arc::new(reader));
-        let rejected = Mutex::new(None);
-        Ok(ServedSet { location: location.to_string(), meta, cache_bytes, lanes, reader, rejected })
+        let held = Mutex::new(None);
+        Ok(ServedSet { location: location.to_string(), meta, cache_bytes, lanes, reader, held })
     }
 
     fn open_reader(location: &str, cache_bytes: u64, lanes: usize) -> Result<RemoteSetReader, HostError> {
@@ -143,46 +162,52 @@ impl ServedSet {
     }
 
     /// Reads the manifest at the set's location; when it is not the one served (another set
-    /// was published there), opens the set it names and serves it from now on. `Ok(true)`
-    /// when it did. A manifest that cannot be read, a set that cannot be opened or one of
-    /// another dimension or metric is an error, and the set served stays; such a set is not
-    /// opened again while its manifest stays the same (`Ok(false)`), for good when its
-    /// dimension or metric differs, else for [`RETRY_REJECTED`].
-    pub fn refresh(&self) -> Result<bool, HostError> {
+    /// was published there), opens the set it names and serves it from now on. A manifest that
+    /// cannot be read, a set of another dimension or metric (refused from its manifest, never
+    /// opened) or one that cannot be opened is an error, and the set served stays; while that
+    /// manifest stays there it is [`Refresh::Held`]: for good when its vectors differ, else
+    /// tried again at the next poll, then after 15 s, 30 s, … up to [`RETRY_HELD`].
+    pub fn refresh(&self) -> Result<Refresh, HostError> {
         let manifest = RemoteSetReader::read_manifest(&self.location, false)?;
-        let mut rejected = self.rejected.lock().unwrap_or_else(|e| e.into_inner());
+        let mut held = self.held.lock().unwrap_or_else(|e| e.into_inner());
         if &manifest == self.reader().manifest() {
-            *rejected = None;
-            return Ok(false);
+            *held = None;
+            return Ok(Refresh::Same);
         }
-        if let Some((m, at, permanent)) = &*rejected
-            && m == &manifest
-            && (*permanent || at.elapsed() < RETRY_REJECTED)
+        let mut wait = Duration::ZERO;
+        if let Some(h) = &*held
+            && h.manifest == manifest
         {
-            return Ok(false);
-        }
-        let next = match Self::open_reader(&self.location, self.cache_bytes, self.lanes) {
-            Ok(next) => next,
-            Err(e) => {
-                *rejected = Some((manifest, Instant::now(), false));
-                return Err(e);
+            match h.retry_at {
+                Some(at) if Instant::now() >= at => wait = h.wait,
+                _ => return Ok(Refresh::Held),
             }
-        };
-        let (dim, metric) = (next.set().dim(), next.set().metric());
+        }
         let served = self.reader().set().metric();
-        if (dim, metric) != (self.meta.dim, served) {
-            *rejected = Some((next.manifest().clone(), Instant::now(), true));
+        let vectors: Vec<(usize, Metric)> = manifest.manifest.vectors.iter().map(|v| (v.dim, v.metric)).collect();
+        if vectors != [(self.meta.dim, served)] {
+            let now = vectors.iter().map(|(d, m)| format!("{d}-d {m:?}")).collect::<Vec<_>>().join(", ");
+            *held = Some(Held { manifest, retry_at: None, wait });
             return Err(HostError::Usage(format!(
-                "{}: the set published there now has {dim}-d {metric:?} vectors, the one served {}-d {served:?}: \
+                "{}: the set published there now has {now} vectors, the one served {}-d {served:?}: \
                  not served (a collection keeps its vectors' dimension and metric)",
                 self.location, self.meta.dim,
             )));
         }
-        *rejected = None;
+        let next = match Self::open_reader(&self.location, self.cache_bytes, self.lanes) {
+            Ok(next) => next,
+            Err(e) => {
+                let retry = Instant::now() + wait;
+                let wait = (wait * 2).clamp(Duration::from_secs(15), RETRY_HELD);
+                *held = Some(Held { manifest, retry_at: Some(retry), wait });
+                return Err(e);
+            }
+        };
+        *held = None;
         let old = std::mem::replace(&mut *self.reader.write().unwrap_or_else(|e| e.into_inner()), Arc::new(next));
         // (The set replaced is freed here, outside the lock, once no search holds it.)
         drop(old);
-        Ok(true)
+        Ok(Refresh::Served)
     }
 }
 
