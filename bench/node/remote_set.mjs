@@ -99,7 +99,18 @@ try {
   }
   const results = join(cacheDir, "results");
   mkdirSync(results, { recursive: true });
-  writeFileSync(join(results, `remote-set-${out.set}.json`), `${JSON.stringify(out, null, 1)}\n`);
+  // Runs of other nprobe values measured earlier on the same set are kept (a run replaces only
+  // the rows it measured).
+  const file = join(results, `remote-set-${out.set}.json`);
+  if (existsSync(file)) {
+    const before = JSON.parse(readFileSync(file, "utf8"));
+    const key = (r) => `${r.multipart}/${r.nprobe}`;
+    const now = new Set(out.runs.map(key));
+    if (before.rows === out.rows && before.bytes === out.bytes) {
+      out.runs = [...before.runs.filter((r) => !now.has(key(r))), ...out.runs];
+    }
+  }
+  writeFileSync(file, `${JSON.stringify(out, null, 1)}\n`);
 } finally {
   proxy.stop();
   nginx.stop();
