@@ -401,8 +401,9 @@ export class RemoteCollection {
   }
 
   /**
-   * A vector search (the request shape of `Collection.search`, vector-only: no filter, text,
-   * sparse vector, payloads or exact search). Resolves to the local results, bit for bit, with
+   * A search (the request shape of `Collection.search`): by the vector, by `text` (BM25 with
+   * the set's statistics), or both fused, with `with_payload` — no filter, sparse vector,
+   * prefetch, exact search or text deadline. Resolves to the local results, bit for bit, with
    * `io`: what this search fetched.
    * @param {Record<string, any>} req
    */

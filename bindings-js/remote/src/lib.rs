@@ -2,8 +2,9 @@
 //! `Collection.openRemote` in the npm package `shoal` (`js/remote.js`).
 //!
 //! A module of its own, loaded only when a page opens a remote segment: it links the reader by
-//! ranges of `shoal_core::remote` and the IVF search, and none of the building, sealing,
-//! payload or text code of the main module (whose size budget it would otherwise spend). Like
+//! ranges of `shoal_core::remote`, the IVF search and BM25 over fetched records, and none of
+//! the building or sealing code of the main module (whose size budget it would otherwise
+//! spend). Like
 //! the main module it is built twice, with and without SIMD128, with bit-identical results.
 //!
 //! The core does no I/O: [`RemoteReader::open`] and [`RemoteReader::search`] return the byte
@@ -328,9 +329,11 @@ impl SearchOutput {
         serde_json::to_string(&self.res.stats).unwrap_or_default() // cannot fail
     }
 
-    /// Always `None`: a segment read by ranges returns no payloads.
+    /// The payloads aligned with [`ids`](Self::ids) as a JSON array, when the request asked
+    /// `with_payload`.
     pub fn payloads_json(&self) -> Option<String> {
-        None
+        let all: Option<Vec<&serde_json::Value>> = self.res.points.iter().map(|p| p.payload.as_ref()).collect();
+        all.filter(|a| !a.is_empty()).map(|a| serde_json::to_string(&a).unwrap_or_default() /* cannot fail */)
     }
 }
 

@@ -62,7 +62,9 @@ pub fn run(args: &SearchArgs, location: &str, filter: Option<serde_json::Value>)
     print(&out)
 }
 
-/// A segment or a set (a location ending in `.json` names a set's manifest).
+/// A segment or a set (a location ending in `.json` names a set's manifest). One per command:
+/// its size does not matter.
+#[allow(clippy::large_enum_variant)]
 enum Reader {
     One(RemoteCollection),
     Set(RemoteSetReader),

@@ -128,14 +128,15 @@ impl ServedSet {
             Metric::Dot => "dot",
             Metric::L2 => "l2",
         };
+        let manifest = &reader.manifest().manifest;
         let meta = Meta {
             dim: set.dim(),
             metric: metric.into(),
-            fields: json!({}),
+            fields: manifest.fields.clone(),
             index: json!({}),
             on_disk: true,
             dynamic: false,
-            payload: None,
+            payload: manifest.nested.then(|| "nested".to_string()),
             sparse_vectors: serde_json::Map::new(),
             vector_name: None,
             dense_vectors: serde_json::Map::new(),

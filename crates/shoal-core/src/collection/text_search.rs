@@ -105,7 +105,7 @@ impl Collection {
 /// Keeps the best `k` of `(internal id, score)` hits, best score first, ties by internal id
 /// (< 2^32): sorted as one `u64` per hit (the package's one integer sort).
 #[inline(never)]
-pub(super) fn best_first(hits: &mut Vec<(usize, f32)>, k: usize) {
+pub(crate) fn best_first(hits: &mut Vec<(usize, f32)>, k: usize) {
     let mut keys: Vec<u64> = hits.iter().map(|&(i, score)| u64::from(!f32_key(score)) << 32 | i as u64).collect();
     shoal_format::sort_u64(&mut keys);
     hits.clear();

@@ -13,7 +13,7 @@ use shoal_format::{ALIGN, AlignedBytes};
 /// that and [`insert`](Self::insert)s it. Pieces are dropped, least recently read first, only
 /// by [`trim`](Self::trim) — which a host calls between searches, so that one search's pieces
 /// stay while it runs even when they exceed the budget.
-#[derive(Debug)]
+#[derive(Clone, Debug)]
 pub struct RangeCache {
     /// Pieces by offset (a multiple of 64), each 64-byte aligned in memory, with when it was
     /// last read.

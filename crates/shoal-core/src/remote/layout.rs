@@ -14,6 +14,15 @@ use shoal_index::ivf::block_bytes;
 use shoal_index::ivf::v2::{BlockLayout, partition_order, vector_block_rows};
 use shoal_index::rabitq::{ExFactors, Factors, ex_code_bytes};
 
+use shoal_payload::{KIND_PAYLOAD_FIELDS, PayloadBuilder, Schema};
+use shoal_text::Sections;
+
+use super::docs::{
+    KIND_PAYLOAD_DOC_BLOCKS, KIND_PAYLOAD_DOC_DIR, KIND_ROW_IDS, KIND_ROW_IDS_DIR, lay_out_docs, lay_out_ids,
+};
+use super::text::{KIND_TEXT_DICT_INDEX, KIND_TEXT_TERM_DICT, KIND_TEXT_TERMS, lay_out_text};
+use crate::sections::bad;
+use crate::text::TextBuilder;
 use crate::{Error, SealedSegment};
 
 /// The most centroid bytes a format-2 segment keeps hot, read at open with the rest of the
@@ -22,6 +31,12 @@ use crate::{Error, SealedSegment};
 /// bootstrap hint opens in one request (16 MiB). Beyond, groups would be hot and the centroids
 /// cold: not written yet.
 pub const MAX_HOT_CENTROIDS: usize = 8 << 20;
+
+/// A segment's schema and its rows' documents (compact JSON) in the format-2 order.
+type Documents<'s> = (Schema, Vec<&'s [u8]>);
+
+/// Sections to write: `(kind, table flags, bytes)`.
+type Sections2 = Vec<(u32, u32, Vec<u8>)>;
 
 /// A segment's IVF index and rows, in the format-2 partition order.
 struct Permuted<'s> {
@@ -40,9 +55,6 @@ struct Permuted<'s> {
 impl<'s> Permuted<'s> {
     fn new(seg: &'s SealedSegment) -> Result<Permuted<'s>, Error> {
         let refuse = |what| Err(Error::Unsupported(what));
-        if !no_payloads(seg) || seg.text().is_some() {
-            return refuse("payloads or text in a format-2 segment");
-        }
         if !seg.sparse_specs().is_empty() || seg.dense_specs().len() != 1 {
             return refuse("sparse or several dense vectors in a format-2 segment");
         }
@@ -117,6 +129,20 @@ impl<'s> Permuted<'s> {
         self.old_rows().map(|r| self.seg.id(r).as_num().expect("integer ids")).collect()
     }
 
+    /// The payloads of the rows in new order, with the schema, when the segment carries any
+    /// (not when every document is `{}`: [`no_payloads`]).
+    fn documents(&self) -> Result<Option<Documents<'s>>, Error> {
+        let (Some(schema), Some(view)) = (self.seg.schema(), self.seg.payload()) else { return Ok(None) };
+        if no_payloads(self.seg) {
+            return Ok(None);
+        }
+        let docs = self
+            .old_rows()
+            .map(|r| view.document_bytes(r as u32).ok_or_else(|| bad("PAYLOAD_DOCS", "a row without its document")))
+            .collect::<Result<Vec<&'s [u8]>, Error>>()?;
+        Ok(Some((schema.clone(), docs)))
+    }
+
     /// The `IVF_META` record, with `reserved` as given.
     fn meta(&self, reserved: [u8; 24]) -> Vec<u8> {
         let reader = self.seg.reader();
@@ -124,6 +150,46 @@ impl<'s> Permuted<'s> {
         meta.reserved = reserved;
         bytemuck::bytes_of(&meta).to_vec()
     }
+}
+
+/// The text index of `docs` (rows in order) when `schema` has text fields: the index a seal of
+/// those rows in that order builds.
+fn text_of(schema: &Schema, docs: &[&[u8]]) -> Result<Option<Sections>, Error> {
+    if !crate::text::has_text(schema) {
+        return Ok(None);
+    }
+    let mut b = TextBuilder::new(schema);
+    for d in docs {
+        let doc: serde_json::Value =
+            serde_json::from_slice(d).map_err(|_| bad("PAYLOAD_DOCS", "a document that is not JSON"))?;
+        b.push(&doc);
+    }
+    Ok(Some(b.finish()))
+}
+
+/// The sections of a segment's payloads and text in format 2, rows in the new order:
+/// `(kind, flags, bytes)`, hot ones first.
+fn payload_sections(perm: &Permuted<'_>) -> Result<(Sections2, Sections2), Error> {
+    let (mut hot, mut cold) = (Vec::new(), Vec::new());
+    let Some((schema, docs)) = perm.documents()? else { return Ok((hot, cold)) };
+    let h = SECTION_HOT | SECTION_OPTIONAL;
+    let fields = perm.seg.reader().section(KIND_PAYLOAD_FIELDS).ok_or_else(|| bad("PAYLOAD_FIELDS", "missing"))?;
+    let (dir, blocks) = lay_out_docs(docs.iter().copied())?;
+    hot.push((KIND_PAYLOAD_FIELDS, h, fields.to_vec()));
+    hot.push((KIND_PAYLOAD_DOC_DIR, h, dir));
+    cold.push((KIND_PAYLOAD_DOC_BLOCKS, SECTION_OPTIONAL, blocks));
+    if let Some(text) = text_of(&schema, &docs)? {
+        let t = lay_out_text(&text)?;
+        hot.push((shoal_text::kinds::TEXT_META, h, t.meta));
+        hot.push((KIND_TEXT_DICT_INDEX, h, t.dict_index));
+        cold.push((KIND_TEXT_TERM_DICT, SECTION_OPTIONAL, t.term_dict));
+        cold.push((KIND_TEXT_TERMS, SECTION_OPTIONAL, t.terms));
+        // A text hit's point id: ids by row, in blocks with their CRCs hot.
+        let ids = perm.ids();
+        hot.push((KIND_ROW_IDS_DIR, h, lay_out_ids(&ids)));
+        cold.push((KIND_ROW_IDS, SECTION_OPTIONAL, bytemuck::cast_slice(&ids).to_vec()));
+    }
+    Ok((hot, cold))
 }
 
 /// Whether `seg` holds no payload: no payload sections, or sections whose every document is
@@ -137,8 +203,9 @@ fn no_payloads(seg: &SealedSegment) -> bool {
     }
 }
 
-/// `seg` (format 1, one dense vector with an IVF-RaBitQ index, integer ids, no payloads, text
-/// or sparse vectors) in format 2: the same index with its partitions in the format-2 order.
+/// `seg` (format 1, one dense vector with an IVF-RaBitQ index, integer ids, no sparse vectors)
+/// in format 2: the same index with its partitions in the format-2 order, its payloads (the
+/// schema and the documents) and its text index with the rows in that order.
 pub fn write_for_ranges(seg: &SealedSegment) -> Result<AlignedBytes, Error> {
     let perm = Permuted::new(seg)?;
     let (_, data, _) = seg.ivf().expect("checked");
@@ -195,6 +262,7 @@ pub fn write_for_ranges(seg: &SealedSegment) -> Result<AlignedBytes, Error> {
     let centroids = perm.per_partition(data.centroids, dim);
     let permuted_vectors: Option<Vec<u8>> = vectors.map(|v| perm.rows_of(bytemuck::cast_slice(v), dim * 4));
     let id_index = perm.id_index();
+    let (hot_payload, cold_payload) = payload_sections(&perm)?;
     let hot = SECTION_HOT | SECTION_OPTIONAL;
     let mut sections: Vec<(u32, u32, &[u8])> = alloc::vec![
         (KIND_META, SECTION_HOT, &meta[..]),
@@ -202,17 +270,22 @@ pub fn write_for_ranges(seg: &SealedSegment) -> Result<AlignedBytes, Error> {
         (KIND_IVF_CENTROIDS, hot, &centroids[..]),
         (KIND_RABITQ_ROTATION, hot, section(KIND_RABITQ_ROTATION)),
         (KIND_IVF_DIR, SECTION_HOT, bytemuck::cast_slice(&dir)),
-        (KIND_IVF_BLOCKS, 0, &blocks[..]),
     ];
+    sections.extend(hot_payload.iter().map(|(k, f, b)| (*k, *f, &b[..])));
+    sections.push((KIND_IVF_BLOCKS, 0, &blocks[..]));
     if let Some(v) = &permuted_vectors {
         sections.push((KIND_VECTORS, 0, v));
     }
     sections.push((KIND_ID_INDEX, 0, &id_index[..]));
+    sections.extend(cold_payload.iter().map(|(k, f, b)| (*k, *f, &b[..])));
     let planned: Vec<(u32, u32, u64)> = sections.iter().map(|&(k, f, b)| (k, f, b.len() as u64)).collect();
-    let layout = Layout::new(&planned);
+    let mut layout = Layout::new(&planned);
     let mut out = AlignedBytes::zeroed(layout.file_len() as usize);
     for &(k, _, b) in &sections {
         out.as_mut_slice()[layout.range(k)].copy_from_slice(b);
+    }
+    if !hot_payload.is_empty() {
+        layout.set_flags(seg.reader().header().flags & shoal_format::FLAG_NESTED_PAYLOAD);
     }
     layout.finish_ranges(out.as_mut_slice());
     Ok(out)
@@ -251,6 +324,20 @@ pub fn write_reordered_v1(seg: &SealedSegment) -> Result<AlignedBytes, Error> {
         (KIND_RABITQ_FACTORS, perm.rows_of(bytemuck::cast_slice(data.factors), core::mem::size_of::<Factors>())),
     ];
     let mut payloads = payloads;
+    // Payloads and text rebuilt with the rows in the new order.
+    if let Some((schema, docs)) = perm.documents()? {
+        let mut b = PayloadBuilder::new(schema.clone());
+        for (point, d) in docs.iter().enumerate() {
+            let doc: serde_json::Value =
+                serde_json::from_slice(d).map_err(|_| bad("PAYLOAD_DOCS", "a document that is not JSON"))?;
+            b.push(&doc).map_err(|error| Error::InvalidPayload { point, error })?;
+        }
+        let built = b.finish();
+        payloads.extend(built.by_kind().iter().map(|&(k, bytes)| (k, bytes.to_vec())));
+        if let Some(text) = text_of(&schema, &docs)? {
+            payloads.extend(crate::text::sections(&text).iter().map(|&(k, bytes)| (k, bytes.to_vec())));
+        }
+    }
     if bits > 1 {
         payloads.push((KIND_RABITQ_EX_CODES, perm.rows_of(data.ex_codes, exb)));
         let ex = perm.rows_of(bytemuck::cast_slice(data.ex_factors), core::mem::size_of::<ExFactors>());

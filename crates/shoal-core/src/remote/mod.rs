@@ -24,9 +24,12 @@
 //! and the sections read at open).
 
 mod cache;
+pub mod docs;
 mod layout;
+mod request;
 mod set;
 pub mod text;
+mod text_query;
 
 use alloc::vec::Vec;
 use core::ops::Range;
@@ -139,6 +142,10 @@ pub struct RemoteSegment {
     parts: Parts,
     /// `VECTORS` in the file (`None` in a codes-only segment).
     vectors: Option<Range<u64>>,
+    /// The text index (format 2, a collection with text fields).
+    text: Option<text_query::TextHot>,
+    /// The documents (format 2, a collection with payloads).
+    docs: Option<text_query::DocsHot>,
 }
 
 impl core::fmt::Debug for RemoteSegment {
@@ -208,7 +215,9 @@ impl RemoteSegment {
         }
         // The sections read whole at open, each checked against its CRC.
         let hot_kinds: Vec<u32> = if version == VERSION_RANGES {
-            alloc::vec![KIND_META, KIND_IVF_META, KIND_IVF_CENTROIDS, KIND_RABITQ_ROTATION, KIND_IVF_DIR]
+            let always = [KIND_META, KIND_IVF_META, KIND_IVF_CENTROIDS, KIND_RABITQ_ROTATION, KIND_IVF_DIR];
+            let optional = text_query::OPTIONAL_HOT.into_iter().filter(|&k| head.entry(k).is_some());
+            always.into_iter().chain(optional).collect()
         } else {
             core::iter::once(KIND_META).chain(IvfSections::hot_kinds(0)).collect()
         };
@@ -235,14 +244,17 @@ impl RemoteSegment {
             None if codes_only => None,
             None => return Err(missing(KIND_VECTORS).into()),
         };
-        let (ivf, parts) = if version == VERSION_RANGES {
+        let (ivf, parts, text, docs) = if version == VERSION_RANGES {
             let blocks = head.entry(KIND_IVF_BLOCKS).ok_or(missing(KIND_IVF_BLOCKS))?;
             let hot = [KIND_IVF_META, KIND_IVF_CENTROIDS, KIND_RABITQ_ROTATION, KIND_IVF_DIR].map(section);
             let [m, c, r, d] = hot;
             let ivf = IvfHot::open([m?, c?, r?, d?], (dim, rows), blocks.length, vectors.is_some())?;
-            (ivf, Parts::V2 { blocks: blocks.offset })
+            let hot = |k: u32| section(k).map_err(Error::from);
+            let (text, docs) = text_query::open_hot(&head, rows, &hot)?;
+            (ivf, Parts::V2 { blocks: blocks.offset }, text, docs)
         } else {
-            Self::open_v1(&head, cache, (dim, rows), vectors.is_some())?
+            let (ivf, parts) = Self::open_v1(&head, cache, (dim, rows), vectors.is_some())?;
+            (ivf, parts, None, None)
         };
         Ok(Step::Done(RemoteSegment {
             file_len: head.header.file_len,
@@ -257,6 +269,8 @@ impl RemoteSegment {
             ivf,
             parts,
             vectors,
+            text,
+            docs,
         }))
     }
 
@@ -301,22 +315,25 @@ impl RemoteSegment {
     }
 
     /// Searches the segment with `req` over the bytes fetched so far: the results, or the
-    /// ranges to fetch first. `req` is a vector search of the segment's dense vector (no
-    /// `text`, `sparse`, `prefetch`, filter, payloads or `exact`); its settings (`nprobe`,
-    /// `rerank`, `offset`, `limit`, `score_threshold`) mean what they mean locally. Bytes that
-    /// fail their CRC give [`FormatError::ChecksumMismatch`] (a host may drop its cache and
-    /// search once more: a transient fault then costs a retry, a persistent one stays an error).
+    /// ranges to fetch first. `req` ranks by the segment's dense vector, by text (a segment
+    /// with a text index), or both fused, with or without payloads — no filter, `sparse`,
+    /// `prefetch`, `exact` or text deadline; its settings mean what they mean locally, and
+    /// the answer is the local one, bit for bit. Bytes that fail their CRC give
+    /// [`FormatError::ChecksumMismatch`] (a host may drop its cache and search once more: a
+    /// transient fault then costs a retry, a persistent one stays an error).
     pub fn search(&self, req: &SearchRequest, cache: &RangeCache) -> Result<Step<SearchResponse>, Error> {
-        Ok(match self.search_hits(req, cache)? {
-            Step::Fetch(ranges) => Step::Fetch(ranges),
-            Step::Done(hits) => Step::Done(respond(req, self.metric, &hits.best, hits.stats)),
+        let parts = [request::Part { seg: self, cache, base: 0 }];
+        Ok(match request::search(&parts, req, (self.dim, self.metric), self.text.is_some())? {
+            SetStep::Fetch(mut ranges) => Step::Fetch(ranges.pop().map(|(_, r)| r).unwrap_or_default()),
+            SetStep::Done(r) => Step::Done(r),
         })
     }
 
-    /// [`search`](Self::search)'s best `offset + limit` candidates (segment rows, best first,
-    /// with their ids), before `offset` and `score_threshold`: what a set merges.
+    /// The best `offset + limit` candidates of `req`'s vector (segment rows, best first, with
+    /// their ids), before `offset` and `score_threshold`: what a set merges. `req` is checked
+    /// by the caller (`request.rs`).
     pub(crate) fn search_hits(&self, req: &SearchRequest, cache: &RangeCache) -> Result<Step<Hits>, Error> {
-        let vector = self.check_request(req)?;
+        let vector = req.vector.as_deref().ok_or_else(|| Error::InvalidRequest("missing field `vector`".into()))?;
         let mut query = Vec::new();
         prepare_vector(self.kernels, (self.dim, self.metric), vector, &mut query)?;
         let params = Collection::ivf_query(req, self.ivf.defaults);
@@ -540,30 +557,6 @@ impl RemoteSegment {
             pos += end - first;
         }
         Ok(())
-    }
-
-    /// Checks a request against what a segment read by ranges answers; its query vector.
-    fn check_request<'r>(&self, req: &'r SearchRequest) -> Result<&'r [f32], Error> {
-        req.check()?;
-        if !req.is_vector_only() {
-            return Err(Error::Unsupported("`text`, `sparse`, `prefetch` or fusion in a segment read by ranges"));
-        }
-        if req.filter.as_ref().is_some_and(|f| !f.is_null()) {
-            return Err(Error::Unsupported("filters in a segment read by ranges"));
-        }
-        if req.with_payload {
-            return Err(Error::Unsupported("payloads in a segment read by ranges"));
-        }
-        if req.params.exact {
-            return Err(Error::Unsupported("exact search of a segment read by ranges (it reads every vector)"));
-        }
-        if req.using.as_deref().is_some_and(|u| !u.is_empty()) {
-            return Err(Error::InvalidRequest(alloc::format!(
-                "`using`: \"{}\" is not a dense vector of the segment",
-                req.using.as_deref().unwrap_or("")
-            )));
-        }
-        req.vector.as_deref().ok_or_else(|| Error::InvalidRequest("missing field `vector`".into()))
     }
 
     /// Sets how far apart (in bytes) two ranges a search needs may be and still be fetched as

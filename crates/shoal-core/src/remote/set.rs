@@ -18,11 +18,12 @@ use alloc::vec::Vec;
 use core::ops::Range;
 
 use serde_json::Value;
-use shoal_index::{Candidate, Metric, TopK};
+use shoal_index::Metric;
 
-use super::{RangeCache, RemoteSegment, respond, write_for_ranges};
+use super::request::Part;
+use super::{RangeCache, RemoteSegment, write_for_ranges};
 use crate::set::{Manifest, SegmentEntry, parse_segment_name, segment_name};
-use crate::{AlignedBytes, Error, SealedSegment, SearchRequest, SearchResponse, SearchStats};
+use crate::{AlignedBytes, Error, SealedSegment, SearchRequest, SearchResponse};
 
 /// The most bytes a `bootstrap` hint makes a reader fetch at once (a hostile manifest cannot
 /// make it read a whole large object as its first request).
@@ -133,8 +134,7 @@ impl SetManifest {
 }
 
 /// Checks that the set of `manifest` can be laid out for reading by ranges: one unnamed dense
-/// vector, no deleted rows. (Payloads are not published: a segment holding any is refused as it
-/// is laid out, so a payload schema, flat or nested, is no obstacle.)
+/// vector, no deleted rows.
 pub fn check_publishable(manifest: &Manifest) -> Result<(), Error> {
     let one_vector = manifest.sparse.is_empty() && manifest.vectors.len() == 1 && manifest.vectors[0].name.is_empty();
     if !one_vector {
@@ -171,19 +171,12 @@ pub fn lay_out_segment(entry: &SegmentEntry, seg: &SealedSegment) -> Result<(Seg
 }
 
 impl SetManifest {
-    /// The manifest of `manifest`'s set laid out for reading by ranges: its vector, index and
-    /// generation, the new `entries` with their bootstrap `hints` (in set order), no `wal`, and
-    /// no payload schema (format 2 holds no payloads yet: the fields would describe nothing).
+    /// The manifest of `manifest`'s set laid out for reading by ranges: its vector, index,
+    /// generation and payload schema, the new `entries` with their bootstrap `hints` (in set
+    /// order), and no `wal`.
     pub fn published(manifest: &Manifest, entries: Vec<SegmentEntry>, hints: Vec<u64>) -> SetManifest {
-        let fields = Value::Object(serde_json::Map::new());
-        let manifest = Manifest {
-            shoal_manifest: crate::set::MANIFEST_VERSION,
-            segments: entries,
-            wal: None,
-            nested: false,
-            fields,
-            ..manifest.clone()
-        };
+        let manifest =
+            Manifest { shoal_manifest: crate::set::MANIFEST_VERSION, segments: entries, wal: None, ..manifest.clone() };
         SetManifest { manifest, bootstrap: hints.into_iter().map(Some).collect() }
     }
 }
@@ -206,6 +199,8 @@ pub struct RemoteSet {
     bases: Vec<u64>,
     metric: Metric,
     dim: usize,
+    /// Whether the collection's schema has text fields.
+    text_fields: bool,
 }
 
 impl RemoteSet {
@@ -227,7 +222,9 @@ impl RemoteSet {
             base += seg.rows() as u64;
         }
         let spec = &manifest.manifest.vectors[0];
-        Ok(RemoteSet { segments, bases, metric: spec.metric, dim: spec.dim })
+        let text_fields = segments.iter().any(|s| s.text.is_some())
+            || shoal_payload::Schema::from_value(&manifest.manifest.fields).is_ok_and(|s| crate::text::has_text(&s));
+        Ok(RemoteSet { segments, bases, metric: spec.metric, dim: spec.dim, text_fields })
     }
 
     /// The segments, in set order.
@@ -260,53 +257,13 @@ impl RemoteSet {
     /// [`RemoteSegment::search`] takes; the answer is the local set's, bit for bit.
     pub fn search(&self, req: &SearchRequest, caches: &[&RangeCache]) -> Result<SetStep<SearchResponse>, Error> {
         assert_eq!(caches.len(), self.segments.len(), "a cache per segment");
-        // The request is checked before any segment runs (an empty set refuses what a segment would).
-        match self.segments.first() {
-            Some(seg) => {
-                seg.check_request(req)?;
-            }
-            None => {
-                req.check()?;
-                let n = req.vector.as_ref().map_or(0, Vec::len);
-                if n != self.dim {
-                    return Err(Error::InvalidRequest(format!("`vector`: {n} values for a {}-d collection", self.dim)));
-                }
-            }
-        }
-        let k = req.offset + req.limit;
-        let mut fetch = Vec::new();
-        let mut topk = TopK::new(k);
-        let mut ids = Vec::new();
-        let mut stats = SearchStats { exact: false, ..SearchStats::default() };
-        for (i, (seg, cache)) in self.segments.iter().zip(caches).enumerate() {
-            match seg.search_hits(req, cache)? {
-                super::Step::Fetch(ranges) => fetch.push((i, ranges)),
-                super::Step::Done(hits) if fetch.is_empty() => {
-                    for (c, id) in hits.best {
-                        let internal = self.bases[i] + c.id;
-                        ids.push((internal, id));
-                        topk.push(Candidate { key: c.key, id: internal });
-                    }
-                    stats.scanned += hits.stats.scanned;
-                    stats.estimated += hits.stats.estimated;
-                    stats.segments += 1;
-                }
-                super::Step::Done(_) => {}
-            }
-        }
-        if !fetch.is_empty() {
-            return Ok(SetStep::Fetch(fetch));
-        }
-        let mut best = Vec::new();
-        topk.drain_sorted(&mut best);
-        ids.sort_unstable();
-        let best: Vec<(Candidate, u64)> = best
-            .into_iter()
-            .map(|c| {
-                let at = ids.binary_search_by_key(&c.id, |&(internal, _)| internal).expect("a segment's hit");
-                (c, ids[at].1)
-            })
+        let parts: Vec<Part<'_>> = self
+            .segments
+            .iter()
+            .zip(caches)
+            .zip(&self.bases)
+            .map(|((seg, cache), &base)| Part { seg, cache, base })
             .collect();
-        Ok(SetStep::Done(respond(req, self.metric, &best, stats)))
+        super::request::search(&parts, req, (self.dim, self.metric), self.text_fields)
     }
 }

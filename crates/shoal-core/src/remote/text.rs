@@ -415,22 +415,7 @@ mod tests {
     /// Searches `query` over the records a reader by ranges would fetch from `layout`.
     fn search_fetched(layout: &TextLayout, query: &Query, k: usize) -> shoal_text::SearchResult {
         let index = DictIndex::parse(&layout.dict_index, layout.term_dict.len() as u64).unwrap();
-        let mut keys: Vec<(Vec<u8>, bool)> = Vec::new();
-        for (clauses, _) in [(&query.must, 0), (&query.should, 1), (&query.must_not, 2)] {
-            for c in clauses {
-                let phrase = matches!(c, shoal_text::Clause::Phrase(_));
-                for (t, _) in c.terms() {
-                    let mut key = vec![0u8];
-                    key.extend_from_slice(t.as_bytes());
-                    keys.push((key, phrase));
-                }
-            }
-        }
-        keys.sort();
-        keys.dedup_by(|b, a| {
-            a.1 |= b.1 && a.0 == b.0;
-            a.0 == b.0
-        });
+        let keys = super::super::text_query::query_keys(query);
         let mut found = Vec::new();
         for (key, phrase) in &keys {
             let Some(g) = index.group_of(key) else { continue };

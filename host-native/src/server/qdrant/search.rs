@@ -155,7 +155,7 @@ fn answer(
     let with_vector = with_vector(out.with_vector)?;
     let store = match target {
         Target::Local(store) => store,
-        Target::Remote(set) => return answer_remote(set, build, &sel, &with_vector, out.score_threshold),
+        Target::Remote(set) => return answer_remote(set, build, sel, &with_vector, out.score_threshold),
     };
     let col = store.read();
     let dense = super::dense_names(store);
@@ -171,12 +171,12 @@ fn answer(
     Ok(scored(&res, distances, out.score_threshold, |id| record(&col, id, &sel, &with_vector, &dense)))
 }
 
-/// [`answer`] on a read-only collection: its one unnamed vector, no payloads (a wanted payload
-/// is `{}`, as a local point without one gives), no vectors returned.
+/// [`answer`] on a read-only collection: its one unnamed vector, its payloads (read with the
+/// results), no vectors returned.
 fn answer_remote(
     set: &Snapshot,
     build: impl FnOnce(Euclid<'_>) -> Result<SearchRequest, ApiError>,
-    sel: &PayloadSel,
+    sel: PayloadSel,
     with_vector: &VectorSel,
     threshold: Option<f64>,
 ) -> Result<Vec<Value>, ApiError> {
@@ -187,11 +187,18 @@ fn answer_remote(
     }
     let l2 = set.metric() == Metric::L2;
     let euclid = |using: Option<&str>| l2 && using.is_none_or(str::is_empty);
-    let req = build(&euclid)?;
+    let sel = sel.on(set.meta().payload.is_some())?;
+    let mut req = build(&euclid)?;
+    req.with_payload = sel.wanted();
     let res = set.search(&req)?;
     let distances = euclid(req.using.as_deref()) && req.vector.is_some();
-    let payload = if sel.wanted() { json!({}) } else { Value::Null };
-    Ok(scored(&res, distances, threshold, |id| json!({"id": id, "payload": payload, "vector": null})))
+    let payloads: std::collections::HashMap<PointId, &Value> =
+        res.points.iter().filter_map(|p| Some((p.id, p.payload.as_ref()?))).collect();
+    let payload = |id: PointId| match payloads.get(&id) {
+        Some(&p) if sel.wanted() => sel.apply(p.clone()),
+        _ => Value::Null,
+    };
+    Ok(scored(&res, distances, threshold, |id| json!({"id": id, "payload": payload(id), "vector": null})))
 }
 
 /// Qdrant's `ScoredPoint`s of `res`: each point's `record` with its score (a distance when

@@ -1,0 +1,264 @@
+//! The documents of format 2 (`docs/format.md`, "Payload, v2"): rows' payloads in blocks of 64
+//! rows, each block one range checked by a CRC in the hot directory, so that a query returning
+//! payloads reads one range per block holding one of its results.
+
+use alloc::vec::Vec;
+use core::ops::Range;
+
+use serde_json::Value;
+use shoal_format::crc32c;
+
+use crate::Error;
+use crate::sections::bad;
+
+/// `PAYLOAD_DOC_DIR`: each block's length and CRC (hot).
+pub const KIND_PAYLOAD_DOC_DIR: u32 = 37;
+/// `PAYLOAD_DOC_BLOCKS`: the blocks.
+pub const KIND_PAYLOAD_DOC_BLOCKS: u32 = 38;
+/// `ROW_IDS_DIR`: the CRC of each block of `ROW_IDS` (hot; with a text index).
+pub const KIND_ROW_IDS_DIR: u32 = 66;
+/// `ROW_IDS`: each row's point id, in row order (with a text index).
+pub const KIND_ROW_IDS: u32 = 67;
+/// Rows per block (documents and ids).
+pub const BLOCK_ROWS: usize = 64;
+
+/// `PAYLOAD_DOC_DIR` and `PAYLOAD_DOC_BLOCKS` of `docs` (each row's compact JSON, in row order).
+pub fn lay_out_docs<'d>(docs: impl ExactSizeIterator<Item = &'d [u8]>) -> Result<(Vec<u8>, Vec<u8>), Error> {
+    let rows = docs.len();
+    let blocks = rows.div_ceil(BLOCK_ROWS);
+    let mut dir = Vec::with_capacity(8 + 8 * blocks);
+    dir.extend_from_slice(&(BLOCK_ROWS as u32).to_le_bytes());
+    dir.extend_from_slice(&(blocks as u32).to_le_bytes());
+    let mut out = Vec::new();
+    let mut docs = docs.peekable();
+    let too_big = || Error::Unsupported("a block of 64 payloads over 4 GiB in a format-2 segment");
+    while docs.peek().is_some() {
+        let block: Vec<&[u8]> = docs.by_ref().take(BLOCK_ROWS).collect();
+        let start = out.len();
+        let mut end = 0u32;
+        for d in &block {
+            end = u32::try_from(d.len()).ok().and_then(|n| end.checked_add(n)).ok_or_else(too_big)?;
+            out.extend_from_slice(&end.to_le_bytes());
+        }
+        block.iter().for_each(|d| out.extend_from_slice(d));
+        let bytes = &out[start..];
+        let len = u32::try_from(bytes.len()).map_err(|_| too_big())?;
+        dir.extend_from_slice(&len.to_le_bytes());
+        dir.extend_from_slice(&crc32c(bytes).to_le_bytes());
+    }
+    Ok((dir, out))
+}
+
+/// `PAYLOAD_DOC_DIR` read: where each block lies in `PAYLOAD_DOC_BLOCKS`, and its CRC.
+#[derive(Debug)]
+pub struct DocDir {
+    rows: usize,
+    /// `(offset, length, crc)` per block.
+    blocks: Vec<(u64, u32, u32)>,
+}
+
+fn bad_dir(why: &'static str) -> Error {
+    bad("PAYLOAD_DOC_DIR", why)
+}
+
+impl DocDir {
+    /// Reads and checks the directory of a segment of `rows` rows whose `PAYLOAD_DOC_BLOCKS` is
+    /// `blocks_len` bytes.
+    pub fn parse(bytes: &[u8], rows: usize, blocks_len: u64) -> Result<DocDir, Error> {
+        let u32_at = |at: usize| bytes.get(at..at + 4).map(|b| u32::from_le_bytes(b.try_into().expect("4 bytes")));
+        let (Some(block_rows), Some(n)) = (u32_at(0), u32_at(4)) else {
+            return Err(bad_dir("shorter than its header"));
+        };
+        let n = n as usize;
+        if block_rows as usize != BLOCK_ROWS || n != rows.div_ceil(BLOCK_ROWS) || bytes.len() != 8 + 8 * n {
+            return Err(bad_dir("not one entry per 64 rows"));
+        }
+        let mut blocks = Vec::with_capacity(n);
+        let mut offset = 0u64;
+        for b in 0..n {
+            let (len, crc) = (u32_at(8 + 8 * b).expect("in range"), u32_at(12 + 8 * b).expect("in range"));
+            let docs = (rows - b * BLOCK_ROWS).min(BLOCK_ROWS) as u32;
+            if len < 4 * docs {
+                return Err(bad_dir("a block shorter than its row ends"));
+            }
+            blocks.push((offset, len, crc));
+            offset += u64::from(len);
+        }
+        if offset != blocks_len {
+            return Err(bad_dir("blocks do not end where PAYLOAD_DOC_BLOCKS does"));
+        }
+        Ok(DocDir { rows, blocks })
+    }
+
+    /// The block holding `row`.
+    pub fn block_of(&self, row: usize) -> usize {
+        row / BLOCK_ROWS
+    }
+
+    /// Block `b`'s bytes in `PAYLOAD_DOC_BLOCKS`.
+    pub fn range(&self, b: usize) -> Range<u64> {
+        let (offset, len, _) = self.blocks[b];
+        offset..offset + u64::from(len)
+    }
+
+    /// The document of `row` from its block's bytes (`block`: [`range`](Self::range) of
+    /// [`block_of`](Self::block_of)), the block checked against its CRC and its layout.
+    pub fn document(&self, row: usize, block: &[u8]) -> Result<Value, Error> {
+        let what = "PAYLOAD_DOC_BLOCKS";
+        let b = self.block_of(row);
+        let (_, len, crc) = self.blocks[b];
+        if block.len() != len as usize {
+            return Err(bad(what, "a block of another length"));
+        }
+        let actual = crc32c(block);
+        if actual != crc {
+            return Err(shoal_format::FormatError::ChecksumMismatch {
+                what,
+                kind: KIND_PAYLOAD_DOC_BLOCKS,
+                stored: crc,
+                actual,
+            }
+            .into());
+        }
+        let docs = (self.rows - b * BLOCK_ROWS).min(BLOCK_ROWS);
+        let (ends, text) = block.split_at(4 * docs);
+        let end = |i: usize| u32::from_le_bytes(ends[4 * i..4 * i + 4].try_into().expect("4 bytes")) as usize;
+        let i = row - b * BLOCK_ROWS;
+        let start = if i == 0 { 0 } else { end(i - 1) };
+        if end(docs - 1) != text.len() || start > end(i) {
+            return Err(bad(what, "row ends that are not the block's documents"));
+        }
+        let value: Value =
+            serde_json::from_slice(&text[start..end(i)]).map_err(|_| bad(what, "a document that is not JSON"))?;
+        if !value.is_object() {
+            return Err(bad(what, "a document that is not a JSON object"));
+        }
+        Ok(value)
+    }
+}
+
+/// `ROW_IDS_DIR` of `ids` (`ROW_IDS` is the ids themselves, `u64` each).
+pub fn lay_out_ids(ids: &[u64]) -> Vec<u8> {
+    let blocks = ids.len().div_ceil(BLOCK_ROWS);
+    let mut dir = Vec::with_capacity(8 + 4 * blocks);
+    dir.extend_from_slice(&(BLOCK_ROWS as u32).to_le_bytes());
+    dir.extend_from_slice(&(blocks as u32).to_le_bytes());
+    for block in ids.chunks(BLOCK_ROWS) {
+        dir.extend_from_slice(&crc32c(bytemuck::cast_slice(block)).to_le_bytes());
+    }
+    dir
+}
+
+/// `ROW_IDS_DIR` read: the CRC of each block of 64 rows' ids.
+#[derive(Debug)]
+pub struct IdDir {
+    rows: usize,
+    crcs: Vec<u32>,
+}
+
+impl IdDir {
+    /// Reads and checks the directory of a segment of `rows` rows whose `ROW_IDS` is
+    /// `ids_len` bytes.
+    pub fn parse(bytes: &[u8], rows: usize, ids_len: u64) -> Result<IdDir, Error> {
+        let why = |w| bad("ROW_IDS_DIR", w);
+        let words: Vec<u32> =
+            bytes.chunks_exact(4).map(|w| u32::from_le_bytes(w.try_into().expect("4 bytes"))).collect();
+        let n = rows.div_ceil(BLOCK_ROWS);
+        if bytes.len() != 8 + 4 * n || words[0] as usize != BLOCK_ROWS || words[1] as usize != n {
+            return Err(why("not one CRC per 64 rows"));
+        }
+        if ids_len != rows as u64 * 8 {
+            return Err(bad("ROW_IDS", "not 8 bytes per row"));
+        }
+        Ok(IdDir { rows, crcs: words[2..].to_vec() })
+    }
+
+    /// The bytes in `ROW_IDS` of the block holding `row`.
+    pub fn range(&self, row: usize) -> Range<u64> {
+        let b = row / BLOCK_ROWS;
+        let end = ((b + 1) * BLOCK_ROWS).min(self.rows);
+        (b * BLOCK_ROWS * 8) as u64..(end * 8) as u64
+    }
+
+    /// The id of `row` from its block's bytes ([`range`](Self::range)), checked against the
+    /// block's CRC.
+    pub fn id(&self, row: usize, block: &[u8]) -> Result<u64, Error> {
+        let stored = self.crcs[row / BLOCK_ROWS];
+        let actual = crc32c(block);
+        let r = self.range(row);
+        if block.len() as u64 != r.end - r.start || actual != stored {
+            return Err(shoal_format::FormatError::ChecksumMismatch {
+                what: "ROW_IDS",
+                kind: KIND_ROW_IDS,
+                stored,
+                actual,
+            }
+            .into());
+        }
+        let at = (row % BLOCK_ROWS) * 8;
+        Ok(u64::from_le_bytes(block[at..at + 8].try_into().expect("8 bytes")))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use alloc::format;
+    use alloc::string::String;
+
+    fn docs(n: usize) -> Vec<String> {
+        (0..n)
+            .map(|i| if i % 5 == 3 { "{}".into() } else { format!("{{\"n\":{i},\"s\":\"{}\"}}", "x".repeat(i % 7)) })
+            .collect()
+    }
+
+    #[test]
+    fn every_document_reads_back_from_its_block() {
+        for n in [0usize, 1, 63, 64, 65, 200] {
+            let d = docs(n);
+            let (dir, blocks) = lay_out_docs(d.iter().map(|s| s.as_bytes())).unwrap();
+            let dd = DocDir::parse(&dir, n, blocks.len() as u64).unwrap();
+            for (row, want) in d.iter().enumerate() {
+                let r = dd.range(dd.block_of(row));
+                let got = dd.document(row, &blocks[r.start as usize..r.end as usize]).unwrap();
+                assert_eq!(serde_json::to_string(&got).unwrap(), *want);
+            }
+        }
+    }
+
+    #[test]
+    fn damaged_directories_and_blocks_are_errors() {
+        let d = docs(130);
+        let (dir, blocks) = lay_out_docs(d.iter().map(|s| s.as_bytes())).unwrap();
+        let len = blocks.len() as u64;
+        assert!(DocDir::parse(&dir, 200, len).is_err(), "another block count");
+        assert!(DocDir::parse(&dir, 130, len + 1).is_err(), "another section length");
+        assert!(DocDir::parse(&dir[..dir.len() - 1], 130, len).is_err());
+        let dd = DocDir::parse(&dir, 130, len).unwrap();
+        let r = dd.range(1);
+        let block = &blocks[r.start as usize..r.end as usize];
+        for at in 0..block.len() {
+            let mut bad = block.to_vec();
+            bad[at] ^= 0x10;
+            assert!(dd.document(70, &bad).is_err(), "a changed byte at {at}");
+        }
+        assert!(dd.document(70, &block[..block.len() - 1]).is_err());
+    }
+
+    #[test]
+    fn ids_read_back_and_damaged_blocks_are_errors() {
+        let ids: Vec<u64> = (0..150u64).map(|i| i * 7919 + 3).collect();
+        let dir = lay_out_ids(&ids);
+        let bytes: &[u8] = bytemuck::cast_slice(&ids);
+        assert!(IdDir::parse(&dir, 151, bytes.len() as u64).is_err());
+        let d = IdDir::parse(&dir, 150, bytes.len() as u64).unwrap();
+        for (row, &want) in ids.iter().enumerate() {
+            let r = d.range(row);
+            let block = &bytes[r.start as usize..r.end as usize];
+            assert_eq!(d.id(row, block).unwrap(), want);
+            let mut bad = block.to_vec();
+            bad[row % 64 * 8] ^= 1;
+            assert!(d.id(row, &bad).is_err());
+        }
+    }
+}
