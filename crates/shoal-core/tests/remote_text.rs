@@ -34,15 +34,19 @@ impl Rng {
 /// A collection of `segments` sealed segments of 700 points each: a title and a body (text), a
 /// tag (keyword), a number (integer); some points without a payload.
 fn collection(segments: usize, seed: u64) -> Collection {
+    collection_of(segments, 700, seed, &|s, i| (s * 700 + i) as u64 * 5 + 2)
+}
+
+/// [`collection`] with `per` points a segment, point `i` of segment `s` with id `id(s, i)`.
+fn collection_of(segments: usize, per: usize, seed: u64, id: &dyn Fn(usize, usize) -> u64) -> Collection {
     let schema = json!({"title": "text", "body": "text", "tag": "keyword", "n": "integer"});
     let config = CollectionConfig { dim: DIM, metric: Metric::Cosine };
     let mut col = Collection::with_schema(config, Collection::parse_schema(&schema).unwrap()).unwrap();
     let words = words();
     let mut rng = Rng(seed | 1);
-    let per = 700usize;
     for s in 0..segments {
         let data = clustered_vectors(seed + s as u64, per, DIM, 12);
-        let ids: Vec<u64> = (0..per as u64).map(|i| (s * per) as u64 * 5 + i * 5 + 2).collect();
+        let ids: Vec<u64> = (0..per).map(|i| id(s, i)).collect();
         let payloads: Vec<Value> = (0..per)
             .map(|i| {
                 if i % 23 == 7 {
@@ -215,18 +219,42 @@ fn text_hybrid_and_payloads_answer_as_the_local_set() {
     }
     eprintln!("cold searches by waves: {by_kind:?}");
     assert!(nonempty > 300, "most text queries find something: {nonempty}");
-    // Text: dictionary groups, records, ids (with the results' documents); a hybrid request's
-    // documents come after its fused ids; a vector request's with its exact re-ranking's next.
+    // Text: dictionary groups, then records (the ids are hot in segments this small); the
+    // results' documents one wave more, for a vector request after its exact re-ranking's.
     let most = |kind: &str, max: usize| {
         let w = by_kind[kind];
         assert!(w[max + 1..].iter().sum::<usize>() * 10 <= w[..=max].iter().sum::<usize>(), "{kind}: {w:?}");
     };
-    most("text", 3);
-    most("text+payload", 3);
-    most("hybrid", 3);
-    most("hybrid+payload", 4);
-    most("vector+payload", 3);
-    assert_eq!(by_kind["text"][4..].iter().sum::<usize>(), 0, "text never takes a fourth wave");
+    for (kind, waves) in [("text", 2), ("text+payload", 3), ("hybrid", 2), ("hybrid+payload", 3), ("vector+payload", 3)]
+    {
+        most(kind, waves);
+    }
+    assert_eq!(by_kind["text"][3..].iter().sum::<usize>(), 0, "text never takes a third wave");
+}
+
+#[test]
+fn ids_too_wide_to_keep_hot_come_from_their_blocks() {
+    // 64-bit ids, 33,000 rows: 264 KB packed, over the hot budget: ROW_IDS blocks, one wave more.
+    let col = collection_of(1, 33_000, 21, &|_, i| (i as u64) << 48 | 1);
+    let p = publish(&col);
+    let head = shoal_format::SegmentHead::read(AlignedBytes::from_slice(&p.files[0][..4096]).as_slice()).unwrap();
+    assert!(head.entry(67).is_some() && head.entry(68).is_none(), "ids in blocks");
+    let small = publish(&collection(1, 21));
+    let head = shoal_format::SegmentHead::read(AlignedBytes::from_slice(&small.files[0][..4096]).as_slice()).unwrap();
+    assert!(head.entry(67).is_none() && head.entry(68).is_some(), "ids packed");
+    let (set, opened) = open_set(&p);
+    let w = words();
+    let mut waves_seen = [0usize; 8];
+    for i in 0..30 {
+        let body = json!({"text": format!("{} {}", w[i % 8], w[i * 11 % 400]), "limit": 10, "offset": i % 3, "with_payload": i % 2 == 0});
+        let req = request(body.clone(), None);
+        let want = p.local.search(&req).unwrap();
+        let (got, waves) = drive(&set, &p.files, &mut opened.clone(), &req).unwrap();
+        assert_eq!(seen(&got), seen(&want), "{body}");
+        assert!(!got.points.is_empty());
+        waves_seen[waves] += 1;
+    }
+    assert_eq!(waves_seen[3], 30, "groups, records, then ids (with documents): {waves_seen:?}");
 }
 
 #[test]
@@ -261,28 +289,31 @@ fn a_single_segment_answers_text_as_its_local_twin() {
 
 #[test]
 fn damaged_text_and_document_blocks_are_errors_not_answers() {
-    let col = collection(1, 9);
-    let p = publish(&col);
-    let (set, opened) = open_set(&p);
     let w = words();
     let req = request(json!({"text": format!("{} {}", w[1], w[3]), "limit": 10, "with_payload": true}), None);
-    let (good, _) = drive(&set, &p.files, &mut opened.clone(), &req).unwrap();
-    assert!(!good.points.is_empty());
-    let head = shoal_format::SegmentHead::read(AlignedBytes::from_slice(&p.files[0][..65536]).as_slice()).unwrap();
     let (mut caught, mut same) = (0, 0);
-    for kind in [54u32, 55, 67, 38] {
-        let e = head.entry(kind).unwrap();
-        let step = (e.length / 97).max(1);
-        for at in (e.offset..e.offset + e.length).step_by(step as usize) {
-            let mut files = p.files.clone();
-            files[0][at as usize] ^= 0x04;
-            match drive(&set, &files, &mut opened.clone(), &req) {
-                Err(Error::Format(shoal_format::FormatError::ChecksumMismatch { .. })) => caught += 1,
-                Ok((res, _)) => {
-                    assert_eq!(seen(&res), seen(&good), "kind {kind}: a flipped byte at {at} went unnoticed");
-                    same += 1;
+    // Dictionary groups, term records, document blocks; and ids in blocks (64-bit ids).
+    let wide = collection_of(1, 33_000, 9, &|_, i| (i as u64) << 48 | 1);
+    for (col, kinds) in [(collection(1, 9), &[54u32, 55, 38][..]), (wide, &[67][..])] {
+        let p = publish(&col);
+        let (set, opened) = open_set(&p);
+        let (good, _) = drive(&set, &p.files, &mut opened.clone(), &req).unwrap();
+        assert!(!good.points.is_empty());
+        let head = shoal_format::SegmentHead::read(AlignedBytes::from_slice(&p.files[0][..4096]).as_slice()).unwrap();
+        for &kind in kinds {
+            let e = head.entry(kind).unwrap();
+            let step = (e.length / 97).max(1);
+            for at in (e.offset..e.offset + e.length).step_by(step as usize) {
+                let mut files = p.files.clone();
+                files[0][at as usize] ^= 0x04;
+                match drive(&set, &files, &mut opened.clone(), &req) {
+                    Err(Error::Format(shoal_format::FormatError::ChecksumMismatch { .. })) => caught += 1,
+                    Ok((res, _)) => {
+                        assert_eq!(seen(&res), seen(&good), "kind {kind}: a flipped byte at {at} went unnoticed");
+                        same += 1;
+                    }
+                    Err(e) => panic!("kind {kind}, byte {at}: {e:?}"),
                 }
-                Err(e) => panic!("kind {kind}, byte {at}: {e:?}"),
             }
         }
     }

@@ -19,6 +19,11 @@ pub const KIND_PAYLOAD_DOC_BLOCKS: u32 = 38;
 pub const KIND_ROW_IDS_DIR: u32 = 66;
 /// `ROW_IDS`: each row's point id, in row order (with a text index).
 pub const KIND_ROW_IDS: u32 = 67;
+/// `ROW_IDS_PACKED`: every row's point id bit-packed (hot; with a text index, in place of
+/// kinds 66–67 when it takes at most [`MAX_PACKED_IDS`] bytes).
+pub const KIND_ROW_IDS_PACKED: u32 = 68;
+/// The most bytes of packed ids a segment keeps hot (so that a text query's ids need no wave).
+pub const MAX_PACKED_IDS: usize = 256 * 1024;
 /// Rows per block (documents and ids).
 pub const BLOCK_ROWS: usize = 64;
 
@@ -149,6 +154,74 @@ pub fn lay_out_ids(ids: &[u64]) -> Vec<u8> {
     dir
 }
 
+/// `ROW_IDS_PACKED` of `ids` when it takes at most [`MAX_PACKED_IDS`] bytes: `u64 base` (the
+/// smallest id), `u32 width` (bits per id, 0..=64), `u32 rows`, then each id minus `base` in
+/// `width` bits, least significant bit first, from the first byte, to a whole byte.
+pub fn pack_ids(ids: &[u64]) -> Option<Vec<u8>> {
+    let base = ids.iter().copied().min().unwrap_or(0);
+    let width = 64 - ids.iter().fold(0, |m, &id| m | (id - base)).leading_zeros();
+    let len = 16 + (ids.len() * width as usize).div_ceil(8);
+    if len > MAX_PACKED_IDS {
+        return None;
+    }
+    let mut out = Vec::with_capacity(len);
+    out.extend_from_slice(&base.to_le_bytes());
+    out.extend_from_slice(&width.to_le_bytes());
+    out.extend_from_slice(&(ids.len() as u32).to_le_bytes());
+    let (mut acc, mut bits) = (0u128, 0u32);
+    for &id in ids {
+        acc |= u128::from(id - base) << bits;
+        bits += width;
+        while bits >= 8 {
+            out.push(acc as u8);
+            acc >>= 8;
+            bits -= 8;
+        }
+    }
+    if bits > 0 {
+        out.push(acc as u8);
+    }
+    Some(out)
+}
+
+/// `ROW_IDS_PACKED` read (checked against its table CRC at open).
+#[derive(Debug)]
+pub struct PackedIds {
+    base: u64,
+    width: u32,
+    bits: Vec<u8>,
+}
+
+impl PackedIds {
+    /// Reads the packed ids of a segment of `rows` rows.
+    pub fn parse(bytes: &[u8], rows: usize) -> Result<PackedIds, Error> {
+        let why = |w| bad("ROW_IDS_PACKED", w);
+        let head = bytes.get(..16).ok_or(why("shorter than its header"))?;
+        let base = u64::from_le_bytes(head[..8].try_into().expect("8 bytes"));
+        let width = u32::from_le_bytes(head[8..12].try_into().expect("4 bytes"));
+        let n = u32::from_le_bytes(head[12..16].try_into().expect("4 bytes")) as usize;
+        if width > 64 || n != rows || bytes.len() != 16 + (rows * width as usize).div_ceil(8) {
+            return Err(why("not one id per row"));
+        }
+        Ok(PackedIds { base, width, bits: bytes[16..].to_vec() })
+    }
+
+    /// The id of `row` (< rows).
+    pub fn id(&self, row: usize) -> u64 {
+        let w = self.width as usize;
+        let (mut v, mut got, mut at) = (0u128, 0usize, row * w);
+        while got < w {
+            let (byte, shift) = (at / 8, at % 8);
+            let take = (8 - shift).min(w - got);
+            let bits = (u128::from(self.bits[byte]) >> shift) & ((1u128 << take) - 1);
+            v |= bits << got;
+            got += take;
+            at += take;
+        }
+        self.base.wrapping_add(v as u64)
+    }
+}
+
 /// `ROW_IDS_DIR` read: the CRC of each block of 64 rows' ids.
 #[derive(Debug)]
 pub struct IdDir {
@@ -243,6 +316,22 @@ mod tests {
             assert!(dd.document(70, &bad).is_err(), "a changed byte at {at}");
         }
         assert!(dd.document(70, &block[..block.len() - 1]).is_err());
+    }
+
+    #[test]
+    fn packed_ids_read_back_at_every_width() {
+        for ids in [vec![], vec![7u64], (0..300u64).map(|i| i * 3 + 5).collect(), vec![0, u64::MAX, 1 << 63, 12]] {
+            let packed = pack_ids(&ids).unwrap();
+            let p = PackedIds::parse(&packed, ids.len()).unwrap();
+            assert_eq!((0..ids.len()).map(|r| p.id(r)).collect::<Vec<_>>(), ids);
+            assert!(
+                PackedIds::parse(&packed[..packed.len().saturating_sub(1).max(15)], ids.len()).is_err()
+                    || ids.is_empty()
+            );
+            assert!(PackedIds::parse(&packed, ids.len() + 1).is_err());
+        }
+        let many: Vec<u64> = (0..200_000u64).map(|i| i * 1_000_003).collect();
+        assert!(pack_ids(&many).is_none(), "over the hot budget");
     }
 
     #[test]

@@ -18,7 +18,8 @@ use shoal_payload::{KIND_PAYLOAD_FIELDS, PayloadBuilder, Schema};
 use shoal_text::Sections;
 
 use super::docs::{
-    KIND_PAYLOAD_DOC_BLOCKS, KIND_PAYLOAD_DOC_DIR, KIND_ROW_IDS, KIND_ROW_IDS_DIR, lay_out_docs, lay_out_ids,
+    KIND_PAYLOAD_DOC_BLOCKS, KIND_PAYLOAD_DOC_DIR, KIND_ROW_IDS, KIND_ROW_IDS_DIR, KIND_ROW_IDS_PACKED, lay_out_docs,
+    lay_out_ids, pack_ids,
 };
 use super::text::{KIND_TEXT_DICT_INDEX, KIND_TEXT_TERM_DICT, KIND_TEXT_TERMS, lay_out_text};
 use crate::sections::bad;
@@ -184,10 +185,16 @@ fn payload_sections(perm: &Permuted<'_>) -> Result<(Sections2, Sections2), Error
         hot.push((KIND_TEXT_DICT_INDEX, h, t.dict_index));
         cold.push((KIND_TEXT_TERM_DICT, SECTION_OPTIONAL, t.term_dict));
         cold.push((KIND_TEXT_TERMS, SECTION_OPTIONAL, t.terms));
-        // A text hit's point id: ids by row, in blocks with their CRCs hot.
+        // A text hit's point id: ids by row, packed and hot when small, else in blocks with
+        // their CRCs hot.
         let ids = perm.ids();
-        hot.push((KIND_ROW_IDS_DIR, h, lay_out_ids(&ids)));
-        cold.push((KIND_ROW_IDS, SECTION_OPTIONAL, bytemuck::cast_slice(&ids).to_vec()));
+        match pack_ids(&ids) {
+            Some(packed) => hot.push((KIND_ROW_IDS_PACKED, h, packed)),
+            None => {
+                hot.push((KIND_ROW_IDS_DIR, h, lay_out_ids(&ids)));
+                cold.push((KIND_ROW_IDS, SECTION_OPTIONAL, bytemuck::cast_slice(&ids).to_vec()));
+            }
+        }
     }
     Ok((hot, cold))
 }

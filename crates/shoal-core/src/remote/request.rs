@@ -2,9 +2,10 @@
 //! vector, text, or both fused as a local hybrid request fuses them — then the point ids of
 //! its text hits and, with `with_payload`, its documents. Every part names what it lacks and
 //! the request fetches all of it at once, so the waves are: (1) probed partitions and the
-//! query terms' dictionary groups, (2) re-rank vectors and the terms' records, (3) the ids of
-//! text hits (with the documents of a text request's results), (4) the documents of a hybrid
-//! request's results. A vector request has its ids after (2) and its documents in (3).
+//! query terms' dictionary groups, (2) re-rank vectors and the terms' records, (3) the
+//! results' documents. Text hits' ids are in memory (packed, hot) except in segments with too
+//! many: their blocks then come in (3), with the documents of a text request's results, and a
+//! hybrid request's documents in (4).
 
 use alloc::borrow::Cow;
 use alloc::vec::Vec;
@@ -154,8 +155,8 @@ pub(super) fn search(
                 let (p, row) = locate(parts, internal as u64);
                 let th = parts[p].seg.text.as_ref().expect("a hit of a segment with text");
                 match th.id(row, parts[p].cache)? {
-                    Some(id) => ids.push(id),
-                    None => wants.add(p, [th.id_range(row)]),
+                    Ok(id) => ids.push(id),
+                    Err(range) => wants.add(p, [range]),
                 }
                 if req.with_payload && !hybrid {
                     want_document(parts, internal as u64, &mut wants);

@@ -11,7 +11,10 @@ use serde_json::Value;
 use shoal_format::{SegmentHead, crc32c};
 use shoal_text::{Analyzer, Clause, Query, SearchParams, TextIndex};
 
-use super::docs::{DocDir, IdDir, KIND_PAYLOAD_DOC_BLOCKS, KIND_PAYLOAD_DOC_DIR, KIND_ROW_IDS, KIND_ROW_IDS_DIR};
+use super::docs::{
+    DocDir, IdDir, KIND_PAYLOAD_DOC_BLOCKS, KIND_PAYLOAD_DOC_DIR, KIND_ROW_IDS, KIND_ROW_IDS_DIR, KIND_ROW_IDS_PACKED,
+    PackedIds,
+};
 use super::text::{
     DictIndex, FetchedTerms, KIND_TEXT_DICT_INDEX, KIND_TEXT_TERM_DICT, KIND_TEXT_TERMS, TermEntry, find_in_group,
 };
@@ -20,12 +23,13 @@ use crate::Error;
 use crate::sections::bad;
 
 /// The optional hot sections of format 2 a reader by ranges reads at open when present.
-pub(super) const OPTIONAL_HOT: [u32; 5] = [
+pub(super) const OPTIONAL_HOT: [u32; 6] = [
     shoal_payload::KIND_PAYLOAD_FIELDS,
     KIND_PAYLOAD_DOC_DIR,
     shoal_text::kinds::TEXT_META,
     KIND_TEXT_DICT_INDEX,
     KIND_ROW_IDS_DIR,
+    KIND_ROW_IDS_PACKED,
 ];
 
 /// A segment's text index read by ranges: `TEXT_META`, the dictionary index, where the
@@ -37,8 +41,16 @@ pub(super) struct TextHot {
     /// `TEXT_TERM_DICT`'s and `TEXT_TERMS`' offsets in the file.
     dict: u64,
     terms: u64,
-    ids: IdDir,
-    ids_at: u64,
+    ids: Ids,
+}
+
+/// Where a text hit's point id comes from.
+#[derive(Debug)]
+enum Ids {
+    /// Hot, packed.
+    Packed(PackedIds),
+    /// `ROW_IDS` blocks (at this offset), their CRCs hot.
+    Blocks(IdDir, u64),
 }
 
 /// A segment's documents read by ranges: their directory and where the blocks lie.
@@ -88,31 +100,25 @@ pub(super) fn open_hot<'c>(
         }
         _ => return Err(bad("PAYLOAD_DOC_DIR", "present without PAYLOAD_DOC_BLOCKS, or the other way round")),
     };
-    let kinds = [
-        shoal_text::kinds::TEXT_META,
-        KIND_TEXT_DICT_INDEX,
-        KIND_TEXT_TERM_DICT,
-        KIND_TEXT_TERMS,
-        KIND_ROW_IDS_DIR,
-        KIND_ROW_IDS,
-    ];
+    let kinds = [shoal_text::kinds::TEXT_META, KIND_TEXT_DICT_INDEX, KIND_TEXT_TERM_DICT, KIND_TEXT_TERMS];
     let found = kinds.map(entry);
-    if found.iter().all(Option::is_none) {
+    let id_kinds = [KIND_ROW_IDS_DIR, KIND_ROW_IDS, KIND_ROW_IDS_PACKED].map(entry);
+    if found.iter().chain(&id_kinds).all(Option::is_none) {
         return Ok((None, docs));
     }
-    let [Some(_), Some(_), Some(dict), Some(terms), Some(_), Some(ids)] = found else {
-        return Err(bad("TEXT_META", "text sections 48 and 53-55, with 66-67, must be present together"));
+    let [Some(_), Some(_), Some(dict), Some(terms)] = found else {
+        return Err(bad("TEXT_META", "text sections 48 and 53-55 must be present together"));
+    };
+    let ids = match id_kinds {
+        [None, None, Some(_)] => Ids::Packed(PackedIds::parse(section(KIND_ROW_IDS_PACKED)?, rows)?),
+        [Some(_), Some(ids), None] => {
+            Ids::Blocks(IdDir::parse(section(KIND_ROW_IDS_DIR)?, rows, ids.length)?, ids.offset)
+        }
+        _ => return Err(bad("ROW_IDS_DIR", "a text index needs its ids: kinds 66 and 67, or 68")),
     };
     let meta = section(shoal_text::kinds::TEXT_META)?.to_vec();
     let index = DictIndex::parse(section(KIND_TEXT_DICT_INDEX)?, dict.length)?;
-    let text = TextHot {
-        index,
-        dict: dict.offset,
-        terms: terms.offset,
-        ids: IdDir::parse(section(KIND_ROW_IDS_DIR)?, rows, ids.length)?,
-        ids_at: ids.offset,
-        meta,
-    };
+    let text = TextHot { index, dict: dict.offset, terms: terms.offset, ids, meta };
     // The meta alone, checked as an index's: one field, a document per row.
     let none = FetchedTerms::new(core::iter::empty())?;
     let index = none.index(&text.meta)?;
@@ -206,15 +212,20 @@ impl TextHot {
         index.search(0, query, params).map_err(Error::Text)
     }
 
-    /// `ROW_IDS`' block holding `row`, in the file.
-    pub(super) fn id_range(&self, row: usize) -> Range<u64> {
-        let r = self.ids.range(row);
-        self.ids_at + r.start..self.ids_at + r.end
-    }
-
-    /// The id of `row` when its block is fetched.
-    pub(super) fn id(&self, row: usize, cache: &RangeCache) -> Result<Option<u64>, Error> {
-        cache.get(self.id_range(row)).map(|b| self.ids.id(row, b)).transpose()
+    /// The id of `row`: hot, or from its `ROW_IDS` block when fetched (`Err(range)`: fetch
+    /// that block first).
+    pub(super) fn id(&self, row: usize, cache: &RangeCache) -> Result<Result<u64, Range<u64>>, Error> {
+        match &self.ids {
+            Ids::Packed(p) => Ok(Ok(p.id(row))),
+            Ids::Blocks(dir, at) => {
+                let r = dir.range(row);
+                let r = at + r.start..at + r.end;
+                match cache.get(r.clone()) {
+                    Some(block) => Ok(Ok(dir.id(row, block)?)),
+                    None => Ok(Err(r)),
+                }
+            }
+        }
     }
 }
 
