@@ -278,6 +278,7 @@ mod tests {
     use super::*;
     use alloc::format;
     use alloc::string::String;
+    use alloc::vec;
 
     fn docs(n: usize) -> Vec<String> {
         (0..n)
