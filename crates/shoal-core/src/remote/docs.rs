@@ -24,24 +24,38 @@ pub const KIND_ROW_IDS: u32 = 67;
 pub const KIND_ROW_IDS_PACKED: u32 = 68;
 /// The most bytes of packed ids a segment keeps hot (so that a text query's ids need no wave).
 pub const MAX_PACKED_IDS: usize = 256 * 1024;
-/// Rows per block (documents and ids).
+/// Rows per block of ids, and the most rows per block of documents.
 pub const BLOCK_ROWS: usize = 64;
+/// The bytes a block of documents holds at most on average: the writer picks the rows per
+/// block (a power of two, 1 to 64) that keeps the average block within them.
+pub const DOC_BLOCK_BYTES: usize = 4096;
 
-/// `PAYLOAD_DOC_DIR` and `PAYLOAD_DOC_BLOCKS` of `docs` (each row's compact JSON, in row order).
-pub fn lay_out_docs<'d>(docs: impl ExactSizeIterator<Item = &'d [u8]>) -> Result<(Vec<u8>, Vec<u8>), Error> {
+/// The rows per block of documents whose average length is `avg` bytes: the largest power of
+/// two up to [`BLOCK_ROWS`] whose blocks stay within [`DOC_BLOCK_BYTES`] on average (at least 1).
+pub fn doc_block_rows(avg: usize) -> usize {
+    let mut rows = BLOCK_ROWS;
+    while rows > 1 && rows * (avg + 4) > DOC_BLOCK_BYTES {
+        rows /= 2;
+    }
+    rows
+}
+
+/// `PAYLOAD_DOC_DIR` and `PAYLOAD_DOC_BLOCKS` of `docs` (each row's compact JSON, in row
+/// order), in blocks of [`doc_block_rows`] of their average length.
+pub fn lay_out_docs(docs: &[&[u8]]) -> Result<(Vec<u8>, Vec<u8>), Error> {
     let rows = docs.len();
-    let blocks = rows.div_ceil(BLOCK_ROWS);
+    let avg = docs.iter().map(|d| d.len()).sum::<usize>() / rows.max(1);
+    let block_rows = doc_block_rows(avg);
+    let blocks = rows.div_ceil(block_rows);
     let mut dir = Vec::with_capacity(8 + 8 * blocks);
-    dir.extend_from_slice(&(BLOCK_ROWS as u32).to_le_bytes());
+    dir.extend_from_slice(&(block_rows as u32).to_le_bytes());
     dir.extend_from_slice(&(blocks as u32).to_le_bytes());
     let mut out = Vec::new();
-    let mut docs = docs.peekable();
-    let too_big = || Error::Unsupported("a block of 64 payloads over 4 GiB in a format-2 segment");
-    while docs.peek().is_some() {
-        let block: Vec<&[u8]> = docs.by_ref().take(BLOCK_ROWS).collect();
+    let too_big = || Error::Unsupported("a block of payloads over 4 GiB in a format-2 segment");
+    for block in docs.chunks(block_rows) {
         let start = out.len();
         let mut end = 0u32;
-        for d in &block {
+        for d in block {
             end = u32::try_from(d.len()).ok().and_then(|n| end.checked_add(n)).ok_or_else(too_big)?;
             out.extend_from_slice(&end.to_le_bytes());
         }
@@ -58,6 +72,7 @@ pub fn lay_out_docs<'d>(docs: impl ExactSizeIterator<Item = &'d [u8]>) -> Result
 #[derive(Debug)]
 pub struct DocDir {
     rows: usize,
+    block_rows: usize,
     /// `(offset, length, crc)` per block.
     blocks: Vec<(u64, u32, u32)>,
 }
@@ -74,15 +89,18 @@ impl DocDir {
         let (Some(block_rows), Some(n)) = (u32_at(0), u32_at(4)) else {
             return Err(bad_dir("shorter than its header"));
         };
-        let n = n as usize;
-        if block_rows as usize != BLOCK_ROWS || n != rows.div_ceil(BLOCK_ROWS) || bytes.len() != 8 + 8 * n {
-            return Err(bad_dir("not one entry per 64 rows"));
+        let (n, block_rows) = (n as usize, block_rows as usize);
+        if !block_rows.is_power_of_two() || block_rows > BLOCK_ROWS {
+            return Err(bad_dir("rows per block not a power of two up to 64"));
+        }
+        if n != rows.div_ceil(block_rows) || bytes.len() != 8 + 8 * n {
+            return Err(bad_dir("not one entry per block"));
         }
         let mut blocks = Vec::with_capacity(n);
         let mut offset = 0u64;
         for b in 0..n {
             let (len, crc) = (u32_at(8 + 8 * b).expect("in range"), u32_at(12 + 8 * b).expect("in range"));
-            let docs = (rows - b * BLOCK_ROWS).min(BLOCK_ROWS) as u32;
+            let docs = (rows - b * block_rows).min(block_rows) as u32;
             if len < 4 * docs {
                 return Err(bad_dir("a block shorter than its row ends"));
             }
@@ -92,12 +110,12 @@ impl DocDir {
         if offset != blocks_len {
             return Err(bad_dir("blocks do not end where PAYLOAD_DOC_BLOCKS does"));
         }
-        Ok(DocDir { rows, blocks })
+        Ok(DocDir { rows, block_rows, blocks })
     }
 
     /// The block holding `row`.
     pub fn block_of(&self, row: usize) -> usize {
-        row / BLOCK_ROWS
+        row / self.block_rows
     }
 
     /// Block `b`'s bytes in `PAYLOAD_DOC_BLOCKS`.
@@ -125,10 +143,10 @@ impl DocDir {
             }
             .into());
         }
-        let docs = (self.rows - b * BLOCK_ROWS).min(BLOCK_ROWS);
+        let docs = (self.rows - b * self.block_rows).min(self.block_rows);
         let (ends, text) = block.split_at(4 * docs);
         let end = |i: usize| u32::from_le_bytes(ends[4 * i..4 * i + 4].try_into().expect("4 bytes")) as usize;
-        let i = row - b * BLOCK_ROWS;
+        let i = row - b * self.block_rows;
         let start = if i == 0 { 0 } else { end(i - 1) };
         if end(docs - 1) != text.len() || start > end(i) {
             return Err(bad(what, "row ends that are not the block's documents"));
@@ -290,7 +308,8 @@ mod tests {
     fn every_document_reads_back_from_its_block() {
         for n in [0usize, 1, 63, 64, 65, 200] {
             let d = docs(n);
-            let (dir, blocks) = lay_out_docs(d.iter().map(|s| s.as_bytes())).unwrap();
+            let refs: Vec<&[u8]> = d.iter().map(|s| s.as_bytes()).collect();
+            let (dir, blocks) = lay_out_docs(&refs).unwrap();
             let dd = DocDir::parse(&dir, n, blocks.len() as u64).unwrap();
             for (row, want) in d.iter().enumerate() {
                 let r = dd.range(dd.block_of(row));
@@ -303,9 +322,13 @@ mod tests {
     #[test]
     fn damaged_directories_and_blocks_are_errors() {
         let d = docs(130);
-        let (dir, blocks) = lay_out_docs(d.iter().map(|s| s.as_bytes())).unwrap();
+        let refs: Vec<&[u8]> = d.iter().map(|s| s.as_bytes()).collect();
+        let (dir, blocks) = lay_out_docs(&refs).unwrap();
         let len = blocks.len() as u64;
         assert!(DocDir::parse(&dir, 200, len).is_err(), "another block count");
+        let mut odd = dir.clone();
+        odd[0] = 3;
+        assert!(DocDir::parse(&odd, 130, len).is_err(), "3 rows per block");
         assert!(DocDir::parse(&dir, 130, len + 1).is_err(), "another section length");
         assert!(DocDir::parse(&dir[..dir.len() - 1], 130, len).is_err());
         let dd = DocDir::parse(&dir, 130, len).unwrap();
@@ -317,6 +340,24 @@ mod tests {
             assert!(dd.document(70, &bad).is_err(), "a changed byte at {at}");
         }
         assert!(dd.document(70, &block[..block.len() - 1]).is_err());
+    }
+
+    #[test]
+    fn blocks_hold_about_4_kib_of_documents() {
+        assert_eq!(
+            (doc_block_rows(2), doc_block_rows(61), doc_block_rows(420), doc_block_rows(100_000)),
+            (64, 32, 8, 1)
+        );
+        let big: Vec<String> = (0..50).map(|i| format!("{{\"t\":\"{}\"}}", "y".repeat(900 + i))).collect();
+        let refs: Vec<&[u8]> = big.iter().map(|s| s.as_bytes()).collect();
+        let (dir, blocks) = lay_out_docs(&refs).unwrap();
+        let dd = DocDir::parse(&dir, 50, blocks.len() as u64).unwrap();
+        assert_eq!(dd.block_rows, 4);
+        let r = dd.range(dd.block_of(49));
+        assert_eq!(
+            dd.document(49, &blocks[r.start as usize..r.end as usize]).unwrap()["t"].as_str().unwrap().len(),
+            949
+        );
     }
 
     #[test]

@@ -175,7 +175,7 @@ fn payload_sections(perm: &Permuted<'_>) -> Result<(Sections2, Sections2), Error
     let Some((schema, docs)) = perm.documents()? else { return Ok((hot, cold)) };
     let h = SECTION_HOT | SECTION_OPTIONAL;
     let fields = perm.seg.reader().section(KIND_PAYLOAD_FIELDS).ok_or_else(|| bad("PAYLOAD_FIELDS", "missing"))?;
-    let (dir, blocks) = lay_out_docs(docs.iter().copied())?;
+    let (dir, blocks) = lay_out_docs(&docs)?;
     hot.push((KIND_PAYLOAD_FIELDS, h, fields.to_vec()));
     hot.push((KIND_PAYLOAD_DOC_DIR, h, dir));
     cold.push((KIND_PAYLOAD_DOC_BLOCKS, SECTION_OPTIONAL, blocks));
