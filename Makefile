@@ -22,7 +22,7 @@ DEMO_PORT ?= 6333
 .PHONY: demo test bench setup setup-rust setup-js setup-deb setup-nginx setup-minio setup-edge setup-demo build-js lint test-rust test-js test-edge test-demo \
         test-aarch64 test-wasm check-targets \
         bench-kernels bench-search bench-node bench-ann bench-filtered bench-text bench-ingest bench-codes-only bench-build bench-remote \
-        bench-remote-set test-qdrant fuzz bench-plots bench-ram bench-sparse bench-query-threads
+        bench-remote-set bench-remote-hybrid test-qdrant fuzz bench-plots bench-ram bench-sparse bench-query-threads
 
 ## ---- setup ---------------------------------------------------------------------------
 
@@ -215,7 +215,7 @@ $(GLOVE)/words.txt:
 ## ---- bench ---------------------------------------------------------------------------
 
 bench: setup build-js $(GLOVE)/words.txt bench-kernels bench-search bench-node bench-ann bench-filtered bench-text bench-ingest \
-       bench-codes-only bench-build bench-remote
+       bench-codes-only bench-build bench-remote bench-remote-hybrid
 
 # The plots (docs/img/) and result tables (docs/benchmarks.md, README) from the result files
 # committed in bench/results/ (after a benchmark run, `python3 bench/plots.py --collect` copies
@@ -263,6 +263,18 @@ bench-remote: setup-nginx build-js setup-edge
 	python3 bench/datasets.py --only glove-400k,synthetic-1m-128
 	$(CARGO) bench -p shoal-host --bench remote
 	node bench/node/remote.mjs
+
+# The GCIDE dictionary (vectors, text, fields) read by ranges: natively (vector, text, hybrid,
+# with and without payloads), from Node and Chromium, and its text queries against Pagefind
+# (docs/benchmarks.md, "A hybrid collection read by byte ranges", "Text by byte ranges against
+# Pagefind").
+bench-remote-hybrid: setup-nginx build-js setup-edge
+	pip install -q -r bench/requirements-bench.txt
+	npm ci --prefix bench/node --no-audit --no-fund
+	python3 bench/prepare_gcide.py
+	$(CARGO) bench -p shoal-host --bench remote_hybrid
+	node bench/node/remote.mjs --datasets gcide-vector,gcide-text,gcide-hybrid
+	node bench/node/pagefind.mjs
 
 # The 10M x 128-d segment set of bench/large.py, published with `shoal publish` and read by ranges
 # from Node through nginx with 20 ms per request (docs/benchmarks.md, "A 10M set read by byte

@@ -41,7 +41,7 @@ const line = (where, open, c, w) =>
 
 /** Node: the same reads through the package in this process. */
 async function inNode(url, fixture, multipart) {
-  const requests = fixture.requests.map((r) => ({ ...r, vector: Float32Array.from(r.vector) }));
+  const requests = fixture.requests.map((r) => (r.vector ? { ...r, vector: Float32Array.from(r.vector) } : { ...r }));
   const bits = (x) => new Uint32Array(Float32Array.of(x).buffer)[0];
   const pass = async (col) => {
     const out = [];

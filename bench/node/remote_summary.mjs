@@ -2,9 +2,10 @@
 // bench/node/remote.mjs (a segment) and bench/node/remote_set.mjs (a set).
 
 /**
- * Per-query costs (means and maxima of waves, requests and KB; time percentiles) and recall@10.
+ * Per-query costs (means and maxima of waves, requests and KB; time percentiles) and recall@10:
+ * the fraction of the truth's ids found.
  * `searches[i]`: `{ ms, io: { waves, requests, bytes }, rows: [[id, …], …] }` (ids as strings);
- * `truth[i]`: query i's exact top 10 ids.
+ * `truth[i]`: query i's exact top 10 ids (or the local answer's, fewer when it has fewer).
  */
 export function summary(searches, truth) {
   const n = searches.length;
@@ -13,7 +14,9 @@ export function summary(searches, truth) {
   const ms = searches.map((s) => s.ms).sort((a, b) => a - b);
   const pct = (p) => ms[Math.round((n - 1) * p)];
   let hits = 0;
+  let wanted = 0;
   searches.forEach((s, i) => {
+    wanted += truth[i].length;
     const want = new Set(truth[i].map(String));
     hits += s.rows.filter(([id]) => want.has(id)).length;
   });
@@ -26,6 +29,6 @@ export function summary(searches, truth) {
     kb_max: max((s) => s.io.bytes / 1e3),
     ms_p50: pct(0.5),
     ms_p90: pct(0.9),
-    recall_at_10: hits / (n * 10),
+    recall_at_10: hits / Math.max(1, wanted),
   };
 }
