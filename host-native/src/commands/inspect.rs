@@ -148,9 +148,10 @@ pub fn run(args: &InspectArgs) -> Result<(), HostError> {
     problem.map_or(Ok(()), Err)
 }
 
-/// The name of a section kind: the container's and the index's (`kind_name`), and the payload
-/// and text sections the format reserves kinds 32–63 for.
+/// The name of a section kind: the container's and the index's (`kind_name`), the payload and
+/// text sections the format reserves kinds 32–63 for, and format 2's.
 fn section_name(kind: u32) -> &'static str {
+    use shoal_core::remote::{docs, text as remote_text};
     match kind {
         payload::KIND_PAYLOAD_FIELDS => "PAYLOAD_FIELDS",
         payload::KIND_PAYLOAD_COLUMNS => "PAYLOAD_COLUMNS",
@@ -164,6 +165,14 @@ fn section_name(kind: u32) -> &'static str {
         text::TEXT_DOC_LENGTHS => "TEXT_DOC_LENGTHS",
         KIND_IVF_DIR => "IVF_DIR",
         KIND_IVF_BLOCKS => "IVF_BLOCKS",
+        docs::KIND_PAYLOAD_DOC_DIR => "PAYLOAD_DOC_DIR",
+        docs::KIND_PAYLOAD_DOC_BLOCKS => "PAYLOAD_DOC_BLOCKS",
+        remote_text::KIND_TEXT_DICT_INDEX => "TEXT_DICT_INDEX",
+        remote_text::KIND_TEXT_TERM_DICT => "TEXT_TERM_DICT",
+        remote_text::KIND_TEXT_TERMS => "TEXT_TERMS",
+        docs::KIND_ROW_IDS_DIR => "ROW_IDS_DIR",
+        docs::KIND_ROW_IDS => "ROW_IDS",
+        docs::KIND_ROW_IDS_PACKED => "ROW_IDS_PACKED",
         other => kind_name(other),
     }
 }
