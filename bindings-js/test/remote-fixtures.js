@@ -14,8 +14,8 @@ export const NAMES = ["l2-1", "cosine-2", "dot-4", "l2-3-codes"];
 export const fixture = (name) => JSON.parse(readFileSync(join(dir, `${name}.json`), "utf8"));
 export const file = (name, v) => readFileSync(join(dir, `${name}.v${v}.shoal`));
 
-/** A request of the fixture with its vector as a Float32Array. */
-export const request = (r) => ({ ...r, vector: Float32Array.from(r.vector) });
+/** A request of the fixture with its vector (when it has one) as a Float32Array. */
+export const request = (r) => (r.vector ? { ...r, vector: Float32Array.from(r.vector) } : { ...r });
 /** Results as [id text, f32 score bits] pairs, as the fixture writes them. */
 export const rows = (res) => res.points.map((p) => [String(p.id), new Uint32Array(Float32Array.of(p.score).buffer)[0]]);
 
@@ -34,7 +34,9 @@ export function withServers() {
       ctx.nginx.put(`${name}.v2.shoal`, file(name, 2));
       ctx.nginx.put(`${name}.v1.shoal`, file(name, 1));
     }
-    for (const name of readdirSync(join(dir, "set"))) ctx.nginx.put(`set/${name}`, readFileSync(join(dir, "set", name)));
+    for (const sub of ["set", "text"]) {
+      for (const name of readdirSync(join(dir, sub))) ctx.nginx.put(`${sub}/${name}`, readFileSync(join(dir, sub, name)));
+    }
   });
   afterAll(() => {
     ctx.proxy?.stop();
@@ -101,6 +103,20 @@ export function equalitySuite(ctx, simd) {
         const res = await col.search(request(f.requests[q]));
         expect(rows(res), `query ${q}`).toEqual(f.results[q]);
         if (q === 0) expect(res.io.waves).toBeLessThanOrEqual(3);
+      }
+      col.free();
+    });
+
+    it(`a set with payloads and text (${simd ? "simd128" : "scalar"} build): text, hybrid and payloads as the local set's`, async () => {
+      const f = fixture("text");
+      const col = await Collection.openRemote(ctx.url("text/manifest.json"), { simd });
+      expect([col.dim, col.metric, col.len, col.segments]).toEqual([f.dim, f.metric, f.rows, f.segments]);
+      for (let q = 0; q < f.requests.length; q++) {
+        const res = await col.search(request(f.requests[q]));
+        expect(rows(res), `query ${q}`).toEqual(f.results[q]);
+        const withPayload = f.requests[q].with_payload === true;
+        expect(res.points.map((p) => (withPayload ? p.payload : null)), `query ${q} payloads`).toEqual(f.payloads[q]);
+        if (!withPayload) expect(res.points.every((p) => !("payload" in p)), `query ${q}: no payloads asked`).toBe(true);
       }
       col.free();
     });

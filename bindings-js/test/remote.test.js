@@ -128,7 +128,11 @@ describe("what a query fetches", () => {
     const col = await Collection.openRemote(url("l2-1.v2.shoal"));
     const v = new Float32Array(col.dim);
     await expectRejection(() => col.search({ vector: v, filter: { must: [{ key: "a", match: { value: 1 } }] } }), "unsupported");
-    await expectRejection(() => col.search({ vector: v, with_payload: true }), "unsupported");
+    await expectRejection(() => col.search({ vector: v, text: "word" }), "invalid_request"); // no text fields
+    await expectRejection(() => col.search({ vector: v, prefetch: [{ vector: v }] }), "unsupported");
+    // A segment without payloads answers `with_payload` as a local one: `{}` for each point.
+    const res = await col.search({ vector: v, limit: 3, with_payload: true });
+    expect(res.points.map((p) => p.payload)).toEqual([{}, {}, {}]);
     await expectRejection(() => col.search({ vector: new Float32Array(3) }), "dimension_mismatch");
     await expectRejection(() => col.search({ vector: v.map(() => NaN) }), "non_finite");
     col.free();

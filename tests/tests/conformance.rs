@@ -594,3 +594,131 @@ fn remote_set_fixture_reads_as_the_local_set() {
         json!({"dim": dim, "metric": "l2", "rows": 3 * n, "segments": 3, "requests": requests, "results": results});
     std::fs::write(dir.join("set.json"), fixture.to_string()).unwrap();
 }
+
+/// Writes `target/conformance/remote/text/` (a published set of two segments with payloads and
+/// text) and `text.json`: text, hybrid and vector requests, some with payloads, and the local
+/// set's results and payloads — which the set read by ranges gives here, and must give in wasm
+/// (bindings-js/test/remote-fixtures.js, bindings-js/test/edge/run.mjs).
+#[cfg(not(target_family = "wasm"))]
+#[test]
+fn remote_text_set_fixture_reads_as_the_local_set() {
+    use serde_json::{Value, json};
+    use shoal_core::remote::{RangeCache, RemoteSegment, RemoteSet, SetStep};
+    use shoal_core::{Collection, CollectionConfig, IndexKind, Metric, SearchRequest};
+
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../target/conformance/remote");
+    let set_dir = dir.join("text");
+    std::fs::create_dir_all(&set_dir).unwrap();
+    let (dim, n) = (20, 900);
+    let words: Vec<String> = (0..300).map(|i| format!("{}{}", ["tide", "shoal", "reef"][i % 3], i / 3)).collect();
+    let schema = json!({"body": "text", "tag": "keyword", "n": "integer"});
+    let config = CollectionConfig { dim, metric: Metric::Cosine };
+    let mut col = Collection::with_schema(config, Collection::parse_schema(&schema).unwrap()).unwrap();
+    col.set_index_kind(IndexKind::from_json(r#"{"index": "ivf-rabitq", "partitions": 10, "bits": 2}"#).unwrap())
+        .unwrap();
+    let mut state = 0x2545_f491_4f6c_dd1du64;
+    let mut next = move || {
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        state
+    };
+    for s in 0..2u64 {
+        let data = shoal_testkit::clustered_vectors(80 + s, n, dim, 15);
+        let ids: Vec<u64> = (0..n as u64)
+            .map(|i| if i % 61 == 7 { (1 << 57) + s * 1000 + i } else { (s * n as u64 + i) * 5 })
+            .collect();
+        let payloads: Vec<Value> = (0..n)
+            .map(|i| {
+                let len = 1 + next() % 12;
+                let body: Vec<&str> = (0..len)
+                    .map(|_| {
+                        let r = next();
+                        &words[if r % 3 == 0 { (r % 7) as usize } else { (r % 300) as usize }][..]
+                    })
+                    .collect();
+                json!({"body": body.join(" "), "tag": format!("t{}", i % 3), "n": i})
+            })
+            .collect();
+        col.insert_with_payloads(&ids, &data, &payloads).unwrap();
+        col.seal();
+    }
+    let p = shoal_testkit::publish_with_twins(&col);
+    for (e, bytes) in p.manifest.manifest.segments.iter().zip(&p.files) {
+        std::fs::write(set_dir.join(&e.file), bytes).unwrap();
+    }
+    std::fs::write(set_dir.join("manifest.json"), p.manifest.to_json()).unwrap();
+    let files: Vec<&[u8]> = p.files.iter().map(Vec::as_slice).collect();
+    let run = |caches: &mut [RangeCache],
+               step: &mut dyn FnMut(&[&RangeCache]) -> Option<Vec<(usize, Vec<std::ops::Range<u64>>)>>| {
+        for _ in 0..8 {
+            let view: Vec<&RangeCache> = caches.iter().collect();
+            match step(&view) {
+                None => return,
+                Some(fetch) => {
+                    for (g, ranges) in fetch {
+                        for r in ranges {
+                            caches[g]
+                                .insert(r.start, &files[g][r.start as usize..(r.end as usize).min(files[g].len())]);
+                        }
+                    }
+                }
+            }
+        }
+        panic!("no answer in 8 waves")
+    };
+    let mut caches: Vec<RangeCache> = (0..2).map(|_| RangeCache::new(u64::MAX)).collect();
+    let mut segments = Vec::new();
+    run(&mut caches, &mut |c: &[&RangeCache]| {
+        let mut fetch = Vec::new();
+        segments.clear();
+        for (g, cache) in c.iter().enumerate() {
+            match RemoteSegment::open_with(cache, p.manifest.prefix(g)).unwrap() {
+                shoal_core::remote::Step::Fetch(r) => fetch.push((g, r)),
+                shoal_core::remote::Step::Done(s) => segments.push(s),
+            }
+        }
+        (!fetch.is_empty()).then_some(fetch)
+    });
+    let set = RemoteSet::new(&p.manifest, segments).unwrap();
+    let queries = shoal_testkit::clustered_vectors(990, 30, dim, 15);
+    let (mut requests, mut results, mut payloads) = (Vec::new(), Vec::new(), Vec::new());
+    for (q, v) in queries.chunks_exact(dim).enumerate() {
+        let (a, b) = (&words[q % 7], &words[(q * 37) % 300]);
+        let vector = json!(v.iter().map(|&x| x as f64).collect::<Vec<f64>>());
+        let req = match q % 6 {
+            0 => json!({"text": format!("{a} {b}"), "limit": 10}),
+            1 => json!({"text": format!("+{a} {b}"), "limit": 5, "offset": 2, "with_payload": true}),
+            2 => json!({"text": format!("\"{a} {b}\" {a}"), "limit": 10}),
+            3 => json!({"text": format!("{a} {b}"), "vector": vector, "limit": 10}),
+            4 => json!({"text": b, "vector": vector, "limit": 6, "fusion": "dbsf", "with_payload": true}),
+            _ => json!({"vector": vector, "limit": 8, "with_payload": true}),
+        };
+        let parsed = SearchRequest::from_json(&req.to_string()).unwrap();
+        let mut got = None;
+        run(&mut caches, &mut |c: &[&RangeCache]| match set.search(&parsed, c).unwrap() {
+            SetStep::Done(r) => {
+                got = Some(r);
+                None
+            }
+            SetStep::Fetch(f) => Some(f),
+        });
+        let got = got.unwrap();
+        let local = p.local.search(&parsed).unwrap();
+        let row = |r: &shoal_core::SearchResponse| -> Vec<(String, u32)> {
+            r.points.iter().map(|p| (p.id.to_string(), p.score.to_bits())).collect()
+        };
+        let docs = |r: &shoal_core::SearchResponse| -> Vec<Option<Value>> {
+            r.points.iter().map(|p| p.payload.clone()).collect()
+        };
+        assert_eq!(row(&got), row(&local), "text set query {q} read by ranges differs from the local set");
+        assert_eq!(docs(&got), docs(&local), "text set query {q}: payloads");
+        assert!(!got.points.is_empty(), "text set query {q} finds points");
+        requests.push(req);
+        results.push(json!(row(&got)));
+        payloads.push(json!(docs(&got)));
+    }
+    let fixture = json!({"dim": dim, "metric": "cosine", "rows": 2 * n, "segments": 2, "requests": requests,
+        "results": results, "payloads": payloads});
+    std::fs::write(dir.join("text.json"), fixture.to_string()).unwrap();
+}

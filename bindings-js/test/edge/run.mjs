@@ -369,6 +369,16 @@ async function remoteInChromium(browser, version) {
         same && r.kernels === kernels && r.opened.requests === 1 + set.segments,
         r.error ? JSON.stringify(r).slice(0, 400) : `${r.searches.length} searches, open ${r.opened.requests} requests`);
     }
+    // A set with payloads and text: text, hybrid and vector requests, payloads included.
+    const text = JSON.parse(readFileSync(join(dir, "text.json"), "utf8"));
+    for (const [simd, kernels] of [["1", "simd128"], ["0", "scalar"]]) {
+      const r = await pageResult(context, `${proxy.base}/shoal/test/edge/remote.html?segment=/remote/text/manifest.json&fixture=/remote/text.json&simd=${simd}`);
+      const same = !r.error && r.searches.length === text.requests.length &&
+        r.searches.every((s, i) => JSON.stringify(s.rows) === JSON.stringify(text.results[i]) && JSON.stringify(s.payloads) === JSON.stringify(text.payloads[i]));
+      check(`chromium ${version}: openRemote of a set with payloads and text (${kernels}) = the local set's text, hybrid and payload answers, bit for bit`,
+        same && r.kernels === kernels,
+        r.error ? JSON.stringify(r).slice(0, 400) : `${r.searches.length} searches`);
+    }
     // The first response (the bootstrap region) with a byte flipped: fetched again once.
     const dot = JSON.parse(readFileSync(join(dir, "dot-4.json"), "utf8"));
     // (A new context: the pages above left these ranges in the HTTP cache.)

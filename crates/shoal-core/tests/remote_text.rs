@@ -4,10 +4,9 @@
 //! promises; and a damaged block is an error, never a wrong answer.
 
 use serde_json::{Value, json};
-use shoal_core::remote::{RangeCache, RemoteSegment, RemoteSet, SetManifest, SetStep, Step};
-use shoal_core::set::Manifest;
+use shoal_core::remote::{RangeCache, RemoteSegment, RemoteSet, SetStep, Step};
 use shoal_core::{AlignedBytes, Collection, CollectionConfig, Error, IndexKind, IvfParams, Metric, SearchRequest};
-use shoal_testkit::clustered_vectors;
+use shoal_testkit::{Published, clustered_vectors, publish_with_twins as publish};
 
 const DIM: usize = 24;
 
@@ -62,44 +61,6 @@ fn collection_of(segments: usize, per: usize, seed: u64, id: &dyn Fn(usize, usiz
         col.seal_with(IndexKind::IvfRabitq(params)).unwrap();
     }
     col
-}
-
-/// A published set: the format-2 segments with their manifest, and the local set of the same
-/// rows in the same order (each segment's format-1 twin).
-struct Published {
-    manifest: SetManifest,
-    files: Vec<Vec<u8>>,
-    local: Collection,
-}
-
-fn publish(col: &Collection) -> Published {
-    let manifest = col.checkpoint(None).manifest;
-    let (mut entries, mut hints, mut files, mut twins) = (vec![], vec![], vec![], vec![]);
-    for (i, e) in manifest.segments.iter().enumerate() {
-        let seg = col.segment(i).unwrap();
-        let (entry, hint, bytes) = shoal_core::remote::lay_out_segment(e, seg).unwrap();
-        entries.push(entry);
-        hints.push(hint);
-        files.push(bytes.as_slice().to_vec());
-        let twin = shoal_core::remote::write_reordered_v1(seg).unwrap();
-        let crc = shoal_format::SegmentHead::read(twin.as_slice()).unwrap().header.table_crc;
-        let (number, _) = shoal_core::set::parse_segment_name(&e.file).unwrap();
-        let entry = shoal_core::set::SegmentEntry {
-            file: shoal_core::set::segment_name(number, crc),
-            rows: e.rows,
-            bytes: twin.as_slice().len() as u64,
-            table_crc: format!("{crc:08x}"),
-            live: None,
-        };
-        twins.push((entry, twin));
-    }
-    let local_manifest = Manifest { segments: twins.iter().map(|(e, _)| e.clone()).collect(), ..manifest.clone() };
-    let mut open = |e: &shoal_core::set::SegmentEntry| -> Result<Box<dyn shoal_core::SegmentBytes>, Error> {
-        let (_, bytes) = twins.iter().find(|(t, _)| t.file == e.file).unwrap();
-        Ok(Box::new(AlignedBytes::from_slice(bytes.as_slice())))
-    };
-    let local = Collection::open_set(&local_manifest, &mut open, &mut |_| unreachable!("no live-rows files")).unwrap();
-    Published { manifest: SetManifest::published(&manifest, entries, hints), files, local }
 }
 
 /// A set opened from `p`'s files, and a cache per segment holding what the opens read.

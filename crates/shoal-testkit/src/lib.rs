@@ -136,3 +136,50 @@ pub fn read_by_ranges<T>(
     }
     panic!("no answer in 8 waves")
 }
+
+/// A collection published for reading by ranges, beside the local set of the same rows.
+pub struct Published {
+    /// The manifest `shoal publish` would write.
+    pub manifest: shoal_core::remote::SetManifest,
+    /// Each segment in format 2, in set order.
+    pub files: Vec<Vec<u8>>,
+    /// The same rows in the same order read whole: each segment's format-1 twin
+    /// (`write_reordered_v1`), opened as a set — what a search by ranges must answer, ties
+    /// included.
+    pub local: shoal_core::Collection,
+}
+
+/// Lays out every sealed segment of `col` for reading by ranges, as `shoal publish` does, with
+/// the local set that answers as the published one.
+pub fn publish_with_twins(col: &shoal_core::Collection) -> Published {
+    use shoal_core::set::{Manifest, SegmentEntry, parse_segment_name, segment_name};
+    let manifest = col.checkpoint(None).manifest;
+    let (mut entries, mut hints, mut files, mut twins) = (vec![], vec![], vec![], vec![]);
+    for (i, e) in manifest.segments.iter().enumerate() {
+        let seg = col.segment(i).unwrap();
+        let (entry, hint, bytes) = shoal_core::remote::lay_out_segment(e, seg).unwrap();
+        entries.push(entry);
+        hints.push(hint);
+        files.push(bytes.as_slice().to_vec());
+        let twin = shoal_core::remote::write_reordered_v1(seg).unwrap();
+        let crc = shoal_format::SegmentHead::read(twin.as_slice()).unwrap().header.table_crc;
+        let (number, _) = parse_segment_name(&e.file).unwrap();
+        let entry = SegmentEntry {
+            file: segment_name(number, crc),
+            rows: e.rows,
+            bytes: twin.as_slice().len() as u64,
+            table_crc: format!("{crc:08x}"),
+            live: None,
+        };
+        twins.push((entry, twin));
+    }
+    let local_manifest = Manifest { segments: twins.iter().map(|(e, _)| e.clone()).collect(), ..manifest.clone() };
+    let mut open = |e: &SegmentEntry| -> Result<Box<dyn shoal_core::SegmentBytes>, shoal_core::Error> {
+        let (_, bytes) = twins.iter().find(|(t, _)| t.file == e.file).unwrap();
+        Ok(Box::new(shoal_core::AlignedBytes::from_slice(bytes.as_slice())))
+    };
+    let local =
+        shoal_core::Collection::open_set(&local_manifest, &mut open, &mut |_| unreachable!("no live-rows files"))
+            .unwrap();
+    Published { manifest: shoal_core::remote::SetManifest::published(&manifest, entries, hints), files, local }
+}
