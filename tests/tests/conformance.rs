@@ -649,8 +649,9 @@ fn remote_text_set_fixture_reads_as_the_local_set() {
     }
     std::fs::write(set_dir.join("manifest.json"), p.manifest.to_json()).unwrap();
     let files: Vec<&[u8]> = p.files.iter().map(Vec::as_slice).collect();
-    let run = |caches: &mut [RangeCache],
-               step: &mut dyn FnMut(&[&RangeCache]) -> Option<Vec<(usize, Vec<std::ops::Range<u64>>)>>| {
+    /// Each segment's missing ranges (`None`: done).
+    type Fetch = Option<Vec<(usize, Vec<std::ops::Range<u64>>)>>;
+    let run = |caches: &mut [RangeCache], step: &mut dyn FnMut(&[&RangeCache]) -> Fetch| {
         for _ in 0..8 {
             let view: Vec<&RangeCache> = caches.iter().collect();
             match step(&view) {
