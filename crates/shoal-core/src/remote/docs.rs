@@ -93,7 +93,7 @@ impl DocDir {
         if !block_rows.is_power_of_two() || block_rows > BLOCK_ROWS {
             return Err(bad_dir("rows per block not a power of two up to 64"));
         }
-        if n != rows.div_ceil(block_rows) || bytes.len() != 8 + 8 * n {
+        if n != rows.div_ceil(block_rows) || Some(bytes.len()) != n.checked_mul(8).and_then(|b| b.checked_add(8)) {
             return Err(bad_dir("not one entry per block"));
         }
         let mut blocks = Vec::with_capacity(n);
@@ -148,7 +148,7 @@ impl DocDir {
         let end = |i: usize| u32::from_le_bytes(ends[4 * i..4 * i + 4].try_into().expect("4 bytes")) as usize;
         let i = row - b * self.block_rows;
         let start = if i == 0 { 0 } else { end(i - 1) };
-        if end(docs - 1) != text.len() || start > end(i) {
+        if end(docs - 1) != text.len() || start > end(i) || end(i) > text.len() {
             return Err(bad(what, "row ends that are not the block's documents"));
         }
         let value: Value =
@@ -218,7 +218,8 @@ impl PackedIds {
         let base = u64::from_le_bytes(head[..8].try_into().expect("8 bytes"));
         let width = u32::from_le_bytes(head[8..12].try_into().expect("4 bytes"));
         let n = u32::from_le_bytes(head[12..16].try_into().expect("4 bytes")) as usize;
-        if width > 64 || n != rows || bytes.len() != 16 + (rows * width as usize).div_ceil(8) {
+        let len = rows.checked_mul(width as usize).map(|bits| 16 + bits.div_ceil(8));
+        if width > 64 || n != rows || Some(bytes.len()) != len {
             return Err(why("not one id per row"));
         }
         Ok(PackedIds { base, width, bits: bytes[16..].to_vec() })
@@ -255,7 +256,10 @@ impl IdDir {
         let words: Vec<u32> =
             bytes.chunks_exact(4).map(|w| u32::from_le_bytes(w.try_into().expect("4 bytes"))).collect();
         let n = rows.div_ceil(BLOCK_ROWS);
-        if bytes.len() != 8 + 4 * n || words[0] as usize != BLOCK_ROWS || words[1] as usize != n {
+        if Some(bytes.len()) != n.checked_mul(4).and_then(|b| b.checked_add(8))
+            || words[0] as usize != BLOCK_ROWS
+            || words[1] as usize != n
+        {
             return Err(why("not one CRC per 64 rows"));
         }
         if ids_len != rows as u64 * 8 {
@@ -340,6 +344,22 @@ mod tests {
             assert!(dd.document(70, &bad).is_err(), "a changed byte at {at}");
         }
         assert!(dd.document(70, &block[..block.len() - 1]).is_err());
+    }
+
+    #[test]
+    fn row_ends_past_the_documents_are_errors_even_with_a_right_crc() {
+        let d = docs(10);
+        let refs: Vec<&[u8]> = d.iter().map(|s| s.as_bytes()).collect();
+        let (mut dir, mut blocks) = lay_out_docs(&refs).unwrap();
+        // Row 2's end set past the documents, the CRC recomputed: a crafted block.
+        blocks[8..12].copy_from_slice(&10_000u32.to_le_bytes());
+        let crc = crc32c(&blocks);
+        dir[12..16].copy_from_slice(&crc.to_le_bytes());
+        let dd = DocDir::parse(&dir, 10, blocks.len() as u64).unwrap();
+        for row in 0..10 {
+            let _ = dd.document(row, &blocks);
+        }
+        assert!(dd.document(2, &blocks).is_err());
     }
 
     #[test]
