@@ -39,6 +39,7 @@ mod upsert;
 pub(crate) use query::cut;
 #[cfg(feature = "remote")]
 pub(crate) use search::prepare_vector;
+#[cfg(feature = "remote")]
 pub(crate) use text_search::best_first;
 pub(crate) use upsert::{check_payloads_against, first_non_finite};
 
