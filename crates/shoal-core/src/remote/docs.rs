@@ -1,6 +1,7 @@
-//! The documents of format 2 (`docs/format.md`, "Payload, v2"): rows' payloads in blocks of 64
-//! rows, each block one range checked by a CRC in the hot directory, so that a query returning
-//! payloads reads one range per block holding one of its results.
+//! The documents of format 2 (`docs/format.md`, "Payload, v2"): rows' payloads in blocks of about
+//! 4 KiB, each block one range checked by a CRC in the hot directory, so that a query returning
+//! payloads reads one range per block holding one of its results; and the ids by row that text
+//! hits need (packed and hot when small, else in blocks of 64 rows).
 
 use alloc::vec::Vec;
 use core::ops::Range;

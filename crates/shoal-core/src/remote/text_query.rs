@@ -1,7 +1,7 @@
 //! What a format-2 segment read by ranges keeps of its text index and documents, and how one
 //! segment's part of a text query runs: (1) the dictionary groups of the query's terms, (2)
 //! the terms' records, then a search over those records with the set's statistics; the ids
-//! and documents of hits come from their blocks of 64 rows.
+//! and documents of hits come from memory (packed ids) or from their blocks.
 
 use alloc::collections::BTreeMap;
 use alloc::vec::Vec;
