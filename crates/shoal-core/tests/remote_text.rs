@@ -33,11 +33,18 @@ impl Rng {
 /// A collection of `segments` sealed segments of 700 points each: a title and a body (text), a
 /// tag (keyword), a number (integer); some points without a payload.
 fn collection(segments: usize, seed: u64) -> Collection {
-    collection_of(segments, 700, seed, &|s, i| (s * 700 + i) as u64 * 5 + 2)
+    collection_of(segments, 700, seed, &|s, i| (s * 700 + i) as u64 * 5 + 2, None)
 }
 
-/// [`collection`] with `per` points a segment, point `i` of segment `s` with id `id(s, i)`.
-fn collection_of(segments: usize, per: usize, seed: u64, id: &dyn Fn(usize, usize) -> u64) -> Collection {
+/// [`collection`] with `per` points a segment, point `i` of segment `s` with id `id(s, i)`;
+/// no point of segment `bare` with a payload.
+fn collection_of(
+    segments: usize,
+    per: usize,
+    seed: u64,
+    id: &dyn Fn(usize, usize) -> u64,
+    bare: Option<usize>,
+) -> Collection {
     let schema = json!({"title": "text", "body": "text", "tag": "keyword", "n": "integer"});
     let config = CollectionConfig { dim: DIM, metric: Metric::Cosine };
     let mut col = Collection::with_schema(config, Collection::parse_schema(&schema).unwrap()).unwrap();
@@ -48,7 +55,7 @@ fn collection_of(segments: usize, per: usize, seed: u64, id: &dyn Fn(usize, usiz
         let ids: Vec<u64> = (0..per).map(|i| id(s, i)).collect();
         let payloads: Vec<Value> = (0..per)
             .map(|i| {
-                if i % 23 == 7 {
+                if i % 23 == 7 || bare == Some(s) {
                     return Value::Null;
                 }
                 let title: Vec<&str> = (0..1 + rng.next() % 4).map(|_| rng.word(&words)).collect();
@@ -58,8 +65,11 @@ fn collection_of(segments: usize, per: usize, seed: u64, id: &dyn Fn(usize, usiz
             .collect();
         col.insert_with_payloads(&ids, &data, &payloads).unwrap();
         let params = IvfParams { partitions: Some(12), seed: 4, bits: 1 + s as u32 % 3, codes_only: false };
-        col.seal_with(IndexKind::IvfRabitq(params)).unwrap();
+        // Each segment its own index (`seal_with` another would rebuild the set as one).
+        col.set_index_kind(IndexKind::IvfRabitq(params)).unwrap();
+        col.seal();
     }
+    assert_eq!(col.segments().len(), segments);
     col
 }
 
@@ -112,6 +122,26 @@ fn seen(res: &shoal_core::SearchResponse) -> Vec<(u64, u32, Option<Value>)> {
     res.points.iter().map(|p| (p.id.as_num().unwrap(), p.score.to_bits(), p.payload.clone())).collect()
 }
 
+/// `got` (from the published set) agrees with `orig` (the collection it was published from,
+/// rows in their first order): the same scores, bit for bit, best first, and the same stats;
+/// a point in both with the same score and payload. Ties may sort their points differently
+/// (ties go by row), so the ids themselves are compared only where scores differ.
+fn agrees_with_original(got: &shoal_core::SearchResponse, orig: &shoal_core::SearchResponse, what: &str) {
+    let scores = |r: &shoal_core::SearchResponse| r.points.iter().map(|p| p.score.to_bits()).collect::<Vec<_>>();
+    assert_eq!(scores(got), scores(orig), "{what}: scores against the original collection");
+    // (Not `scanned`: how many rows BM25 scores before its bounds stop it depends on their
+    // order.)
+    assert_eq!(got.stats.segments, orig.stats.segments, "{what}: segments against the original collection");
+    for p in &got.points {
+        if let Some(o) = orig.points.iter().find(|o| o.id == p.id) {
+            assert_eq!((o.score.to_bits(), &o.payload), (p.score.to_bits(), &p.payload), "{what}: point {:?}", p.id);
+        } else {
+            let tied = orig.points.iter().filter(|o| o.score.to_bits() == p.score.to_bits()).count();
+            assert!(tied > 0, "{what}: point {:?} is not in the original's answer and ties with none", p.id);
+        }
+    }
+}
+
 fn request(body: Value, q: Option<&[f32]>) -> SearchRequest {
     let mut req = SearchRequest::from_json(&body.to_string()).unwrap();
     req.vector = q.map(<[f32]>::to_vec);
@@ -160,6 +190,11 @@ fn text_hybrid_and_payloads_answer_as_the_local_set() {
                 let (got, waves) = drive(&set, &p.files, &mut cold, &req).unwrap();
                 assert_eq!(seen(&got), seen(&want), "{kind}: {body}");
                 assert_eq!(got.stats, want.stats, "{kind}: {body}");
+                // Text alone does not depend on the row order: the original collection's
+                // answer, up to the order of ties (fusion by rank does).
+                if !with_vector {
+                    agrees_with_original(&got, &col.search(&req).unwrap(), &format!("{kind}: {body}"));
+                }
                 nonempty += usize::from(!got.points.is_empty());
                 by_kind.entry(kind).or_default()[waves] += 1;
                 // Warm: nothing more to fetch.
@@ -175,6 +210,7 @@ fn text_hybrid_and_payloads_answer_as_the_local_set() {
             let want = p.local.search(&req).unwrap();
             let (got, waves) = drive(&set, &p.files, &mut opened.clone(), &req).unwrap();
             assert_eq!(seen(&got), seen(&want), "{kind}: {body}");
+            agrees_with_original(&got, &col.search(&req).unwrap(), &format!("{kind}: {body}"));
             by_kind.entry(kind).or_default()[waves] += 1;
         }
     }
@@ -196,7 +232,7 @@ fn text_hybrid_and_payloads_answer_as_the_local_set() {
 #[test]
 fn ids_too_wide_to_keep_hot_come_from_their_blocks() {
     // 64-bit ids, 33,000 rows: 264 KB packed, over the hot budget: ROW_IDS blocks, one wave more.
-    let col = collection_of(1, 33_000, 21, &|_, i| (i as u64) << 48 | 1);
+    let col = collection_of(1, 33_000, 21, &|_, i| (i as u64) << 48 | 1, None);
     let p = publish(&col);
     let head = shoal_format::SegmentHead::read(AlignedBytes::from_slice(&p.files[0][..4096]).as_slice()).unwrap();
     assert!(head.entry(67).is_some() && head.entry(68).is_none(), "ids in blocks");
@@ -216,6 +252,48 @@ fn ids_too_wide_to_keep_hot_come_from_their_blocks() {
         waves_seen[waves] += 1;
     }
     assert_eq!(waves_seen[3], 30, "groups, records, then ids (with documents): {waves_seen:?}");
+}
+
+#[test]
+fn a_segment_without_documents_in_a_text_set_keeps_its_text_index() {
+    // Segment 1's points carry no payload: it is still a segment of a text collection.
+    let col = collection_of(3, 300, 17, &|s, i| (s * 300 + i) as u64, Some(1));
+    let p = publish(&col);
+    let head = shoal_format::SegmentHead::read(AlignedBytes::from_slice(&p.files[1][..4096]).as_slice()).unwrap();
+    assert!(head.entry(53).is_some() && head.entry(37).is_some(), "a text index and documents");
+    let (set, opened) = open_set(&p);
+    let w = words();
+    let q = clustered_vectors(5, 1, DIM, 12);
+    for i in 0..20 {
+        let text = format!("{} {}", w[i % 8], w[i * 11 % 400]);
+        for (body, vector) in [
+            (json!({"text": text, "limit": 10, "with_payload": true}), false),
+            (json!({"text": text, "limit": 10, "with_payload": true}), true),
+            (json!({"limit": 10, "with_payload": true}), true),
+        ] {
+            let req = request(body.clone(), vector.then_some(&q[..]));
+            let want = p.local.search(&req).unwrap();
+            let (got, _) = drive(&set, &p.files, &mut opened.clone(), &req).unwrap();
+            assert_eq!((seen(&got), &got.stats), (seen(&want), &want.stats), "{body}");
+            if !(vector && body.get("text").is_some()) {
+                agrees_with_original(&got, &col.search(&req).unwrap(), &body.to_string());
+            }
+        }
+    }
+    // Read alone, the bare segment answers a text request with nothing, as its twin does.
+    let mut cache = opened[1].clone();
+    let seg = match RemoteSegment::open(&cache).unwrap() {
+        Step::Done(s) => s,
+        Step::Fetch(r) => panic!("opened already: {r:?}"),
+    };
+    let req = request(json!({"text": w[0], "limit": 10}), None);
+    let got = loop {
+        match seg.search(&req, &cache).unwrap() {
+            Step::Done(r) => break r,
+            Step::Fetch(r) => r.iter().for_each(|r| fill(&mut cache, &p.files[1], r)),
+        }
+    };
+    assert!(got.points.is_empty());
 }
 
 #[test]
@@ -254,7 +332,7 @@ fn damaged_text_and_document_blocks_are_errors_not_answers() {
     let req = request(json!({"text": format!("{} {}", w[1], w[3]), "limit": 10, "with_payload": true}), None);
     let (mut caught, mut same) = (0, 0);
     // Dictionary groups, term records, document blocks; and ids in blocks (64-bit ids).
-    let wide = collection_of(1, 33_000, 9, &|_, i| (i as u64) << 48 | 1);
+    let wide = collection_of(1, 33_000, 9, &|_, i| (i as u64) << 48 | 1, None);
     for (col, kinds) in [(collection(1, 9), &[54u32, 55, 38][..]), (wide, &[67][..])] {
         let p = publish(&col);
         let (set, opened) = open_set(&p);

@@ -35,7 +35,7 @@ pub const DOC_BLOCK_BYTES: usize = 4096;
 /// two up to [`BLOCK_ROWS`] whose blocks stay within [`DOC_BLOCK_BYTES`] on average (at least 1).
 pub fn doc_block_rows(avg: usize) -> usize {
     let mut rows = BLOCK_ROWS;
-    while rows > 1 && rows * (avg + 4) > DOC_BLOCK_BYTES {
+    while rows > 1 && rows.saturating_mul(avg.saturating_add(4)) > DOC_BLOCK_BYTES {
         rows /= 2;
     }
     rows
@@ -145,13 +145,15 @@ impl DocDir {
             .into());
         }
         let docs = (self.rows - b * self.block_rows).min(self.block_rows);
-        let (ends, text) = block.split_at(4 * docs);
+        let (ends, text) = block.split_at_checked(4 * docs).ok_or_else(|| bad(what, "shorter than its row ends"))?;
         let end = |i: usize| u32::from_le_bytes(ends[4 * i..4 * i + 4].try_into().expect("4 bytes")) as usize;
-        let i = row - b * self.block_rows;
-        let start = if i == 0 { 0 } else { end(i - 1) };
-        if end(docs - 1) != text.len() || start > end(i) || end(i) > text.len() {
+        // Every end ascending, the last the documents' length (a block of at most 64 rows).
+        let ascending = (0..docs).try_fold(0, |prev, i| (end(i) >= prev).then(|| end(i))).is_some();
+        if !ascending || end(docs - 1) != text.len() {
             return Err(bad(what, "row ends that are not the block's documents"));
         }
+        let i = row - b * self.block_rows;
+        let start = if i == 0 { 0 } else { end(i - 1) };
         let value: Value =
             serde_json::from_slice(&text[start..end(i)]).map_err(|_| bad(what, "a document that is not JSON"))?;
         if !value.is_object() {
@@ -361,6 +363,21 @@ mod tests {
             let _ = dd.document(row, &blocks);
         }
         assert!(dd.document(2, &blocks).is_err());
+        // Ends out of order elsewhere in the block (row 5's below row 4's): every row's read
+        // is refused, not only the rows whose own ends are wrong.
+        let (mut dir, mut blocks) = lay_out_docs(&refs).unwrap();
+        blocks[20..24].copy_from_slice(&1u32.to_le_bytes());
+        let crc = crc32c(&blocks);
+        dir[12..16].copy_from_slice(&crc.to_le_bytes());
+        let dd = DocDir::parse(&dir, 10, blocks.len() as u64).unwrap();
+        assert!((0..10).all(|row| dd.document(row, &blocks).is_err()));
+        // A block shorter than its row ends (its directory length crafted to match): refused by
+        // the directory.
+        let short = &blocks[..12];
+        let mut dir2 = dir.clone();
+        dir2[8..12].copy_from_slice(&12u32.to_le_bytes());
+        dir2[12..16].copy_from_slice(&crc32c(short).to_le_bytes());
+        assert!(DocDir::parse(&dir2, 10, 12).is_err());
     }
 
     #[test]

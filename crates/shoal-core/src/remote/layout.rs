@@ -131,10 +131,12 @@ impl<'s> Permuted<'s> {
     }
 
     /// The payloads of the rows in new order, with the schema, when the segment carries any
-    /// (not when every document is `{}`: [`no_payloads`]).
+    /// (not when every document is `{}` and the schema has no text field: [`no_payloads`]; a
+    /// text schema keeps its index even then, so that the segment answers text requests —
+    /// with no hit — as the local one does).
     fn documents(&self) -> Result<Option<Documents<'s>>, Error> {
         let (Some(schema), Some(view)) = (self.seg.schema(), self.seg.payload()) else { return Ok(None) };
-        if no_payloads(self.seg) {
+        if no_payloads(self.seg) && !crate::text::has_text(schema) {
             return Ok(None);
         }
         let docs = self

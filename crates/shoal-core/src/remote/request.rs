@@ -135,8 +135,13 @@ pub(super) fn search(
         Some(t) => text_ranking(parts, req, t, k_text, &mut wants)?,
         None => None,
     };
+    // A ranking is `None` when it lacks bytes, and then it has named them.
+    let lacking = (vreq.is_some() && vector.is_none()) || (req.text.is_some() && text.is_none());
     if let Some(f) = wants.fetch(parts) {
         return Ok(f);
+    }
+    if lacking {
+        return Err(crate::sections::bad("IVF_DIR", "a segment lacks bytes and names none to fetch"));
     }
     let mut stats = SearchStats { exact: true, ..SearchStats::default() };
     let add = |stats: &mut SearchStats, s: &SearchStats| {

@@ -33,7 +33,8 @@ pub const MAX_BOOTSTRAP_HINT: u64 = 16 << 20;
 /// `bootstrap` hint (bytes from offset 0 that open it in one request).
 #[derive(Clone, Debug, PartialEq)]
 pub struct SetManifest {
-    /// The manifest (layout 1: one dense vector, no features).
+    /// The manifest: one unnamed dense vector, no sparse vectors (layout 1, or 2 when payloads
+    /// are nested).
     pub manifest: Manifest,
     /// Per segment, in set order: its `bootstrap` hint, when the entry has one.
     pub bootstrap: Vec<Option<u64>>,
@@ -175,8 +176,10 @@ impl SetManifest {
     /// generation and payload schema, the new `entries` with their bootstrap `hints` (in set
     /// order), and no `wal`.
     pub fn published(manifest: &Manifest, entries: Vec<SegmentEntry>, hints: Vec<u64>) -> SetManifest {
-        let manifest =
-            Manifest { shoal_manifest: crate::set::MANIFEST_VERSION, segments: entries, wal: None, ..manifest.clone() };
+        // Its layout as its features say (nested payloads: layout 2), as `to_json` writes it.
+        let layout =
+            if manifest.features() { crate::set::MANIFEST_VERSION_FEATURES } else { crate::set::MANIFEST_VERSION };
+        let manifest = Manifest { shoal_manifest: layout, segments: entries, wal: None, ..manifest.clone() };
         SetManifest { manifest, bootstrap: hints.into_iter().map(Some).collect() }
     }
 }

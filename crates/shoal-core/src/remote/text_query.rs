@@ -38,9 +38,9 @@ pub(super) const OPTIONAL_HOT: [u32; 6] = [
 pub(super) struct TextHot {
     meta: Vec<u8>,
     index: DictIndex,
-    /// `TEXT_TERM_DICT`'s and `TEXT_TERMS`' offsets in the file.
+    /// `TEXT_TERM_DICT`'s offset and `TEXT_TERMS`' range in the file.
     dict: u64,
-    terms: u64,
+    terms: Range<u64>,
     ids: Ids,
 }
 
@@ -118,7 +118,8 @@ pub(super) fn open_hot<'c>(
     };
     let meta = section(shoal_text::kinds::TEXT_META)?.to_vec();
     let index = DictIndex::parse(section(KIND_TEXT_DICT_INDEX)?, dict.length)?;
-    let text = TextHot { index, dict: dict.offset, terms: terms.offset, ids, meta };
+    let terms = terms.offset..terms.offset.checked_add(terms.length).ok_or_else(|| bad("TEXT_TERMS", "past 2^64"))?;
+    let text = TextHot { index, dict: dict.offset, terms, ids, meta };
     // The meta alone, checked as an index's: one field, a document per row.
     let none = FetchedTerms::new(core::iter::empty())?;
     let index = none.index(&text.meta)?;
@@ -177,16 +178,30 @@ impl TextHot {
             }
             entries.push(find_in_group(bytes, key)?);
         }
-        let missing: Vec<Range<u64>> = keys
-            .iter()
-            .zip(&entries)
-            .filter_map(|((_, phrase), e)| e.map(|e| file(e.range(*phrase), self.terms)))
-            .filter(|r| r.start < r.end && !cache.contains(r))
-            .collect();
+        let mut missing: Vec<Range<u64>> = Vec::new();
+        for ((_, phrase), e) in keys.iter().zip(&entries) {
+            if let Some(e) = e {
+                let r = self.record(e, *phrase)?;
+                if r.start < r.end && !cache.contains(&r) {
+                    missing.push(r);
+                }
+            }
+        }
         if !missing.is_empty() {
             return Ok(Step::Fetch(missing));
         }
         Ok(Step::Done(entries))
+    }
+
+    /// Where `e`'s record (with positions when `phrase`) lies in the file: an error when a
+    /// (damaged or crafted) entry points outside `TEXT_TERMS`.
+    fn record(&self, e: &TermEntry, phrase: bool) -> Result<Range<u64>, Error> {
+        let r = e.range(phrase);
+        let len = self.terms.end - self.terms.start;
+        if r.start > r.end || r.end > len {
+            return Err(bad("TEXT_TERM_DICT", "a term's record outside TEXT_TERMS"));
+        }
+        Ok(self.terms.start + r.start..self.terms.start + r.end)
     }
 
     /// Searches the fetched records of `keys` (their `entries`) with `query` and `params`: the
@@ -202,8 +217,8 @@ impl TextHot {
         let mut found = Vec::new();
         for ((key, phrase), e) in keys.iter().zip(entries) {
             if let Some(e) = e {
-                let r = e.range(*phrase);
-                let record = cache.get(self.terms + r.start..self.terms + r.end).unwrap_or(&[]);
+                let r = self.record(e, *phrase)?;
+                let record = cache.get(r).unwrap_or(&[]);
                 found.push((key.as_slice(), *e, record));
             }
         }
