@@ -197,7 +197,8 @@ fn a_published_set_answers_as_the_local_set() {
     assert!(m.bootstrap.iter().all(|b| b.is_some()));
 
     let (data, n) = (clustered_vectors(101, 3_000, 32, 30), 3_000);
-    let from_folder = RemoteSetReader::open(folder.join("manifest.json").to_str().unwrap(), 8 << 20, false).unwrap();
+    let options = shoal_host::remote::ReadOptions { cache_bytes: 8 << 20, ..Default::default() };
+    let from_folder = RemoteSetReader::open(folder.join("manifest.json").to_str().unwrap(), &options).unwrap();
     // Reading s3:// from this process: the environment the CLI gets, given to the store here.
     let s3 = open_s3_set(&minio, "sets/a/manifest.json");
     assert_eq!(s3.opened().waves, 2, "the manifest, then every segment at once");

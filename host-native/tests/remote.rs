@@ -184,6 +184,25 @@ fn shoal_search_reads_a_segment_over_http_and_https() {
         let (remote, log) = run(&url, &env);
         assert_eq!(points(&remote), points(&local), "{url}");
         assert!(log.contains("waves") && log.contains("requests"), "{log}");
+        // With a disk cache, a second run's search reads nothing from the server.
+        let cache = dir.path(&format!("cache-{}", nginx.ca.is_some()));
+        let cached = format!("--cache-dir={}", cache.display());
+        let mut runs = (0..2).map(|_| {
+            let out = Command::new(env!("CARGO_BIN_EXE_shoal"))
+                .args(["search", &url, "--vector", &q.join(","), "--limit", "7", "--json", &cached])
+                .env_remove("SSL_CERT_FILE")
+                .env_remove("SSL_CERT_DIR")
+                .envs(env.iter().copied())
+                .output()
+                .unwrap();
+            assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+            (String::from_utf8(out.stdout).unwrap(), String::from_utf8(out.stderr).unwrap())
+        });
+        let ((first, log1), (second, log2)) = (runs.next().unwrap(), runs.next().unwrap());
+        assert_eq!((points(&first), points(&second)), (points(&local), points(&local)));
+        let search_line = |log: &str| log.lines().find(|l| l.starts_with("search:")).unwrap().to_string();
+        assert!(!search_line(&log1).contains("from disk"), "{log1}");
+        assert!(search_line(&log2).contains(" 0 requests") && search_line(&log2).contains("from disk"), "{log2}");
         // A missing object: a typed error and status 1.
         let out = shoal(&format!("{}/none.shoal", nginx.base), &env);
         assert_eq!(out.status.code(), Some(1));
@@ -360,4 +379,104 @@ fn multipart_ranges_fetch_each_wave_in_one_request_and_answer_the_same() {
     let req = request(&queries[22 * 48..23 * 48], json!({"limit": 10}));
     let err = multi.search(&req).unwrap_err();
     assert!(matches!(&err, HostError::Remote { error: RemoteError::Changed(_), .. }), "{err}");
+}
+
+/// Every extent file of a disk cache: its path and length.
+fn extents(dir: &std::path::Path) -> Vec<(std::path::PathBuf, u64)> {
+    let mut out = Vec::new();
+    for folder in std::fs::read_dir(dir).unwrap().flatten() {
+        for e in std::fs::read_dir(folder.path()).into_iter().flatten().flatten() {
+            if e.file_name().to_str().unwrap().parse::<u64>().is_ok() {
+                out.push((e.path(), e.metadata().unwrap().len()));
+            }
+        }
+    }
+    out
+}
+
+#[test]
+fn a_disk_cache_serves_a_restarted_reader_and_never_a_replaced_object() {
+    use shoal_host::remote::{DiskCache, ReadOptions, RemoteSetReader};
+    let dim = 32;
+    let mut col = Collection::new(CollectionConfig { dim, metric: Metric::L2 }).unwrap();
+    col.set_index_kind(IndexKind::IvfRabitq(IvfParams { partitions: Some(30), seed: 2, bits: 2, codes_only: false }))
+        .unwrap();
+    for s in 0..2u64 {
+        let ids: Vec<u64> = (0..4000).map(|i| s * 10_000 + i).collect();
+        col.insert(&ids, &clustered_vectors(60 + s, 4000, dim, 30)).unwrap();
+        col.seal();
+    }
+    let p = shoal_testkit::publish_with_twins(&col);
+    let nginx = Nginx::start();
+    let proxy = Proxy::start(&nginx.base);
+    let manifest = nginx.put("manifest.json", &p.manifest.to_json());
+    for (e, bytes) in p.manifest.manifest.segments.iter().zip(&p.files) {
+        nginx.put(&e.file, bytes);
+    }
+    let at = manifest.replace(&nginx.base, &proxy.base);
+    let dir = TempDir::new("remote", "disk-cache");
+    let cache_dir = dir.path("cache");
+    // No memory cache between searches: what a search does not fetch comes from disk.
+    let open = |budget: u64| {
+        let disk = DiskCache::open(&cache_dir, budget).unwrap();
+        RemoteSetReader::open(&at, &ReadOptions { cache_bytes: 0, multipart: false, disk: Some(disk) }).unwrap()
+    };
+    let queries: Vec<SearchRequest> = clustered_vectors(5, 24, dim, 30)
+        .chunks_exact(dim)
+        .map(|q| request(q, json!({"limit": 10, "params": {"nprobe": 6}})))
+        .collect();
+    // Each query's answer checked; the requests of the searches, and the bytes the first one
+    // read from disk (later ones read what earlier ones kept).
+    let run = |reader: &RemoteSetReader| {
+        let (mut requests, mut first_disk) = (0, None);
+        for req in &queries {
+            let (got, trip) = reader.search(req).unwrap();
+            assert_eq!(bits(&got), bits(&p.local.search(req).unwrap()));
+            requests += trip.requests;
+            first_disk.get_or_insert(trip.disk_bytes);
+        }
+        (requests, first_disk.unwrap())
+    };
+    let first = open(1 << 30);
+    let (cold, from_disk) = run(&first);
+    assert!(cold >= 24 && from_disk == 0, "cold: {cold} requests, {from_disk} bytes from disk first");
+    assert_eq!(run(&first).0, 0, "the same searches again: every byte from disk");
+    drop(first);
+    // A restarted reader: its open reads the manifest and the bootstrap regions (one request
+    // each: the objects' ETags pinned), its searches only the disk.
+    let again = open(1 << 30);
+    assert_eq!(again.opened().requests, 3);
+    let (requests, from_disk) = run(&again);
+    assert!(requests == 0 && from_disk > 0, "{requests} requests, {from_disk} bytes from disk");
+    // Damaged extents (a flipped byte in each): fetched again, never answered from.
+    let held = extents(&cache_dir);
+    assert!(!held.is_empty());
+    for (path, _) in &held {
+        let mut bytes = std::fs::read(path).unwrap();
+        bytes[0] ^= 0x10;
+        std::fs::write(path, bytes).unwrap();
+    }
+    let damaged = open(1 << 30);
+    let (requests, _) = run(&damaged);
+    assert!(requests >= 24, "damaged extents refetched: {requests} requests");
+    assert_eq!(run(&damaged).0, 0, "and kept again");
+    drop(damaged);
+    // The same objects published again (new ETags): not the bytes cached for the old ones.
+    let later = std::time::SystemTime::now() + std::time::Duration::from_secs(30);
+    for (e, bytes) in p.manifest.manifest.segments.iter().zip(&p.files) {
+        nginx.put(&e.file, bytes);
+        let f = std::fs::File::options().append(true).open(nginx.www.join(&e.file)).unwrap();
+        f.set_modified(later).unwrap();
+    }
+    let replaced = open(1 << 30);
+    let (requests, from_disk) = run(&replaced);
+    assert!(requests >= 24 && from_disk == 0, "a new version: {requests} requests, {from_disk} from disk");
+    drop(replaced);
+    // A budget: the least recently read extents go, the cache stays under it.
+    let budget = 300_000;
+    let small = open(budget);
+    run(&small);
+    run(&small);
+    let total: u64 = extents(&cache_dir).iter().map(|(_, len)| len).sum();
+    assert!(total <= budget, "{total} bytes on disk, budget {budget}");
 }

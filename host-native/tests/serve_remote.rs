@@ -84,13 +84,17 @@ fn readers_of_one_published_copy_answer_as_the_writer() {
         shoal(&["publish", writer_data.join("collections/docs").to_str().unwrap(), "s3://shoal/docs"], &env);
     assert!(published.status.success(), "publish: {}", String::from_utf8_lossy(&published.stderr));
     let remote = ["--remote", "docs=s3://shoal/docs/manifest.json"];
-    // Readers that never read the manifest again, and one that reads it every second.
+    // Readers that never read the manifest again, and one that reads it every second (and
+    // keeps what it reads on disk, across its restart).
     let fixed = ["--remote", "docs=s3://shoal/docs/manifest.json", "--remote-poll", "0"];
-    let follows = ["--remote", "docs=s3://shoal/docs/manifest.json", "--remote-poll", "1"];
+    let cache_dir = dir.path("reader-a-cache");
+    let cache_arg = format!("--remote-cache-dir={}", cache_dir.display());
+    let follows = ["--remote", "docs=s3://shoal/docs/manifest.json", "--remote-poll", "1", &cache_arg];
 
     // Two readers, each with a data folder of its own, read the one copy.
     let (data_a, data_b) = (dir.path("reader-a"), dir.path("reader-b"));
-    let a = Server::start_with_env(&data_a, &remote, &env).expect("reader a starts");
+    let a =
+        Server::start_with_env(&data_a, &[&remote[..], &[cache_arg.as_str()]].concat(), &env).expect("reader a starts");
     let b = Server::start_with_env(&data_b, &fixed, &env).expect("reader b starts");
     for r in [&a, &b] {
         assert_eq!(answers(r, &all), want, "a reader answers as the writer did");
@@ -140,8 +144,9 @@ fn readers_of_one_published_copy_answer_as_the_writer() {
     // Killed and restarted, a reader answers the same; the other never stopped, and answers
     // the same to four clients at once (its searches in lanes, each with its own cache).
     a.kill9();
+    assert!(std::fs::read_dir(&cache_dir).unwrap().count() == 3, "a folder per segment in the disk cache");
     let a = Server::start_with_env(&data_a, &follows, &env).expect("reader a restarts");
-    assert_eq!(answers(&a, &all), want, "after a restart");
+    assert_eq!(answers(&a, &all), want, "after a restart (what it read before, from disk)");
     std::thread::scope(|s| {
         let clients: Vec<_> = (0..4).map(|_| s.spawn(|| answers(&b, &all))).collect();
         for c in clients {

@@ -75,6 +75,13 @@ pub struct SearchArgs {
     /// answered as `multipart/byteranges` by nginx, Apache and most static servers; not S3).
     #[arg(long)]
     pub multipart_ranges: bool,
+    /// For a segment read by byte ranges: a folder where fetched bytes are also kept on disk,
+    /// for later searches (checked when read; per object version).
+    #[arg(long, value_name = "DIR")]
+    pub cache_dir: Option<PathBuf>,
+    /// The most bytes kept in `--cache-dir`.
+    #[arg(long, value_name = "BYTES", default_value_t = 4 << 30, requires = "cache_dir")]
+    pub cache_dir_bytes: u64,
 }
 
 /// The query of `shoal search`: one of these.

@@ -9,7 +9,7 @@ use shoal_core::SearchRequest;
 
 use super::search::{SearchArgs, apply_flags, parse_vector, read_truth, table};
 use super::{ms, print};
-use crate::remote::{RemoteCollection, RemoteSetReader, Trip, source_of};
+use crate::remote::{DiskCache, DiskCached, ReadOptions, RemoteCollection, RemoteSetReader, Trip, source_of};
 use crate::{HostError, input::VectorFile};
 use shoal_core::SearchResponse;
 
@@ -73,18 +73,23 @@ enum Reader {
 impl Reader {
     fn open(args: &SearchArgs, location: &str) -> Result<Reader, HostError> {
         let path = location.split('?').next().unwrap_or(location);
+        let disk = match &args.cache_dir {
+            Some(dir) => Some(DiskCache::open(dir, args.cache_dir_bytes)?),
+            None => None,
+        };
         if path.ends_with(".json") {
             if args.bootstrap.is_some() {
                 return Err(HostError::Usage("--bootstrap: a set's segments open with their manifest's hints".into()));
             }
-            return Ok(Reader::Set(RemoteSetReader::open(location, args.cache_bytes, args.multipart_ranges)?));
+            let options = ReadOptions { cache_bytes: args.cache_bytes, multipart: args.multipart_ranges, disk };
+            return Ok(Reader::Set(RemoteSetReader::open(location, &options)?));
         }
         let prefix = args.bootstrap.unwrap_or(shoal_core::remote::OPEN_PREFIX);
-        Ok(Reader::One(RemoteCollection::open_with(
-            source_of(location, args.multipart_ranges)?,
-            args.cache_bytes,
-            prefix,
-        )?))
+        let mut source = source_of(location, args.multipart_ranges)?;
+        if let Some(disk) = disk {
+            source = Box::new(DiskCached::new(source, disk));
+        }
+        Ok(Reader::One(RemoteCollection::open_with(source, args.cache_bytes, prefix)?))
     }
 
     fn set_merge_gap(&mut self, gap: u64) {
@@ -118,7 +123,9 @@ impl Reader {
 
 /// A trip as `W waves, R requests, B KB`.
 fn cost(t: Trip) -> String {
-    format!("{} waves, {} requests, {:.1} KB", t.waves, t.requests, t.bytes as f64 / 1e3)
+    let disk =
+        if t.disk_bytes > 0 { format!(" (+ {:.1} KB from disk)", t.disk_bytes as f64 / 1e3) } else { String::new() };
+    format!("{} waves, {} requests, {:.1} KB{disk}", t.waves, t.requests, t.bytes as f64 / 1e3)
 }
 
 /// `--queries FILE [--truth FILE]`: every query in turn, twice — first with the cache filling

@@ -296,6 +296,10 @@ impl RangeSource for HttpRanges {
     fn requests(&self) -> u64 {
         self.requests.load(Ordering::Relaxed)
     }
+
+    fn version(&self) -> Option<String> {
+        super::pinned_version(&self.pinned.lock().unwrap_or_else(|e| e.into_inner()))
+    }
 }
 
 /// Range `r` of a whole object (shorter where the object ends).

@@ -18,11 +18,13 @@ use shoal_core::{FormatError, SearchRequest, SearchResponse};
 
 use crate::HostError;
 
+pub mod disk;
 mod http;
 mod set;
 pub mod store;
+pub use disk::{DiskCache, DiskCached};
 pub use http::HttpRanges;
-pub use set::RemoteSetReader;
+pub use set::{ReadOptions, RemoteSetReader};
 pub use store::StoreRanges;
 
 /// The most bytes accepted when a server ignores `Range` and sends the whole object (a 200):
@@ -109,6 +111,24 @@ pub trait RangeSource: Send + Sync {
     /// Requests sent so far (reads of a file; HTTP requests, retries included, several ranges
     /// in one where the source asks for them together).
     fn requests(&self) -> u64;
+    /// The object's version as pinned at open — a strong ETag and the length — once a read
+    /// has told it (`None`: not read yet, or no identity strong enough to cache its bytes by).
+    fn version(&self) -> Option<String> {
+        None
+    }
+    /// Bytes answered from a local cache rather than sent by the source, so far.
+    fn disk_bytes(&self) -> u64 {
+        0
+    }
+}
+
+/// The version of an object whose ETag and length were pinned: a strong ETag only (a weak
+/// one, `W/…`, promises equivalent content, not the same bytes).
+fn pinned_version(pinned: &(Option<String>, Option<u64>)) -> Option<String> {
+    match pinned {
+        (Some(tag), Some(len)) if !tag.starts_with("W/") => Some(format!("ETag {tag}, {len} bytes")),
+        _ => None,
+    }
 }
 
 /// What reading cost: waves (dependent round trips), requests and bytes received.
@@ -123,6 +143,8 @@ pub struct Trip {
     pub bytes: u64,
     /// Searches started again after bytes failed their checksum.
     pub retries: u32,
+    /// Bytes read from the local disk cache instead (`--remote-cache-dir`), not in `bytes`.
+    pub disk_bytes: u64,
 }
 
 impl std::ops::AddAssign for Trip {
@@ -131,6 +153,7 @@ impl std::ops::AddAssign for Trip {
         self.requests += o.requests;
         self.bytes += o.bytes;
         self.retries += o.retries;
+        self.disk_bytes += o.disk_bytes;
     }
 }
 
@@ -294,6 +317,7 @@ fn drive_waves<T>(
                 let t = r?;
                 trip.requests += t.requests;
                 trip.bytes += t.bytes;
+                trip.disk_bytes += t.disk_bytes;
             }
         }
     }
@@ -307,9 +331,12 @@ fn fetch_into(
     cache: &mut RangeCache,
     trip: &mut Trip,
 ) -> Result<(), HostError> {
-    let sent = source.requests();
+    let (sent, disk) = (source.requests(), source.disk_bytes());
     let answers = source.read(ranges).map_err(|e| remote(source, e))?;
     trip.requests += (source.requests() - sent) as u32;
+    let from_disk = source.disk_bytes() - disk;
+    trip.disk_bytes += from_disk;
+    let mut received = 0;
     for (r, bytes) in ranges.iter().zip(&answers) {
         let asked = r.end - r.start;
         let got = bytes.len() as u64;
@@ -319,9 +346,10 @@ fn fetch_into(
             let message = format!("{got} bytes for a range of {asked} at {}", r.start);
             return Err(remote(source, RemoteError::BadResponse(message)));
         }
-        trip.bytes += got;
+        received += got;
         cache.insert(r.start, bytes);
     }
+    trip.bytes += received - from_disk.min(received);
     Ok(())
 }
 

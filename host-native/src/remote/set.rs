@@ -9,7 +9,7 @@ use std::sync::{Mutex, MutexGuard, TryLockError};
 use shoal_core::remote::{RangeCache, RemoteSegment, RemoteSet, SetManifest, SetStep, Step};
 use shoal_core::{SearchRequest, SearchResponse};
 
-use super::{RangeSource, RemoteError, Trip, drive_set, fetch_into, remote, source_of};
+use super::{DiskCache, DiskCached, RangeSource, RemoteError, Trip, drive_set, fetch_into, remote, source_of};
 use crate::HostError;
 
 /// Gives the source of an object by its location (a URL or a path).
@@ -17,6 +17,17 @@ pub type SourceOf<'a> = dyn Fn(&str) -> Result<Box<dyn RangeSource>, HostError> 
 
 /// The largest manifest read (bytes).
 pub const MANIFEST_CAP: u64 = 4 << 20;
+
+/// How a set is read.
+#[derive(Clone, Debug, Default)]
+pub struct ReadOptions {
+    /// Fetched bytes kept in memory between searches, shared evenly by the segments.
+    pub cache_bytes: u64,
+    /// Each wave's ranges of an object in one multipart request (HTTP servers only).
+    pub multipart: bool,
+    /// A cache on local disk the segments' bytes go through (kept across restarts).
+    pub disk: Option<std::sync::Arc<DiskCache>>,
+}
 
 /// A segment set read by ranges, with a cache of fetched bytes per segment.
 ///
@@ -86,12 +97,23 @@ fn manifest_from(location: &str, source: &dyn RangeSource, trip: &mut Trip) -> R
 
 impl RemoteSetReader {
     /// Opens the set whose manifest is at `location` (a URL or path, as
-    /// [`source_of`] takes it; its segments lie beside it), keeping at most `cache_bytes` of
-    /// fetched bytes between searches, shared evenly by the segments. Reads the manifest (one
-    /// request), then every segment's bootstrap region at once (one request each with the
-    /// manifest's `bootstrap` hints).
-    pub fn open(location: &str, cache_bytes: u64, multipart: bool) -> Result<RemoteSetReader, HostError> {
-        Self::open_with(location, cache_bytes, &*sources_for(location, multipart)?)
+    /// [`source_of`] takes it; its segments lie beside it), as `options` say. Reads the
+    /// manifest (one request), then every segment's bootstrap region at once (one request
+    /// each with the manifest's `bootstrap` hints).
+    pub fn open(location: &str, options: &ReadOptions) -> Result<RemoteSetReader, HostError> {
+        let sources = sources_for(location, options.multipart)?;
+        match &options.disk {
+            None => Self::open_with(location, options.cache_bytes, &*sources),
+            Some(disk) => {
+                // The segments' bytes through the disk cache; the manifest (which changes when
+                // the set is published again) always from its source.
+                let cached = |at: &str| -> Result<Box<dyn RangeSource>, HostError> {
+                    let source = sources(at)?;
+                    Ok(if at == location { source } else { Box::new(DiskCached::new(source, disk.clone())) })
+                };
+                Self::open_with(location, options.cache_bytes, &cached)
+            }
+        }
     }
 
     /// The manifest at `location` as it is now (one request; `location` as [`open`](Self::open)

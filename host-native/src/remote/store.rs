@@ -218,6 +218,10 @@ impl RangeSource for StoreRanges {
     fn requests(&self) -> u64 {
         self.requests.load(Ordering::Relaxed)
     }
+
+    fn version(&self) -> Option<String> {
+        super::pinned_version(&self.pinned.lock().unwrap_or_else(|e| e.into_inner()))
+    }
 }
 
 #[cfg(test)]

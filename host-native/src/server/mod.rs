@@ -91,6 +91,14 @@ pub struct ServeArgs {
     /// Fetched bytes each `--remote` collection keeps in memory, in MiB.
     #[arg(long, default_value_t = 256)]
     pub remote_cache_mib: u64,
+    /// A folder where the `--remote` collections' fetched bytes are also kept on disk, across
+    /// restarts (checked when read; per object version: a replaced object's bytes are not
+    /// reused). Processes may share it.
+    #[arg(long, value_name = "DIR")]
+    pub remote_cache_dir: Option<std::path::PathBuf>,
+    /// The most bytes kept in `--remote-cache-dir`, in MiB (the least recently read go first).
+    #[arg(long, default_value_t = 4096, requires = "remote_cache_dir")]
+    pub remote_cache_dir_mib: u64,
     /// How often (seconds) each `--remote` collection reads its manifest to follow new
     /// publications at its location: another set published there is opened and served from
     /// the next search on (one that cannot be opened is logged, the set served is kept, and it
@@ -299,13 +307,21 @@ impl AppState {
         let lanes = crate::commands::threads()
             .unwrap_or_else(|| std::thread::available_parallelism().map_or(4, |n| n.get()))
             .clamp(2, 16);
-        let cache_bytes = args.remote_cache_mib.saturating_mul(1 << 20);
+        let disk = match &args.remote_cache_dir {
+            Some(dir) => Some(crate::remote::DiskCache::open(dir, args.remote_cache_dir_mib.saturating_mul(1 << 20))?),
+            None => None,
+        };
+        let options = crate::remote::ReadOptions {
+            cache_bytes: args.remote_cache_mib.saturating_mul(1 << 20),
+            multipart: false,
+            disk,
+        };
         for spec in &args.remote {
             let (name, location) = remote::parse_spec(spec)?;
             if local.contains_key(&name) || remote.contains_key(&name) {
                 return Err(HostError::Usage(format!("--remote {spec:?}: a collection named {name:?} exists already")));
             }
-            let set = ServedSet::open(&location, cache_bytes, lanes)
+            let set = ServedSet::open(&location, options.clone(), lanes)
                 .map_err(|e| HostError::Usage(format!("--remote {name}: {e}")))?;
             let set = Arc::new(set);
             if args.remote_poll > 0 {

@@ -24,7 +24,7 @@ use shoal_core::{Metric, SearchRequest, SearchResponse};
 use super::ApiError;
 use super::store::{Meta, Store};
 use crate::HostError;
-use crate::remote::RemoteSetReader;
+use crate::remote::{ReadOptions, RemoteSetReader};
 use shoal_core::remote::SetManifest;
 
 /// A read-only collection over a published segment set.
@@ -34,7 +34,7 @@ pub struct ServedSet {
     pub location: String,
     /// Its configuration as a local collection's (one unnamed dense vector, no payload fields).
     pub meta: Meta,
-    cache_bytes: u64,
+    options: ReadOptions,
     lanes: usize,
     /// The set served now (replaced whole when another is published).
     reader: RwLock<Arc<RemoteSetReader>>,
@@ -118,10 +118,10 @@ impl Snapshot {
 }
 
 impl ServedSet {
-    /// Opens the set whose manifest is at `location`, keeping at most `cache_bytes` of fetched
-    /// ranges in memory, shared by `lanes` searches that may read at once.
-    pub fn open(location: &str, cache_bytes: u64, lanes: usize) -> Result<ServedSet, HostError> {
-        let reader = Self::open_reader(location, cache_bytes, lanes)?;
+    /// Opens the set whose manifest is at `location`, read as `options` say (its memory cache
+    /// shared by `lanes` searches that may read at once).
+    pub fn open(location: &str, options: ReadOptions, lanes: usize) -> Result<ServedSet, HostError> {
+        let reader = Self::open_reader(location, &options, lanes)?;
         let set = reader.set();
         let metric = match set.metric() {
             Metric::Cosine => "cosine",
@@ -143,11 +143,11 @@ impl ServedSet {
         };
         let reader = RwLock::new(Arc::new(reader));
         let held = Mutex::new(None);
-        Ok(ServedSet { location: location.to_string(), meta, cache_bytes, lanes, reader, held })
+        Ok(ServedSet { location: location.to_string(), meta, options, lanes, reader, held })
     }
 
-    fn open_reader(location: &str, cache_bytes: u64, lanes: usize) -> Result<RemoteSetReader, HostError> {
-        let mut reader = RemoteSetReader::open(location, cache_bytes, false)?;
+    fn open_reader(location: &str, options: &ReadOptions, lanes: usize) -> Result<RemoteSetReader, HostError> {
+        let mut reader = RemoteSetReader::open(location, options)?;
         reader.set_lanes(lanes);
         Ok(reader)
     }
@@ -195,7 +195,7 @@ impl ServedSet {
                 self.location, self.meta.dim,
             )));
         }
-        let next = match Self::open_reader(&self.location, self.cache_bytes, self.lanes) {
+        let next = match Self::open_reader(&self.location, &self.options, self.lanes) {
             Ok(next) => next,
             Err(e) => {
                 let retry = Instant::now() + wait;

@@ -36,7 +36,7 @@ fn wait_for(port: u16, child: &mut Child, what: &str) {
 /// nginx serving a folder of its own on 127.0.0.1.
 pub struct Nginx {
     child: Child,
-    www: PathBuf,
+    pub www: PathBuf,
     /// `http://127.0.0.1:PORT` (`https://` with TLS).
     pub base: String,
     /// With TLS: the PEM file of the certificate authority that signed the server's
