@@ -460,7 +460,25 @@ fn a_disk_cache_serves_a_restarted_reader_and_never_a_replaced_object() {
     let (requests, _) = run(&damaged);
     assert!(requests >= 24, "damaged extents refetched: {requests} requests");
     assert_eq!(run(&damaged).0, 0, "and kept again");
-    drop(damaged);
+    // A byte flipped in transit, kept on disk with a right CRC of its own: the search fails the
+    // segment's checksum, runs again past the disk (one retry), and the bytes it reads then
+    // replace the bad ones — the next searches read them from disk, right.
+    let fresh = TempDir::new("remote", "disk-cache-flip");
+    let disk = DiskCache::open(&fresh.path("cache"), 1 << 30).unwrap();
+    let flipping =
+        RemoteSetReader::open(&at, &ReadOptions { cache_bytes: 0, multipart: false, disk: Some(disk.clone()) })
+            .unwrap();
+    proxy.fault("flip", Some(1));
+    let (got, trip) = flipping.search(&queries[0]).unwrap();
+    proxy.clear();
+    assert_eq!(bits(&got), bits(&p.local.search(&queries[0]).unwrap()));
+    assert_eq!(trip.retries, 1, "{trip:?}");
+    let again =
+        RemoteSetReader::open(&at, &ReadOptions { cache_bytes: 0, multipart: false, disk: Some(disk) }).unwrap();
+    let (got, trip) = again.search(&queries[0]).unwrap();
+    assert_eq!(bits(&got), bits(&p.local.search(&queries[0]).unwrap()));
+    assert_eq!((trip.requests, trip.retries), (0, 0), "the replaced bytes, from disk: {trip:?}");
+    drop((damaged, flipping, again));
     // The same objects published again (new ETags): not the bytes cached for the old ones.
     let later = std::time::SystemTime::now() + std::time::Duration::from_secs(30);
     for (e, bytes) in p.manifest.manifest.segments.iter().zip(&p.files) {

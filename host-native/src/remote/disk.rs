@@ -4,15 +4,20 @@
 //! Bytes are cached per *object version*: an object's name with the identity its source
 //! pinned at open ([`RangeSource::version`]: a strong ETag and the length). A replaced object
 //! has another version, so its old bytes are never served for it; a source that pins no strong
-//! identity (a local file, a server without ETags) is not cached. Each version's folder (named
-//! by a hash of its name and version, which a file `object` in it spells out) holds *extents*:
-//! files named by their first byte's offset, each holding the bytes then a CRC-32C of the
-//! offset and the bytes. An extent that fails its CRC (a torn write, a damaged disk) is deleted
-//! and its bytes fetched again: a damaged cache costs requests, never a wrong answer.
+//! identity (a local file, a server without ETags) is not cached, and neither is an object's
+//! first read (the one that pins its version: the open's bootstrap request, sent at every
+//! open). Each version's folder (named by a hash of its name and version, which a file
+//! `object` in it spells out) holds *extents*: files named by their first byte's offset, each
+//! holding the bytes then a CRC-32C of the name, version, offset and bytes. An extent that
+//! fails its CRC (a torn write, a damaged disk, another object's) is deleted and its bytes
+//! fetched again: a damaged cache costs requests, never a wrong answer. Bytes that pass their
+//! CRC here but fail the segment's own (a fault in transit, kept) are replaced: a search whose
+//! bytes fail its checksums runs again reading past the cache ([`RangeSource::read_counted`]).
 //!
 //! Writes go to a temporary file renamed into place (readers never see half an extent), and
 //! are best effort: a full or read-only disk makes the reader fetch, not fail. When the cache
-//! holds more than its budget, the extents least recently read go first (file times).
+//! holds more than its budget (or a write fails), the extents least recently read go first
+//! (file times), with temporary files left by a process that died.
 
 use std::collections::{BTreeMap, HashMap};
 use std::io::Write as _;
@@ -31,12 +36,17 @@ const TRAILER: u64 = 4;
 /// eviction runs once per many writes.
 const KEEP_PERCENT: u64 = 90;
 
+/// Temporary files older than this are a dead writer's, deleted when the cache is trimmed.
+const STALE_TMP: std::time::Duration = std::time::Duration::from_secs(3600);
+
 /// The disk cache: a folder and a budget in bytes.
 #[derive(Debug)]
 pub struct DiskCache {
     dir: PathBuf,
     budget: u64,
     state: Mutex<State>,
+    /// Held while trimming (one trim at a time; a write over budget meanwhile skips its own).
+    evicting: Mutex<()>,
 }
 
 #[derive(Debug, Default)]
@@ -56,8 +66,15 @@ fn fnv1a(bytes: &[u8]) -> u64 {
     bytes.iter().fold(0xcbf2_9ce4_8422_2325, |h, &b| (h ^ u64::from(b)).wrapping_mul(0x0000_0100_0000_01b3))
 }
 
-fn extent_crc(start: u64, data: &[u8]) -> u32 {
-    crc32c::crc32c_append(crc32c::crc32c(&start.to_le_bytes()), data)
+/// An extent's CRC: of its object version (`spelled`: name and version), offset and bytes.
+fn extent_crc(spelled: &str, start: u64, data: &[u8]) -> u32 {
+    let head = crc32c::crc32c_append(crc32c::crc32c(spelled.as_bytes()), &start.to_le_bytes());
+    crc32c::crc32c_append(head, data)
+}
+
+/// An object version as its folder's `object` file spells it.
+fn spelled(name: &str, version: &str) -> String {
+    format!("{name}\n{version}\n")
 }
 
 impl DiskCache {
@@ -67,7 +84,7 @@ impl DiskCache {
         std::fs::create_dir_all(dir).map_err(|e| HostError::io(dir, "create the cache folder", e))?;
         let total = extents_on_disk(dir).iter().map(|(_, len, _)| len).sum();
         let state = State { total, ..State::default() };
-        let cache = DiskCache { dir: dir.to_path_buf(), budget, state: Mutex::new(state) };
+        let cache = DiskCache { dir: dir.to_path_buf(), budget, state: Mutex::new(state), evicting: Mutex::new(()) };
         // A folder left over its budget (a smaller one given now): trimmed at once.
         if total > budget {
             cache.evict();
@@ -91,8 +108,7 @@ impl DiskCache {
     }
 
     /// The folder of `name` at `version`, its extents loaded (`None`: another object's).
-    fn folder(&self, state: &mut State, name: &str, version: &str) -> Option<String> {
-        let spelled = format!("{name}\n{version}\n");
+    fn folder(&self, state: &mut State, spelled: &str) -> Option<String> {
         let folder = format!("{:016x}", fnv1a(spelled.as_bytes()));
         if !state.objects.contains_key(&folder) {
             let path = self.dir.join(&folder);
@@ -127,23 +143,17 @@ impl DiskCache {
 
     /// Reads the extent of `folder` starting at `start` (ending at `end`), checked; a missing
     /// or damaged one is forgotten (and deleted).
-    fn read_extent(&self, folder: &str, start: u64, end: u64) -> Option<Vec<u8>> {
+    fn read_extent(&self, folder: &str, spelled: &str, start: u64, end: u64) -> Option<Vec<u8>> {
         let path = self.dir.join(folder).join(start.to_string());
         let mut bytes = std::fs::read(&path).ok();
         let good = bytes.as_ref().is_some_and(|b| {
             b.len() as u64 == end - start + TRAILER && {
                 let (data, crc) = b.split_at(b.len() - TRAILER as usize);
-                u32::from_le_bytes(crc.try_into().expect("4 bytes")) == extent_crc(start, data)
+                u32::from_le_bytes(crc.try_into().expect("4 bytes")) == extent_crc(spelled, start, data)
             }
         });
         if !good {
-            let _ = std::fs::remove_file(&path);
-            let mut state = self.lock();
-            if let Some(Some(extents)) = state.objects.get_mut(folder)
-                && extents.remove(&start).is_some()
-            {
-                state.total = state.total.saturating_sub(end - start + TRAILER);
-            }
+            self.remove_extent(folder, start);
             return None;
         }
         // Recently read: evicted last.
@@ -155,9 +165,28 @@ impl DiskCache {
         Some(data)
     }
 
+    /// Deletes the extent of `folder` at `start` (its file and its entry).
+    fn remove_extent(&self, folder: &str, start: u64) {
+        let path = self.dir.join(folder).join(start.to_string());
+        let len = std::fs::metadata(&path).map_or(0, |m| m.len());
+        let _ = std::fs::remove_file(&path);
+        let mut state = self.lock();
+        if let Some(Some(extents)) = state.objects.get_mut(folder) {
+            extents.remove(&start);
+        }
+        state.total = state.total.saturating_sub(len);
+    }
+
     /// Keeps `data` (the object's bytes at `start`) as an extent of `folder`.
-    fn write_extent(&self, folder: &str, start: u64, data: &[u8]) {
+    fn write_extent(&self, folder: &str, spelled: &str, start: u64, data: &[u8]) {
         if data.is_empty() || data.len() as u64 + TRAILER > self.budget {
+            return;
+        }
+        // (Two gaps of one wave may start at one offset: the longer one stays.)
+        let end = start + data.len() as u64;
+        if let Some(Some(extents)) = self.lock().objects.get(folder)
+            && extents.get(&start).is_some_and(|&e| e >= end)
+        {
             return;
         }
         let seq = {
@@ -167,16 +196,18 @@ impl DiskCache {
         };
         let mut bytes = Vec::with_capacity(data.len() + TRAILER as usize);
         bytes.extend_from_slice(data);
-        bytes.extend_from_slice(&extent_crc(start, data).to_le_bytes());
+        bytes.extend_from_slice(&extent_crc(spelled, start, data).to_le_bytes());
         if write_atomic(&self.dir.join(folder), &start.to_string(), seq, &bytes).is_err() {
+            // A full disk: room made for the next one.
+            self.evict();
             return;
         }
         let over = {
             let mut state = self.lock();
-            if let Some(Some(extents)) = state.objects.get_mut(folder)
-                && extents.insert(start, start + data.len() as u64).is_none()
-            {
-                state.total += bytes.len() as u64;
+            if let Some(Some(extents)) = state.objects.get_mut(folder) {
+                // (An extent replaced at the same offset: its old length out.)
+                let old = extents.insert(start, end).map_or(0, |e| e - start + TRAILER);
+                state.total = (state.total + bytes.len() as u64).saturating_sub(old);
             }
             state.total > self.budget
         };
@@ -188,6 +219,8 @@ impl DiskCache {
     /// Deletes the extents least recently read until the cache holds [`KEEP_PERCENT`] of its
     /// budget (every process's extents: the folder is counted again).
     fn evict(&self) {
+        let Ok(_one) = self.evicting.try_lock() else { return };
+        remove_stale(&self.dir);
         let mut all = extents_on_disk(&self.dir);
         all.sort_by_key(|(_, _, time)| *time);
         let mut total: u64 = all.iter().map(|(_, len, _)| len).sum();
@@ -197,7 +230,12 @@ impl DiskCache {
             if total <= keep {
                 break;
             }
-            if std::fs::remove_file(&path).is_ok() {
+            // (Gone already — another process's trim: removed all the same.)
+            let removed = match std::fs::remove_file(&path) {
+                Ok(()) => true,
+                Err(e) => e.kind() == std::io::ErrorKind::NotFound,
+            };
+            if removed {
                 total -= len;
                 let folder = path.parent().and_then(Path::file_name).and_then(|f| f.to_str()).unwrap_or("");
                 let start = path.file_name().and_then(|f| f.to_str()).and_then(|s| s.parse::<u64>().ok());
@@ -207,6 +245,33 @@ impl DiskCache {
             }
         }
         state.total = total;
+    }
+}
+
+/// Deletes temporary files older than [`STALE_TMP`] (a writer that died) and the folders of
+/// object versions with no extent left.
+fn remove_stale(dir: &Path) {
+    let Ok(folders) = std::fs::read_dir(dir) else { return };
+    for folder in folders.flatten() {
+        let Ok(entries) = std::fs::read_dir(folder.path()) else { continue };
+        let mut extents = 0;
+        for e in entries.flatten() {
+            let name = e.file_name();
+            let name = name.to_str().unwrap_or("");
+            if name.starts_with(".tmp-") {
+                let old = e.metadata().and_then(|m| m.modified()).ok().and_then(|t| t.elapsed().ok());
+                if old.is_some_and(|age| age > STALE_TMP) {
+                    let _ = std::fs::remove_file(e.path());
+                }
+            } else if name != "object" {
+                extents += 1;
+            }
+        }
+        if extents == 0 {
+            let _ = std::fs::remove_file(folder.path().join("object"));
+            // (Fails, harmlessly, while another process writes there.)
+            let _ = std::fs::remove_dir(folder.path());
+        }
     }
 }
 
@@ -258,26 +323,48 @@ fn extents_on_disk(dir: &Path) -> Vec<(PathBuf, u64, SystemTime)> {
 pub struct DiskCached {
     inner: Box<dyn RangeSource>,
     cache: Arc<DiskCache>,
-    from_disk: std::sync::atomic::AtomicU64,
 }
 
 impl DiskCached {
     /// `inner` read through `cache`.
     pub fn new(inner: Box<dyn RangeSource>, cache: Arc<DiskCache>) -> DiskCached {
-        DiskCached { inner, cache, from_disk: Default::default() }
+        DiskCached { inner, cache }
+    }
+
+    /// The object's version as spelled, and its folder, once the source has pinned it (its
+    /// first read, at open) and when no other object holds that folder.
+    fn folder(&self) -> Option<(String, String)> {
+        let spelled = spelled(self.inner.name(), &self.inner.version()?);
+        let mut state = self.cache.lock();
+        let folder = self.cache.folder(&mut state, &spelled)?;
+        Some((spelled, folder))
+    }
+
+    /// Reads `ranges` from the source, replacing what the cache held of them.
+    fn refresh(&self, ranges: &[Range<u64>], spelled: &str, folder: &str) -> Result<Vec<Vec<u8>>, RemoteError> {
+        let fetched = self.inner.read(ranges)?;
+        for (r, bytes) in ranges.iter().zip(&fetched) {
+            let r = r.start..r.start + bytes.len() as u64;
+            let old = DiskCache::overlapping(&self.cache.lock(), folder, &r);
+            for (s, _) in old {
+                self.cache.remove_extent(folder, s);
+            }
+            self.cache.write_extent(folder, spelled, r.start, bytes);
+        }
+        Ok(fetched)
     }
 }
 
 impl RangeSource for DiskCached {
     fn read(&self, ranges: &[Range<u64>]) -> Result<Vec<Vec<u8>>, RemoteError> {
-        // Until the source has pinned its object (its first read, at open), nothing is known
-        // about the bytes on disk: read from the source.
-        let Some(version) = self.inner.version() else { return self.inner.read(ranges) };
-        let folder = {
-            let mut state = self.cache.lock();
-            self.cache.folder(&mut state, self.inner.name(), &version)
-        };
-        let Some(folder) = folder else { return self.inner.read(ranges) };
+        self.read_counted(ranges, false).map(|(answers, _)| answers)
+    }
+
+    fn read_counted(&self, ranges: &[Range<u64>], past_cache: bool) -> Result<(Vec<Vec<u8>>, u64), RemoteError> {
+        let Some((spelled, folder)) = self.folder() else { return Ok((self.inner.read(ranges)?, 0)) };
+        if past_cache {
+            return Ok((self.refresh(ranges, &spelled, &folder)?, 0));
+        }
         let len = self.inner.object_len().unwrap_or(u64::MAX);
         // Each range's pieces: bytes from disk, or a gap to fetch (its index in `gaps`).
         enum Piece {
@@ -288,12 +375,13 @@ impl RangeSource for DiskCached {
         let mut pieces: Vec<Vec<Piece>> = Vec::with_capacity(ranges.len());
         let mut from_disk = 0u64;
         for r in ranges {
+            // (Clipped at the object's end; what lies past it is an empty answer.)
             let r = r.start..r.end.min(len).max(r.start);
-            let held = Self::overlapping(&self.cache, &folder, &r);
-            let mut at = r.start;
             let mut out = Vec::new();
+            let mut at = r.start;
+            let held = if r.is_empty() { Vec::new() } else { DiskCache::overlapping(&self.cache.lock(), &folder, &r) };
             for (s, e) in held {
-                let Some(bytes) = self.cache.read_extent(&folder, s, e) else { continue };
+                let Some(bytes) = self.cache.read_extent(&folder, &spelled, s, e) else { continue };
                 let (from, to) = (s.max(at), e.min(r.end));
                 if from >= to {
                     continue;
@@ -317,11 +405,10 @@ impl RangeSource for DiskCached {
             // Only whole gaps are kept (a short answer is the object's end, checked by the
             // caller against what it asked).
             if bytes.len() as u64 == g.end - g.start {
-                self.cache.write_extent(&folder, g.start, bytes);
+                self.cache.write_extent(&folder, &spelled, g.start, bytes);
             }
         }
-        self.from_disk.fetch_add(from_disk, std::sync::atomic::Ordering::Relaxed);
-        Ok(pieces
+        let answers = pieces
             .into_iter()
             .map(|ps| {
                 let mut out = Vec::new();
@@ -333,7 +420,8 @@ impl RangeSource for DiskCached {
                 }
                 out
             })
-            .collect())
+            .collect();
+        Ok((answers, from_disk))
     }
 
     fn object_len(&self) -> Option<u64> {
@@ -351,14 +439,94 @@ impl RangeSource for DiskCached {
     fn version(&self) -> Option<String> {
         self.inner.version()
     }
-
-    fn disk_bytes(&self) -> u64 {
-        self.from_disk.load(std::sync::atomic::Ordering::Relaxed)
-    }
 }
 
-impl DiskCached {
-    fn overlapping(cache: &DiskCache, folder: &str, r: &Range<u64>) -> Vec<(u64, u64)> {
-        DiskCache::overlapping(&cache.lock(), folder, r)
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::atomic::{AtomicU64, Ordering};
+
+    /// An object in memory with a pinned version: the source behind the cache.
+    struct Bytes {
+        bytes: Vec<u8>,
+        version: String,
+        reads: AtomicU64,
+    }
+
+    impl RangeSource for Bytes {
+        fn read(&self, ranges: &[Range<u64>]) -> Result<Vec<Vec<u8>>, RemoteError> {
+            self.reads.fetch_add(1, Ordering::Relaxed);
+            let n = self.bytes.len() as u64;
+            Ok(ranges.iter().map(|r| self.bytes[r.start.min(n) as usize..r.end.min(n) as usize].to_vec()).collect())
+        }
+        fn object_len(&self) -> Option<u64> {
+            Some(self.bytes.len() as u64)
+        }
+        fn name(&self) -> &str {
+            "mem://object"
+        }
+        fn requests(&self) -> u64 {
+            self.reads.load(Ordering::Relaxed)
+        }
+        fn version(&self) -> Option<String> {
+            Some(self.version.clone())
+        }
+    }
+
+    fn object(len: usize, version: &str) -> Box<Bytes> {
+        let bytes = (0..len).map(|i| (i * 31 % 251) as u8).collect();
+        Box::new(Bytes { bytes, version: version.into(), reads: AtomicU64::new(0) })
+    }
+
+    proptest::proptest! {
+        /// Any waves of ranges (empty ones, ones past the end, overlapping what is kept) answer
+        /// the object's bytes; asked again, from disk without a read.
+        #[test]
+        fn answers_are_the_objects_bytes(waves in proptest::collection::vec(
+            proptest::collection::vec((0u64..5000, 0u64..1500), 1..6), 1..6)) {
+            let dir = shoal_testkit::TempDir::new("disk", "prop");
+            let cache = DiskCache::open(&dir.path("c"), 1 << 30).unwrap();
+            let src = DiskCached::new(object(4000, "v1"), cache);
+            for wave in &waves {
+                let ranges: Vec<Range<u64>> = wave.iter().map(|&(s, l)| s..s + l).collect();
+                let want = Bytes { bytes: object(4000, "v1").bytes, version: String::new(), reads: AtomicU64::new(0) }
+                    .read(&ranges).unwrap();
+                let (got, _) = src.read_counted(&ranges, false).unwrap();
+                proptest::prop_assert_eq!(&got, &want);
+                let before = src.requests();
+                let (again, _) = src.read_counted(&ranges, false).unwrap();
+                proptest::prop_assert_eq!(&again, &want);
+                proptest::prop_assert_eq!(src.requests(), before, "all from disk");
+            }
+        }
+    }
+
+    #[test]
+    fn other_versions_and_damaged_extents_are_never_answered() {
+        let dir = shoal_testkit::TempDir::new("disk", "versions");
+        let cache = DiskCache::open(&dir.path("c"), 1 << 30).unwrap();
+        let v1 = DiskCached::new(object(3000, "v1"), cache.clone());
+        let r = [100..900, 1200..2000];
+        let (a, disk) = v1.read_counted(&r, false).unwrap();
+        assert_eq!(disk, 0);
+        assert_eq!(v1.read_counted(&r, false).unwrap(), (a.clone(), 1600));
+        // Another version of the same object: its own extents.
+        let mut other = object(3000, "v2");
+        other.bytes.iter_mut().for_each(|b| *b ^= 0xff);
+        let want = other.read(&r).unwrap();
+        let v2 = DiskCached::new(other, cache.clone());
+        assert_eq!(v2.read_counted(&r, false).unwrap(), (want, 0));
+        // A flipped byte in every extent: deleted, fetched again.
+        for (path, _, _) in extents_on_disk(&dir.path("c")) {
+            let mut b = std::fs::read(&path).unwrap();
+            b[3] ^= 1;
+            std::fs::write(&path, b).unwrap();
+        }
+        let reads = v1.requests();
+        assert_eq!(v1.read_counted(&r, false).unwrap(), (a.clone(), 0));
+        assert_eq!(v1.requests(), reads + 1);
+        // Read past the cache: the same bytes kept again, then from disk.
+        assert_eq!(v1.read_counted(&r, true).unwrap(), (a.clone(), 0));
+        assert_eq!(v1.read_counted(&r, false).unwrap(), (a, 1600));
     }
 }

@@ -116,9 +116,12 @@ pub trait RangeSource: Send + Sync {
     fn version(&self) -> Option<String> {
         None
     }
-    /// Bytes answered from a local cache rather than sent by the source, so far.
-    fn disk_bytes(&self) -> u64 {
-        0
+    /// [`read`](Self::read), with how many of the bytes came from a local cache rather than
+    /// the source; `past_cache`: none (read from the source, replacing what a cache held — a
+    /// search run again after bytes failed their checksum).
+    fn read_counted(&self, ranges: &[Range<u64>], past_cache: bool) -> Result<(Vec<Vec<u8>>, u64), RemoteError> {
+        let _ = past_cache;
+        Ok((self.read(ranges)?, 0))
     }
 }
 
@@ -250,7 +253,8 @@ fn drive_set<T>(
 ) -> Result<(T, Trip), HostError> {
     let mut trip = Trip::default();
     for attempt in 0..2 {
-        match drive_waves(name, sources, caches, &mut step, &mut trip) {
+        // The second attempt reads past any disk cache (which may have kept the bad bytes).
+        match drive_waves(name, sources, caches, &mut step, &mut trip, attempt > 0) {
             Err(HostError::Segment {
                 source: shoal_core::Error::Format(FormatError::ChecksumMismatch { .. }), ..
             }) if attempt == 0 => {
@@ -270,9 +274,9 @@ const SEGMENTS_AT_ONCE: usize = 16;
 /// One segment's reads of a wave: its source, the ranges, its cache.
 type Job<'s, 'c> = (&'s dyn RangeSource, &'c [Range<u64>], &'c mut RangeCache);
 
-fn run_job((source, ranges, cache): Job<'_, '_>) -> Result<Trip, HostError> {
+fn run_job((source, ranges, cache): Job<'_, '_>, past_cache: bool) -> Result<Trip, HostError> {
     let mut t = Trip::default();
-    fetch_into(source, ranges, cache, &mut t).map(|()| t)
+    fetch_into(source, ranges, cache, &mut t, past_cache).map(|()| t)
 }
 
 fn drive_waves<T>(
@@ -281,6 +285,7 @@ fn drive_waves<T>(
     caches: &mut [RangeCache],
     step: &mut impl FnMut(&[&RangeCache]) -> Result<SetStep<T>, shoal_core::Error>,
     trip: &mut Trip,
+    past_cache: bool,
 ) -> Result<T, HostError> {
     let mut waves = 0;
     loop {
@@ -305,11 +310,12 @@ fn drive_waves<T>(
                 })
                 .collect();
             let results: Vec<Result<Trip, HostError>> = if jobs.len() == 1 {
-                jobs.into_iter().map(run_job).collect()
+                jobs.into_iter().map(|job| run_job(job, past_cache)).collect()
             } else {
                 // A thread per segment with ranges to read.
                 std::thread::scope(|scope| {
-                    let handles: Vec<_> = jobs.into_iter().map(|job| scope.spawn(move || run_job(job))).collect();
+                    let handles: Vec<_> =
+                        jobs.into_iter().map(|job| scope.spawn(move || run_job(job, past_cache))).collect();
                     handles.into_iter().map(|h| h.join().expect("a reading thread panicked")).collect()
                 })
             };
@@ -330,11 +336,11 @@ fn fetch_into(
     ranges: &[Range<u64>],
     cache: &mut RangeCache,
     trip: &mut Trip,
+    past_cache: bool,
 ) -> Result<(), HostError> {
-    let (sent, disk) = (source.requests(), source.disk_bytes());
-    let answers = source.read(ranges).map_err(|e| remote(source, e))?;
+    let sent = source.requests();
+    let (answers, from_disk) = source.read_counted(ranges, past_cache).map_err(|e| remote(source, e))?;
     trip.requests += (source.requests() - sent) as u32;
-    let from_disk = source.disk_bytes() - disk;
     trip.disk_bytes += from_disk;
     let mut received = 0;
     for (r, bytes) in ranges.iter().zip(&answers) {

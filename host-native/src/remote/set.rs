@@ -84,7 +84,7 @@ fn sources_for(location: &str, multipart: bool) -> Result<Box<SourceOf<'static>>
 fn manifest_from(location: &str, source: &dyn RangeSource, trip: &mut Trip) -> Result<SetManifest, HostError> {
     let mut cache = RangeCache::new(MANIFEST_CAP);
     let whole = 0..MANIFEST_CAP;
-    fetch_into(source, std::slice::from_ref(&whole), &mut cache, trip)?;
+    fetch_into(source, std::slice::from_ref(&whole), &mut cache, trip, false)?;
     trip.waves += 1;
     let len = source.object_len().unwrap_or(0);
     if len > MANIFEST_CAP {
