@@ -329,7 +329,9 @@ fn a_single_segment_answers_text_as_its_local_twin() {
 #[test]
 fn damaged_text_and_document_blocks_are_errors_not_answers() {
     let w = words();
-    let req = request(json!({"text": format!("{} {}", w[1], w[3]), "limit": 10, "with_payload": true}), None);
+    // A phrase: its terms' positions are read too.
+    let req =
+        request(json!({"text": format!("{} \"{} {}\"", w[1], w[3], w[5]), "limit": 10, "with_payload": true}), None);
     let (mut caught, mut same) = (0, 0);
     // Dictionary groups, term records, document blocks; and ids in blocks (64-bit ids).
     let wide = collection_of(1, 33_000, 9, &|_, i| (i as u64) << 48 | 1, None);

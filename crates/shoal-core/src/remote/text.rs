@@ -342,8 +342,21 @@ impl FetchedTerms {
                 .into());
             }
             let with_positions = !positions.is_empty();
-            if with_positions && (positions.len() != e.positions_len as usize || crc32c(positions) != e.positions_crc) {
-                return Err(bad(what, "positions differ from their entry"));
+            if with_positions {
+                if positions.len() != e.positions_len as usize {
+                    return Err(bad(what, "positions differ from their entry"));
+                }
+                // (A checksum error: bytes damaged in transit are fetched again.)
+                let actual = crc32c(positions);
+                if actual != e.positions_crc {
+                    return Err(shoal_format::FormatError::ChecksumMismatch {
+                        what,
+                        kind: KIND_TEXT_TERMS,
+                        stored: e.positions_crc,
+                        actual,
+                    }
+                    .into());
+                }
             }
             let (postings, lens) = head.split_at(e.postings_len as usize);
             decode_all(postings, &mut docs, &mut tfs).map_err(Error::Text)?;
