@@ -471,6 +471,13 @@ export interface RemoteOptions {
   /** Each wave's ranges in one request (`Range: bytes=a-b,c-d`, up to 64), for servers that
    * answer `multipart/byteranges` (nginx, Apache; not S3). Default false. */
   multipartRanges?: boolean;
+  /** Keep the ranges searches fetch across page loads: `true` (the Cache API,
+   * `caches.open("shoal-ranges-v1")`: browsers, service workers, Deno) or a `Cache`. Kept per
+   * object version (the URL without its query, the strong ETag and length pinned at open), only
+   * for format-2 segments (every byte checked when used; bytes that fail are fetched again past
+   * the cache and replace it); other versions' entries are deleted when an object is opened.
+   * Opening still sends its request (it pins the version). Default false. */
+  persist?: boolean | Cache;
   /** `false` forces the scalar build of the remote module. */
   simd?: boolean;
   /** The remote module itself where the runtime cannot compile bytes (workerd:
@@ -488,6 +495,8 @@ export interface RemoteTrip {
   bytes: number;
   /** Times bytes failed their checksum and were fetched again. */
   retries: number;
+  /** Bytes read from the `persist` cache instead of the server (not in `bytes`). */
+  persistedBytes: number;
 }
 
 /** A segment — or a set of segments, from its `manifest.json` (`shoal publish`) — searched by

@@ -18,6 +18,7 @@ import * as remoteGlue from "../pkg/remote-simd/shoal_js_remote.js";
 import { ShoalError, call } from "./errors.js";
 import { initOptions, instantiate } from "./load.js";
 import { requestParts, results } from "./requests.js";
+import { PersistedRanges, cacheOf } from "./remote-persist.js";
 
 /** Bytes fetched first when no `bootstrapBytes` is given: a format-2 segment's header and
  * table, and in a small segment everything. */
@@ -130,6 +131,12 @@ class HttpRanges {
       }
       await new Promise((r) => setTimeout(r, 50 << (tries + 1)));
     }
+  }
+
+  /** The object's version as pinned (a strong ETag and the length), or null: not yet
+   * opened, or nothing strong enough to keep its bytes by (`persist`). */
+  version() {
+    return this.#etag !== null && !this.#etag.startsWith("W/") && this.length !== null ? `${this.#etag} ${this.length}` : null;
   }
 
   /** @param {number} start @param {number} end */
@@ -333,16 +340,20 @@ class ReadRanges {
 }
 
 /**
- * What a step of opening or searching read: waves (dependent round trips), requests, bytes,
- * and retries after bytes that failed their checksum.
- * @typedef {{ waves: number, requests: number, bytes: number, retries: number }} Trip
+ * What a step of opening or searching read: waves (dependent round trips), requests, bytes
+ * received, retries after bytes that failed their checksum, and bytes read from the
+ * `persist` cache instead.
+ * @typedef {{ waves: number, requests: number, bytes: number, retries: number, persistedBytes: number }} Trip
  */
+
+/** A Trip of nothing yet. @returns {Trip} */
+const trip = () => ({ waves: 0, requests: 0, bytes: 0, retries: 0, persistedBytes: 0 });
 
 /** A segment searched by byte ranges, opened with `Collection.openRemote`. */
 export class RemoteCollection {
   /** @type {any} the reader (`one(RemoteReader)` or a RemoteSetReader; null once freed) */
   #reader;
-  /** @type {(HttpRanges | ReadRanges)[]} a source per segment */
+  /** @type {(HttpRanges | ReadRanges | PersistedRanges)[]} a source per segment */
   #sources;
   /** @type {Promise<any>} operations run one at a time */
   #queue = Promise.resolve();
@@ -351,7 +362,7 @@ export class RemoteCollection {
 
   /**
    * (Use `openRemote`.)
-   * @param {any} reader @param {(HttpRanges | ReadRanges)[]} sources @param {Trip} opened @param {{ simd: boolean, kernels: string }} loaded
+   * @param {any} reader @param {(HttpRanges | ReadRanges | PersistedRanges)[]} sources @param {Trip} opened @param {{ simd: boolean, kernels: string }} loaded
    */
   constructor(reader, sources, opened, loaded) {
     this.#reader = reader;
@@ -429,8 +440,7 @@ export class RemoteCollection {
   async #search(json, v) {
     const reader = this.#get();
     call(() => reader.trim());
-    /** @type {Trip} */
-    const io = { waves: 0, requests: 0, bytes: 0, retries: 0 };
+    const io = trip();
     await driveChecked(this.#sources, () => this.#get(), () => call(() => this.#get().search(json, v)), io);
     const out = call(() => this.#get().output());
     return { ...results(out), io };
@@ -451,7 +461,7 @@ export class RemoteCollection {
 /**
  * `drive`, once more from empty caches when bytes fail their checksum (a fault in transit
  * then costs a retry; bytes wrong at the source stay a `bad_segment` error).
- * @param {(HttpRanges | ReadRanges)[]} sources
+ * @param {(HttpRanges | ReadRanges | PersistedRanges)[]} sources
  * @param {() => any} reader
  * @param {() => Float64Array | number[]} step
  * @param {Trip} io
@@ -464,7 +474,14 @@ async function driveChecked(sources, reader, step, io) {
     if (!(e instanceof ShoalError) || /** @type {any} */ (e).cause?.checksum !== true) throw e;
     call(() => reader().clear());
     io.retries += 1;
-    await drive(sources, reader, step, io);
+    // Run again past any `persist` cache (what it reads replaces what the cache held).
+    const persisted = sources.filter((s) => s instanceof PersistedRanges);
+    persisted.forEach((s) => (s.bypass = true));
+    try {
+      await drive(sources, reader, step, io);
+    } finally {
+      persisted.forEach((s) => (s.bypass = false));
+    }
   }
 }
 
@@ -472,7 +489,7 @@ async function driveChecked(sources, reader, step, io) {
  * Runs one step function of the reader until it names nothing more to fetch. A step names
  * ranges as `[segment, start, end, …]`; each wave reads every segment's ranges from its
  * source at once.
- * @param {(HttpRanges | ReadRanges)[]} sources
+ * @param {(HttpRanges | ReadRanges | PersistedRanges)[]} sources
  * @param {() => any} reader
  * @param {() => Float64Array | number[]} step
  * @param {Trip} io
@@ -492,6 +509,7 @@ async function drive(sources, reader, step, io) {
     }
     const segs = [...wave.keys()];
     const sent = segs.map((g) => sources[g].requests);
+    const kept = segs.map((g) => persistedOf(sources[g]));
     const answers = await Promise.all(segs.map((g) => sources[g].readWave(/** @type {[number, number][]} */ (wave.get(g)))));
     waves++;
     io.waves++;
@@ -500,6 +518,10 @@ async function drive(sources, reader, step, io) {
       const source = sources[g];
       const ranges = /** @type {[number, number][]} */ (wave.get(g));
       io.requests += source.requests - sent[k];
+      // (Bytes the cache answered are not bytes received.)
+      const fromCache = persistedOf(source) - kept[k];
+      io.persistedBytes += fromCache;
+      io.bytes -= fromCache;
       for (let i = 0; i < ranges.length; i++) {
         const [s, e] = ranges[i];
         const got = answers[k][i].length;
@@ -514,6 +536,9 @@ async function drive(sources, reader, step, io) {
     });
   }
 }
+
+/** Bytes a source answered from a `persist` cache so far. @param {any} source */
+const persistedOf = (source) => (source instanceof PersistedRanges ? source.persistedBytes : 0);
 
 /** `[start, end, …]` as `[0, start, end, …]`: one segment's ranges in a set's shape.
  * @param {Float64Array} flat */
@@ -546,7 +571,7 @@ function one(r) {
 
 /** Checks what the first answers of `source` said against the length its header (or the set's
  * manifest) gives: answers that ended early, or another length.
- * @param {HttpRanges | ReadRanges} source @param {number} fileLen */
+ * @param {HttpRanges | ReadRanges | PersistedRanges} source @param {number} fileLen */
 function checkLength(source, fileLen) {
   source.length ??= fileLen;
   const early = source.shortEnds.find((end) => end !== fileLen);
@@ -569,9 +594,13 @@ const MANIFEST_CAP = 4 << 20;
  * with a range, a file handle's read.
  *
  * @param {string | URL | { read: (offset: number, length: number) => any, size?: number }} source
+ * `persist`: `true` (the Cache API's `caches.open("shoal-ranges-v1")`) or a `Cache` keeps the
+ * ranges a format-2 segment's searches fetch across page loads, per object version
+ * (`remote-persist.js`): a later search that needs them sends no request.
+ *
  * @param {{ cacheBytes?: number, fetch?: typeof fetch, headers?: Record<string, string>,
  *   bootstrapBytes?: number, mergeGap?: number, wholeBodyCap?: number, multipartRanges?: boolean,
- *   timeoutMs?: number, simd?: boolean, module?: any }} [opts]
+ *   timeoutMs?: number, simd?: boolean, module?: any, persist?: boolean | Cache }} [opts]
  * @returns {Promise<RemoteCollection>}
  */
 export async function openRemote(source, opts = {}) {
@@ -607,23 +636,28 @@ export async function openRemote(source, opts = {}) {
   } else {
     throw fail("invalid_argument", "openRemote: give a URL or an object with read(offset, length)");
   }
+  const cache = await cacheOf(opts.persist, fail);
+  if (cache && !(ranges instanceof HttpRanges)) throw fail("invalid_argument", "openRemote: `persist` is for a URL (a `read` function keeps what it likes)");
   const loaded = await initRemote(opts);
   if (ranges instanceof HttpRanges && new URL(ranges.url).pathname.endsWith(".json")) {
     if (opts.bootstrapBytes !== undefined) throw fail("invalid_argument", "openRemote: `bootstrapBytes` is not for a set (its manifest gives each segment's)");
-    return openSet(ranges, { cacheBytes, mergeGap, loaded });
+    return openSet(ranges, { cacheBytes, mergeGap, loaded, cache });
   }
   const reader = one(call(() => new remoteGlue.RemoteReader(cacheBytes, prefix)));
-  /** @type {Trip} */
-  const opened = { waves: 0, requests: 0, bytes: 0, retries: 0 };
+  const src = cache ? new PersistedRanges(ranges, cache) : ranges;
+  const opened = trip();
   try {
-    await driveChecked([ranges], () => reader, () => call(() => reader.open()), opened);
-    checkLength(ranges, JSON.parse(reader.info()).fileLen);
+    await driveChecked([src], () => reader, () => call(() => reader.open()), opened);
+    const info = JSON.parse(reader.info());
+    checkLength(src, info.fileLen);
+    // (Format 1 is not kept: not every byte of it is checked when used.)
+    if (src instanceof PersistedRanges) src.enabled = info.version === 2;
     if (mergeGap >= 0) reader.set_merge_gap(mergeGap);
   } catch (e) {
     free(reader);
     throw e;
   }
-  return new RemoteCollection(reader, [ranges], opened, loaded);
+  return new RemoteCollection(reader, [src], opened, loaded);
 }
 
 /** Frees a reader that failed to open (after a trap it cannot: the error thrown is the first).
@@ -640,14 +674,13 @@ function free(reader) {
  * Opens the set whose manifest `manifest` reads: the manifest (one request), then every
  * segment beside it at once, each from its own URL with the manifest's options.
  * @param {HttpRanges} manifest
- * @param {{ cacheBytes: number, mergeGap: number, loaded: { simd: boolean, kernels: string } }} o
+ * @param {{ cacheBytes: number, mergeGap: number, loaded: { simd: boolean, kernels: string }, cache: Cache | null }} o
  */
-async function openSet(manifest, { cacheBytes, mergeGap, loaded }) {
+async function openSet(manifest, { cacheBytes, mergeGap, loaded, cache }) {
   if (new URL(manifest.url).search !== "") {
     throw fail("invalid_argument", `openRemote: ${manifest.name}: a set is read from a manifest URL without a query (a presigned URL names one object)`);
   }
-  /** @type {Trip} */
-  const opened = { waves: 1, requests: 0, bytes: 0, retries: 0 };
+  const opened = { ...trip(), waves: 1 };
   const [bytes] = await manifest.readWave([[0, MANIFEST_CAP]]);
   opened.requests = manifest.requests;
   opened.bytes = bytes.length;
@@ -659,9 +692,15 @@ async function openSet(manifest, { cacheBytes, mergeGap, loaded }) {
   try {
     /** @type {[string, number][]} */
     const files = JSON.parse(reader.files());
-    const sources = files.map(([file]) => new HttpRanges(new URL(file, manifest.url).href, manifest));
+    const sources = files.map(([file]) => {
+      const source = new HttpRanges(new URL(file, manifest.url).href, manifest);
+      // (The manifest itself is never kept: it changes when the set is published again.)
+      return cache ? new PersistedRanges(source, cache) : source;
+    });
     await driveChecked(sources, () => reader, () => call(() => reader.open()), opened);
     sources.forEach((source, i) => checkLength(source, files[i][1]));
+    // (A set's segments are format 2.)
+    sources.forEach((source) => source instanceof PersistedRanges && (source.enabled = true));
     if (mergeGap >= 0) reader.set_merge_gap(mergeGap);
     return new RemoteCollection(reader, sources, opened, loaded);
   } catch (e) {

@@ -59,7 +59,7 @@ export function equalitySuite(ctx, simd) {
           const col = await Collection.openRemote(ctx.url(`${name}.v2.shoal`), { simd, bootstrapBytes: f.bootstrapLen });
           expect(col.kernels).toBe(simd ? "simd128" : "scalar");
           expect([col.dim, col.metric, col.len, col.version, col.codesOnly]).toEqual([f.dim, f.metric, f.rows, 2, f.codesOnly]);
-          expect(col.opened).toEqual({ waves: 1, requests: 1, bytes: f.bootstrapLen, retries: 0 });
+          expect(col.opened).toEqual({ waves: 1, requests: 1, bytes: f.bootstrapLen, retries: 0, persistedBytes: 0 });
           for (let q = 0; q < f.requests.length; q++) {
             const res = await col.search(request(f.requests[q]));
             expect(rows(res), `query ${q}`).toEqual(f.results[q]);

@@ -32,7 +32,7 @@ describe("what a query fetches", () => {
     expect(cold.io.bytes).toBeGreaterThan(0);
     expect(cold.io.bytes).toBeLessThan(f.rows * f.dim * 4);
     const warm = await col.search(req);
-    expect(warm.io).toEqual({ waves: 0, requests: 0, bytes: 0, retries: 0 });
+    expect(warm.io).toEqual({ waves: 0, requests: 0, bytes: 0, retries: 0, persistedBytes: 0 });
     expect(rows(warm)).toEqual(rows(cold));
     // Without the hint: the first 256 KiB hold this small segment's bootstrap region.
     const plain = await Collection.openRemote(url("l2-1.v2.shoal"));
@@ -241,5 +241,10 @@ describe("faults through the proxy", () => {
     await expectRejection(() => Collection.openRemote(url("l2-1.v2.shoal"), { cacheBytes: -1 }), "invalid_argument");
     await expectRejection(() => Collection.openRemote(url("l2-1.v2.shoal"), { bootstrapBytes: 8 }), "invalid_argument");
     await expectRejection(() => Collection.openRemote({ read: () => "no" }), "invalid_argument");
+    // `persist`: Node has no Cache API; a `read` function keeps what it likes; not a Cache.
+    expect(typeof globalThis.caches).toBe("undefined");
+    await expectRejection(() => Collection.openRemote(url("l2-1.v2.shoal"), { persist: true }), "invalid_argument");
+    await expectRejection(() => Collection.openRemote({ read: () => new Uint8Array(0) }, { persist: { match() {}, put() {}, keys() {}, delete() {} } }), "invalid_argument");
+    await expectRejection(() => Collection.openRemote(url("l2-1.v2.shoal"), { persist: {} }), "invalid_argument");
   });
 });

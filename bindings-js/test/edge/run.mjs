@@ -20,7 +20,7 @@
 // Prints one line per check and "N passed, N failed"; exits non-zero on any failure. Servers
 // and child processes it starts are stopped before it exits.
 import { spawn } from "node:child_process";
-import { createReadStream, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
+import { createReadStream, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, utimesSync, writeFileSync } from "node:fs";
 import { createServer } from "node:http";
 import { createRequire } from "node:module";
 import { createServer as createNetServer } from "node:net";
@@ -378,6 +378,45 @@ async function remoteInChromium(browser, version) {
       check(`chromium ${version}: openRemote of a set with payloads and text (${kernels}) = the local set's text, hybrid and payload answers, bit for bit`,
         same && r.kernels === kernels,
         r.error ? JSON.stringify(r).slice(0, 400) : `${r.searches.length} searches`);
+    }
+    // `persist`: the Cache API keeps what searches fetch across page loads (a context of its
+    // own: its storage starts empty). No request for what an earlier page fetched; damaged
+    // entries fetched again; a replaced object's entries never used.
+    const persisting = await browser.newContext();
+    try {
+      const at = `${proxy.base}/shoal/test/edge/remote.html?segment=/remote/text/manifest.json&fixture=/remote/text.json&persist=1&nostore=1`;
+      const sameAs = (r) => !r.error && r.searches.length === text.requests.length &&
+        r.searches.every((s, i) => JSON.stringify(s.rows) === JSON.stringify(text.results[i]) && JSON.stringify(s.payloads) === JSON.stringify(text.payloads[i]));
+      const sum = (r, f) => r.searches.reduce((a, s) => a + f(s.io), 0);
+      const first = await pageResult(persisting, at);
+      const second = await pageResult(persisting, at);
+      check(`chromium ${version}: persist — a page loaded again answers the same with no request but its open's (the manifest and bootstraps)`,
+        sameAs(first) && sameAs(second) && sum(first, (io) => io.requests) > 0 && sum(second, (io) => io.requests) === 0 &&
+          sum(second, (io) => io.persistedBytes) > 0 && second.opened.requests === 1 + text.segments && second.entries > 0,
+        first.error || second.error ? JSON.stringify(first.error ?? second.error).slice(0, 400)
+          : `requests ${sum(first, (io) => io.requests)} then ${sum(second, (io) => io.requests)}; ${sum(second, (io) => io.persistedBytes)} bytes from the cache; ${second.entries} entries`);
+      // (A retry replaces every kept range its reads overlap — the damage may be anywhere in
+      // one — so the next page fetches what those held beyond; the one after, nothing.)
+      const tampered = await pageResult(persisting, `${at}&tamper=1`);
+      const after = await pageResult(persisting, at);
+      const settled = await pageResult(persisting, at);
+      check(`chromium ${version}: persist — every kept range damaged: fetched again (a retry), the same answers; then kept again`,
+        sameAs(tampered) && tampered.tampered > 0 && sum(tampered, (io) => io.retries) > 0 && sameAs(after) && sameAs(settled) &&
+          sum(settled, (io) => io.requests) === 0,
+        JSON.stringify(tampered.error ?? after.error ?? settled.error ?? { tampered: tampered.tampered, retries: sum(tampered, (io) => io.retries), then: [sum(after, (io) => io.requests), sum(settled, (io) => io.requests)] }).slice(0, 400));
+      // The segments published again, the same bytes with new ETags (nginx's: mtime and size).
+      const later = new Date(Date.now() + 60_000);
+      for (const f of readdirSync(join(dir, "text")).filter((f) => f.endsWith(".shoal"))) {
+        nginx.put(`remote/text/${f}`, readFileSync(join(dir, "text", f)));
+        utimesSync(join(nginx.www, "remote", "text", f), later, later);
+      }
+      const replaced = await pageResult(persisting, at);
+      check(`chromium ${version}: persist — replaced objects: their old entries not used (fetched again) and deleted`,
+        sameAs(replaced) && replaced.searches[0].io.persistedBytes === 0 && sum(replaced, (io) => io.requests) === sum(first, (io) => io.requests) &&
+          second.versions === text.segments && replaced.versions === text.segments,
+        JSON.stringify(replaced.error ?? { requests: sum(replaced, (io) => io.requests), first: sum(first, (io) => io.requests), versions: [second.versions, replaced.versions] }).slice(0, 400));
+    } finally {
+      await persisting.close();
     }
     // The first response (the bootstrap region) with a byte flipped: fetched again once.
     const dot = JSON.parse(readFileSync(join(dir, "dot-4.json"), "utf8"));
