@@ -287,3 +287,112 @@ fn open_s3_set_result(minio: &Minio, key: &str) -> Result<RemoteSetReader, HostE
 fn open_s3_set(minio: &Minio, key: &str) -> RemoteSetReader {
     open_s3_set_result(minio, key).unwrap()
 }
+
+#[test]
+fn prune_deletes_what_neither_the_new_set_nor_the_one_before_names() {
+    use object_store::{ObjectStore as _, ObjectStoreExt as _};
+    let minio = Minio::start();
+    let dir = TempDir::new("object_store", "prune");
+    let env = minio.env();
+    // Three sets of other points (other segments), published in turn to each destination.
+    let sets: Vec<(Collection, std::path::PathBuf)> = [400, 500, 600]
+        .iter()
+        .map(|&n| {
+            let col = set_collection(16, n);
+            let src = dir.path(&format!("collection-{n}"));
+            write_set(&col, &src);
+            (col, src)
+        })
+        .collect();
+    let client = minio.client();
+    let folder = dir.path("published");
+    for dest in [folder.to_str().unwrap().to_string(), "s3://shoal/pruned".to_string()] {
+        let names = || -> std::collections::BTreeSet<String> {
+            let all: Vec<String> = if dest.starts_with("s3://") {
+                let listed = shoal_host::remote::store::block_on(
+                    client.list_with_delimiter(Some(&object_store::path::Path::from("pruned"))),
+                )
+                .unwrap();
+                listed.objects.iter().filter_map(|o| o.location.filename().map(str::to_string)).collect()
+            } else {
+                std::fs::read_dir(&folder)
+                    .unwrap()
+                    .flatten()
+                    .map(|e| e.file_name().to_str().unwrap().to_string())
+                    .collect()
+            };
+            all.into_iter().filter(|n| n.starts_with("seg-")).collect()
+        };
+        let files_of = || -> std::collections::BTreeSet<String> {
+            let bytes = if dest.starts_with("s3://") {
+                shoal_host::remote::store::block_on(async {
+                    client.get(&object_store::path::Path::from("pruned/manifest.json")).await?.bytes().await
+                })
+                .unwrap()
+                .to_vec()
+            } else {
+                std::fs::read(folder.join("manifest.json")).unwrap()
+            };
+            shoal_core::remote::SetManifest::from_json(&bytes)
+                .unwrap()
+                .manifest
+                .segments
+                .into_iter()
+                .map(|s| s.file)
+                .collect()
+        };
+        let publish = |src: &Path, prune: bool| {
+            let mut args = vec!["publish", src.to_str().unwrap(), dest.as_str()];
+            if prune {
+                args.push("--prune");
+            }
+            ok(shoal(&args, &env))
+        };
+        publish(&sets[0].1, false);
+        let a = files_of();
+        publish(&sets[1].1, false);
+        let b = files_of();
+        // A failed publish's leftover.
+        let orphan = segment_name(77, 0x0bad_cafe);
+        if dest.starts_with("s3://") {
+            minio.put(&format!("pruned/{orphan}"), b"not a segment");
+        } else {
+            std::fs::write(folder.join(&orphan), b"not a segment").unwrap();
+        }
+        assert_eq!(
+            names(),
+            a.union(&b).cloned().chain([orphan.clone()]).collect(),
+            "{dest}: nothing deleted without --prune"
+        );
+        // A reader of set B, opened before C is published with --prune.
+        let manifest_at = if dest.starts_with("s3://") {
+            format!("{dest}/manifest.json")
+        } else {
+            folder.join("manifest.json").display().to_string()
+        };
+        let reader_b = if dest.starts_with("s3://") {
+            open_s3_set(&minio, "pruned/manifest.json")
+        } else {
+            RemoteSetReader::open(&manifest_at, &shoal_host::remote::ReadOptions::default()).unwrap()
+        };
+        publish(&sets[2].1, true);
+        let c = files_of();
+        assert_eq!(names(), b.union(&c).cloned().collect(), "{dest}: set A and the leftover deleted, B kept");
+        let q = clustered_vectors(3, 1, 16, 30);
+        let req = request(&q, json!({"limit": 10}));
+        assert_eq!(
+            bits(&reader_b.search(&req).unwrap().0),
+            bits(&sets[1].0.search(&req).unwrap()),
+            "{dest}: B's reader"
+        );
+        // Published again with --prune: the set before is C itself, and B goes.
+        publish(&sets[2].1, true);
+        assert_eq!(names(), c, "{dest}");
+        let reader_c = if dest.starts_with("s3://") {
+            open_s3_set(&minio, "pruned/manifest.json")
+        } else {
+            RemoteSetReader::open(&manifest_at, &shoal_host::remote::ReadOptions::default()).unwrap()
+        };
+        assert_eq!(bits(&reader_c.search(&req).unwrap().0), bits(&sets[2].0.search(&req).unwrap()), "{dest}: C");
+    }
+}

@@ -5,7 +5,9 @@
 //! 2 does not hold yet; a network error) leaves segment files that no manifest names.
 //! Publishing again to the same place writes only the segments that are not there yet (a
 //! segment's name carries its table's CRC), then the new manifest: readers of the set before
-//! keep reading its objects, unchanged.
+//! keep reading its objects, unchanged. With `--prune`, segment objects that neither the new
+//! manifest nor the one it replaced names are deleted after the new manifest is written (the
+//! set before stays whole for the readers still on it; the sets before that go).
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -29,6 +31,12 @@ pub struct PublishArgs {
     /// Where the set goes: a folder, or `s3://bucket/prefix`, `gs://…`, `az://…` (credentials
     /// and endpoint from the environment: `AWS_ACCESS_KEY_ID`, `AWS_ENDPOINT`, …).
     pub dest: String,
+    /// Then delete the segment objects (`seg-*.shoal`) at DEST that neither the new manifest
+    /// nor the one it replaced names: what earlier publishes and failed ones left. Readers of
+    /// the set just replaced keep reading it; a reader two publishes behind loses its objects
+    /// (`shoal serve --remote` follows within its `--remote-poll`).
+    #[arg(long)]
+    pub prune: bool,
 }
 
 /// Objects up to this size go in one PUT; larger ones in parts of [`PART`] bytes.
@@ -57,6 +65,55 @@ impl Dest {
                     Err(object_store::Error::NotFound { .. }) => Ok(false),
                     Err(e) => Err(HostError::Usage(format!("looking for {key}: {e}"))),
                 }
+            }
+        }
+    }
+
+    /// The bytes of object `name`, or `None` when there is none.
+    fn get(&self, name: &str) -> Result<Option<Vec<u8>>, HostError> {
+        match self {
+            Dest::Folder(dir) => match std::fs::read(dir.join(name)) {
+                Ok(b) => Ok(Some(b)),
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+                Err(e) => Err(HostError::io(&dir.join(name), "read", e)),
+            },
+            Dest::Store(s, prefix) => {
+                let key = prefix.clone().join(name);
+                let got = store::block_on(async { s.get(&key).await?.bytes().await });
+                match got {
+                    Ok(b) => Ok(Some(b.to_vec())),
+                    Err(object_store::Error::NotFound { .. }) => Ok(None),
+                    Err(e) => Err(HostError::Usage(format!("reading {key}: {e}"))),
+                }
+            }
+        }
+    }
+
+    /// The names of the segment objects there (`seg-*.shoal`, directly in the folder or prefix).
+    fn segments(&self) -> Result<Vec<String>, HostError> {
+        let names: Vec<String> = match self {
+            Dest::Folder(dir) => std::fs::read_dir(dir)
+                .map_err(|e| HostError::io(dir, "list", e))?
+                .flatten()
+                .filter_map(|e| e.file_name().to_str().map(str::to_string))
+                .collect(),
+            Dest::Store(s, prefix) => {
+                let listed = store::block_on(s.list_with_delimiter(Some(prefix)));
+                let listed = listed.map_err(|e| HostError::Usage(format!("listing {prefix}: {e}")))?;
+                listed.objects.iter().filter_map(|o| o.location.filename().map(str::to_string)).collect()
+            }
+        };
+        Ok(names.into_iter().filter(|n| shoal_core::set::parse_segment_name(n).is_some()).collect())
+    }
+
+    fn delete(&self, name: &str) -> Result<(), HostError> {
+        match self {
+            Dest::Folder(dir) => {
+                std::fs::remove_file(dir.join(name)).map_err(|e| HostError::io(&dir.join(name), "delete", e))
+            }
+            Dest::Store(s, prefix) => {
+                let key = prefix.clone().join(name);
+                store::block_on(s.delete(&key)).map_err(|e| HostError::Usage(format!("deleting {key}: {e}")))
             }
         }
     }
@@ -103,6 +160,18 @@ pub fn run(args: &PublishArgs) -> Result<(), HostError> {
         }
         Dest::Folder(dir)
     };
+    // The set being replaced (its segments are kept by --prune). A manifest there that cannot
+    // be read stops a prune: what it names is not known.
+    let previous: Vec<String> = match (args.prune, dest.get("manifest.json")?) {
+        (false, _) | (true, None) => Vec::new(),
+        (true, Some(bytes)) => SetManifest::from_json(&bytes)
+            .map_err(|e| HostError::Usage(format!("--prune: the manifest at {} cannot be read ({e})", args.dest)))?
+            .manifest
+            .segments
+            .into_iter()
+            .map(|s| s.file)
+            .collect(),
+    };
     let (mut entries, mut hints, mut total) = (Vec::new(), Vec::new(), 0u64);
     for entry in &manifest.segments {
         let path = args.source.join(&entry.file);
@@ -120,6 +189,16 @@ pub fn run(args: &PublishArgs) -> Result<(), HostError> {
     }
     let set = SetManifest::published(&manifest, entries, hints);
     dest.put("manifest.json", &set.to_json())?;
+    if args.prune {
+        let named: std::collections::BTreeSet<&str> =
+            set.manifest.segments.iter().map(|s| s.file.as_str()).chain(previous.iter().map(String::as_str)).collect();
+        for name in dest.segments()? {
+            if !named.contains(name.as_str()) {
+                dest.delete(&name)?;
+                eprintln!("{name}: named by neither this manifest nor the one before (deleted)");
+            }
+        }
+    }
     println!(
         "published {} segments ({} rows, {} bytes) and manifest.json to {}",
         set.manifest.segments.len(),
