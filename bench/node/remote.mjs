@@ -86,11 +86,31 @@ async function inChromium(base, name, fixture, multipart) {
     };
     const cold = await page("&cache=0");
     const warm = await page(`&cache=${WARM_CACHE}&repeat=2`);
+    // `persist` (one range per request): a page fills the Cache API, one loaded after it in
+    // the same profile searches with nothing in memory.
+    let reloaded = null;
+    if (!multipart) {
+      const context = await browser.newContext();
+      const at = `${base}/shoal/test/edge/remote.html?segment=/remote/${name}.v2.shoal&fixture=/remote/${name}.json&bootstrap=${fixture.bootstrapLen}&nostore=1&cache=0&persist=1`;
+      const load = async () => {
+        const p = await context.newPage();
+        await p.goto(at);
+        await p.waitForFunction(() => window.__shoalResult !== undefined, null, { timeout: 600_000 });
+        const r = await p.evaluate(() => window.__shoalResult);
+        await p.close();
+        if (r.error) throw new Error(r.error);
+        return r;
+      };
+      await load();
+      reloaded = (await load()).searches;
+      await context.close();
+    }
     return {
       version: browser.version(),
       open: { ...cold.opened, ms: cold.openMs },
       cold: cold.searches,
       warm: warm.searches.filter((s) => s.warm),
+      reloaded,
     };
   } finally {
     await browser.close();
@@ -127,6 +147,12 @@ try {
       } else {
         const c = (out[`chromium${how}`] = { version: chromium.version, open: chromium.open, cold: summary(chromium.cold, fixture.truth), warm: summary(chromium.warm, fixture.truth) });
         console.log(line(`chromium ${chromium.version}${multipart ? ", multipart ranges" : ""}`, c.open, c.cold, c.warm));
+        if (chromium.reloaded) {
+          const r = (c.reloaded = summary(chromium.reloaded, fixture.truth));
+          const kept = chromium.reloaded.reduce((a, s) => a + s.io.persistedBytes, 0) / chromium.reloaded.length / 1e3;
+          r.persisted_kb_mean = kept;
+          console.log(`chromium, a page loaded again (persist): ${r.requests_mean.toFixed(1)} requests, ${r.kb_mean.toFixed(1)} KB (+ ${kept.toFixed(1)} KB from the Cache API), p50 ${r.ms_p50.toFixed(1)} ms`);
+        }
       }
     }
     const results = join(cacheDir, "results");

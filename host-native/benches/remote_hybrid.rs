@@ -80,6 +80,7 @@ fn summary(p: &Pass) -> Value {
         "waves_mean": mean(&|t| f64::from(t.waves)), "waves_max": max(&|t| f64::from(t.waves)),
         "requests_mean": mean(&|t| f64::from(t.requests)), "requests_max": max(&|t| f64::from(t.requests)),
         "kb_mean": mean(&|t| t.bytes as f64 / 1e3), "kb_max": max(&|t| t.bytes as f64 / 1e3),
+        "disk_kb_mean": mean(&|t| t.disk_bytes as f64 / 1e3),
         "ms_p50": pct(0.5), "ms_p90": pct(0.9), "found": p.found,
     })
 }
@@ -276,11 +277,36 @@ fn main() {
             opened.waves,
             opened.bytes as f64 / 1e3
         );
+        // A reader restarted over a disk cache an earlier one filled (`--cache-dir`): no bytes
+        // in memory, what the earlier one fetched on disk (one range per request only).
+        let disk_dir = shoal_testkit::TempDir::new("remote_hybrid", "disk");
+        let on_disk = |dir: &std::path::Path| {
+            let disk = shoal_host::remote::DiskCache::open(dir, 1 << 34).expect("disk cache");
+            let mut r =
+                RemoteCollection::open_with(Box::new(shoal_host::remote::DiskCached::new(source(), disk)), 0, hint)
+                    .expect("open");
+            r.set_merge_gap(gap);
+            r
+        };
         let mut kinds = serde_json::Map::new();
         for (kind, reqs, want, exact) in &cases {
             let c = summary(&run(&cold, reqs, want, *exact));
             run(&warm, reqs, want, *exact);
             let w = summary(&run(&warm, reqs, want, *exact));
+            let d = (!multipart).then(|| {
+                let dir = disk_dir.path(kind);
+                run(&on_disk(&dir), reqs, want, *exact);
+                summary(&run(&on_disk(&dir), reqs, want, *exact))
+            });
+            if let Some(d) = &d {
+                println!(
+                    "{kind:>15}: restarted over the disk cache: {:.1} requests, {:.1} KB (+ {:.1} KB from disk), p50 {:.1} ms",
+                    d["requests_mean"].as_f64().unwrap(),
+                    d["kb_mean"].as_f64().unwrap(),
+                    d["disk_kb_mean"].as_f64().unwrap(),
+                    d["ms_p50"].as_f64().unwrap()
+                );
+            }
             let f = |v: &Value, k: &str| v[k].as_f64().unwrap();
             println!(
                 "{kind:>15}: cold {:.2} waves (max {}), {:.1} requests (max {}), {:.1} KB (max {:.0}), p50 {:.0} ms, p90 {:.0} ms | warm {:.1} requests, {:.1} KB, p50 {:.1} ms | {}",
@@ -297,7 +323,7 @@ fn main() {
                 f(&w, "ms_p50"),
                 if *exact { "= local".to_string() } else { format!("recall@10 {:.3}", f(&c, "found")) },
             );
-            kinds.insert((*kind).into(), json!({"cold": c, "warm": w, "checked_equal_to_local": exact}));
+            kinds.insert((*kind).into(), json!({"cold": c, "warm": w, "disk": d, "checked_equal_to_local": exact}));
         }
         let open =
             json!({"requests": opened.requests, "waves": opened.waves, "kb": opened.bytes as f64 / 1e3, "ms": open_ms});
