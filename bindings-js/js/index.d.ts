@@ -476,7 +476,10 @@ export interface RemoteOptions {
    * object version (the URL without its query, the strong ETag and length pinned at open), only
    * for format-2 segments (every byte checked when used; bytes that fail are fetched again past
    * the cache and replace it); other versions' entries are deleted when an object is opened.
-   * Opening still sends its request (it pins the version). Default false. */
+   * Opening still sends its request (it pins the version). The URL's path names the object in
+   * the cache (its query and fragment are not part of the key: a presigned URL's path names its
+   * object; `get?id=1` and `get?id=2` would share entries). A Cache API that fails reads from the
+   * network. Default false. */
   persist?: boolean | Cache;
   /** `false` forces the scalar build of the remote module. */
   simd?: boolean;

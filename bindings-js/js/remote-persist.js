@@ -14,9 +14,17 @@
 /** The cache `persist: true` opens. */
 export const CACHE_NAME = "shoal-ranges-v1";
 
-/** @param {string} name @param {string} version @param {number} start @param {number} end */
-function keyOf(name, version, start, end) {
-  return `${name}?shoal-version=${encodeURIComponent(version)}&shoal-range=${start}-${end}`;
+/** @param {string} base @param {string} version @param {number} start @param {number} end */
+function keyOf(base, version, start, end) {
+  return `${base}?shoal-version=${encodeURIComponent(version)}&shoal-range=${start}-${end}`;
+}
+
+/** The URL `url` without its query and fragment: what names the object in the cache (its
+ * path must name it: a presigned URL's does; `download?id=1` and `?id=2` would be one).
+ * @param {string} url */
+function baseOf(url) {
+  const u = new URL(url);
+  return `${u.origin}${u.pathname}`;
 }
 
 /**
@@ -39,6 +47,7 @@ export class PersistedRanges {
   constructor(inner, cache) {
     this.inner = inner;
     this.cache = cache;
+    this.base = baseOf(inner.url);
   }
 
   /** @returns {string} */
@@ -69,17 +78,28 @@ export class PersistedRanges {
   async #load(version) {
     if (this.#version === version && this.#extents) return this.#extents;
     /** @type {[number, number][]} */
-    const extents = [];
+    const found = [];
     const stale = [];
-    for (const req of await this.cache.keys(this.name, { ignoreSearch: true })) {
+    for (const req of await this.cache.keys(this.base, { ignoreSearch: true })) {
       const q = new URL(req.url).searchParams;
       const m = /^(\d+)-(\d+)$/.exec(q.get("shoal-range") ?? "");
       if (!m) continue;
-      if (q.get("shoal-version") === version) extents.push([Number(m[1]), Number(m[2])]);
+      if (q.get("shoal-version") === version) found.push([Number(m[1]), Number(m[2])]);
       else stale.push(req);
     }
     await Promise.all(stale.map((r) => this.cache.delete(r).catch(() => false)));
-    extents.sort((a, b) => a[0] - b[0]);
+    // By start, the longest first; one held inside another is not used (two pages may have
+    // kept ranges that overlap).
+    found.sort((a, b) => a[0] - b[0] || b[1] - a[1]);
+    /** @type {[number, number][]} */
+    const extents = [];
+    let reach = -1;
+    for (const [a, b] of found) {
+      if (b > reach && a < b) {
+        extents.push([a, b]);
+        reach = b;
+      }
+    }
     this.#extents = extents;
     this.#version = version;
     return extents;
@@ -93,7 +113,14 @@ export class PersistedRanges {
   async readWave(ranges) {
     const version = this.enabled ? this.inner.version() : null;
     if (version === null) return this.inner.readWave(ranges);
-    const extents = await this.#load(version);
+    let extents;
+    try {
+      extents = await this.#load(version);
+    } catch {
+      // A Cache API that fails (storage blocked, an error of the browser): the network only.
+      this.enabled = false;
+      return this.inner.readWave(ranges);
+    }
     const len = this.inner.length ?? Infinity;
     if (this.bypass) {
       // Everything from the source; what it overlaps in the cache replaced.
@@ -102,15 +129,15 @@ export class PersistedRanges {
       return got;
     }
     // The kept ranges each range overlaps, read at once.
-    /** @type {Map<number, Promise<Uint8Array | null>>} */
+    /** @type {Map<string, Promise<Uint8Array | null>>} kept range `a-b` → its bytes */
     const reads = new Map();
     const overlapping = (/** @type {number} */ s, /** @type {number} */ e) => extents.filter(([a, b]) => a < e && b > s);
     for (const [s, e0] of ranges) {
       for (const [a, b] of overlapping(s, Math.min(e0, len))) {
-        if (!reads.has(a)) reads.set(a, this.#match(version, a, b));
+        if (!reads.has(`${a}-${b}`)) reads.set(`${a}-${b}`, this.#match(version, a, b));
       }
     }
-    const held = new Map(await Promise.all([...reads].map(async ([a, p]) => /** @type {[number, Uint8Array | null]} */ ([a, await p]))));
+    const held = new Map(await Promise.all([...reads].map(async ([k, p]) => /** @type {[string, Uint8Array | null]} */ ([k, await p]))));
     /** @type {[number, number][]} */
     const gaps = [];
     /** @type {(Uint8Array | number)[][]} each range's pieces: bytes, or a gap's index */
@@ -122,7 +149,7 @@ export class PersistedRanges {
       const out = [];
       let at = s;
       for (const [a, b] of overlapping(s, e)) {
-        const bytes = held.get(a);
+        const bytes = held.get(`${a}-${b}`);
         if (!bytes) continue;
         const from = Math.max(a, at);
         const to = Math.min(b, e);
@@ -160,20 +187,23 @@ export class PersistedRanges {
   /** The kept bytes `start..end`, or null (gone, or not that long: forgotten).
    * @param {string} version @param {number} start @param {number} end */
   async #match(version, start, end) {
+    const key = keyOf(this.base, version, start, end);
     try {
-      const resp = await this.cache.match(keyOf(this.name, version, start, end));
+      const resp = await this.cache.match(key);
       const bytes = resp ? new Uint8Array(await resp.arrayBuffer()) : null;
       if (bytes && bytes.length === end - start) return bytes;
+      // (Not what its key says: deleted, not only forgotten.)
+      if (bytes) await this.cache.delete(key);
     } catch {
       // (A cache that fails to read is a miss.)
     }
-    this.#forget(start);
+    this.#forget(start, end);
     return null;
   }
 
-  /** @param {number} start */
-  #forget(start) {
-    const i = this.#extents?.findIndex(([a]) => a === start) ?? -1;
+  /** @param {number} start @param {number} end */
+  #forget(start, end) {
+    const i = this.#extents?.findIndex(([a, b]) => a === start && b === end) ?? -1;
     if (i >= 0) this.#extents?.splice(i, 1);
   }
 
@@ -182,13 +212,15 @@ export class PersistedRanges {
   async #put(version, start, bytes) {
     if (bytes.length === 0) return;
     const end = start + bytes.length;
+    const extents = /** @type {[number, number][]} */ (this.#extents);
+    // (Two gaps of a wave may start at one offset: the longer one is kept.)
+    if (extents.some(([a, b]) => a === start && b >= end)) return;
     try {
-      await this.cache.put(keyOf(this.name, version, start, end), new Response(bytes.slice()));
+      await this.cache.put(keyOf(this.base, version, start, end), new Response(bytes.slice()));
     } catch {
       return;
     }
-    const extents = /** @type {[number, number][]} */ (this.#extents);
-    if (extents.some(([a, b]) => a === start && b === end)) return;
+    if (extents.some(([a, b]) => a === start && b >= end)) return;
     const i = extents.findIndex(([a]) => a > start);
     extents.splice(i < 0 ? extents.length : i, 0, [start, end]);
   }
@@ -199,8 +231,8 @@ export class PersistedRanges {
     const end = start + bytes.length;
     const extents = /** @type {[number, number][]} */ (this.#extents);
     const old = extents.filter(([a, b]) => a < end && b > start);
-    await Promise.all(old.map(([a, b]) => this.cache.delete(keyOf(this.name, version, a, b)).catch(() => false)));
-    for (const [a] of old) this.#forget(a);
+    await Promise.all(old.map(([a, b]) => this.cache.delete(keyOf(this.base, version, a, b)).catch(() => false)));
+    for (const [a, b] of old) this.#forget(a, b);
     await this.#put(version, start, bytes);
   }
 }
@@ -215,7 +247,8 @@ export async function cacheOf(persist, fail) {
   if (persist === true) {
     const caches = /** @type {any} */ (globalThis).caches;
     if (typeof caches?.open !== "function") throw fail("invalid_argument", "openRemote: `persist: true` needs the Cache API (`caches`), which this runtime lacks");
-    return caches.open(CACHE_NAME);
+    // (Storage the browser refuses — blocked, a private mode — reads from the network only.)
+    return caches.open(CACHE_NAME).catch(() => null);
   }
   if (typeof persist === "object" && ["match", "put", "keys", "delete"].every((m) => typeof persist[m] === "function")) return persist;
   throw fail("invalid_argument", "openRemote: `persist` must be true or a Cache");

@@ -415,6 +415,18 @@ async function remoteInChromium(browser, version) {
         sameAs(replaced) && replaced.searches[0].io.persistedBytes === 0 && sum(replaced, (io) => io.requests) === sum(first, (io) => io.requests) &&
           second.versions === text.segments && replaced.versions === text.segments,
         JSON.stringify(replaced.error ?? { requests: sum(replaced, (io) => io.requests), first: sum(first, (io) => io.requests), versions: [second.versions, replaced.versions] }).slice(0, 400));
+      // One segment (format 2), its URL with a fragment (not part of the cache key): the page
+      // loaded again reads nothing from the server.
+      const f = JSON.parse(readFileSync(join(dir, "l2-1.json"), "utf8"));
+      const one = `${proxy.base}/shoal/test/edge/remote.html?segment=/remote/l2-1.v2.shoal%23part&fixture=/remote/l2-1.json&bootstrap=${f.bootstrapLen}&persist=1&nostore=1&cache=0`;
+      const sameOne = (r) => !r.error && r.searches.length === f.requests.length &&
+        r.searches.every((s, i) => JSON.stringify(s.rows) === JSON.stringify(f.results[i]) && s.io.retries === 0);
+      const oneFirst = await pageResult(persisting, one);
+      const oneAgain = await pageResult(persisting, one);
+      check(`chromium ${version}: persist — one segment, a URL with a fragment: loaded again, no request and no byte from the server`,
+        sameOne(oneFirst) && sameOne(oneAgain) && sum(oneFirst, (io) => io.requests) > 0 &&
+          sum(oneAgain, (io) => io.requests + io.bytes) === 0 && sum(oneAgain, (io) => io.persistedBytes) > 0,
+        JSON.stringify(oneFirst.error ?? oneAgain.error ?? { first: sum(oneFirst, (io) => io.requests), again: sum(oneAgain, (io) => io.requests), bytes: sum(oneAgain, (io) => io.bytes) }).slice(0, 400));
     } finally {
       await persisting.close();
     }
