@@ -275,13 +275,34 @@ impl Minio {
             std::thread::sleep(Duration::from_millis(50));
         }
         let minio = Minio { child, endpoint, bucket: "shoal".into(), _dir: dir };
-        let status = Command::new("curl")
-            .args(["-sf", "-X", "PUT", "--aws-sigv4", "aws:amz:us-east-1:s3", "--user"])
-            .arg(format!("{MINIO_USER}:{MINIO_PASSWORD}"))
-            .arg(format!("{}/{}", minio.endpoint, minio.bucket))
-            .status()
-            .expect("curl");
-        assert!(status.success(), "creating the bucket failed");
+        // (A MinIO that says it is ready may still refuse for a moment when several start at
+        // once on two cores: tried for up to 30 s.)
+        let t = Instant::now();
+        loop {
+            let out = Command::new("curl")
+                .args([
+                    "-s",
+                    "-o",
+                    "/dev/null",
+                    "-w",
+                    "%{http_code}",
+                    "-X",
+                    "PUT",
+                    "--aws-sigv4",
+                    "aws:amz:us-east-1:s3",
+                ])
+                .arg("--user")
+                .arg(format!("{MINIO_USER}:{MINIO_PASSWORD}"))
+                .arg(format!("{}/{}", minio.endpoint, minio.bucket))
+                .output()
+                .expect("curl");
+            // 200: made; 409 (owned by you): an earlier try made it.
+            if matches!(&out.stdout[..], b"200" | b"409") {
+                break;
+            }
+            assert!(t.elapsed() < Duration::from_secs(30), "creating the bucket failed");
+            std::thread::sleep(Duration::from_millis(200));
+        }
         minio
     }
 
