@@ -134,16 +134,7 @@ impl DocDir {
         if block.len() != len as usize {
             return Err(bad(what, "a block of another length"));
         }
-        let actual = crc32c(block);
-        if actual != crc {
-            return Err(shoal_format::FormatError::ChecksumMismatch {
-                what,
-                kind: KIND_PAYLOAD_DOC_BLOCKS,
-                stored: crc,
-                actual,
-            }
-            .into());
-        }
+        super::check_block(block, crc, what, KIND_PAYLOAD_DOC_BLOCKS)?;
         let docs = (self.rows - b * self.block_rows).min(self.block_rows);
         let (ends, text) = block.split_at_checked(4 * docs).ok_or_else(|| bad(what, "shorter than its row ends"))?;
         let end = |i: usize| u32::from_le_bytes(ends[4 * i..4 * i + 4].try_into().expect("4 bytes")) as usize;

@@ -170,10 +170,16 @@ fn at(start: u64, len: u64) -> Range<u64> {
 
 /// Checks a section read whole against its table CRC.
 fn check_crc(e: &SectionEntry, bytes: &[u8]) -> Result<(), Error> {
+    check_block(bytes, e.crc, shoal_format::kind_name(e.kind), e.kind)
+}
+
+/// Checks bytes read by range (a block, a record) against the CRC the segment holds for them:
+/// a mismatch is a checksum error (`what`, `kind`: the section they lie in), which readers
+/// answer by fetching once more.
+pub(super) fn check_block(bytes: &[u8], stored: u32, what: &'static str, kind: u32) -> Result<(), Error> {
     let actual = crc32c(bytes);
-    if actual != e.crc {
-        let what = shoal_format::kind_name(e.kind);
-        return Err(FormatError::ChecksumMismatch { what, kind: e.kind, stored: e.crc, actual }.into());
+    if actual != stored {
+        return Err(FormatError::ChecksumMismatch { what, kind, stored, actual }.into());
     }
     Ok(())
 }
@@ -534,16 +540,7 @@ impl RemoteSegment {
                     if let Parts::V2 { .. } = self.parts {
                         let stored =
                             u32::from_le_bytes(block.vector_crcs[b * 4..b * 4 + 4].try_into().expect("4 bytes"));
-                        let actual = crc32c(v);
-                        if actual != stored {
-                            return Err(FormatError::ChecksumMismatch {
-                                what: "VECTORS",
-                                kind: KIND_VECTORS,
-                                stored,
-                                actual,
-                            }
-                            .into());
-                        }
+                        check_block(v, stored, "VECTORS", KIND_VECTORS)?;
                     }
                     floats.clear();
                     floats.extend(v.chunks_exact(4).map(|w| f32::from_le_bytes([w[0], w[1], w[2], w[3]])));

@@ -13,6 +13,7 @@ use shoal_text::postings::decode_all;
 use shoal_text::varint::{get_u32, get_u64, put_u32, put_u64};
 use shoal_text::{Sections, TextIndex};
 
+use super::check_block;
 use crate::Error;
 use crate::sections::bad;
 
@@ -331,32 +332,14 @@ impl FetchedTerms {
         for (key, e, record) in terms {
             let lists = usize::try_from(u64::from(e.postings_len) + u64::from(e.lengths_len)).map_err(|_| too_big())?;
             let (head, positions) = record.split_at_checked(lists).ok_or_else(|| bad(what, "a record cut short"))?;
-            let actual = crc32c(head);
-            if actual != e.crc {
-                return Err(shoal_format::FormatError::ChecksumMismatch {
-                    what,
-                    kind: KIND_TEXT_TERMS,
-                    stored: e.crc,
-                    actual,
-                }
-                .into());
-            }
+            check_block(head, e.crc, what, KIND_TEXT_TERMS)?;
             let with_positions = !positions.is_empty();
             if with_positions {
                 if positions.len() != e.positions_len as usize {
                     return Err(bad(what, "positions differ from their entry"));
                 }
                 // (A checksum error: bytes damaged in transit are fetched again.)
-                let actual = crc32c(positions);
-                if actual != e.positions_crc {
-                    return Err(shoal_format::FormatError::ChecksumMismatch {
-                        what,
-                        kind: KIND_TEXT_TERMS,
-                        stored: e.positions_crc,
-                        actual,
-                    }
-                    .into());
-                }
+                check_block(positions, e.positions_crc, what, KIND_TEXT_TERMS)?;
             }
             let (postings, lens) = head.split_at(e.postings_len as usize);
             decode_all(postings, &mut docs, &mut tfs).map_err(Error::Text)?;

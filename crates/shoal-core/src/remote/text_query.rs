@@ -8,7 +8,7 @@ use alloc::vec::Vec;
 use core::ops::Range;
 
 use serde_json::Value;
-use shoal_format::{SegmentHead, crc32c};
+use shoal_format::SegmentHead;
 use shoal_text::{Analyzer, Clause, Query, SearchParams, TextIndex};
 
 use super::docs::{
@@ -166,16 +166,7 @@ impl TextHot {
             };
             let (range, crc) = self.index.group(g);
             let bytes = cache.get(file(range, self.dict)).expect("fetched");
-            let actual = crc32c(bytes);
-            if actual != crc {
-                return Err(shoal_format::FormatError::ChecksumMismatch {
-                    what: "TEXT_TERM_DICT",
-                    kind: KIND_TEXT_TERM_DICT,
-                    stored: crc,
-                    actual,
-                }
-                .into());
-            }
+            super::check_block(bytes, crc, "TEXT_TERM_DICT", KIND_TEXT_TERM_DICT)?;
             entries.push(find_in_group(bytes, key)?);
         }
         let mut missing: Vec<Range<u64>> = Vec::new();
