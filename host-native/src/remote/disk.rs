@@ -23,6 +23,7 @@ use std::collections::{BTreeMap, HashMap};
 use std::io::Write as _;
 use std::ops::Range;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::SystemTime;
 
@@ -47,6 +48,8 @@ pub struct DiskCache {
     state: Mutex<State>,
     /// Held while trimming (one trim at a time; a write over budget meanwhile skips its own).
     evicting: Mutex<()>,
+    /// A counter for temporary file names.
+    seq: AtomicU64,
 }
 
 #[derive(Debug, Default)]
@@ -56,8 +59,6 @@ struct State {
     objects: HashMap<String, Option<BTreeMap<u64, u64>>>,
     /// Bytes on disk (extents and trailers), as last counted plus what was written since.
     total: u64,
-    /// A counter for temporary file names.
-    seq: u64,
 }
 
 /// 64-bit FNV-1a: a stable hash of an object version (folder names must not change with the
@@ -82,9 +83,15 @@ impl DiskCache {
     /// this process counts: processes sharing the folder each keep to their own count).
     pub fn open(dir: &Path, budget: u64) -> Result<Arc<DiskCache>, HostError> {
         std::fs::create_dir_all(dir).map_err(|e| HostError::io(dir, "create the cache folder", e))?;
-        let total = extents_on_disk(dir).iter().map(|(_, len, _)| len).sum();
+        let total = extents_on_disk(dir).iter().map(|x| x.len).sum();
         let state = State { total, ..State::default() };
-        let cache = DiskCache { dir: dir.to_path_buf(), budget, state: Mutex::new(state), evicting: Mutex::new(()) };
+        let cache = DiskCache {
+            dir: dir.to_path_buf(),
+            budget,
+            state: Mutex::new(state),
+            evicting: Mutex::new(()),
+            seq: AtomicU64::new(0),
+        };
         // A folder left over its budget (a smaller one given now): trimmed at once.
         if total > budget {
             cache.evict();
@@ -92,19 +99,13 @@ impl DiskCache {
         Ok(Arc::new(cache))
     }
 
-    /// The folder.
-    pub fn dir(&self) -> &Path {
-        &self.dir
-    }
-
-    /// Bytes the cache holds on disk (as counted by this process: extents other processes
-    /// wrote since it opened are not).
-    pub fn bytes(&self) -> u64 {
-        self.lock().total
-    }
-
     fn lock(&self) -> std::sync::MutexGuard<'_, State> {
         self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// A number for a temporary file name, new in this cache.
+    fn next_seq(&self) -> u64 {
+        self.seq.fetch_add(1, Ordering::Relaxed)
     }
 
     /// The folder of `name` at `version`, its extents loaded (`None`: another object's).
@@ -118,9 +119,8 @@ impl DiskCache {
                 Err(_) => {
                     // New (or its `object` file lost): claim it.
                     let _ = std::fs::create_dir_all(&path);
-                    let seq = state.seq;
-                    state.seq += 1;
-                    write_atomic(&path, "object", seq, spelled.as_bytes()).ok().map(|()| list_extents(&path))
+                    let written = write_atomic(&path, "object", self.next_seq(), spelled.as_bytes());
+                    written.ok().map(|()| list_extents(&path))
                 }
             };
             state.objects.insert(folder.clone(), extents);
@@ -189,15 +189,10 @@ impl DiskCache {
         {
             return;
         }
-        let seq = {
-            let mut state = self.lock();
-            state.seq += 1;
-            state.seq
-        };
         let mut bytes = Vec::with_capacity(data.len() + TRAILER as usize);
         bytes.extend_from_slice(data);
         bytes.extend_from_slice(&extent_crc(spelled, start, data).to_le_bytes());
-        if write_atomic(&self.dir.join(folder), &start.to_string(), seq, &bytes).is_err() {
+        if write_atomic(&self.dir.join(folder), &start.to_string(), self.next_seq(), &bytes).is_err() {
             // A full disk: room made for the next one.
             self.evict();
             return;
@@ -222,25 +217,23 @@ impl DiskCache {
         let Ok(_one) = self.evicting.try_lock() else { return };
         remove_stale(&self.dir);
         let mut all = extents_on_disk(&self.dir);
-        all.sort_by_key(|(_, _, time)| *time);
-        let mut total: u64 = all.iter().map(|(_, len, _)| len).sum();
+        all.sort_by_key(|x| x.read);
+        let mut total: u64 = all.iter().map(|x| x.len).sum();
         let keep = self.budget / 100 * KEEP_PERCENT;
         let mut state = self.lock();
-        for (path, len, _) in all {
+        for x in all {
             if total <= keep {
                 break;
             }
             // (Gone already — another process's trim: removed all the same.)
-            let removed = match std::fs::remove_file(&path) {
+            let removed = match std::fs::remove_file(self.dir.join(&x.folder).join(x.start.to_string())) {
                 Ok(()) => true,
                 Err(e) => e.kind() == std::io::ErrorKind::NotFound,
             };
             if removed {
-                total -= len;
-                let folder = path.parent().and_then(Path::file_name).and_then(|f| f.to_str()).unwrap_or("");
-                let start = path.file_name().and_then(|f| f.to_str()).and_then(|s| s.parse::<u64>().ok());
-                if let (Some(Some(extents)), Some(start)) = (state.objects.get_mut(folder), start) {
-                    extents.remove(&start);
+                total -= x.len;
+                if let Some(Some(extents)) = state.objects.get_mut(&x.folder) {
+                    extents.remove(&x.start);
                 }
             }
         }
@@ -300,17 +293,34 @@ fn list_extents(folder: &Path) -> BTreeMap<u64, u64> {
         .collect()
 }
 
-/// Every extent in the cache: its path, its length on disk and when it was last read.
-fn extents_on_disk(dir: &Path) -> Vec<(PathBuf, u64, SystemTime)> {
+/// An extent found on disk.
+struct OnDisk {
+    /// Its object version's folder.
+    folder: String,
+    /// Its first byte's offset (its file name).
+    start: u64,
+    /// Its length on disk (with its trailer).
+    len: u64,
+    /// When it was last read (its file time).
+    read: SystemTime,
+}
+
+/// Every extent in the cache.
+fn extents_on_disk(dir: &Path) -> Vec<OnDisk> {
     let mut out = Vec::new();
     let Ok(folders) = std::fs::read_dir(dir) else { return out };
     for folder in folders.flatten() {
-        let Ok(entries) = std::fs::read_dir(folder.path()) else { continue };
+        let (Some(name), Ok(entries)) =
+            (folder.file_name().to_str().map(str::to_string), std::fs::read_dir(folder.path()))
+        else {
+            continue;
+        };
         for e in entries.flatten() {
-            if e.file_name().to_str().is_some_and(|n| n.parse::<u64>().is_ok())
+            if let Some(start) = e.file_name().to_str().and_then(|n| n.parse::<u64>().ok())
                 && let Ok(meta) = e.metadata()
             {
-                out.push((e.path(), meta.len(), meta.modified().unwrap_or(SystemTime::UNIX_EPOCH)));
+                let read = meta.modified().unwrap_or(SystemTime::UNIX_EPOCH);
+                out.push(OnDisk { folder: name.clone(), start, len: meta.len(), read });
             }
         }
     }
@@ -444,7 +454,6 @@ impl RangeSource for DiskCached {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::sync::atomic::{AtomicU64, Ordering};
 
     /// An object in memory with a pinned version: the source behind the cache.
     struct Bytes {
@@ -517,7 +526,8 @@ mod tests {
         let v2 = DiskCached::new(other, cache.clone());
         assert_eq!(v2.read_counted(&r, false).unwrap(), (want, 0));
         // A flipped byte in every extent: deleted, fetched again.
-        for (path, _, _) in extents_on_disk(&dir.path("c")) {
+        for x in extents_on_disk(&dir.path("c")) {
+            let path = dir.path("c").join(&x.folder).join(x.start.to_string());
             let mut b = std::fs::read(&path).unwrap();
             b[3] ^= 1;
             std::fs::write(&path, b).unwrap();
