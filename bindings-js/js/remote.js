@@ -346,6 +346,9 @@ class ReadRanges {
  * @typedef {{ waves: number, requests: number, bytes: number, retries: number, persistedBytes: number }} Trip
  */
 
+/** Where a segment's bytes come from: a URL, a `read` function, or a URL through `persist`.
+ * @typedef {HttpRanges | ReadRanges | PersistedRanges} Source */
+
 /** A Trip of nothing yet. @returns {Trip} */
 const trip = () => ({ waves: 0, requests: 0, bytes: 0, retries: 0, persistedBytes: 0 });
 
@@ -353,7 +356,7 @@ const trip = () => ({ waves: 0, requests: 0, bytes: 0, retries: 0, persistedByte
 export class RemoteCollection {
   /** @type {any} the reader (`one(RemoteReader)` or a RemoteSetReader; null once freed) */
   #reader;
-  /** @type {(HttpRanges | ReadRanges | PersistedRanges)[]} a source per segment */
+  /** @type {Source[]} a source per segment */
   #sources;
   /** @type {Promise<any>} operations run one at a time */
   #queue = Promise.resolve();
@@ -362,7 +365,7 @@ export class RemoteCollection {
 
   /**
    * (Use `openRemote`.)
-   * @param {any} reader @param {(HttpRanges | ReadRanges | PersistedRanges)[]} sources @param {Trip} opened @param {{ simd: boolean, kernels: string }} loaded
+   * @param {any} reader @param {Source[]} sources @param {Trip} opened @param {{ simd: boolean, kernels: string }} loaded
    */
   constructor(reader, sources, opened, loaded) {
     this.#reader = reader;
@@ -461,7 +464,7 @@ export class RemoteCollection {
 /**
  * `drive`, once more from empty caches when bytes fail their checksum (a fault in transit
  * then costs a retry; bytes wrong at the source stay a `bad_segment` error).
- * @param {(HttpRanges | ReadRanges | PersistedRanges)[]} sources
+ * @param {Source[]} sources
  * @param {() => any} reader
  * @param {() => Float64Array | number[]} step
  * @param {Trip} io
@@ -489,7 +492,7 @@ async function driveChecked(sources, reader, step, io) {
  * Runs one step function of the reader until it names nothing more to fetch. A step names
  * ranges as `[segment, start, end, …]`; each wave reads every segment's ranges from its
  * source at once.
- * @param {(HttpRanges | ReadRanges | PersistedRanges)[]} sources
+ * @param {Source[]} sources
  * @param {() => any} reader
  * @param {() => Float64Array | number[]} step
  * @param {Trip} io
@@ -571,7 +574,7 @@ function one(r) {
 
 /** Checks what the first answers of `source` said against the length its header (or the set's
  * manifest) gives: answers that ended early, or another length.
- * @param {HttpRanges | ReadRanges | PersistedRanges} source @param {number} fileLen */
+ * @param {Source} source @param {number} fileLen */
 function checkLength(source, fileLen) {
   source.length ??= fileLen;
   const early = source.shortEnds.find((end) => end !== fileLen);
