@@ -42,6 +42,7 @@ golden_files![
     "v1-named",
     "v1-nested",
     "v2-ivf",
+    "v2-payload",
 ];
 
 /// The bytes of golden file `file` (`NAME.shoal` or `NAME.expected.json`).
@@ -155,9 +156,43 @@ fn golden_payloads(n: usize) -> Vec<serde_json::Value> {
 
 const GOLDEN_FIELDS: &str = r#"{"tag": "keyword", "n": "integer", "price": "float", "ok": "bool", "title": "text"}"#;
 
+/// What answers a golden file's requests: a collection, or a segment read by ranges.
+trait Searcher {
+    fn search(&self, req: &SearchRequest) -> Result<shoal_core::SearchResponse, shoal_core::Error>;
+}
+
+impl Searcher for Collection {
+    fn search(&self, req: &SearchRequest) -> Result<shoal_core::SearchResponse, shoal_core::Error> {
+        Collection::search(self, req)
+    }
+}
+
+/// A format-2 segment read by ranges from its bytes (every range served from them).
+struct ByRanges<'b> {
+    bytes: &'b [u8],
+    seg: shoal_core::remote::RemoteSegment,
+    cache: std::cell::RefCell<shoal_core::remote::RangeCache>,
+}
+
+impl<'b> ByRanges<'b> {
+    fn open(bytes: &'b [u8]) -> ByRanges<'b> {
+        use shoal_core::remote::{RangeCache, RemoteSegment};
+        let mut cache = RangeCache::new(u64::MAX);
+        let seg = shoal_testkit::read_by_ranges(bytes, &mut cache, RemoteSegment::open);
+        ByRanges { bytes, seg, cache: std::cell::RefCell::new(cache) }
+    }
+}
+
+impl Searcher for ByRanges<'_> {
+    fn search(&self, req: &SearchRequest) -> Result<shoal_core::SearchResponse, shoal_core::Error> {
+        let mut cache = self.cache.borrow_mut();
+        Ok(shoal_testkit::read_by_ranges(self.bytes, &mut cache, |c| self.seg.search(req, c)))
+    }
+}
+
 /// Top 5 of every query with every filter: ids, score bits and payloads.
 fn filtered_results(
-    col: &Collection,
+    col: &dyn Searcher,
     queries: &[f32],
     dim: usize,
     filters: &[&str],
@@ -181,6 +216,11 @@ fn filtered_results(
 
 /// Filtered and text searches over a payload golden file, with their payloads.
 fn payload_results(col: &Collection, dim: usize) -> serde_json::Value {
+    payload_results_of(col, dim)
+}
+
+/// [`payload_results`] from any searcher.
+fn payload_results_of(col: &dyn Searcher, dim: usize) -> serde_json::Value {
     let queries = uniform_vectors(0xbeef, 3, dim);
     let filters = [
         r#"{"must": [{"key": "tag", "match": {"value": "sale"}}]}"#,
@@ -651,4 +691,32 @@ fn v2_golden_file_reads_by_ranges_and_searches_as_its_v1_twin() {
         })
         .collect();
     assert_eq!(serde_json::Value::from(local), expected);
+}
+
+#[test]
+fn v2_payload_golden_file_filters_by_ranges_as_its_v1_twin() {
+    // The payload golden input with an IVF index (4 partitions, seed 7, 2 bits), laid out for
+    // ranges: documents, text and the filter index by field (kinds 33-35, 39).
+    let (dim, metric, ids, vectors) = golden_v1_input();
+    let schema = shoal_core::Schema::from_json(GOLDEN_FIELDS).unwrap();
+    let mut col = Collection::with_schema(CollectionConfig { dim, metric }, schema).unwrap();
+    col.insert_with_payloads(&ids, &vectors, &golden_payloads(ids.len())).unwrap();
+    col.seal_with(IndexKind::IvfRabitq(IvfParams { partitions: Some(4), seed: 7, bits: 2, codes_only: false }))
+        .unwrap();
+    let seg = col.segment(0).unwrap();
+    let written = shoal_core::remote::write_for_ranges(seg).unwrap();
+    if std::env::var_os("SHOAL_WRITE_GOLDEN").is_some() {
+        std::fs::write(golden("v2-payload.shoal"), written.as_slice()).unwrap();
+        let expected = payload_results_of(&ByRanges::open(written.as_slice()), dim);
+        std::fs::write(golden("v2-payload.expected.json"), serde_json::to_vec_pretty(&expected).unwrap()).unwrap();
+    }
+    let bytes = read_golden("v2-payload.shoal");
+    let head = shoal_format::SegmentHead::read(shoal_core::AlignedBytes::from_slice(&bytes).as_slice()).unwrap();
+    assert!([33, 34, 35, 37, 38, 39, 53].iter().all(|&k| head.entry(k).is_some()), "v2-payload's sections");
+    assert!(written.as_slice() == &bytes[..], "the writer no longer reproduces v2-payload's bytes");
+    let expected: serde_json::Value = serde_json::from_slice(&read_golden("v2-payload.expected.json")).unwrap();
+    assert_eq!(payload_results_of(&ByRanges::open(&bytes), dim), expected, "v2-payload: results changed");
+    // The same rows in format 1 answer the same, bit for bit.
+    let twin = Collection::from_bytes(shoal_core::remote::write_reordered_v1(seg).unwrap().as_slice()).unwrap();
+    assert_eq!(payload_results_of(&twin, dim), expected);
 }

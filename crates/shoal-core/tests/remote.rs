@@ -202,7 +202,8 @@ fn requests_it_cannot_answer_are_refused_before_any_fetch() {
     let (seg, _) = open(&file, &mut cache);
     let q = [0.5f32; 8];
     let refused = [
-        (json!({"filter": {"must": [{"key": "a", "match": {"value": 1}}]}}), "unsupported"),
+        // (No payload schema: an unknown field, as locally.)
+        (json!({"filter": {"must": [{"key": "a", "match": {"value": 1}}]}}), "invalid_request"),
         (json!({"params": {"exact": true}}), "unsupported"),
         (json!({"text": "word"}), "invalid_request"),
         (json!({"using": "other"}), "invalid_request"),

@@ -3,150 +3,13 @@
 //! ids, score bits, payloads and statistics, BM25 with the set's statistics; in the waves it
 //! promises; and a damaged block is an error, never a wrong answer.
 
-use serde_json::{Value, json};
-use shoal_core::remote::{RangeCache, RemoteSegment, RemoteSet, SetStep, Step};
-use shoal_core::{AlignedBytes, Collection, CollectionConfig, Error, IndexKind, IvfParams, Metric, SearchRequest};
-use shoal_testkit::{Published, clustered_vectors, publish_with_twins as publish};
+mod remote_common;
 
-const DIM: usize = 24;
-
-/// Words: a few frequent, many rare.
-fn words() -> Vec<String> {
-    (0..400).map(|i| format!("{}{}", ["sea", "salt", "reef", "tide", "kelp"][i % 5], i / 5)).collect()
-}
-
-struct Rng(u64);
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0
-    }
-    fn word<'w>(&mut self, words: &'w [String]) -> &'w str {
-        let r = self.next() % 100;
-        let i = if r < 40 { (self.next() % 8) as usize } else { (self.next() % words.len() as u64) as usize };
-        &words[i]
-    }
-}
-
-/// A collection of `segments` sealed segments of 700 points each: a title and a body (text), a
-/// tag (keyword), a number (integer); some points without a payload.
-fn collection(segments: usize, seed: u64) -> Collection {
-    collection_of(segments, 700, seed, &|s, i| (s * 700 + i) as u64 * 5 + 2, None)
-}
-
-/// [`collection`] with `per` points a segment, point `i` of segment `s` with id `id(s, i)`;
-/// no point of segment `bare` with a payload.
-fn collection_of(
-    segments: usize,
-    per: usize,
-    seed: u64,
-    id: &dyn Fn(usize, usize) -> u64,
-    bare: Option<usize>,
-) -> Collection {
-    let schema = json!({"title": "text", "body": "text", "tag": "keyword", "n": "integer"});
-    let config = CollectionConfig { dim: DIM, metric: Metric::Cosine };
-    let mut col = Collection::with_schema(config, Collection::parse_schema(&schema).unwrap()).unwrap();
-    let words = words();
-    let mut rng = Rng(seed | 1);
-    for s in 0..segments {
-        let data = clustered_vectors(seed + s as u64, per, DIM, 12);
-        let ids: Vec<u64> = (0..per).map(|i| id(s, i)).collect();
-        let payloads: Vec<Value> = (0..per)
-            .map(|i| {
-                if i % 23 == 7 || bare == Some(s) {
-                    return Value::Null;
-                }
-                let title: Vec<&str> = (0..1 + rng.next() % 4).map(|_| rng.word(&words)).collect();
-                let body: Vec<&str> = (0..rng.next() % 30).map(|_| rng.word(&words)).collect();
-                json!({"title": title.join(" "), "body": body.join(" "), "tag": format!("t{}", i % 4), "n": i})
-            })
-            .collect();
-        col.insert_with_payloads(&ids, &data, &payloads).unwrap();
-        let params = IvfParams { partitions: Some(12), seed: 4, bits: 1 + s as u32 % 3, codes_only: false };
-        // Each segment its own index (`seal_with` another would rebuild the set as one).
-        col.set_index_kind(IndexKind::IvfRabitq(params)).unwrap();
-        col.seal();
-    }
-    assert_eq!(col.segments().len(), segments);
-    col
-}
-
-/// A set opened from `p`'s files, and a cache per segment holding what the opens read.
-fn open_set(p: &Published) -> (RemoteSet, Vec<RangeCache>) {
-    let mut caches: Vec<RangeCache> = p.files.iter().map(|_| RangeCache::new(u64::MAX)).collect();
-    let mut segs = Vec::new();
-    for (i, file) in p.files.iter().enumerate() {
-        loop {
-            match RemoteSegment::open_with(&caches[i], p.manifest.prefix(i)).unwrap() {
-                Step::Done(s) => break segs.push(s),
-                Step::Fetch(ranges) => ranges.iter().for_each(|r| fill(&mut caches[i], file, r)),
-            }
-        }
-    }
-    (RemoteSet::new(&p.manifest, segs).unwrap(), caches)
-}
-
-fn fill(cache: &mut RangeCache, file: &[u8], r: &core::ops::Range<u64>) {
-    let end = r.end.min(file.len() as u64) as usize;
-    cache.insert(r.start, &file[r.start as usize..end]);
-}
-
-/// Runs a search over the set to completion: the response and its waves.
-fn drive(
-    set: &RemoteSet,
-    files: &[Vec<u8>],
-    caches: &mut [RangeCache],
-    req: &SearchRequest,
-) -> Result<(shoal_core::SearchResponse, usize), Error> {
-    for waves in 0..8 {
-        let step = {
-            let refs: Vec<&RangeCache> = caches.iter().collect();
-            set.search(req, &refs)?
-        };
-        match step {
-            SetStep::Done(r) => return Ok((r, waves)),
-            SetStep::Fetch(per) => {
-                for (i, ranges) in per {
-                    ranges.iter().for_each(|r| fill(&mut caches[i], &files[i], r));
-                }
-            }
-        }
-    }
-    panic!("no answer after 8 waves")
-}
-
-/// The results as `(id, score bits, payload)`.
-fn seen(res: &shoal_core::SearchResponse) -> Vec<(u64, u32, Option<Value>)> {
-    res.points.iter().map(|p| (p.id.as_num().unwrap(), p.score.to_bits(), p.payload.clone())).collect()
-}
-
-/// `got` (from the published set) agrees with `orig` (the collection it was published from,
-/// rows in their first order): the same scores, bit for bit, best first, and the same stats;
-/// a point in both with the same score and payload. Ties may sort their points differently
-/// (ties go by row), so the ids themselves are compared only where scores differ.
-fn agrees_with_original(got: &shoal_core::SearchResponse, orig: &shoal_core::SearchResponse, what: &str) {
-    let scores = |r: &shoal_core::SearchResponse| r.points.iter().map(|p| p.score.to_bits()).collect::<Vec<_>>();
-    assert_eq!(scores(got), scores(orig), "{what}: scores against the original collection");
-    // (Not `scanned`: how many rows BM25 scores before its bounds stop it depends on their
-    // order.)
-    assert_eq!(got.stats.segments, orig.stats.segments, "{what}: segments against the original collection");
-    for p in &got.points {
-        if let Some(o) = orig.points.iter().find(|o| o.id == p.id) {
-            assert_eq!((o.score.to_bits(), &o.payload), (p.score.to_bits(), &p.payload), "{what}: point {:?}", p.id);
-        } else {
-            let tied = orig.points.iter().filter(|o| o.score.to_bits() == p.score.to_bits()).count();
-            assert!(tied > 0, "{what}: point {:?} is not in the original's answer and ties with none", p.id);
-        }
-    }
-}
-
-fn request(body: Value, q: Option<&[f32]>) -> SearchRequest {
-    let mut req = SearchRequest::from_json(&body.to_string()).unwrap();
-    req.vector = q.map(<[f32]>::to_vec);
-    req
-}
+use remote_common::*;
+use serde_json::json;
+use shoal_core::remote::{RangeCache, RemoteSegment, Step};
+use shoal_core::{AlignedBytes, Collection, Error};
+use shoal_testkit::{clustered_vectors, publish_with_twins as publish};
 
 #[test]
 fn text_hybrid_and_payloads_answer_as_the_local_set() {
@@ -369,7 +232,8 @@ fn requests_a_set_read_by_ranges_cannot_answer_are_refused() {
     let (set, opened) = open_set(&p);
     let q = [0.5f32; DIM];
     let refused = [
-        (json!({"text": "sea0", "filter": {"must": [{"key": "tag", "match": {"value": "t1"}}]}}), "unsupported"),
+        (json!({"text": "sea0", "filter": {"must": [{"has_id": [7]}]}}), "unsupported"),
+        (json!({"text": "sea0", "filter": {"must": [{"key": "nosuch", "match": {"value": "t1"}}]}}), "invalid_request"),
         (json!({"text": "sea0", "timeout_ms": 50}), "unsupported"),
         (json!({"prefetch": [{"text": "sea0"}], "fusion": "rrf"}), "unsupported"),
         (json!({"text": "sea0", "fusion": "dbsf"}), "invalid_request"),

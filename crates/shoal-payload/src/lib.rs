@@ -46,7 +46,7 @@ pub use schema::{FieldType, MAX_FIELD_NAME, MAX_FIELDS, Schema, valid_field_name
 pub use shoal_format::PointId;
 pub use store::{
     AlignedPayload, Dict, FieldView, KIND_PAYLOAD_COLUMNS, KIND_PAYLOAD_DICTS, KIND_PAYLOAD_DOCS, KIND_PAYLOAD_FIELDS,
-    KIND_PAYLOAD_POSTINGS, PayloadBuilder, PayloadSectionBytes, PayloadSections, PayloadView,
+    KIND_PAYLOAD_POSTINGS, PayloadBuilder, PayloadSectionBytes, PayloadSections, PayloadView, schema_of_fields,
 };
 pub use table::PAYLOAD_LAYOUT_VERSION;
 pub use values::{

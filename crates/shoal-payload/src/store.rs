@@ -479,17 +479,7 @@ fn malformed(section: &'static str, reason: &'static str) -> LayoutError {
 impl<'a> PayloadView<'a> {
     /// Opens the sections with the cheap checks of `docs/format.md` (O(fields)).
     pub fn open(s: PayloadSectionBytes<'a>) -> Result<PayloadView<'a>, LayoutError> {
-        let ft = Table::open(s.fields, MAGIC_FIELDS, "PAYLOAD_FIELDS", 2)?;
-        let ct = Table::open_any(s.columns, MAGIC_COLUMNS, "PAYLOAD_COLUMNS", &[8, 9])?;
-        // Nested payloads: names are paths, and array 8 holds each path's stray rows.
-        let nested = ct.arrays() == 9;
-        let dt = Table::open(s.dicts, MAGIC_DICTS, "PAYLOAD_DICTS", 2)?;
-        let pt = Table::open_any(s.postings, MAGIC_POSTINGS, "PAYLOAD_POSTINGS", &[POSTINGS_ARRAYS, 2])?;
         let docs = Table::open(s.docs, MAGIC_DOCS, "PAYLOAD_DOCS", 2)?;
-        let n = ft.groups();
-        if ct.groups() != n || dt.groups() != n || pt.groups() != n {
-            return Err(malformed("PAYLOAD_COLUMNS", "sections disagree on the field count"));
-        }
         if docs.groups() != 1 {
             return Err(malformed("PAYLOAD_DOCS", "expected one group"));
         }
@@ -499,23 +489,61 @@ impl<'a> PayloadView<'a> {
             return Err(malformed("PAYLOAD_DOCS", "offsets count out of range"));
         }
         let rows = (doc_offsets.len() - 1) as u32;
+        Self::open_with(s, rows, &|_| true, (doc_offsets, doc_bytes))
+    }
+
+    /// The filter index of `rows` rows for the fields `wanted` names only, without documents
+    /// (`s.docs` is not read): what a reader by ranges opens over the parts of the sections it
+    /// fetched (`docs/format.md`, "Filters, v2"). Each wanted field gets the checks of
+    /// [`open`](Self::open); the other fields are left out of the view (and of its schema),
+    /// so a filter compiled over it must name only wanted fields.
+    pub fn open_fields(
+        s: PayloadSectionBytes<'a>,
+        rows: u32,
+        wanted: &dyn Fn(&str) -> bool,
+    ) -> Result<PayloadView<'a>, LayoutError> {
+        Self::open_with(s, rows, wanted, (&[], &[]))
+    }
+
+    /// Each field's span in `PAYLOAD_COLUMNS`, `PAYLOAD_DICTS` and `PAYLOAD_POSTINGS` (from its
+    /// first non-empty array to the end of its last one, `0..0` when it has none), and the
+    /// length of each section's array table: how format 2 cuts them by field.
+    #[allow(clippy::type_complexity)]
+    pub fn field_spans(
+        s: &PayloadSectionBytes<'_>,
+    ) -> Result<([u64; 3], Vec<[core::ops::Range<u64>; 3]>), LayoutError> {
+        let ct = Table::open_any(s.columns, MAGIC_COLUMNS, "PAYLOAD_COLUMNS", &[8, 9])?;
+        let dt = Table::open(s.dicts, MAGIC_DICTS, "PAYLOAD_DICTS", 2)?;
+        let pt = Table::open_any(s.postings, MAGIC_POSTINGS, "PAYLOAD_POSTINGS", &[POSTINGS_ARRAYS, 2])?;
+        if dt.groups() != ct.groups() || pt.groups() != ct.groups() {
+            return Err(malformed("PAYLOAD_COLUMNS", "sections disagree on the field count"));
+        }
+        let spans = (0..ct.groups()).map(|g| [ct.group_span(g), dt.group_span(g), pt.group_span(g)]).collect();
+        Ok(([ct.table_len(), dt.table_len(), pt.table_len()], spans))
+    }
+
+    fn open_with(
+        s: PayloadSectionBytes<'a>,
+        rows: u32,
+        wanted: &dyn Fn(&str) -> bool,
+        (doc_offsets, doc_bytes): (&'a [u64], &'a [u8]),
+    ) -> Result<PayloadView<'a>, LayoutError> {
+        let ft = Table::open(s.fields, MAGIC_FIELDS, "PAYLOAD_FIELDS", 2)?;
+        let ct = Table::open_any(s.columns, MAGIC_COLUMNS, "PAYLOAD_COLUMNS", &[8, 9])?;
+        // Nested payloads: names are paths, and array 8 holds each path's stray rows.
+        let nested = ct.arrays() == 9;
+        let dt = Table::open(s.dicts, MAGIC_DICTS, "PAYLOAD_DICTS", 2)?;
+        let pt = Table::open_any(s.postings, MAGIC_POSTINGS, "PAYLOAD_POSTINGS", &[POSTINGS_ARRAYS, 2])?;
+        let n = ft.groups();
+        if ct.groups() != n || dt.groups() != n || pt.groups() != n {
+            return Err(malformed("PAYLOAD_COLUMNS", "sections disagree on the field count"));
+        }
+        let all = read_fields(&ft)?;
         let mut names: Vec<(&str, FieldType)> = Vec::with_capacity(n as usize);
         let mut fields = Vec::with_capacity(n as usize);
-        for g in 0..n {
-            let name: &[u8] = ft.array(g, 0)?;
-            let name = core::str::from_utf8(name).map_err(|_| malformed("PAYLOAD_FIELDS", "name is not UTF-8"))?;
-            if !valid_field_name(name) || name.len() > MAX_FIELD_NAME {
-                return Err(malformed("PAYLOAD_FIELDS", "invalid field name"));
-            }
-            if let Some((prev, _)) = names.last()
-                && prev.as_bytes() >= name.as_bytes()
-            {
-                return Err(malformed("PAYLOAD_FIELDS", "field names not strictly ascending"));
-            }
-            let info: &[u32] = ft.array_n(g, 1, 4, "FieldInfo must be 16 bytes")?;
-            let ty = FieldType::from_code(info[0]).ok_or(malformed("PAYLOAD_FIELDS", "unknown field type"))?;
-            if info[1..].iter().any(|&x| x != 0) {
-                return Err(malformed("PAYLOAD_FIELDS", "reserved FieldInfo bytes are not zero"));
+        for (g, &(name, ty)) in (0..n).zip(&all) {
+            if !wanted(name) {
+                continue;
             }
             names.push((name, ty));
             let column = open_column(&ct, g, rows, ty)?;
@@ -605,6 +633,38 @@ impl<'a> PayloadView<'a> {
         let bytes = self.document_bytes(row).ok_or(malformed("PAYLOAD_DOCS", "document out of range"))?;
         serde_json::from_slice(bytes).map_err(|_| malformed("PAYLOAD_DOCS", "document is not JSON"))
     }
+}
+
+/// The fields of a `PAYLOAD_FIELDS` table, checked: names valid and strictly ascending, known
+/// types, reserved bytes zero.
+fn read_fields<'a>(ft: &Table<'a>) -> Result<Vec<(&'a str, FieldType)>, LayoutError> {
+    let mut out: Vec<(&'a str, FieldType)> = Vec::with_capacity(ft.groups() as usize);
+    for g in 0..ft.groups() {
+        let name: &[u8] = ft.array(g, 0)?;
+        let name = core::str::from_utf8(name).map_err(|_| malformed("PAYLOAD_FIELDS", "name is not UTF-8"))?;
+        if !valid_field_name(name) || name.len() > MAX_FIELD_NAME {
+            return Err(malformed("PAYLOAD_FIELDS", "invalid field name"));
+        }
+        if out.last().is_some_and(|(prev, _)| prev.as_bytes() >= name.as_bytes()) {
+            return Err(malformed("PAYLOAD_FIELDS", "field names not strictly ascending"));
+        }
+        let info: &[u32] = ft.array_n(g, 1, 4, "FieldInfo must be 16 bytes")?;
+        let ty = FieldType::from_code(info[0]).ok_or(malformed("PAYLOAD_FIELDS", "unknown field type"))?;
+        if info[1..].iter().any(|&x| x != 0) {
+            return Err(malformed("PAYLOAD_FIELDS", "reserved FieldInfo bytes are not zero"));
+        }
+        out.push((name, ty));
+    }
+    Ok(out)
+}
+
+/// The schema a `PAYLOAD_FIELDS` section holds (`nested`: the segment's payloads are nested,
+/// its names paths), checked as [`PayloadView::open`] checks it.
+pub fn schema_of_fields(fields: &[u8], nested: bool) -> Result<Schema, LayoutError> {
+    let ft = Table::open(fields, MAGIC_FIELDS, "PAYLOAD_FIELDS", 2)?;
+    let names = read_fields(&ft)?;
+    if nested { Schema::nested(&names) } else { Schema::new(&names) }
+        .map_err(|_| malformed("PAYLOAD_FIELDS", "invalid schema"))
 }
 
 fn open_column<'a>(ct: &Table<'a>, g: u32, rows: u32, ty: FieldType) -> Result<ColumnRef<'a>, LayoutError> {

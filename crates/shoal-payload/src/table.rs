@@ -134,6 +134,26 @@ impl<'a> Table<'a> {
         Ok(t)
     }
 
+    /// The bytes of the array table (header and entries), from the section's start.
+    pub(crate) fn table_len(&self) -> u64 {
+        (HEADER + self.entries.len()) as u64
+    }
+
+    /// Group `g`'s span: from its first non-empty array's offset to its last one's end (`0..0`
+    /// when all are empty). Arrays are written group by group, so the span holds only `g`'s.
+    pub(crate) fn group_span(&self, g: u32) -> core::ops::Range<u64> {
+        let mut span: Option<core::ops::Range<u64>> = None;
+        for a in 0..self.arrays {
+            let (off, len) = self.entry((g * self.arrays + a) as usize);
+            if len > 0 {
+                let s = span.get_or_insert(off..off + len);
+                s.start = s.start.min(off);
+                s.end = s.end.max(off + len);
+            }
+        }
+        span.unwrap_or(0..0)
+    }
+
     fn entry(&self, i: usize) -> (u64, u64) {
         let e = &self.entries[i * ENTRY..(i + 1) * ENTRY];
         let off = u64::from_le_bytes(e[..8].try_into().unwrap_or([0; 8]));

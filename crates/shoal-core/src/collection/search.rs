@@ -444,24 +444,37 @@ impl Collection {
         rows: &mut dyn Iterator<Item = (usize, &[f32])>,
         topk: &mut TopK,
     ) {
-        let mut block: Vec<f32> = Vec::with_capacity(EXACT_BLOCK * query.len());
-        let mut ids = [0usize; EXACT_BLOCK];
-        let mut keys = [0.0f32; EXACT_BLOCK];
-        loop {
-            block.clear();
-            let mut n = 0;
-            for (row, v) in (&mut *rows).take(EXACT_BLOCK) {
-                block.extend_from_slice(v);
-                ids[n] = row;
-                n += 1;
-            }
-            if n == 0 {
-                return;
-            }
-            metric.keys(&self.kernels, query, &block, &mut keys[..n]);
-            for (&id, &key) in ids[..n].iter().zip(&keys[..n]) {
-                topk.push(Candidate { key: if key.is_nan() { f32::INFINITY } else { key }, id: id as u64 });
-            }
+        push_exact(self.kernels, metric, query, rows, topk);
+    }
+}
+
+/// Offers each `(internal id, vector)` to `topk` with its exact key of `metric` against `query`
+/// (prepared), in blocks of [`EXACT_BLOCK`] rows, each one batch-kernel call: what an exact scan
+/// of chosen rows does, locally and over a segment read by ranges.
+pub(crate) fn push_exact(
+    kernels: shoal_kernels::Kernels,
+    metric: Metric,
+    query: &[f32],
+    rows: &mut dyn Iterator<Item = (usize, &[f32])>,
+    topk: &mut TopK,
+) {
+    let mut block: Vec<f32> = Vec::with_capacity(EXACT_BLOCK * query.len());
+    let mut ids = [0usize; EXACT_BLOCK];
+    let mut keys = [0.0f32; EXACT_BLOCK];
+    loop {
+        block.clear();
+        let mut n = 0;
+        for (row, v) in (&mut *rows).take(EXACT_BLOCK) {
+            block.extend_from_slice(v);
+            ids[n] = row;
+            n += 1;
+        }
+        if n == 0 {
+            return;
+        }
+        metric.keys(&kernels, query, &block, &mut keys[..n]);
+        for (&id, &key) in ids[..n].iter().zip(&keys[..n]) {
+            topk.push(Candidate { key: if key.is_nan() { f32::INFINITY } else { key }, id: id as u64 });
         }
     }
 }

@@ -14,13 +14,17 @@ use shoal_index::ivf::block_bytes;
 use shoal_index::ivf::v2::{BlockLayout, partition_order, vector_block_rows};
 use shoal_index::rabitq::{ExFactors, Factors, ex_code_bytes};
 
-use shoal_payload::{KIND_PAYLOAD_FIELDS, PayloadBuilder, Schema};
+use shoal_payload::{
+    KIND_PAYLOAD_COLUMNS, KIND_PAYLOAD_DICTS, KIND_PAYLOAD_FIELDS, KIND_PAYLOAD_POSTINGS, PayloadBuilder,
+    PayloadSections, Schema,
+};
 use shoal_text::Sections;
 
 use super::docs::{
     KIND_PAYLOAD_DOC_BLOCKS, KIND_PAYLOAD_DOC_DIR, KIND_ROW_IDS, KIND_ROW_IDS_DIR, KIND_ROW_IDS_PACKED, lay_out_docs,
     lay_out_ids, pack_ids,
 };
+use super::filter::{KIND_PAYLOAD_FILTER_DIR, lay_out_filter_dir};
 use super::text::{KIND_TEXT_DICT_INDEX, KIND_TEXT_TERM_DICT, KIND_TEXT_TERMS, lay_out_text};
 use crate::sections::bad;
 use crate::text::TextBuilder;
@@ -170,6 +174,17 @@ fn text_of(schema: &Schema, docs: &[&[u8]]) -> Result<Option<Sections>, Error> {
     Ok(Some(b.finish()))
 }
 
+/// The payload sections of `docs` (rows in order): what a seal of those rows builds.
+fn payload_of(schema: &Schema, docs: &[&[u8]]) -> Result<PayloadSections, Error> {
+    let mut b = PayloadBuilder::new(schema.clone());
+    for (point, d) in docs.iter().enumerate() {
+        let doc: serde_json::Value =
+            serde_json::from_slice(d).map_err(|_| bad("PAYLOAD_DOCS", "a document that is not JSON"))?;
+        b.push(&doc).map_err(|error| Error::InvalidPayload { point, error })?;
+    }
+    Ok(b.finish())
+}
+
 /// The sections of a segment's payloads and text in format 2, rows in the new order:
 /// `(kind, flags, bytes)`, hot ones first.
 fn payload_sections(perm: &Permuted<'_>) -> Result<(Sections2, Sections2), Error> {
@@ -181,6 +196,12 @@ fn payload_sections(perm: &Permuted<'_>) -> Result<(Sections2, Sections2), Error
     hot.push((KIND_PAYLOAD_FIELDS, h, fields.to_vec()));
     hot.push((KIND_PAYLOAD_DOC_DIR, h, dir));
     cold.push((KIND_PAYLOAD_DOC_BLOCKS, SECTION_OPTIONAL, blocks));
+    // What filters read: v1's columns, dictionaries and value -> rows lists, cut by field.
+    let built = payload_of(&schema, &docs)?;
+    hot.push((KIND_PAYLOAD_FILTER_DIR, h, lay_out_filter_dir(&built)?));
+    cold.push((KIND_PAYLOAD_COLUMNS, SECTION_OPTIONAL, built.columns));
+    cold.push((KIND_PAYLOAD_DICTS, SECTION_OPTIONAL, built.dicts));
+    cold.push((KIND_PAYLOAD_POSTINGS, SECTION_OPTIONAL, built.postings));
     if let Some(text) = text_of(&schema, &docs)? {
         let t = lay_out_text(&text)?;
         hot.push((shoal_text::kinds::TEXT_META, h, t.meta));
@@ -335,13 +356,7 @@ pub fn write_reordered_v1(seg: &SealedSegment) -> Result<AlignedBytes, Error> {
     let mut payloads = payloads;
     // Payloads and text rebuilt with the rows in the new order.
     if let Some((schema, docs)) = perm.documents()? {
-        let mut b = PayloadBuilder::new(schema.clone());
-        for (point, d) in docs.iter().enumerate() {
-            let doc: serde_json::Value =
-                serde_json::from_slice(d).map_err(|_| bad("PAYLOAD_DOCS", "a document that is not JSON"))?;
-            b.push(&doc).map_err(|error| Error::InvalidPayload { point, error })?;
-        }
-        let built = b.finish();
+        let built = payload_of(&schema, &docs)?;
         payloads.extend(built.by_kind().iter().map(|&(k, bytes)| (k, bytes.to_vec())));
         if let Some(text) = text_of(&schema, &docs)? {
             payloads.extend(crate::text::sections(&text).iter().map(|&(k, bytes)| (k, bytes.to_vec())));

@@ -14,6 +14,7 @@ use core::ops::Range;
 use serde_json::Value;
 use shoal_format::PointId;
 use shoal_index::{Candidate, Metric, TopK};
+use shoal_payload::{Filter, Schema};
 use shoal_text::Query;
 
 use super::set::SetStep;
@@ -55,16 +56,34 @@ impl Wants {
 }
 
 /// Checks what a request over segments read by ranges may ask: a vector and/or text ranking,
-/// no filter, prefetch, sparse vector, exact search or text deadline.
-fn check(req: &SearchRequest, (dim, metric): (usize, Metric), text_fields: bool) -> Result<(), Error> {
+/// a filter (checked against `schema`, the collection's; not over nested payloads, no
+/// `has_id`), no prefetch, sparse vector, exact search or text deadline. Returns the filter.
+fn check(
+    req: &SearchRequest,
+    (dim, metric): (usize, Metric),
+    text_fields: bool,
+    schema: &Schema,
+) -> Result<Option<Filter>, Error> {
     req.check()?;
     req.check_shape()?;
     if !req.prefetch.is_empty() || req.sparse.is_some() {
         return Err(Error::Unsupported("`prefetch` or `sparse` in a set read by ranges"));
     }
-    if req.filter.as_ref().is_some_and(|f| !f.is_null()) {
-        return Err(Error::Unsupported("filters in a set read by ranges"));
-    }
+    let filter = match req.filter.as_ref().filter(|f| !f.is_null()) {
+        None => None,
+        Some(v) => {
+            let invalid = |e: shoal_payload::FilterError| Error::InvalidRequest(alloc::format!("{e}"));
+            let f = Filter::from_value(v).map_err(invalid)?;
+            f.validate(schema).map_err(invalid)?;
+            if schema.is_nested() {
+                return Err(Error::Unsupported("filters over nested payloads in a set read by ranges"));
+            }
+            if super::filter::has_id(&f) {
+                return Err(Error::Unsupported("`has_id` in a filter of a set read by ranges"));
+            }
+            Some(f)
+        }
+    };
     if req.params.exact {
         return Err(Error::Unsupported("exact search of a set read by ranges (it reads every vector)"));
     }
@@ -86,7 +105,7 @@ fn check(req: &SearchRequest, (dim, metric): (usize, Metric), text_fields: bool)
             return Err(Error::Unsupported("timeout_ms with `text` in a set read by ranges"));
         }
     }
-    Ok(())
+    Ok(filter)
 }
 
 /// The part holding internal id `internal`, and its row there.
@@ -102,14 +121,17 @@ struct TextHits {
 }
 
 /// Searches `parts` with `req` over the bytes fetched so far: the response, or every part's
-/// missing ranges at once. `text_fields`: whether the collection's schema has text fields.
+/// missing ranges at once. `text_fields`: whether the collection's schema has text fields;
+/// `schema`: the collection's payload schema (filters are checked against it).
 pub(super) fn search(
     parts: &[Part<'_>],
     req: &SearchRequest,
     shape: (usize, Metric),
     text_fields: bool,
+    schema: &Schema,
 ) -> Result<SetStep<SearchResponse>, Error> {
-    check(req, shape, text_fields)?;
+    let filter = check(req, shape, text_fields, schema)?;
+    let filter = filter.as_ref();
     let metric = shape.1;
     let hybrid = req.vector.is_some() && req.text.is_some();
     let depth = if hybrid { (req.offset + req.limit).clamp(FUSION_DEPTH, crate::MAX_LIMIT) } else { 0 };
@@ -128,11 +150,11 @@ pub(super) fn search(
 
     // The rankings' waves.
     let vector = match &vreq {
-        Some(v) => vector_ranking(parts, v, &mut wants)?,
+        Some(v) => vector_ranking(parts, v, (filter, schema), &mut wants)?,
         None => None,
     };
     let text = match &req.text {
-        Some(t) => text_ranking(parts, req, t, k_text, &mut wants)?,
+        Some(t) => text_ranking(parts, req, t, k_text, (filter, schema), &mut wants)?,
         None => None,
     };
     // A ranking is `None` when it lacks bytes, and then it has named them.
@@ -264,15 +286,16 @@ fn want_document(parts: &[Part<'_>], internal: u64, wants: &mut Wants) {
 fn vector_ranking(
     parts: &[Part<'_>],
     req: &SearchRequest,
+    (filter, schema): (Option<&Filter>, &Schema),
     wants: &mut Wants,
 ) -> Result<Option<(Vec<(Candidate, u64)>, SearchStats)>, Error> {
     let k = req.offset + req.limit;
     let mut topk = TopK::new(k);
     let mut ids = Vec::new();
-    let mut stats = SearchStats { exact: false, ..SearchStats::default() };
+    let mut stats = SearchStats { exact: true, ..SearchStats::default() };
     let mut lacking = false;
     for (i, part) in parts.iter().enumerate() {
-        match part.seg.search_hits(req, part.cache)? {
+        match part.seg.search_hits(req, filter, schema, part.cache)? {
             Step::Fetch(ranges) => {
                 wants.add(i, ranges);
                 lacking = true;
@@ -286,6 +309,7 @@ fn vector_ranking(
                 stats.scanned += hits.stats.scanned;
                 stats.estimated += hits.stats.estimated;
                 stats.segments += 1;
+                stats.exact &= hits.stats.exact;
             }
         }
     }
@@ -313,19 +337,34 @@ fn text_ranking(
     req: &SearchRequest,
     text: &str,
     k: usize,
+    (filter, schema): (Option<&Filter>, &Schema),
     wants: &mut Wants,
 ) -> Result<Option<TextHits>, Error> {
     let mut queries: Vec<Option<Query>> = Vec::with_capacity(parts.len());
     let mut keys: Vec<Vec<Key>> = Vec::with_capacity(parts.len());
     let mut entries = Vec::with_capacity(parts.len());
+    let mut passing: Vec<Option<shoal_payload::Bitset>> = Vec::with_capacity(parts.len());
     let mut lacking = false;
     for (i, part) in parts.iter().enumerate() {
         let Some(th) = &part.seg.text else {
             queries.push(None);
             keys.push(Vec::new());
             entries.push(Vec::new());
+            passing.push(None);
             continue;
         };
+        // The rows that pass the filter (BM25 scores only those, as locally).
+        passing.push(match filter {
+            None => None,
+            Some(f) => match part.seg.filter_rows(f, schema, part.cache)? {
+                Step::Fetch(ranges) => {
+                    wants.add(i, ranges);
+                    lacking = true;
+                    None
+                }
+                Step::Done(rows) => Some(rows),
+            },
+        });
         let query = Query::parse(&th.analyzer()?, text);
         let ks = query_keys(&query);
         match th.entries(&ks, part.cache)? {
@@ -365,12 +404,12 @@ fn text_ranking(
         shoal_text::Corpus { doc_count: u32::try_from(doc_count).unwrap_or(u32::MAX), total_len, doc_freq: &doc_freq };
     let d = shoal_text::Bm25::default();
     let bm25 = shoal_text::Bm25 { k1: req.bm25_k1.unwrap_or(d.k1), b: req.bm25_b.unwrap_or(d.b) };
-    let pass = |_: u32| true;
-    let params = shoal_text::SearchParams { k, bm25, filter: Some(&pass), deadline: None, corpus: Some(corpus) };
     let mut hits: Vec<(usize, f32)> = Vec::new();
     let mut stats = SearchStats { exact: true, ..SearchStats::default() };
     for (i, part) in parts.iter().enumerate() {
         let (Some(th), Some(query)) = (&part.seg.text, &queries[i]) else { continue };
+        let pass = |row: u32| passing[i].as_ref().is_none_or(|p| p.contains(row));
+        let params = shoal_text::SearchParams { k, bm25, filter: Some(&pass), deadline: None, corpus: Some(corpus) };
         let res = th.search(&keys[i], &entries[i], part.cache, query, &params)?;
         stats.scanned += res.stats.scored;
         stats.segments += 1;

@@ -204,6 +204,8 @@ pub struct RemoteSet {
     dim: usize,
     /// Whether the collection's schema has text fields.
     text_fields: bool,
+    /// The collection's payload schema (filters are checked against it).
+    schema: shoal_payload::Schema,
 }
 
 impl RemoteSet {
@@ -225,9 +227,16 @@ impl RemoteSet {
             base += seg.rows() as u64;
         }
         let spec = &manifest.manifest.vectors[0];
-        let text_fields = segments.iter().any(|s| s.text.is_some())
-            || shoal_payload::Schema::from_value(&manifest.manifest.fields).is_ok_and(|s| crate::text::has_text(&s));
-        Ok(RemoteSet { segments, bases, metric: spec.metric, dim: spec.dim, text_fields })
+        let m = &manifest.manifest;
+        let schema = if m.fields.is_null() {
+            shoal_payload::Schema::default()
+        } else if m.nested {
+            crate::Collection::parse_nested_schema(&m.fields)?
+        } else {
+            crate::Collection::parse_schema(&m.fields)?
+        };
+        let text_fields = segments.iter().any(|s| s.text.is_some()) || crate::text::has_text(&schema);
+        Ok(RemoteSet { segments, bases, metric: spec.metric, dim: spec.dim, text_fields, schema })
     }
 
     /// The segments, in set order.
@@ -267,6 +276,6 @@ impl RemoteSet {
             .zip(&self.bases)
             .map(|((seg, cache), &base)| Part { seg, cache, base })
             .collect();
-        super::request::search(&parts, req, (self.dim, self.metric), self.text_fields)
+        super::request::search(&parts, req, (self.dim, self.metric), self.text_fields, &self.schema)
     }
 }

@@ -1,0 +1,255 @@
+//! Filters over a format-2 segment read by ranges (`docs/format.md`, "Filters, v2"): the
+//! v1 payload sections 33–35, cut by field by a hot directory (kind 39), so that a filter
+//! fetches the array tables and the fields it names, checked, and runs over a payload view of
+//! those fields exactly as a local filter runs.
+
+use alloc::vec::Vec;
+use core::ops::Range;
+
+use shoal_format::{AlignedBytes, SegmentHead, crc32c};
+use shoal_payload::{
+    Condition, Filter, KIND_PAYLOAD_COLUMNS, KIND_PAYLOAD_DICTS, KIND_PAYLOAD_POSTINGS, PayloadSectionBytes,
+    PayloadSections, PayloadView, Schema,
+};
+
+use super::{RangeCache, check_block};
+use crate::Error;
+use crate::sections::bad;
+
+/// `PAYLOAD_FILTER_DIR`: where each field's part of the payload sections 33–35 lies.
+pub const KIND_PAYLOAD_FILTER_DIR: u32 = 39;
+
+/// The three sections a filter reads, in the directory's order.
+const KINDS: [u32; 3] = [KIND_PAYLOAD_COLUMNS, KIND_PAYLOAD_DICTS, KIND_PAYLOAD_POSTINGS];
+
+/// One field's part of one section: its offset from the section's start, length and CRC.
+#[derive(Clone, Copy, Debug, PartialEq)]
+struct Span {
+    offset: u64,
+    length: u32,
+    crc: u32,
+}
+
+/// `PAYLOAD_FILTER_DIR`'s bytes for the built payload sections `built`: see the module.
+pub(super) fn lay_out_filter_dir(built: &PayloadSections) -> Result<Vec<u8>, Error> {
+    let aligned = built.to_aligned();
+    let (tables, spans) =
+        PayloadView::field_spans(&aligned.bytes()).map_err(|_| bad("PAYLOAD_COLUMNS", "a table that does not open"))?;
+    let sections = [&built.columns, &built.dicts, &built.postings];
+    let mut out = Vec::new();
+    out.extend_from_slice(&(spans.len() as u32).to_le_bytes());
+    out.extend_from_slice(&0u32.to_le_bytes());
+    for (t, s) in tables.iter().zip(sections) {
+        out.extend_from_slice(&(*t as u32).to_le_bytes());
+        out.extend_from_slice(&crc32c(&s[..*t as usize]).to_le_bytes());
+    }
+    for field in &spans {
+        for (r, s) in field.iter().zip(sections) {
+            let length = u32::try_from(r.end - r.start)
+                .map_err(|_| Error::Unsupported("a field's payload index over 4 GiB in a format-2 segment"))?;
+            out.extend_from_slice(&r.start.to_le_bytes());
+            out.extend_from_slice(&length.to_le_bytes());
+            out.extend_from_slice(&crc32c(&s[r.start as usize..r.end as usize]).to_le_bytes());
+        }
+    }
+    Ok(out)
+}
+
+/// What a segment keeps in memory to read its filter index by ranges.
+#[derive(Debug)]
+pub(super) struct FilterHot {
+    /// `PAYLOAD_FIELDS`, as read at open (aligned: a payload view reads it in place).
+    fields: AlignedBytes,
+    /// The segment's own schema (from `PAYLOAD_FIELDS`).
+    schema: Schema,
+    /// Each section's offset and length in the file, its table's length and CRC.
+    sections: [(u64, u64, u32, u32); 3],
+    /// Per field (schema order), its span in each section.
+    spans: Vec<[Span; 3]>,
+}
+
+/// The filter index read so far: the three sections at their lengths, the fetched tables and
+/// fields in place (the rest zero).
+pub(super) struct FilterBytes {
+    sections: [AlignedBytes; 3],
+}
+
+impl FilterHot {
+    /// Parses the directory (`dir`) against the table (`head`) and the fields section; `None`
+    /// when the segment has no filter index (no kind 39: written before filters by ranges, or
+    /// without payloads).
+    pub(super) fn open(
+        head: &SegmentHead,
+        fields: Option<&[u8]>,
+        dir: Option<&[u8]>,
+    ) -> Result<Option<FilterHot>, Error> {
+        let entries = KINDS.map(|k| head.entry(k));
+        let (Some(dir), Some(fields)) = (dir, fields) else {
+            if dir.is_some() || entries.iter().any(Option::is_some) {
+                return Err(bad("PAYLOAD_FILTER_DIR", "payload sections 32-35 and 39 must be present together"));
+            }
+            return Ok(None);
+        };
+        let [Some(c), Some(d), Some(p)] = entries else {
+            return Err(bad("PAYLOAD_FILTER_DIR", "payload sections 32-35 and 39 must be present together"));
+        };
+        let nested = head.header.flags & shoal_format::FLAG_NESTED_PAYLOAD != 0;
+        let schema = shoal_payload::schema_of_fields(fields, nested).map_err(|e| {
+            Error::Format(shoal_format::FormatError::Malformed(match e {
+                shoal_payload::LayoutError::Malformed { reason, .. } => reason,
+                _ => "PAYLOAD_FIELDS does not open",
+            }))
+        })?;
+        let malformed = |why| bad("PAYLOAD_FILTER_DIR", why);
+        let word = |i: usize| -> Result<u32, Error> {
+            dir.get(i..i + 4).map(|w| u32::from_le_bytes(w.try_into().expect("4 bytes"))).ok_or(malformed("truncated"))
+        };
+        let n = word(0)? as usize;
+        if n != schema.len() || word(4)? != 0 {
+            return Err(malformed("a field count that is not the schema's, or reserved bytes not zero"));
+        }
+        if dir.len() as u64 != 32 + n as u64 * 48 {
+            return Err(malformed("a length that is not 32 + 48 bytes per field"));
+        }
+        let mut sections = [(0u64, 0u64, 0u32, 0u32); 3];
+        for (i, e) in [c, d, p].into_iter().enumerate() {
+            let (table_len, crc) = (word(8 + i * 8)?, word(12 + i * 8)?);
+            if u64::from(table_len) > e.length {
+                return Err(malformed("a table past its section"));
+            }
+            sections[i] = (e.offset, e.length, table_len, crc);
+        }
+        let mut spans = Vec::with_capacity(n);
+        for f in 0..n {
+            let mut field = [Span { offset: 0, length: 0, crc: 0 }; 3];
+            for (s, span) in field.iter_mut().enumerate() {
+                let at = 32 + (f * 3 + s) * 16;
+                let offset = u64::from(word(at)?) | u64::from(word(at + 4)?) << 32;
+                let (length, crc) = (word(at + 8)?, word(at + 12)?);
+                if offset.checked_add(u64::from(length)).is_none_or(|end| end > sections[s].1) {
+                    return Err(malformed("a field's span past its section"));
+                }
+                *span = Span { offset, length, crc };
+            }
+            spans.push(field);
+        }
+        Ok(Some(FilterHot { fields: AlignedBytes::from_slice(fields), schema, sections, spans }))
+    }
+
+    /// The segment's schema.
+    pub(super) fn schema(&self) -> &Schema {
+        &self.schema
+    }
+
+    /// The ranges of the file a filter over `fields` (indexes in the segment's schema) reads:
+    /// the three tables and those fields' spans.
+    fn ranges<'s>(&'s self, fields: &'s [usize]) -> impl Iterator<Item = Range<u64>> + 's {
+        let tables = self.sections.iter().map(|&(at, _, len, _)| at..at + u64::from(len));
+        let spans = fields.iter().flat_map(move |&f| {
+            self.spans[f]
+                .iter()
+                .zip(&self.sections)
+                .filter(|(s, _)| s.length > 0)
+                .map(|(s, &(at, ..))| at + s.offset..at + s.offset + u64::from(s.length))
+        });
+        tables.chain(spans)
+    }
+
+    /// The segment's fields that `filter` names (indexes in its schema; a key the segment
+    /// does not have names none).
+    pub(super) fn named(&self, filter: &Filter) -> Vec<usize> {
+        let mut out = Vec::new();
+        keys(filter, &mut |k| {
+            if let Some((i, _)) = self.schema.field(k) {
+                out.push(i);
+            }
+        });
+        out.sort_unstable();
+        out.dedup();
+        out
+    }
+
+    /// The filter index of `fields` from `cache`, each piece checked against its CRC, or the
+    /// ranges it lacks.
+    pub(super) fn fetch(
+        &self,
+        fields: &[usize],
+        cache: &RangeCache,
+    ) -> Result<Result<FilterBytes, Vec<Range<u64>>>, Error> {
+        let lacking: Vec<Range<u64>> = self.ranges(fields).filter(|r| r.start < r.end && !cache.contains(r)).collect();
+        if !lacking.is_empty() {
+            return Ok(Err(lacking));
+        }
+        let mut sections = self.sections.map(|(_, len, ..)| AlignedBytes::zeroed(len as usize));
+        for (s, &(at, _, table_len, crc)) in self.sections.iter().enumerate() {
+            let table = cache.get(at..at + u64::from(table_len)).expect("checked above");
+            check_block(table, crc, "PAYLOAD_FILTER_DIR", KINDS[s])?;
+            sections[s].as_mut_slice()[..table.len()].copy_from_slice(table);
+        }
+        for &f in fields {
+            for (s, span) in self.spans[f].iter().enumerate().filter(|(_, s)| s.length > 0) {
+                let at = self.sections[s].0 + span.offset;
+                let bytes = cache.get(at..at + u64::from(span.length)).expect("checked above");
+                check_block(bytes, span.crc, "PAYLOAD_FILTER_DIR", KINDS[s])?;
+                let o = span.offset as usize;
+                sections[s].as_mut_slice()[o..o + bytes.len()].copy_from_slice(bytes);
+            }
+        }
+        Ok(Ok(FilterBytes { sections }))
+    }
+
+    /// A payload view of `fields` over `bytes` (as [`fetch`](Self::fetch)ed for them).
+    pub(super) fn view<'a>(
+        &'a self,
+        bytes: &'a FilterBytes,
+        rows: usize,
+        fields: &[usize],
+    ) -> Result<PayloadView<'a>, Error> {
+        let names: Vec<&str> = self.schema.fields().map(|(n, _)| n).collect();
+        let wanted = |name: &str| fields.iter().any(|&f| names[f] == name);
+        let [columns, dicts, postings] = &bytes.sections;
+        let s = PayloadSectionBytes {
+            fields: self.fields.as_slice(),
+            columns: columns.as_slice(),
+            dicts: dicts.as_slice(),
+            postings: postings.as_slice(),
+            docs: &[],
+        };
+        PayloadView::open_fields(s, rows as u32, &wanted)
+            .map_err(|e| Error::Format(shoal_format::FormatError::Malformed(layout_reason(&e))))
+    }
+}
+
+/// A short reason for a payload layout error (the format error carries a static string).
+fn layout_reason(e: &shoal_payload::LayoutError) -> &'static str {
+    match e {
+        shoal_payload::LayoutError::Malformed { reason, .. } => reason,
+        _ => "a payload section of the filter index does not open",
+    }
+}
+
+/// Calls `f` with every field key `filter` names (`has_id` names none).
+pub(super) fn keys(filter: &Filter, f: &mut dyn FnMut(&str)) {
+    let lists = [&filter.must, &filter.should, &filter.must_not];
+    for c in lists.into_iter().flatten().chain(filter.min_should.iter().flat_map(|m| &m.conditions)) {
+        match c {
+            Condition::Field { key, .. } | Condition::IsEmpty(key) | Condition::IsNull(key) => f(key),
+            Condition::Nested { key, filter } => {
+                f(key);
+                keys(filter, f);
+            }
+            Condition::Filter(inner) => keys(inner, f),
+            Condition::HasId(_) => {}
+        }
+    }
+}
+
+/// Whether `filter` holds a `has_id` condition anywhere.
+pub(super) fn has_id(filter: &Filter) -> bool {
+    let lists = [&filter.must, &filter.should, &filter.must_not];
+    lists.into_iter().flatten().chain(filter.min_should.iter().flat_map(|m| &m.conditions)).any(|c| match c {
+        Condition::HasId(_) => true,
+        Condition::Filter(inner) | Condition::Nested { filter: inner, .. } => has_id(inner),
+        _ => false,
+    })
+}

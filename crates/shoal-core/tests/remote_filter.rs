@@ -1,0 +1,269 @@
+//! Filters over a set of format-2 segments read by byte ranges: every plan of the local planner
+//! (the IVF search checking each candidate, the IVF search over the matching set, the exact
+//! scan of a few matches; codes-only segments ranked by their estimates) answers as the same
+//! set read whole — ids, score bits, payloads, statistics — with text and hybrid requests too;
+//! a filter costs one wave the first time and none once its fields are kept; a damaged filter
+//! block is an error, never an answer.
+
+mod remote_common;
+
+use remote_common::*;
+use serde_json::{Value, json};
+use shoal_core::remote::{RangeCache, RemoteSegment, Step};
+use shoal_core::{AlignedBytes, Collection, CollectionConfig, Error, IndexKind, IvfParams, Metric};
+use shoal_testkit::{clustered_vectors, publish_with_twins as publish};
+
+/// `segments` segments of `per` points with a tag (keyword, 4 values), `n` (integer, the
+/// point's number in its segment), `odd` (bool), `title` (text); every 23rd point without a
+/// payload. Segment `codes` keeps only its codes.
+fn collection(segments: usize, per: usize, codes: Option<usize>) -> Collection {
+    let schema = json!({"title": "text", "tag": "keyword", "n": "integer", "odd": "bool"});
+    let config = CollectionConfig { dim: DIM, metric: Metric::L2 };
+    let mut col = Collection::with_schema(config, Collection::parse_schema(&schema).unwrap()).unwrap();
+    let words = words();
+    let mut rng = Rng(99);
+    for s in 0..segments {
+        let data = clustered_vectors(40 + s as u64, per, DIM, 16);
+        let ids: Vec<u64> = (0..per).map(|i| (s * per + i) as u64 * 3 + 1).collect();
+        let payloads: Vec<Value> = (0..per)
+            .map(|i| {
+                if i % 23 == 7 {
+                    return Value::Null;
+                }
+                let title: Vec<&str> = (0..1 + rng.next() % 4).map(|_| rng.word(&words)).collect();
+                json!({"title": title.join(" "), "tag": format!("t{}", i % 4), "n": i, "odd": i % 2 == 1})
+            })
+            .collect();
+        col.insert_with_payloads(&ids, &data, &payloads).unwrap();
+        let params = IvfParams { partitions: Some(24), seed: 4, bits: 2 + s as u32 % 3, codes_only: codes == Some(s) };
+        col.set_index_kind(IndexKind::IvfRabitq(params)).unwrap();
+        col.seal();
+    }
+    assert_eq!(col.segments().len(), segments);
+    col
+}
+
+/// Filters from every plan: with 3,000 rows a segment and `limit` 10, the exact-scan limit is
+/// 640 rows.
+fn filters() -> Vec<(&'static str, Value)> {
+    let key = |k: &str, m: Value| json!({"key": k, "match": m});
+    vec![
+        // ~730 rows a segment, proven by the value -> rows counts: IVF, checking each row.
+        ("checked", json!({"must": [key("tag", json!({"value": "t1"}))]})),
+        ("checked range", json!({"must": [{"key": "n", "range": {"gte": 500}}]})),
+        ("checked bool", json!({"must": [key("odd", json!({"value": true}))]})),
+        // ~960 rows, not proven (an intersection): the IVF search over the matching set.
+        ("set", json!({"must": [key("tag", json!({"any": ["t1", "t2"]})), {"key": "n", "range": {"lt": 2000}}]})),
+        (
+            "set should",
+            json!({"should": [key("tag", json!({"value": "t3"})), {"key": "n", "range": {"lt": 300}}], "must_not": [{"key": "n", "range": {"gte": 1500, "lt": 1600}}]}),
+        ),
+        // A few matches: the exact scan.
+        ("exact", json!({"must": [{"key": "n", "range": {"lt": 90}}]})),
+        (
+            "exact and",
+            json!({"must": [key("tag", json!({"value": "t2"})), {"key": "n", "range": {"gte": 2500, "lt": 2700}}]}),
+        ),
+        ("exact empty", json!({"must": [{"is_empty": {"key": "tag"}}]})),
+        ("none", json!({"must": [key("tag", json!({"value": "nosuch"}))]})),
+        ("all but", json!({"must_not": [key("tag", json!({"value": "t0"}))]})),
+    ]
+}
+
+#[test]
+fn filtered_vector_text_and_hybrid_requests_answer_as_the_local_set() {
+    let col = collection(3, 3000, None);
+    let p = publish(&col);
+    let head = shoal_format::SegmentHead::read(AlignedBytes::from_slice(&p.files[0][..4096]).as_slice()).unwrap();
+    assert!([33, 34, 35, 39].iter().all(|&k| head.entry(k).is_some()), "a filter index");
+    let (set, opened) = open_set(&p);
+    let w = words();
+    let queries = clustered_vectors(77, 6, DIM, 16);
+    let (mut exact, mut approximate) = (0, 0);
+    let mut waves_seen: std::collections::BTreeMap<String, Vec<usize>> = Default::default();
+    for (i, q) in queries.chunks_exact(DIM).enumerate() {
+        for (name, filter) in filters() {
+            let text = format!("{} {}", w[i % 8], w[8 + i * 7 % 390]);
+            let cases = [
+                ("vector", json!({"limit": 10, "filter": filter}), true),
+                ("vector+payload", json!({"limit": 5, "offset": 2, "with_payload": true, "filter": filter}), true),
+                ("vector nprobe", json!({"limit": 10, "params": {"nprobe": 3}, "filter": filter}), true),
+                ("text", json!({"text": text, "limit": 10, "filter": filter}), false),
+                ("hybrid", json!({"text": text, "limit": 10, "filter": filter}), true),
+            ];
+            for (kind, body, with_vector) in cases {
+                let req = request(body.clone(), with_vector.then_some(q));
+                let want = p.local.search(&req).unwrap();
+                let mut cold = opened.clone();
+                let (got, waves) = drive(&set, &p.files, &mut cold, &req).unwrap();
+                assert_eq!(seen(&got), seen(&want), "{name} {kind}: {body}");
+                assert_eq!(got.stats, want.stats, "{name} {kind}: {body}");
+                if kind == "vector" {
+                    if want.stats.exact { exact += 1 } else { approximate += 1 }
+                }
+                waves_seen.entry(format!("{name} {kind}")).or_default().push(waves);
+                // Warm: nothing more to fetch.
+                let (again, waves) = drive(&set, &p.files, &mut cold, &req).unwrap();
+                assert_eq!((seen(&again), waves), (seen(&want), 0), "{name} {kind} warm");
+            }
+        }
+    }
+    eprintln!("cold waves: {waves_seen:?}");
+    assert!(exact > 0 && approximate > 0, "both exact scans and IVF searches: {exact} / {approximate}");
+    // A vector request with a filter: the filter's fields, the partitions, the re-ranking's
+    // vectors (the exact scan: partitions and vectors at once).
+    for (name, waves) in &waves_seen {
+        if name.ends_with(" vector") {
+            assert!(waves.iter().all(|&w| w <= 3), "{name}: {waves:?}");
+        }
+    }
+}
+
+#[test]
+fn a_codes_only_set_filters_as_the_local_one() {
+    // (A codes-only segment is alone in its set.)
+    let col = collection(1, 3000, Some(0));
+    let p = publish(&col);
+    let (set, opened) = open_set(&p);
+    let queries = clustered_vectors(78, 4, DIM, 16);
+    let mut estimated_only = 0;
+    for q in queries.chunks_exact(DIM) {
+        for (name, filter) in filters() {
+            for body in [
+                json!({"limit": 10, "filter": filter}),
+                json!({"limit": 4, "offset": 3, "with_payload": true, "filter": filter}),
+            ] {
+                let req = request(body.clone(), Some(q));
+                let want = p.local.search(&req).unwrap();
+                let (got, _) = drive(&set, &p.files, &mut opened.clone(), &req).unwrap();
+                assert_eq!((seen(&got), &got.stats), (seen(&want), &want.stats), "{name}: {body}");
+                estimated_only += usize::from(want.stats.scanned == 0 && want.stats.estimated > 0);
+            }
+        }
+    }
+    assert!(estimated_only > 0, "some filters take the codes-only exact branch");
+}
+
+#[test]
+fn a_filter_reads_only_the_fields_it_names_once() {
+    let col = collection(1, 3000, None);
+    let p = publish(&col);
+    let (set, opened) = open_set(&p);
+    let q = clustered_vectors(5, 1, DIM, 16);
+    let head = shoal_format::SegmentHead::read(AlignedBytes::from_slice(&p.files[0][..4096]).as_slice()).unwrap();
+    let sections: u64 = [33, 34, 35].iter().map(|&k| head.entry(k).unwrap().length).sum();
+    // The first filtered request over `tag` fetches `tag`'s parts, not `n`'s or `title`'s.
+    let req = request(json!({"limit": 10, "filter": {"must": [{"key": "tag", "match": {"value": "t1"}}]}}), Some(&q));
+    let mut cache = opened.clone();
+    let refs: Vec<&RangeCache> = cache.iter().collect();
+    let first = match set.search(&req, &refs).unwrap() {
+        shoal_core::remote::SetStep::Fetch(per) => per[0].1.clone(),
+        shoal_core::remote::SetStep::Done(_) => panic!("nothing fetched"),
+    };
+    let fetched: u64 = first.iter().map(|r| r.end - r.start).sum();
+    assert!(fetched * 2 < sections, "{fetched} of {sections} bytes for one field of four");
+    let want = p.local.search(&req).unwrap();
+    let (got, waves) = drive(&set, &p.files, &mut cache, &req).unwrap();
+    assert_eq!(seen(&got), seen(&want));
+    assert_eq!(waves, 3, "the field, the partitions, the vectors");
+    // Another value of the same field: its bytes are kept.
+    let req = request(json!({"limit": 10, "filter": {"must": [{"key": "tag", "match": {"value": "t3"}}]}}), Some(&q));
+    let (got, waves) = drive(&set, &p.files, &mut cache, &req).unwrap();
+    assert_eq!(seen(&got), seen(&p.local.search(&req).unwrap()));
+    assert!(waves <= 2, "no wave for the filter: {waves}");
+}
+
+#[test]
+fn a_single_segment_filters_as_its_local_twin() {
+    let col = collection(1, 3000, None);
+    let seg = col.segment(0).unwrap();
+    let v2 = shoal_core::remote::write_for_ranges(seg).unwrap().as_slice().to_vec();
+    let v1 = shoal_core::remote::write_reordered_v1(seg).unwrap().as_slice().to_vec();
+    let local = Collection::from_bytes(&v1).unwrap();
+    // A format-1 segment read by ranges has no filter index by field: refused, not read whole.
+    let mut c1 = RangeCache::new(u64::MAX);
+    let old = loop {
+        match RemoteSegment::open(&c1).unwrap() {
+            Step::Done(s) => break s,
+            Step::Fetch(r) => r.iter().for_each(|r| fill(&mut c1, &v1, r)),
+        }
+    };
+    let q = clustered_vectors(8, 1, DIM, 16);
+    let req = request(json!({"limit": 3, "filter": {"must": [{"key": "tag", "match": {"value": "t1"}}]}}), Some(&q));
+    assert_eq!(old.search(&req, &c1).unwrap_err().code(), "unsupported");
+    let mut cache = RangeCache::new(u64::MAX);
+    let seg = loop {
+        match RemoteSegment::open(&cache).unwrap() {
+            Step::Done(s) => break s,
+            Step::Fetch(r) => r.iter().for_each(|r| fill(&mut cache, &v2, r)),
+        }
+    };
+    for (name, filter) in filters() {
+        let req = request(json!({"limit": 10, "with_payload": true, "filter": filter}), Some(&q));
+        let want = local.search(&req).unwrap();
+        let mut c = cache.clone();
+        let got = loop {
+            match seg.search(&req, &c).unwrap() {
+                Step::Done(r) => break r,
+                Step::Fetch(r) => r.iter().for_each(|r| fill(&mut c, &v2, r)),
+            }
+        };
+        assert_eq!((seen(&got), &got.stats), (seen(&want), &want.stats), "{name}");
+    }
+    // A field the segment does not have, and a filter that is not one: typed errors.
+    for (body, code) in [
+        (json!({"limit": 3, "filter": {"must": [{"key": "nosuch", "match": {"value": 1}}]}}), "invalid_request"),
+        (json!({"limit": 3, "filter": {"must": [{"key": "n", "match": {"value": "x"}}]}}), "invalid_request"),
+        (json!({"limit": 3, "filter": {"must": 5}}), "invalid_request"),
+        (json!({"limit": 3, "filter": {"must": [{"has_id": [1]}]}}), "unsupported"),
+    ] {
+        let req = shoal_core::SearchRequest::from_json(&body.to_string()).map(|mut r| {
+            r.vector = Some(q.clone());
+            r
+        });
+        let err = match req {
+            Err(e) => e,
+            Ok(req) => seg.search(&req, &cache).unwrap_err(),
+        };
+        assert_eq!(err.code(), code, "{body}: {err}");
+        assert_eq!(
+            local.search(&request(body.clone(), Some(&q))).map(|_| ()).map_err(|e| e.code()).err().unwrap_or("ok"),
+            if code == "unsupported" { "ok" } else { code },
+            "{body} locally"
+        );
+    }
+}
+
+#[test]
+fn damaged_filter_blocks_are_errors_not_answers() {
+    let col = collection(1, 3000, None);
+    let p = publish(&col);
+    let (set, opened) = open_set(&p);
+    let q = clustered_vectors(5, 1, DIM, 16);
+    let req = request(
+        json!({"limit": 10, "filter": {"must": [{"key": "tag", "match": {"any": ["t1", "t2"]}}, {"key": "n", "range": {"lt": 2000}}]}}),
+        Some(&q),
+    );
+    let (good, _) = drive(&set, &p.files, &mut opened.clone(), &req).unwrap();
+    assert_eq!(good.points.len(), 10);
+    let head = shoal_format::SegmentHead::read(AlignedBytes::from_slice(&p.files[0][..4096]).as_slice()).unwrap();
+    let (mut caught, mut same) = (0, 0);
+    for kind in [33u32, 34, 35] {
+        let e = head.entry(kind).unwrap();
+        let step = (e.length / 61).max(1);
+        for at in (e.offset..e.offset + e.length).step_by(step as usize) {
+            let mut files = p.files.clone();
+            files[0][at as usize] ^= 0x10;
+            match drive(&set, &files, &mut opened.clone(), &req) {
+                Err(Error::Format(shoal_format::FormatError::ChecksumMismatch { .. })) => caught += 1,
+                Ok((res, _)) => {
+                    assert_eq!(seen(&res), seen(&good), "kind {kind}: a flipped byte at {at} went unnoticed");
+                    same += 1;
+                }
+                Err(e) => panic!("kind {kind}, byte {at}: {e:?}"),
+            }
+        }
+    }
+    eprintln!("flipped bytes: {caught} caught, {same} not read");
+    assert!(caught > 30 && same > 10, "{caught} / {same}");
+}
