@@ -127,7 +127,9 @@ describe("what a query fetches", () => {
   it("refuses what a segment read by ranges does not answer", async () => {
     const col = await Collection.openRemote(url("l2-1.v2.shoal"));
     const v = new Float32Array(col.dim);
-    await expectRejection(() => col.search({ vector: v, filter: { must: [{ key: "a", match: { value: 1 } }] } }), "unsupported");
+    // A filter: on a field the collection does not have, as locally; `has_id` is not read by ranges.
+    await expectRejection(() => col.search({ vector: v, filter: { must: [{ key: "a", match: { value: 1 } }] } }), "invalid_request");
+    await expectRejection(() => col.search({ vector: v, filter: { must: [{ has_id: [1] }] } }), "unsupported");
     await expectRejection(() => col.search({ vector: v, text: "word" }), "invalid_request"); // no text fields
     await expectRejection(() => col.search({ vector: v, prefetch: [{ vector: v }] }), "unsupported");
     // A segment without payloads answers `with_payload` as a local one: `{}` for each point.

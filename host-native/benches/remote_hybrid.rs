@@ -251,8 +251,23 @@ fn main() {
     let nginx = Nginx::start();
     let proxy = Proxy::start_with_latency(&nginx.base, latency);
     let url = nginx.put("gcide.v2.shoal", v2.as_slice()).replace(&nginx.base, &proxy.base);
+    // Filters: `pos` verb (28% of the rows: the IVF search checking each candidate), `letters`
+    // >= 12 ("rare", 2.5%: an exact scan of its ~650 rows), text (verbs) and hybrid (nouns, 45%)
+    // filtered.
+    let filtered = |reqs: &[SearchRequest], f: Value| -> Vec<SearchRequest> {
+        reqs.iter().map(|r| SearchRequest { filter: Some(f.clone()), ..r.clone() }).collect()
+    };
+    let verbs = json!({"must": [{"key": "pos", "match": {"value": "verb"}}]});
+    let long = json!({"must": [{"key": "letters", "range": {"gte": 12}}]});
+    let nouns = json!({"must": [{"key": "pos", "match": {"value": "noun"}}]});
+    let (fv, fl, ft, fh) =
+        (filtered(&vreqs, verbs.clone()), filtered(&vreqs, long), filtered(&treqs, verbs), filtered(&hreqs, nouns));
     let cases: Vec<(&str, Vec<SearchRequest>, Vec<SearchResponse>, bool)> = vec![
         ("vector", vreqs.clone(), exact_truth.clone(), false),
+        ("vector+filter", fv.clone(), local_of(&fv), true),
+        ("vector+rare", fl.clone(), local_of(&fl), true),
+        ("text+filter", ft.clone(), local_of(&ft), true),
+        ("hybrid+filter", fh.clone(), local_of(&fh), true),
         ("vector+payload", with_payload(&vreqs), local_of(&with_payload(&vreqs)), true),
         ("text", treqs.clone(), local_of(&treqs), true),
         ("text+payload", with_payload(&treqs), local_of(&with_payload(&treqs)), true),

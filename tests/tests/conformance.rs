@@ -596,7 +596,7 @@ fn remote_set_fixture_reads_as_the_local_set() {
 }
 
 /// Writes `target/conformance/remote/text/` (a published set of two segments with payloads and
-/// text) and `text.json`: text, hybrid and vector requests, some with payloads, and the local
+/// text) and `text.json`: text, hybrid and vector requests, some with payloads, some filtered, and the local
 /// set's results and payloads — which the set read by ranges gives here, and must give in wasm
 /// (bindings-js/test/remote-fixtures.js, bindings-js/test/edge/run.mjs).
 #[cfg(not(target_family = "wasm"))]
@@ -682,18 +682,28 @@ fn remote_text_set_fixture_reads_as_the_local_set() {
         (!fetch.is_empty()).then_some(fetch)
     });
     let set = RemoteSet::new(&p.manifest, segments).unwrap();
-    let queries = shoal_testkit::clustered_vectors(990, 30, dim, 15);
+    let queries = shoal_testkit::clustered_vectors(990, 40, dim, 15);
     let (mut requests, mut results, mut payloads) = (Vec::new(), Vec::new(), Vec::new());
     for (q, v) in queries.chunks_exact(dim).enumerate() {
         let (a, b) = (&words[q % 7], &words[(q * 37) % 300]);
         let vector = json!(v.iter().map(|&x| x as f64).collect::<Vec<f64>>());
-        let req = match q % 6 {
+        let tag = |t: &str| json!({"must": [{"key": "tag", "match": {"value": t}}]});
+        let req = match q % 10 {
             0 => json!({"text": format!("{a} {b}"), "limit": 10}),
             1 => json!({"text": format!("+{a} {b}"), "limit": 5, "offset": 2, "with_payload": true}),
             2 => json!({"text": format!("\"{a} {b}\" {a}"), "limit": 10}),
             3 => json!({"text": format!("{a} {b}"), "vector": vector, "limit": 10}),
             4 => json!({"text": b, "vector": vector, "limit": 6, "fusion": "dbsf", "with_payload": true}),
-            _ => json!({"vector": vector, "limit": 8, "with_payload": true}),
+            5 => json!({"vector": vector, "limit": 8, "with_payload": true}),
+            // Filters: a few matches scanned exactly; many, checked by the IVF search; text and
+            // hybrid requests filtered.
+            6 => json!({"vector": vector, "limit": 10, "filter": tag("t1")}),
+            7 => json!({"vector": vector, "limit": 6, "with_payload": true,
+                "filter": {"must": [{"key": "n", "range": {"gte": 100}}]}}),
+            8 => json!({"text": format!("{a} {b}"), "limit": 10, "filter": {"must_not": [tag("t0")]}}),
+            _ => {
+                json!({"text": a, "vector": vector, "limit": 10, "filter": {"must": [{"key": "n", "range": {"lt": 450}}]}})
+            }
         };
         let parsed = SearchRequest::from_json(&req.to_string()).unwrap();
         let mut got = None;

@@ -489,7 +489,7 @@ impl<'a> PayloadView<'a> {
             return Err(malformed("PAYLOAD_DOCS", "offsets count out of range"));
         }
         let rows = (doc_offsets.len() - 1) as u32;
-        Self::open_with(s, rows, &|_| true, (doc_offsets, doc_bytes))
+        Self::open_with(s, rows, |_| true, (doc_offsets, doc_bytes))
     }
 
     /// The filter index of `rows` rows for the fields `wanted` names only, without documents
@@ -525,7 +525,7 @@ impl<'a> PayloadView<'a> {
     fn open_with(
         s: PayloadSectionBytes<'a>,
         rows: u32,
-        wanted: &dyn Fn(&str) -> bool,
+        wanted: impl Fn(&str) -> bool,
         (doc_offsets, doc_bytes): (&'a [u64], &'a [u8]),
     ) -> Result<PayloadView<'a>, LayoutError> {
         let ft = Table::open(s.fields, MAGIC_FIELDS, "PAYLOAD_FIELDS", 2)?;
@@ -538,10 +538,12 @@ impl<'a> PayloadView<'a> {
         if ct.groups() != n || dt.groups() != n || pt.groups() != n {
             return Err(malformed("PAYLOAD_COLUMNS", "sections disagree on the field count"));
         }
-        let all = read_fields(&ft)?;
+        let mut prev: Option<&str> = None;
         let mut names: Vec<(&str, FieldType)> = Vec::with_capacity(n as usize);
         let mut fields = Vec::with_capacity(n as usize);
-        for (g, &(name, ty)) in (0..n).zip(&all) {
+        for g in 0..n {
+            let (name, ty) = read_field(&ft, g, prev)?;
+            prev = Some(name);
             if !wanted(name) {
                 continue;
             }
@@ -635,34 +637,33 @@ impl<'a> PayloadView<'a> {
     }
 }
 
-/// The fields of a `PAYLOAD_FIELDS` table, checked: names valid and strictly ascending, known
-/// types, reserved bytes zero.
-fn read_fields<'a>(ft: &Table<'a>) -> Result<Vec<(&'a str, FieldType)>, LayoutError> {
-    let mut out: Vec<(&'a str, FieldType)> = Vec::with_capacity(ft.groups() as usize);
-    for g in 0..ft.groups() {
-        let name: &[u8] = ft.array(g, 0)?;
-        let name = core::str::from_utf8(name).map_err(|_| malformed("PAYLOAD_FIELDS", "name is not UTF-8"))?;
-        if !valid_field_name(name) || name.len() > MAX_FIELD_NAME {
-            return Err(malformed("PAYLOAD_FIELDS", "invalid field name"));
-        }
-        if out.last().is_some_and(|(prev, _)| prev.as_bytes() >= name.as_bytes()) {
-            return Err(malformed("PAYLOAD_FIELDS", "field names not strictly ascending"));
-        }
-        let info: &[u32] = ft.array_n(g, 1, 4, "FieldInfo must be 16 bytes")?;
-        let ty = FieldType::from_code(info[0]).ok_or(malformed("PAYLOAD_FIELDS", "unknown field type"))?;
-        if info[1..].iter().any(|&x| x != 0) {
-            return Err(malformed("PAYLOAD_FIELDS", "reserved FieldInfo bytes are not zero"));
-        }
-        out.push((name, ty));
+/// Field `g` of a `PAYLOAD_FIELDS` table, checked: a valid name after `prev` (names strictly
+/// ascending), a known type, reserved bytes zero.
+fn read_field<'a>(ft: &Table<'a>, g: u32, prev: Option<&str>) -> Result<(&'a str, FieldType), LayoutError> {
+    let name: &[u8] = ft.array(g, 0)?;
+    let name = core::str::from_utf8(name).map_err(|_| malformed("PAYLOAD_FIELDS", "name is not UTF-8"))?;
+    if !valid_field_name(name) || name.len() > MAX_FIELD_NAME {
+        return Err(malformed("PAYLOAD_FIELDS", "invalid field name"));
     }
-    Ok(out)
+    if prev.is_some_and(|prev| prev.as_bytes() >= name.as_bytes()) {
+        return Err(malformed("PAYLOAD_FIELDS", "field names not strictly ascending"));
+    }
+    let info: &[u32] = ft.array_n(g, 1, 4, "FieldInfo must be 16 bytes")?;
+    let ty = FieldType::from_code(info[0]).ok_or(malformed("PAYLOAD_FIELDS", "unknown field type"))?;
+    if info[1..].iter().any(|&x| x != 0) {
+        return Err(malformed("PAYLOAD_FIELDS", "reserved FieldInfo bytes are not zero"));
+    }
+    Ok((name, ty))
 }
 
 /// The schema a `PAYLOAD_FIELDS` section holds (`nested`: the segment's payloads are nested,
 /// its names paths), checked as [`PayloadView::open`] checks it.
 pub fn schema_of_fields(fields: &[u8], nested: bool) -> Result<Schema, LayoutError> {
     let ft = Table::open(fields, MAGIC_FIELDS, "PAYLOAD_FIELDS", 2)?;
-    let names = read_fields(&ft)?;
+    let mut names: Vec<(&str, FieldType)> = Vec::with_capacity(ft.groups() as usize);
+    for g in 0..ft.groups() {
+        names.push(read_field(&ft, g, names.last().map(|n| n.0))?);
+    }
     if nested { Schema::nested(&names) } else { Schema::new(&names) }
         .map_err(|_| malformed("PAYLOAD_FIELDS", "invalid schema"))
 }

@@ -64,7 +64,7 @@ impl Collection {
                 .zip(vectors.chunks_exact(self.dim))
                 .filter(|(r, _)| sealed_passes(seg, compiled.as_ref(), filter.as_ref(), **r))
                 .map(|(&r, v)| (part.base + r as usize, v));
-            self.push_exact(self.metric, &s.query, &mut passing, &mut s.topk);
+            super::search::push_exact(self.kernels, self.metric, &s.query, &mut passing, &mut s.topk);
             s.topk.drain_sorted(&mut s.best);
             self.emit(req, self.metric, &s.best, &mut points);
             super::query::cut(&mut points, req.score_threshold, self.metric == shoal_index::Metric::L2);

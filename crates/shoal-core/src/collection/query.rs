@@ -204,7 +204,7 @@ impl Collection {
         self.scratch.with(|s| {
             self.prepare_query(d, vector, &mut s.query)?;
             s.topk.reset(req.offset + req.limit);
-            self.push_exact(metric, &s.query, &mut rows.iter().copied(), &mut s.topk);
+            super::search::push_exact(self.kernels, metric, &s.query, &mut rows.iter().copied(), &mut s.topk);
             s.topk.drain_sorted(&mut s.best);
             self.emit(req, metric, &s.best, out);
             Ok(SearchStats { scanned: rows.len() as u64, estimated: 0, segments: 0, exact: true })

@@ -283,7 +283,7 @@ impl Collection {
                     .enumerate()
                     .filter(|&(_, &r)| !skip.is_some_and(|f| f(r as usize)))
                     .map(|(pos, &r)| (base + r as usize, &vectors[pos * dim..(pos + 1) * dim]));
-                self.push_exact(scan.metric, scan.query, &mut all, bufs.topk);
+                push_exact(self.kernels, scan.metric, scan.query, &mut all, bufs.topk);
             }
         }
     }
@@ -398,7 +398,7 @@ impl Collection {
             (_, Some(_)) => {
                 // (`vectors` is there: the branch above takes codes-only segments.)
                 let mut rows = matching.iter().map(|r| r as usize).map(|r| (base + r, space.vector(r).unwrap_or(&[])));
-                self.push_exact(scan.metric, scan.query, &mut rows, bufs.topk);
+                push_exact(self.kernels, scan.metric, scan.query, &mut rows, bufs.topk);
                 stats.scanned += count;
             }
             (None, None) => unreachable!("a codes-only segment has an index (checked at open)"),
@@ -431,20 +431,6 @@ impl Collection {
         };
         part.deleted.iter().for_each(|r| matching.remove(r as u32));
         matching
-    }
-
-    /// Offers each `(internal id, vector)` to `topk` with its exact key of `metric` against
-    /// `query` (prepared). Vectors are copied into blocks of [`EXACT_BLOCK`] rows, each one
-    /// batch-kernel call (a row's key does not depend on the batch it is in: the kernels'
-    /// equivalence tests).
-    pub(super) fn push_exact(
-        &self,
-        metric: Metric,
-        query: &[f32],
-        rows: &mut dyn Iterator<Item = (usize, &[f32])>,
-        topk: &mut TopK,
-    ) {
-        push_exact(self.kernels, metric, query, rows, topk);
     }
 }
 

@@ -18,8 +18,8 @@
 //! are probed. Only a run that lacks nothing answers, so a broken bound costs waves, never
 //! a wrong result.
 //!
-//! What a segment read by ranges answers is the vector search of its one dense vector, without
-//! a filter or payloads (`docs/format.md`, "Reading by ranges", lists the rest); the ranges of
+//! A segment read by ranges answers searches by its one dense vector, by text or both fused,
+//! with payloads and filters (`docs/format.md`, "Reading by ranges", lists the rest); the ranges of
 //! a format-1 segment are checked only where whole sections are read (the header, the table
 //! and the sections read at open).
 
