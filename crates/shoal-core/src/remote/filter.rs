@@ -114,8 +114,8 @@ impl FilterHot {
         let mut sections = [(0u64, 0u64, 0u32, 0u32); 3];
         for (i, e) in [c, d, p].into_iter().enumerate() {
             let (table_len, crc) = (word(8 + i * 8)?, word(12 + i * 8)?);
-            if u64::from(table_len) > e.length {
-                return Err(malformed("a table past its section"));
+            if table_len < 16 || u64::from(table_len) > e.length {
+                return Err(malformed("a table shorter than its header, or past its section"));
             }
             sections[i] = (e.offset, e.length, table_len, crc);
         }
@@ -180,22 +180,68 @@ impl FilterHot {
         if !lacking.is_empty() {
             return Ok(Err(lacking));
         }
-        let mut sections = self.sections.map(|(_, len, ..)| AlignedBytes::zeroed(len as usize));
+        let mut sections: Vec<AlignedBytes> = Vec::with_capacity(3);
         for (s, &(at, _, table_len, crc)) in self.sections.iter().enumerate() {
             let table = cache.get(at..at + u64::from(table_len)).expect("checked above");
             check_block(table, crc, "PAYLOAD_FILTER_DIR", KINDS[s])?;
-            sections[s].as_mut_slice()[..table.len()].copy_from_slice(table);
+            sections.push(self.compact(s, table, fields, cache)?);
         }
+        let [columns, dicts, postings]: [AlignedBytes; 3] = sections.try_into().expect("three sections");
+        Ok(Ok(FilterBytes { sections: [columns, dicts, postings] }))
+    }
+
+    /// Section `s` for a view of `fields`: its array table (`table`, checked), then those fields'
+    /// spans from `cache` (each checked against its CRC) one after another, the table's entries
+    /// moved to where the spans now lie and every other field's emptied — so what a view reads
+    /// is only checked bytes, and the buffer is the size of what was fetched. Every array of a
+    /// field must lie inside its span (else the directory and the table disagree: an error).
+    fn compact(&self, s: usize, table: &[u8], fields: &[usize], cache: &RangeCache) -> Result<AlignedBytes, Error> {
+        let wrong = || bad("PAYLOAD_FILTER_DIR", "an array table that does not match the directory");
+        let word = |i: usize| u32::from_le_bytes(table[i..i + 4].try_into().expect("4 bytes"));
+        let (groups, arrays) = (word(8) as usize, word(12) as usize);
+        let entries =
+            groups.checked_mul(arrays).filter(|&e| groups == self.spans.len() && e <= 1 << 16).ok_or_else(wrong)?;
+        if table.len() != 16 + entries * 16 {
+            return Err(wrong());
+        }
+        // Where each wanted field's span goes.
+        let mut base = alloc::vec![u64::MAX; groups];
+        let mut size = shoal_format::align_up(table.len() as u64);
         for &f in fields {
-            for (s, span) in self.spans[f].iter().enumerate().filter(|(_, s)| s.length > 0) {
-                let at = self.sections[s].0 + span.offset;
-                let bytes = cache.get(at..at + u64::from(span.length)).expect("checked above");
-                check_block(bytes, span.crc, "PAYLOAD_FILTER_DIR", KINDS[s])?;
-                let o = span.offset as usize;
-                sections[s].as_mut_slice()[o..o + bytes.len()].copy_from_slice(bytes);
+            let span = self.spans[f][s];
+            if span.length > 0 {
+                base[f] = size;
+                size = shoal_format::align_up(size + u64::from(span.length));
             }
         }
-        Ok(Ok(FilterBytes { sections }))
+        let mut out = AlignedBytes::zeroed(usize::try_from(size).map_err(|_| wrong())?);
+        let buf = out.as_mut_slice();
+        buf[..16].copy_from_slice(&table[..16]);
+        for g in 0..groups {
+            let span = self.spans[g][s];
+            for a in 0..arrays {
+                let e = 16 + (g * arrays + a) * 16;
+                let off = u64::from_le_bytes(table[e..e + 8].try_into().expect("8 bytes"));
+                let len = u64::from_le_bytes(table[e + 8..e + 16].try_into().expect("8 bytes"));
+                if base[g] == u64::MAX || len == 0 {
+                    continue; // (left zero: an empty array)
+                }
+                let end = span.offset + u64::from(span.length);
+                if off < span.offset || off.checked_add(len).is_none_or(|x| x > end) {
+                    return Err(wrong());
+                }
+                buf[e..e + 8].copy_from_slice(&(base[g] + off - span.offset).to_le_bytes());
+                buf[e + 8..e + 16].copy_from_slice(&len.to_le_bytes());
+            }
+            if base[g] != u64::MAX {
+                let at = self.sections[s].0 + span.offset;
+                let bytes = cache.get(at..at + u64::from(span.length)).expect("checked by the caller");
+                check_block(bytes, span.crc, "PAYLOAD_FILTER_DIR", KINDS[s])?;
+                let b = base[g] as usize;
+                buf[b..b + bytes.len()].copy_from_slice(bytes);
+            }
+        }
+        Ok(out)
     }
 
     /// A payload view of `fields` over `bytes` (as [`fetch`](Self::fetch)ed for them).
@@ -252,4 +298,144 @@ pub(super) fn has_id(filter: &Filter) -> bool {
         Condition::Filter(inner) | Condition::Nested { filter: inner, .. } => has_id(inner),
         _ => false,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    extern crate std;
+    use super::*;
+    use shoal_format::{SegmentHead, SegmentWriter};
+    use shoal_payload::{PayloadBuilder, Schema};
+
+    fn built() -> PayloadSections {
+        let schema = Schema::from_json(r#"{"tag": "keyword", "n": "integer"}"#).unwrap();
+        let mut b = PayloadBuilder::new(schema);
+        for i in 0..300 {
+            let doc = if i % 7 == 3 {
+                alloc::format!(r#"{{"tag": "t{}", "n": null}}"#, i % 4)
+            } else {
+                alloc::format!(r#"{{"tag": "t{}", "n": {}}}"#, i % 4, i)
+            };
+            b.push_str(&doc).unwrap();
+        }
+        b.finish()
+    }
+
+    /// A file of sections 32-35 and 39 (`dir` edited by `edit`), its head.
+    fn file(built: &PayloadSections, edit: &dyn Fn(&mut Vec<u8>)) -> (Vec<u8>, SegmentHead) {
+        let mut dir = lay_out_filter_dir(built).unwrap();
+        edit(&mut dir);
+        let mut w = SegmentWriter::new();
+        w.add_section(shoal_payload::KIND_PAYLOAD_FIELDS, 0, &built.fields);
+        w.add_section(KIND_PAYLOAD_FILTER_DIR, 0, &dir);
+        w.add_section(KIND_PAYLOAD_COLUMNS, 0, &built.columns);
+        w.add_section(KIND_PAYLOAD_DICTS, 0, &built.dicts);
+        w.add_section(KIND_PAYLOAD_POSTINGS, 0, &built.postings);
+        let bytes = w.finish();
+        let head = SegmentHead::read(AlignedBytes::from_slice(&bytes).as_slice()).unwrap();
+        (bytes, head)
+    }
+
+    fn hot(bytes: &[u8], head: &SegmentHead) -> FilterHot {
+        let sec = |k: u32| {
+            let e = head.entry(k).unwrap();
+            &bytes[e.offset as usize..(e.offset + e.length) as usize]
+        };
+        FilterHot::open(head, Some(sec(32)), Some(sec(KIND_PAYLOAD_FILTER_DIR))).unwrap().unwrap()
+    }
+
+    /// Drives `fetch` to its bytes, filling the cache from `bytes`.
+    fn fetched(h: &FilterHot, fields: &[usize], bytes: &[u8]) -> Result<FilterBytes, Error> {
+        let mut cache = RangeCache::new(u64::MAX);
+        loop {
+            match h.fetch(fields, &cache)? {
+                Ok(b) => return Ok(b),
+                Err(lacking) => {
+                    for r in super::super::coalesce(&lacking, 0) {
+                        let end = (r.end as usize).min(bytes.len());
+                        cache.insert(r.start, &bytes[r.start as usize..end]);
+                    }
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn the_fields_named_answer_as_the_whole_view() {
+        let b = built();
+        let (bytes, head) = file(&b, &|_| {});
+        let h = hot(&bytes, &head);
+        let filter = Filter::from_json(r#"{"must": [{"is_null": {"key": "n"}}]}"#).unwrap();
+        let named = h.named(&filter);
+        let fb = fetched(&h, &named, &bytes).unwrap();
+        let view = h.view(&fb, 300, &named).unwrap();
+        let got = view.compile(&filter, &|_| None).unwrap().matching_points().to_rows();
+        let whole = b.to_aligned();
+        let wv = whole.view().unwrap();
+        let want = wv.compile(&filter, &|_| None).unwrap().matching_points().to_rows();
+        assert_eq!(got, want);
+        assert!(!want.is_empty());
+    }
+
+    /// A directory whose `table_len` is 0 (the CRC of nothing: 0) is refused at open.
+    #[test]
+    fn a_table_shorter_than_its_header_is_refused() {
+        let b = built();
+        let (bytes, head) = file(&b, &|dir| {
+            dir[8..12].copy_from_slice(&0u32.to_le_bytes());
+            dir[12..16].copy_from_slice(&0u32.to_le_bytes());
+        });
+        let sec = |k: u32| {
+            let e = head.entry(k).unwrap();
+            &bytes[e.offset as usize..(e.offset + e.length) as usize]
+        };
+        let err = FilterHot::open(&head, Some(sec(32)), Some(sec(KIND_PAYLOAD_FILTER_DIR))).unwrap_err();
+        assert_eq!(err.code(), "bad_segment", "{err}");
+    }
+
+    /// A directory whose span for field `n` in PAYLOAD_COLUMNS stops before its last array
+    /// (its CRC recomputed over what it names): an error, never zeros read as its data.
+    #[test]
+    fn a_span_shorter_than_its_arrays_is_an_error() {
+        let b = built();
+        let aligned = b.to_aligned();
+        let (_, spans) = PayloadView::field_spans(&aligned.bytes()).unwrap();
+        // Field 0 is `n` (sorted by name: n < tag). Its columns span; cut the last 64-byte piece.
+        let sp = spans[0][0].clone();
+        let cut = (sp.end - 1) / 64 * 64;
+        assert!(cut > sp.start);
+        let crc = crc32c(&b.columns[sp.start as usize..cut as usize]);
+        let (bytes, head) = file(&b, &|dir| {
+            let at = 32; // field 0, section 0
+            dir[at + 8..at + 12].copy_from_slice(&((cut - sp.start) as u32).to_le_bytes());
+            dir[at + 12..at + 16].copy_from_slice(&crc.to_le_bytes());
+        });
+        let h = hot(&bytes, &head);
+        let filter = Filter::from_json(r#"{"must": [{"is_null": {"key": "n"}}]}"#).unwrap();
+        let err = fetched(&h, &h.named(&filter), &bytes).map(|_| ()).unwrap_err();
+        assert_eq!(err.code(), "bad_segment", "{err}");
+        // The other field, whose span is right, still reads.
+        let other = Filter::from_json(r#"{"must": [{"key": "tag", "match": {"value": "t1"}}]}"#).unwrap();
+        let named = h.named(&other);
+        let fb = fetched(&h, &named, &bytes).unwrap();
+        let rows = h.view(&fb, 300, &named).unwrap().compile(&other, &|_| None).unwrap().matching_points().count();
+        assert_eq!(rows, 75);
+    }
+
+    /// A section length far beyond what is fetched (as a hostile head may say): the buffers are
+    /// the size of the fetched parts, and the answer is right.
+    #[test]
+    fn buffers_are_the_size_of_what_was_fetched() {
+        let b = built();
+        let (bytes, head) = file(&b, &|_| {});
+        let mut h = hot(&bytes, &head);
+        h.sections[0].1 = 1 << 50;
+        let filter = Filter::from_json(r#"{"must": [{"key": "n", "range": {"lt": 5}}]}"#).unwrap();
+        let named = h.named(&filter);
+        let fb = fetched(&h, &named, &bytes).unwrap();
+        let held: usize = fb.sections.iter().map(|s| s.as_slice().len()).sum();
+        assert!(held < b.columns.len() + b.dicts.len() + b.postings.len(), "{held} bytes held");
+        let rows = h.view(&fb, 300, &named).unwrap().compile(&filter, &|_| None).unwrap().matching_points().count();
+        assert_eq!(rows, 4, "rows 0, 1, 2 and 4 (row 3's n is null)");
+    }
 }

@@ -345,8 +345,9 @@ impl RemoteSegment {
 
     /// Searches the segment with `req` over the bytes fetched so far: the results, or the
     /// ranges to fetch first. `req` ranks by the segment's dense vector, by text (a segment
-    /// with a text index), or both fused, with or without payloads — no filter, `sparse`,
-    /// `prefetch`, `exact` or text deadline; its settings mean what they mean locally, and
+    /// with a text index), or both fused, with or without payloads and a filter (no `has_id`,
+    /// no nested payloads) — no `sparse`, `prefetch`, `exact` or text deadline; its settings
+    /// mean what they mean locally, and
     /// the answer is the local one, bit for bit. Bytes that fail their CRC give
     /// [`FormatError::ChecksumMismatch`] (a host may drop its cache and search once more: a
     /// transient fault then costs a retry, a persistent one stays an error).
