@@ -217,27 +217,27 @@ impl FilterHot {
         let mut out = AlignedBytes::zeroed(usize::try_from(size).map_err(|_| wrong())?);
         let buf = out.as_mut_slice();
         buf[..16].copy_from_slice(&table[..16]);
-        for g in 0..groups {
+        for (g, &at_base) in base.iter().enumerate() {
             let span = self.spans[g][s];
             for a in 0..arrays {
                 let e = 16 + (g * arrays + a) * 16;
                 let off = u64::from_le_bytes(table[e..e + 8].try_into().expect("8 bytes"));
                 let len = u64::from_le_bytes(table[e + 8..e + 16].try_into().expect("8 bytes"));
-                if base[g] == u64::MAX || len == 0 {
+                if at_base == u64::MAX || len == 0 {
                     continue; // (left zero: an empty array)
                 }
                 let end = span.offset + u64::from(span.length);
                 if off < span.offset || off.checked_add(len).is_none_or(|x| x > end) {
                     return Err(wrong());
                 }
-                buf[e..e + 8].copy_from_slice(&(base[g] + off - span.offset).to_le_bytes());
+                buf[e..e + 8].copy_from_slice(&(at_base + off - span.offset).to_le_bytes());
                 buf[e + 8..e + 16].copy_from_slice(&len.to_le_bytes());
             }
-            if base[g] != u64::MAX {
+            if at_base != u64::MAX {
                 let at = self.sections[s].0 + span.offset;
                 let bytes = cache.get(at..at + u64::from(span.length)).expect("checked by the caller");
                 check_block(bytes, span.crc, "PAYLOAD_FILTER_DIR", KINDS[s])?;
-                let b = base[g] as usize;
+                let b = at_base as usize;
                 buf[b..b + bytes.len()].copy_from_slice(bytes);
             }
         }
