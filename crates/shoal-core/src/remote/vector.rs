@@ -1,0 +1,324 @@
+//! A segment's vector ranking read by ranges: the IVF search (its probed partitions, then the
+//! vectors its exact re-ranking reads), and with a filter the local planner replayed — the
+//! filter's fields first, then the IVF search checking rows or over the matching set, or the
+//! exact scan of a few matches.
+
+use alloc::vec::Vec;
+use core::ops::Range;
+
+use shoal_index::TopK;
+use shoal_index::ivf::v2::PartitionBlock;
+use shoal_index::ivf::{IvfScratch, IvfSearch, IvfSubset, PartitionBytes, Prefetch, RerankReads};
+use shoal_payload::{CompiledFilter, Filter, Schema};
+
+use super::{FilteredBody, Hits, NO_FILTER_INDEX, Parts, RangeCache, RemoteSegment, Step, at, coalesce};
+use crate::collection::{FILTER_EXACT_DIVISOR, FILTER_EXACT_PER_RESULT, prepare_vector};
+use crate::sections::bad;
+use crate::{Collection, Error, SearchRequest, SearchStats};
+
+impl RemoteSegment {
+    /// The best `offset + limit` candidates of `req`'s vector (segment rows, best first, with
+    /// their ids), before `offset` and `score_threshold`: what a set merges. `req` is checked
+    /// by the caller (`request.rs`), its filter parsed and checked against the collection's
+    /// `schema`. With a filter, the plan is the local one (`search_sealed_filtered`): the IVF
+    /// search with a per-row check when the estimate proves many rows match, else the matching
+    /// rows from the value -> rows lists, searched by the IVF index over that set when there are
+    /// more than the exact-scan limit, scanned exactly when there are fewer.
+    pub(crate) fn search_hits(
+        &self,
+        req: &SearchRequest,
+        filter: Option<&Filter>,
+        schema: &Schema,
+        cache: &RangeCache,
+    ) -> Result<Step<Hits>, Error> {
+        let vector = req.vector.as_deref().ok_or_else(|| Error::InvalidRequest("missing field `vector`".into()))?;
+        let mut query = Vec::new();
+        prepare_vector(self.kernels, (self.dim, self.metric), vector, &mut query)?;
+        let Some(f) = filter else { return self.ivf_hits(req, &query, None, 1.0, cache) };
+        self.with_filter(f, schema, cache, &mut |compiled| self.filtered_hits(req, &query, f, compiled, cache))
+    }
+
+    /// Runs `body` with `filter` compiled over this segment's filter index (`None`: the segment
+    /// holds no payload), once the fields it names are fetched — or names the ranges they lack.
+    fn with_filter<R>(
+        &self,
+        filter: &Filter,
+        schema: &Schema,
+        cache: &RangeCache,
+        body: &mut FilteredBody<'_, R>,
+    ) -> Result<Step<R>, Error> {
+        match &self.filter {
+            Some(fh) => {
+                let named = fh.named(filter);
+                let bytes = match fh.fetch(&named, cache)? {
+                    Ok(b) => b,
+                    Err(lacking) => return Ok(Step::Fetch(coalesce(&lacking, self.merge_gap))),
+                };
+                let view = fh.view(&bytes, self.rows, &named)?;
+                let c = view
+                    .compile_for(filter, schema, &|_| None)
+                    .map_err(|e| Error::InvalidRequest(alloc::format!("{e}")))?;
+                body(Some(&c))
+            }
+            None if self.payload => Err(NO_FILTER_INDEX),
+            None => body(None),
+        }
+    }
+
+    /// The rows that pass `filter` (`compiled` over this segment, `None` without payload).
+    fn matching(&self, filter: &Filter, compiled: Option<&CompiledFilter<'_, '_>>) -> shoal_payload::Bitset {
+        match compiled {
+            Some(c) => c.matching_points(),
+            None => {
+                // No payload: every row is the empty document (`has_id` is refused by ranges).
+                let mut b = shoal_payload::Bitset::empty(self.rows as u32);
+                if shoal_payload::reference::matches(filter, &serde_json::Value::Null, shoal_format::PointId::Num(0)) {
+                    (0..self.rows as u32).for_each(|r| b.insert(r));
+                }
+                b
+            }
+        }
+    }
+
+    /// The rows of this segment that pass `filter`, or the ranges its filter index lacks: what
+    /// a text ranking passes to BM25.
+    pub(crate) fn filter_rows(
+        &self,
+        filter: &Filter,
+        schema: &Schema,
+        cache: &RangeCache,
+    ) -> Result<Step<shoal_payload::Bitset>, Error> {
+        self.with_filter(filter, schema, cache, &mut |c| Ok(Step::Done(self.matching(filter, c))))
+    }
+
+    /// [`search_hits`](Self::search_hits) with a filter, `compiled` over this segment.
+    fn filtered_hits(
+        &self,
+        req: &SearchRequest,
+        query: &[f32],
+        filter: &Filter,
+        compiled: Option<&CompiledFilter<'_, '_>>,
+        cache: &RangeCache,
+    ) -> Result<Step<Hits>, Error> {
+        let rows = self.rows as u64;
+        let k = (req.offset + req.limit) as u64;
+        let limit = (rows / FILTER_EXACT_DIVISOR).max(k.saturating_mul(FILTER_EXACT_PER_RESULT));
+        if let Some(c) = compiled {
+            let est = c.estimate_cardinality();
+            if est.min > limit {
+                let skip = |r: usize| !c.matches(r as u32);
+                return self.ivf_hits(req, query, Some(&skip), est.expected as f32 / rows as f32, cache);
+            }
+        }
+        let matching = self.matching(filter, compiled);
+        let count = matching.count();
+        if count > limit {
+            let skip = |r: usize| !matching.contains(r as u32);
+            return self.ivf_hits(req, query, Some(&skip), count as f32 / rows as f32, cache);
+        }
+        self.exact_hits(req, query, &matching, cache)
+    }
+
+    /// The IVF search of `query` (prepared) for `req`, ignoring the rows `skip` names; with a
+    /// filter (`passing`: the fraction of rows expected to pass), its probes widen as locally.
+    fn ivf_hits(
+        &self,
+        req: &SearchRequest,
+        query: &[f32],
+        skip: Option<&dyn Fn(usize) -> bool>,
+        passing: f32,
+        cache: &RangeCache,
+    ) -> Result<Step<Hits>, Error> {
+        let mut params = Collection::ivf_query(req, self.ivf.defaults);
+        if req.params.nprobe.is_none() {
+            // Explicit probes are probed as asked; the defaults widen for a filter.
+            params.passing = passing;
+        }
+        let search = IvfSearch { kernels: self.kernels, metric: self.metric, query, params };
+        let k = req.offset + req.limit;
+        let index = &self.ivf.index;
+        let mut scratch = IvfScratch::default();
+        let mut order = Vec::new();
+        let nprobe = index.probe_order(&search, &self.ivf.centroids, &mut scratch, &mut order);
+        // The search probes past `nprobe` only while it has fewer than `k` candidates (every row
+        // that passes is one until the first cut, at twice the re-ranking depth): the partition
+        // sizes (and the filter) say how far it goes.
+        let passes = |p: u32| -> u64 {
+            let (r0, r1) = (self.ivf.offsets[p as usize] as usize, self.ivf.offsets[p as usize + 1] as usize);
+            match skip {
+                None => (r1 - r0) as u64,
+                Some(f) => (r0..r1).filter(|&r| !f(r)).count() as u64,
+            }
+        };
+        let mut probed = nprobe;
+        let mut rows: u64 = order[..nprobe].iter().map(|&p| passes(p)).sum();
+        while rows < k as u64 && probed < order.len() {
+            rows += passes(order[probed]);
+            probed += 1;
+        }
+        loop {
+            // Wave 1: the probed partitions (in the segment's order, as the subset keeps them).
+            let mut parts: Vec<u32> = order[..probed].to_vec();
+            shoal_format::sort_u32(&mut parts);
+            let missing: Vec<Range<u64>> = parts
+                .iter()
+                .flat_map(|&p| self.partition_ranges(p as usize))
+                .filter(|r| r.start < r.end && !cache.contains(r))
+                .collect();
+            if !missing.is_empty() {
+                return Ok(Step::Fetch(coalesce(&missing, self.merge_gap)));
+            }
+            let blocks: Vec<PartitionBlock<'_>> =
+                parts.iter().map(|&p| self.partition_block(p as usize, cache)).collect::<Result<_, _>>()?;
+            let bytes: Vec<PartitionBytes<'_>> = blocks.iter().map(|b| b.bytes).collect();
+            let shape = (self.dim, index.padded, self.ivf.bits);
+            let mut subset = IvfSubset::new(shape, &self.ivf.offsets, &bytes, self.vectors.is_some())
+                .map_err(|_| bad("RABITQ_CODES", "a partition's bytes are not its length"))?;
+            let (centroids, rot) = (&self.ivf.centroids[..], &self.ivf.rot_centroids[..]);
+            let mut topk = TopK::new(k);
+            let short = |found: usize| found < k && probed < order.len();
+            let stats = match &self.vectors {
+                None => {
+                    let data = subset.data(centroids, rot, None);
+                    let st = index.search(&search, &data, skip, 0, &mut scratch, &mut topk);
+                    // (Never, by the count above; kept so that a miscount costs a wave, not a
+                    // wrong answer.)
+                    if short(topk.len()) {
+                        probed = (probed * 2).min(order.len());
+                        continue;
+                    }
+                    st
+                }
+                Some(_) => {
+                    // Wave 2: the vectors the exact re-ranking reads, as the bounds predict.
+                    let data = subset.data(centroids, rot, None);
+                    let mut plan = RerankReads::new(k, self.ivf.bits);
+                    let st = index.search_refined(&search, &data, skip, 0, &mut scratch, k, &mut plan);
+                    if short(st.refined as usize) {
+                        probed = (probed * 2).min(order.len());
+                        continue;
+                    }
+                    let missing: Vec<Range<u64>> = plan
+                        .reads()
+                        .iter()
+                        .map(|&r| self.vector_block(r as usize).0)
+                        .filter(|r| !cache.contains(r))
+                        .collect();
+                    if !missing.is_empty() {
+                        return Ok(Step::Fetch(coalesce(&missing, self.merge_gap)));
+                    }
+                    // Every vector block of the subset's rows that was fetched (by this wave or
+                    // an earlier one) goes in, checked; the exact search notes any other it reads.
+                    self.fill_vectors(&mut subset, &blocks, &parts, cache)?;
+                    let hint = |v: &[f32], now: bool| {
+                        if now {
+                            subset.record(v)
+                        }
+                    };
+                    let data = subset.data(centroids, rot, Some(Prefetch(&hint)));
+                    let st = index.search(&search, &data, skip, 0, &mut scratch, &mut topk);
+                    let missed = subset.take_missed();
+                    if !missed.is_empty() {
+                        let ranges: Vec<Range<u64>> = missed.iter().map(|&r| self.vector_block(r as usize).0).collect();
+                        return Ok(Step::Fetch(coalesce(&ranges, self.merge_gap)));
+                    }
+                    st
+                }
+            };
+            let stats = SearchStats { scanned: stats.reranked, estimated: stats.estimated, segments: 1, exact: false };
+            return Ok(Step::Done(self.hits(topk, stats, (&parts, &blocks), cache)?));
+        }
+    }
+
+    /// The exact scan of a filter's few `matching` rows, as locally (codes-only: ranked by
+    /// their extended-bit estimates): one wave brings the partition blocks that hold them
+    /// (their ids, codes and vector-block CRCs) and their vector blocks.
+    fn exact_hits(
+        &self,
+        req: &SearchRequest,
+        query: &[f32],
+        matching: &shoal_payload::Bitset,
+        cache: &RangeCache,
+    ) -> Result<Step<Hits>, Error> {
+        let k = req.offset + req.limit;
+        let mut parts: Vec<u32> = matching.iter().map(|r| self.partition_of(r as usize) as u32).collect();
+        parts.dedup();
+        let mut missing: Vec<Range<u64>> = parts.iter().flat_map(|&p| self.partition_ranges(p as usize)).collect();
+        if self.vectors.is_some() {
+            missing.extend(matching.iter().map(|r| self.vector_block(r as usize).0));
+        }
+        missing.retain(|r| r.start < r.end && !cache.contains(r));
+        if !missing.is_empty() {
+            missing.sort_unstable_by_key(|r| (r.start, r.end));
+            return Ok(Step::Fetch(coalesce(&missing, self.merge_gap)));
+        }
+        let blocks: Vec<PartitionBlock<'_>> =
+            parts.iter().map(|&p| self.partition_block(p as usize, cache)).collect::<Result<_, _>>()?;
+        let mut topk = TopK::new(k);
+        let count = matching.count();
+        let stats = match &self.vectors {
+            Some(_) => {
+                let bytes: Vec<PartitionBytes<'_>> = blocks.iter().map(|b| b.bytes).collect();
+                let shape = (self.dim, self.ivf.index.padded, self.ivf.bits);
+                let mut subset = IvfSubset::new(shape, &self.ivf.offsets, &bytes, true)
+                    .map_err(|_| bad("RABITQ_CODES", "a partition's bytes are not its length"))?;
+                self.fill_vectors(&mut subset, &blocks, &parts, cache)?;
+                let data = subset.data(&self.ivf.centroids, &self.ivf.rot_centroids, None);
+                // (None when no row matches: the subset is empty.)
+                let vectors = data.vectors.unwrap_or(&[]);
+                let dim = self.dim;
+                let mut rows = matching.iter().map(|r| {
+                    let pos = subset.position(r).expect("a row of a fetched partition");
+                    (r as usize, &vectors[pos * dim..(pos + 1) * dim])
+                });
+                crate::collection::push_exact(self.kernels, self.metric, query, &mut rows, &mut topk);
+                SearchStats { scanned: count, estimated: 0, segments: 1, exact: true }
+            }
+            None => {
+                let bytes: Vec<PartitionBytes<'_>> = blocks.iter().map(|b| b.bytes).collect();
+                let shape = (self.dim, self.ivf.index.padded, self.ivf.bits);
+                let subset = IvfSubset::new(shape, &self.ivf.offsets, &bytes, false)
+                    .map_err(|_| bad("RABITQ_CODES", "a partition's bytes are not its length"))?;
+                let data = subset.data(&self.ivf.centroids, &self.ivf.rot_centroids, None);
+                let params = Collection::ivf_query(req, self.ivf.defaults);
+                let search = IvfSearch { kernels: self.kernels, metric: self.metric, query, params };
+                let mut positions = matching.iter().map(|r| subset.position(r).expect("a row of a fetched partition"));
+                let mut scratch = IvfScratch::default();
+                let estimated =
+                    self.ivf.index.estimate_rows(&search, &data, &mut positions, 0, &mut scratch, &mut topk);
+                SearchStats { scanned: 0, estimated, segments: 1, exact: false }
+            }
+        };
+        Ok(Step::Done(self.hits(topk, stats, (&parts, &blocks), cache)?))
+    }
+
+    /// A finished search's best candidates (segment rows) with their ids (fetched with their
+    /// partitions).
+    fn hits(
+        &self,
+        mut topk: TopK,
+        stats: SearchStats,
+        (parts, blocks): (&[u32], &[PartitionBlock<'_>]),
+        cache: &RangeCache,
+    ) -> Result<Hits, Error> {
+        let mut best = Vec::new();
+        topk.drain_sorted(&mut best);
+        let mut ids_of = Vec::with_capacity(best.len());
+        for c in &best {
+            let row = c.id as usize;
+            let p = self.partition_of(row);
+            let i = row - self.ivf.offsets[p] as usize;
+            let ids = match &self.parts {
+                Parts::V1 { ids, .. } => {
+                    cache.get(at(ids.start + row as u64 * 8, 8)).expect("fetched with its partition")
+                }
+                Parts::V2 { .. } => {
+                    let b = &blocks[parts.binary_search(&(p as u32)).expect("a probed partition")];
+                    &b.ids[i * 8..i * 8 + 8]
+                }
+            };
+            ids_of.push(u64::from_le_bytes(ids[..8].try_into().expect("8 bytes")));
+        }
+        Ok(Hits { best: best.into_iter().zip(ids_of).collect(), stats })
+    }
+}
