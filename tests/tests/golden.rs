@@ -43,6 +43,7 @@ golden_files![
     "v1-nested",
     "v2-ivf",
     "v2-payload",
+    "v2-payload-vcrc",
 ];
 
 /// The bytes of golden file `file` (`NAME.shoal` or `NAME.expected.json`).
@@ -694,9 +695,11 @@ fn v2_golden_file_reads_by_ranges_and_searches_as_its_v1_twin() {
 }
 
 #[test]
-fn v2_payload_golden_file_filters_by_ranges_as_its_v1_twin() {
+fn v2_payload_golden_files_filter_by_ranges_as_their_v1_twin() {
     // The payload golden input with an IVF index (4 partitions, seed 7, 2 bits), laid out for
-    // ranges: documents, text and the filter index by field (kinds 33-35, 39).
+    // ranges: documents, text and the filter index by field (kinds 33-35, 39). `v2-payload` is
+    // frozen: written before kinds 69-70 (vector CRCs outside the partitions), its exact scans
+    // read partition blocks; `v2-payload-vcrc` is what the writer makes now.
     let (dim, metric, ids, vectors) = golden_v1_input();
     let schema = shoal_core::Schema::from_json(GOLDEN_FIELDS).unwrap();
     let mut col = Collection::with_schema(CollectionConfig { dim, metric }, schema).unwrap();
@@ -706,17 +709,26 @@ fn v2_payload_golden_file_filters_by_ranges_as_its_v1_twin() {
     let seg = col.segment(0).unwrap();
     let written = shoal_core::remote::write_for_ranges(seg).unwrap();
     if std::env::var_os("SHOAL_WRITE_GOLDEN").is_some() {
-        std::fs::write(golden("v2-payload.shoal"), written.as_slice()).unwrap();
+        std::fs::write(golden("v2-payload-vcrc.shoal"), written.as_slice()).unwrap();
         let expected = payload_results_of(&ByRanges::open(written.as_slice()), dim);
-        std::fs::write(golden("v2-payload.expected.json"), serde_json::to_vec_pretty(&expected).unwrap()).unwrap();
+        std::fs::write(golden("v2-payload-vcrc.expected.json"), serde_json::to_vec_pretty(&expected).unwrap()).unwrap();
     }
-    let bytes = read_golden("v2-payload.shoal");
-    let head = shoal_format::SegmentHead::read(shoal_core::AlignedBytes::from_slice(&bytes).as_slice()).unwrap();
-    assert!([33, 34, 35, 37, 38, 39, 53].iter().all(|&k| head.entry(k).is_some()), "v2-payload's sections");
-    assert!(written.as_slice() == &bytes[..], "the writer no longer reproduces v2-payload's bytes");
-    let expected: serde_json::Value = serde_json::from_slice(&read_golden("v2-payload.expected.json")).unwrap();
-    assert_eq!(payload_results_of(&ByRanges::open(&bytes), dim), expected, "v2-payload: results changed");
-    // The same rows in format 1 answer the same, bit for bit.
+    // The same rows in format 1 answer what both answer, bit for bit.
     let twin = Collection::from_bytes(shoal_core::remote::write_reordered_v1(seg).unwrap().as_slice()).unwrap();
-    assert_eq!(payload_results_of(&twin, dim), expected);
+    let local = payload_results_of(&twin, dim);
+    for (name, kinds, current) in
+        [("v2-payload", &[33u32, 34, 35, 37, 38, 39, 53][..], false), ("v2-payload-vcrc", &[39, 69, 70][..], true)]
+    {
+        let bytes = read_golden(&format!("{name}.shoal"));
+        let head = shoal_format::SegmentHead::read(shoal_core::AlignedBytes::from_slice(&bytes).as_slice()).unwrap();
+        assert!(kinds.iter().all(|&k| head.entry(k).is_some()), "{name}'s sections");
+        assert_eq!(head.entry(69).is_some(), current, "{name}: vector CRCs");
+        if current {
+            assert!(written.as_slice() == &bytes[..], "the writer no longer reproduces {name}'s bytes");
+        }
+        let expected: serde_json::Value =
+            serde_json::from_slice(&read_golden(&format!("{name}.expected.json"))).unwrap();
+        assert_eq!(payload_results_of(&ByRanges::open(&bytes), dim), expected, "{name}: results changed");
+        assert_eq!(local, expected, "{name}: the local answers");
+    }
 }

@@ -26,6 +26,7 @@ use super::docs::{
 };
 use super::filter::{KIND_PAYLOAD_FILTER_DIR, lay_out_filter_dir};
 use super::text::{KIND_TEXT_DICT_INDEX, KIND_TEXT_TERM_DICT, KIND_TEXT_TERMS, lay_out_text};
+use super::vector::{KIND_VECTOR_CRC_DIR, KIND_VECTOR_CRCS, lay_out_vector_crcs};
 use crate::sections::bad;
 use crate::text::TextBuilder;
 use crate::{Error, SealedSegment};
@@ -245,6 +246,8 @@ pub fn write_for_ranges(seg: &SealedSegment) -> Result<AlignedBytes, Error> {
     let vectors = seg.vectors();
     let mut dir: Vec<IvfDirEntry> = Vec::with_capacity(perm.order.len());
     let mut blocks: Vec<u8> = Vec::new();
+    // Every vector block's CRC, in row order (`VECTOR_CRCS`, written with a filter index).
+    let mut vector_crcs: Vec<u32> = Vec::new();
     let mut first = 0u32;
     for &p in &perm.order {
         let (r0, r1) = (perm.offsets[p as usize] as usize, perm.offsets[p as usize + 1] as usize);
@@ -270,6 +273,7 @@ pub fn write_for_ranges(seg: &SealedSegment) -> Result<AlignedBytes, Error> {
                 })
                 .collect();
             block[layout.vector_crcs.clone()].copy_from_slice(bytemuck::cast_slice(&crcs));
+            vector_crcs.extend_from_slice(&crcs);
         }
         let offset = shoal_format::align_up(blocks.len() as u64);
         blocks.resize(offset as usize, 0);
@@ -302,9 +306,18 @@ pub fn write_for_ranges(seg: &SealedSegment) -> Result<AlignedBytes, Error> {
         (KIND_IVF_DIR, SECTION_HOT, bytemuck::cast_slice(&dir)),
     ];
     sections.extend(hot_payload.iter().map(|(k, f, b)| (*k, *f, &b[..])));
+    // An exact scan (a filter's few matches) checks its vectors by these.
+    let filters = hot_payload.iter().any(|(k, ..)| *k == KIND_PAYLOAD_FILTER_DIR);
+    let crcs = (filters && permuted_vectors.is_some()).then(|| lay_out_vector_crcs(&vector_crcs));
+    if let Some((dir, _)) = &crcs {
+        sections.push((KIND_VECTOR_CRC_DIR, hot, &dir[..]));
+    }
     sections.push((KIND_IVF_BLOCKS, 0, &blocks[..]));
     if let Some(v) = &permuted_vectors {
         sections.push((KIND_VECTORS, 0, v));
+    }
+    if let Some((_, all)) = &crcs {
+        sections.push((KIND_VECTOR_CRCS, SECTION_OPTIONAL, &all[..]));
     }
     sections.push((KIND_ID_INDEX, 0, &id_index[..]));
     sections.extend(cold_payload.iter().map(|(k, f, b)| (*k, *f, &b[..])));

@@ -161,6 +161,8 @@ pub struct RemoteSegment {
     filter: Option<filter::FilterHot>,
     /// Whether the segment holds payloads (with or without a filter index).
     payload: bool,
+    /// The vector blocks' CRCs outside the partitions (format 2, with a filter index).
+    vector_crcs: Option<vector::VectorCrcs>,
 }
 
 impl core::fmt::Debug for RemoteSegment {
@@ -239,7 +241,7 @@ impl RemoteSegment {
             let always = [KIND_META, KIND_IVF_META, KIND_IVF_CENTROIDS, KIND_RABITQ_ROTATION, KIND_IVF_DIR];
             let optional = text_query::OPTIONAL_HOT
                 .into_iter()
-                .chain([filter::KIND_PAYLOAD_FILTER_DIR])
+                .chain([filter::KIND_PAYLOAD_FILTER_DIR, vector::KIND_VECTOR_CRC_DIR])
                 .filter(|&k| head.entry(k).is_some());
             always.into_iter().chain(optional).collect()
         } else {
@@ -269,7 +271,7 @@ impl RemoteSegment {
             None => return Err(missing(KIND_VECTORS).into()),
         };
         let payload = head.entry(shoal_payload::KIND_PAYLOAD_FIELDS).is_some();
-        let (ivf, parts, text, docs, filter) = if version == VERSION_RANGES {
+        let (ivf, parts, text, docs, (filter, vector_crcs)) = if version == VERSION_RANGES {
             let blocks = head.entry(KIND_IVF_BLOCKS).ok_or(missing(KIND_IVF_BLOCKS))?;
             let hot = [KIND_IVF_META, KIND_IVF_CENTROIDS, KIND_RABITQ_ROTATION, KIND_IVF_DIR].map(section);
             let [m, c, r, d] = hot;
@@ -279,10 +281,17 @@ impl RemoteSegment {
             let optional = |k: u32| head.entry(k).and_then(|e| cache.get(at(e.offset, e.length)));
             let fields = optional(shoal_payload::KIND_PAYLOAD_FIELDS);
             let filter = filter::FilterHot::open(&head, fields, optional(filter::KIND_PAYLOAD_FILTER_DIR))?;
-            (ivf, Parts::V2 { blocks: blocks.offset }, text, docs, filter)
+            let crcs = match (optional(vector::KIND_VECTOR_CRC_DIR), head.entry(vector::KIND_VECTOR_CRCS)) {
+                (None, None) => None,
+                (Some(dir), Some(e)) if vectors.is_some() => {
+                    Some(vector::VectorCrcs::open(dir, (e.offset, e.length), &ivf)?)
+                }
+                _ => return Err(bad("VECTOR_CRC_DIR", "kinds 69 and 70 come together, with VECTORS")),
+            };
+            (ivf, Parts::V2 { blocks: blocks.offset }, text, docs, (filter, crcs))
         } else {
             let (ivf, parts) = Self::open_v1(&head, cache, (dim, rows), vectors.is_some())?;
-            (ivf, parts, None, None, None)
+            (ivf, parts, None, None, (None, None))
         };
         Ok(Step::Done(RemoteSegment {
             file_len: head.header.file_len,
@@ -301,6 +310,7 @@ impl RemoteSegment {
             docs,
             filter,
             payload,
+            vector_crcs,
         }))
     }
 

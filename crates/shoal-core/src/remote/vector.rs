@@ -16,6 +16,74 @@ use crate::collection::{FILTER_EXACT_DIVISOR, FILTER_EXACT_PER_RESULT, prepare_v
 use crate::sections::bad;
 use crate::{Collection, Error, SearchRequest, SearchStats};
 
+/// `VECTOR_CRCS`: every vector block's CRC-32C, in row order.
+pub const KIND_VECTOR_CRCS: u32 = 69;
+/// `VECTOR_CRC_DIR`: the CRC of each 4 KiB chunk of `VECTOR_CRCS`.
+pub const KIND_VECTOR_CRC_DIR: u32 = 70;
+/// CRCs in a chunk of `VECTOR_CRCS`.
+const CRCS_PER_CHUNK: usize = 1024;
+
+/// `(VECTOR_CRC_DIR, VECTOR_CRCS)` for the vector blocks' CRCs `crcs` (in row order).
+pub(super) fn lay_out_vector_crcs(crcs: &[u32]) -> (Vec<u8>, Vec<u8>) {
+    let all: Vec<u8> = bytemuck::cast_slice(crcs).to_vec();
+    let chunks = crcs.len().div_ceil(CRCS_PER_CHUNK);
+    let mut dir = Vec::with_capacity(8 + chunks * 4);
+    dir.extend_from_slice(&(chunks as u32).to_le_bytes());
+    dir.extend_from_slice(&(crcs.len() as u32).to_le_bytes());
+    for chunk in all.chunks(CRCS_PER_CHUNK * 4) {
+        dir.extend_from_slice(&shoal_format::crc32c(chunk).to_le_bytes());
+    }
+    (dir, all)
+}
+
+/// What a segment keeps in memory to check vector blocks read without their partitions.
+#[derive(Debug)]
+pub(super) struct VectorCrcs {
+    /// `VECTOR_CRCS` in the file.
+    at: u64,
+    /// Vector blocks.
+    blocks: u64,
+    /// Each chunk's CRC.
+    chunks: Vec<u32>,
+    /// The index of each partition's first vector block.
+    first_block: Vec<u64>,
+}
+
+impl VectorCrcs {
+    /// Parses `VECTOR_CRC_DIR` (`dir`) against `VECTOR_CRCS` (at `at`, `len` bytes) and the
+    /// partitions' sizes (`ivf`).
+    pub(super) fn open(
+        dir: &[u8],
+        (at, len): (u64, u64),
+        ivf: &shoal_index::ivf::v2::IvfHot,
+    ) -> Result<VectorCrcs, Error> {
+        let malformed = |why| bad("VECTOR_CRC_DIR", why);
+        let word = |i: usize| dir.get(i..i + 4).map(|w| u32::from_le_bytes(w.try_into().expect("4 bytes")));
+        let (Some(chunks), Some(blocks)) = (word(0), word(4)) else { return Err(malformed("truncated")) };
+        let mut first_block = Vec::with_capacity(ivf.dir.len());
+        let mut next = 0u64;
+        for e in &ivf.dir {
+            first_block.push(next);
+            next += u64::from(e.rows).div_ceil(ivf.vector_block_rows as u64);
+        }
+        if u64::from(blocks) != next || len != next * 4 || u64::from(chunks) != next.div_ceil(CRCS_PER_CHUNK as u64) {
+            return Err(malformed("a count that is not the segment's vector blocks"));
+        }
+        if dir.len() as u64 != 8 + u64::from(chunks) * 4 {
+            return Err(malformed("a length that is not 8 + 4 bytes per chunk"));
+        }
+        let chunks = dir[8..].chunks_exact(4).map(|w| u32::from_le_bytes(w.try_into().expect("4 bytes"))).collect();
+        Ok(VectorCrcs { at, blocks: next, chunks, first_block })
+    }
+
+    /// The chunk of `VECTOR_CRCS` holding block `b`'s CRC: its number and its bytes in the file.
+    fn chunk(&self, b: u64) -> (usize, Range<u64>) {
+        let c = b / CRCS_PER_CHUNK as u64;
+        let start = self.at + c * CRCS_PER_CHUNK as u64 * 4;
+        (c as usize, start..(start + CRCS_PER_CHUNK as u64 * 4).min(self.at + self.blocks * 4))
+    }
+}
+
 impl RemoteSegment {
     /// The best `offset + limit` candidates of `req`'s vector (segment rows, best first, with
     /// their ids), before `offset` and `score_threshold`: what a set merges. `req` is checked
@@ -231,8 +299,9 @@ impl RemoteSegment {
     }
 
     /// The exact scan of a filter's few `matching` rows, as locally (codes-only: ranked by
-    /// their extended-bit estimates): one wave brings the partition blocks that hold them
-    /// (their ids, codes and vector-block CRCs) and their vector blocks.
+    /// their extended-bit estimates). With `VECTOR_CRCS`, see [`exact_by_crcs`](Self::exact_by_crcs);
+    /// without, one wave brings the partition blocks that hold them (their ids, codes and
+    /// vector-block CRCs) and their vector blocks.
     fn exact_hits(
         &self,
         req: &SearchRequest,
@@ -240,6 +309,9 @@ impl RemoteSegment {
         matching: &shoal_payload::Bitset,
         cache: &RangeCache,
     ) -> Result<Step<Hits>, Error> {
+        if let (Some(_), Some(vc)) = (&self.vectors, &self.vector_crcs) {
+            return self.exact_by_crcs(req, query, matching, vc, cache);
+        }
         let k = req.offset + req.limit;
         let mut parts: Vec<u32> = matching.iter().map(|r| self.partition_of(r as usize) as u32).collect();
         parts.dedup();
@@ -290,6 +362,103 @@ impl RemoteSegment {
             }
         };
         Ok(Step::Done(self.hits(topk, stats, (&parts, &blocks), cache)?))
+    }
+
+    /// The exact scan of `matching` rows with their vectors checked by `VECTOR_CRCS`: one wave
+    /// brings their vector blocks and the chunks of CRCs that check them, then the results'
+    /// ids come from the text index's ids (in memory, or 512-byte blocks) or, in a segment
+    /// without text, from the results' partition blocks.
+    fn exact_by_crcs(
+        &self,
+        req: &SearchRequest,
+        query: &[f32],
+        matching: &shoal_payload::Bitset,
+        vc: &VectorCrcs,
+        cache: &RangeCache,
+    ) -> Result<Step<Hits>, Error> {
+        let vbr = self.ivf.vector_block_rows;
+        // Each matching row's vector block: its bytes, its rows, its number.
+        let blocks: Vec<(Range<u64>, Range<usize>, u64)> = matching
+            .iter()
+            .map(|r| {
+                let p = self.partition_of(r as usize);
+                let (bytes, rows) = self.vector_block(r as usize);
+                let b = vc.first_block[p] + ((rows.start - self.ivf.offsets[p] as usize) / vbr) as u64;
+                (bytes, rows, b)
+            })
+            .collect();
+        let mut missing: Vec<Range<u64>> =
+            blocks.iter().flat_map(|(bytes, _, b)| [bytes.clone(), vc.chunk(*b).1]).collect();
+        missing.retain(|r| r.start < r.end && !cache.contains(r));
+        if !missing.is_empty() {
+            missing.sort_unstable_by_key(|r| (r.start, r.end));
+            missing.dedup();
+            return Ok(Step::Fetch(coalesce(&missing, self.merge_gap)));
+        }
+        // The chunks, each checked once.
+        let mut chunks: alloc::collections::BTreeMap<usize, &[u8]> = alloc::collections::BTreeMap::new();
+        for (_, _, b) in &blocks {
+            let (c, range) = vc.chunk(*b);
+            if let alloc::collections::btree_map::Entry::Vacant(e) = chunks.entry(c) {
+                let bytes = cache.get(range).expect("fetched");
+                super::check_block(bytes, vc.chunks[c], "VECTOR_CRCS", KIND_VECTOR_CRCS)?;
+                e.insert(bytes);
+            }
+        }
+        let (dim, row_bytes) = (self.dim, self.dim * 4);
+        let mut floats: Vec<f32> = Vec::with_capacity(blocks.len() * dim);
+        for (r, (bytes, rows, b)) in matching.iter().zip(&blocks) {
+            let (c, _) = vc.chunk(*b);
+            let i = (*b as usize % CRCS_PER_CHUNK) * 4;
+            let stored = u32::from_le_bytes(chunks[&c][i..i + 4].try_into().expect("4 bytes"));
+            let block = cache.get(bytes.clone()).expect("fetched");
+            super::check_block(block, stored, "VECTORS", shoal_format::KIND_VECTORS)?;
+            let at = (r as usize - rows.start) * row_bytes;
+            let v = &block[at..at + row_bytes];
+            floats.extend(v.chunks_exact(4).map(|w| f32::from_le_bytes([w[0], w[1], w[2], w[3]])));
+        }
+        let mut topk = TopK::new(req.offset + req.limit);
+        let mut rows = matching.iter().zip(floats.chunks_exact(dim.max(1))).map(|(r, v)| (r as usize, v));
+        crate::collection::push_exact(self.kernels, self.metric, query, &mut rows, &mut topk);
+        let mut best = Vec::new();
+        topk.drain_sorted(&mut best);
+        // The results' ids.
+        let mut ids = Vec::with_capacity(best.len());
+        let mut lacking = Vec::new();
+        match &self.text {
+            Some(th) => {
+                for c in &best {
+                    match th.id(c.id as usize, cache)? {
+                        Ok(id) => ids.push(id),
+                        Err(range) => lacking.push(range),
+                    }
+                }
+            }
+            None => {
+                let mut parts: Vec<u32> = best.iter().map(|c| self.partition_of(c.id as usize) as u32).collect();
+                shoal_format::sort_u32(&mut parts);
+                parts.dedup();
+                lacking.extend(parts.iter().flat_map(|&p| self.partition_ranges(p as usize)));
+                lacking.retain(|r| !cache.contains(r));
+                if lacking.is_empty() {
+                    let pb: Vec<PartitionBlock<'_>> =
+                        parts.iter().map(|&p| self.partition_block(p as usize, cache)).collect::<Result<_, _>>()?;
+                    for c in &best {
+                        let p = self.partition_of(c.id as usize);
+                        let block = &pb[parts.binary_search(&(p as u32)).expect("a result's partition")];
+                        let i = c.id as usize - self.ivf.offsets[p] as usize;
+                        ids.push(u64::from_le_bytes(block.ids[i * 8..i * 8 + 8].try_into().expect("8 bytes")));
+                    }
+                }
+            }
+        }
+        if !lacking.is_empty() {
+            lacking.sort_unstable_by_key(|r| (r.start, r.end));
+            lacking.dedup();
+            return Ok(Step::Fetch(coalesce(&lacking, self.merge_gap)));
+        }
+        let stats = SearchStats { scanned: matching.count(), estimated: 0, segments: 1, exact: true };
+        Ok(Step::Done(Hits { best: best.into_iter().zip(ids).collect(), stats }))
     }
 
     /// A finished search's best candidates (segment rows) with their ids (fetched with their
