@@ -163,7 +163,10 @@ pub(super) fn search(
         return Ok(f);
     }
     if lacking {
-        return Err(crate::sections::bad("IVF_DIR", "a segment lacks bytes and names none to fetch"));
+        // (A reader's bug, never a server's: each ranking names what it lacks.)
+        return Err(Error::Format(shoal_format::FormatError::Malformed(
+            "a search lacks bytes and names none to fetch",
+        )));
     }
     let mut stats = SearchStats { exact: true, ..SearchStats::default() };
     let add = |stats: &mut SearchStats, s: &SearchStats| {

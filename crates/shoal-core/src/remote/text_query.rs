@@ -187,12 +187,7 @@ impl TextHot {
     /// Where `e`'s record (with positions when `phrase`) lies in the file: an error when a
     /// (damaged or crafted) entry points outside `TEXT_TERMS`.
     fn record(&self, e: &TermEntry, phrase: bool) -> Result<Range<u64>, Error> {
-        let r = e.range(phrase);
-        let len = self.terms.end - self.terms.start;
-        if r.start > r.end || r.end > len {
-            return Err(bad("TEXT_TERM_DICT", "a term's record outside TEXT_TERMS"));
-        }
-        Ok(self.terms.start + r.start..self.terms.start + r.end)
+        in_section(&self.terms, e.range(phrase))
     }
 
     /// Searches the fetched records of `keys` (their `entries`) with `query` and `params`: the
@@ -258,4 +253,32 @@ pub(super) fn doc_freqs(keys: &[Vec<Key>], entries: &[Vec<Option<TermEntry>>]) -
         }
     }
     df
+}
+
+/// `r` (from the start of the section at `section`) in the file: an error when it does not lie
+/// inside the section.
+fn in_section(section: &Range<u64>, r: Range<u64>) -> Result<Range<u64>, Error> {
+    let len = section.end - section.start;
+    if r.start > r.end || r.end > len {
+        return Err(bad("TEXT_TERM_DICT", "a term's record outside TEXT_TERMS"));
+    }
+    Ok(section.start + r.start..section.start + r.end)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::in_section;
+
+    #[test]
+    fn a_record_outside_its_section_is_an_error() {
+        let terms = 1000..1600;
+        assert_eq!(in_section(&terms, 0..600).unwrap(), 1000..1600);
+        assert_eq!(in_section(&terms, 64..64).unwrap(), 1064..1064);
+        for r in [0..601, 590..u64::MAX, 700..800] {
+            assert_eq!(in_section(&terms, r.clone()).unwrap_err().code(), "bad_segment", "{r:?}");
+        }
+        #[allow(clippy::reversed_empty_ranges)]
+        let backwards = 10..5;
+        assert!(in_section(&terms, backwards).is_err());
+    }
 }
