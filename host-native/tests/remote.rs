@@ -517,3 +517,68 @@ fn a_disk_cache_serves_a_restarted_reader_and_never_a_replaced_object() {
     let total: u64 = extents(&cache_dir).iter().map(|(_, len)| len).sum();
     assert!(total <= budget, "{total} bytes on disk, budget {budget}");
 }
+
+#[test]
+fn shoal_search_filters_a_published_set_over_http() {
+    // Two segments with payloads (a tag, a number), published: `shoal search URL/manifest.json
+    // --filter` answers as the same rows read whole, payloads included.
+    let schema = Collection::parse_schema(&json!({"tag": "keyword", "n": "integer"})).unwrap();
+    let mut col = Collection::with_schema(CollectionConfig { dim: 16, metric: Metric::L2 }, schema).unwrap();
+    for s in 0..2u64 {
+        let data = clustered_vectors(30 + s, 2_000, 16, 20);
+        let ids: Vec<u64> = (0..2_000).map(|i| s * 2_000 + i).collect();
+        let payloads: Vec<serde_json::Value> =
+            (0..2_000).map(|i| json!({"tag": format!("t{}", i % 5), "n": i})).collect();
+        col.insert_with_payloads(&ids, &data, &payloads).unwrap();
+        col.set_index_kind(IndexKind::IvfRabitq(IvfParams {
+            partitions: Some(16),
+            seed: 3,
+            bits: 2,
+            codes_only: false,
+        }))
+        .unwrap();
+        col.seal();
+    }
+    let p = shoal_testkit::publish_with_twins(&col);
+    let nginx = Nginx::start();
+    for (e, bytes) in p.manifest.manifest.segments.iter().zip(&p.files) {
+        nginx.put(&e.file, bytes);
+    }
+    let manifest = nginx.put("manifest.json", &p.manifest.to_json());
+    let q = clustered_vectors(5, 1, 16, 20);
+    let text: Vec<String> = q.iter().map(|x| x.to_string()).collect();
+    for filter in [
+        json!({"must": [{"key": "tag", "match": {"value": "t2"}}]}),
+        json!({"must": [{"key": "n", "range": {"lt": 40}}]}),
+        json!({"must_not": [{"key": "tag", "match": {"any": ["t0", "t1"]}}], "must": [{"key": "n", "range": {"gte": 1000}}]}),
+    ] {
+        let out = Command::new(env!("CARGO_BIN_EXE_shoal"))
+            .args(["search", &manifest, "--vector", &text.join(","), "--limit", "6", "--json", "--with-payload"])
+            .args(["--filter", &filter.to_string()])
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{filter}: {}", String::from_utf8_lossy(&out.stderr));
+        let got: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        let mut req = SearchRequest::nearest(q.clone(), 6);
+        req.filter = Some(filter.clone());
+        req.with_payload = true;
+        let want = p.local.search(&req).unwrap();
+        let rows = |v: &serde_json::Value| -> Vec<(u64, u32, serde_json::Value)> {
+            v["points"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|p| {
+                    (p["id"].as_u64().unwrap(), (p["score"].as_f64().unwrap() as f32).to_bits(), p["payload"].clone())
+                })
+                .collect()
+        };
+        let want_rows: Vec<(u64, u32, serde_json::Value)> = want
+            .points
+            .iter()
+            .map(|p| (p.id.as_num().unwrap(), p.score.to_bits(), p.payload.clone().unwrap()))
+            .collect();
+        assert_eq!(rows(&got), want_rows, "{filter}");
+        assert_eq!(want_rows.len(), 6, "{filter}");
+    }
+}
