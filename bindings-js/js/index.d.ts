@@ -526,7 +526,8 @@ export interface RemoteCollection {
   /** The remote module's kernels: "simd128" or "scalar". */
   readonly kernels: string;
   /** A search by the vector, by `text`, or both fused, with `with_payload` and `filter` (no
-   * `has_id`, no nested payloads; no sparse vector, prefetch, `exact` or text deadline): the
+   * `has_id`; nested payloads by their indexed paths only; no sparse vector, prefetch, `exact`
+   * or text deadline): the
    * local results, bit for bit, and
    * what it fetched. Server faults throw `remote_status`, `object_changed`,
    * `range_unsupported`, `bad_response`, `transport` or `no_progress`; bytes failing their

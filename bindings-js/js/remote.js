@@ -416,8 +416,9 @@ export class RemoteCollection {
 
   /**
    * A search (the request shape of `Collection.search`): by the vector, by `text` (BM25 with
-   * the set's statistics), or both fused, with `with_payload` and `filter` (no `has_id`, no
-   * nested payloads) — no sparse vector, prefetch, exact search or text deadline. Resolves to
+   * the set's statistics), or both fused, with `with_payload` and `filter` (no `has_id`; nested
+   * payloads by their indexed paths only) — no sparse vector, prefetch, exact search or text
+   * deadline. Resolves to
    * the local results, bit for bit, with
    * `io`: what this search fetched.
    * @param {Record<string, any>} req

@@ -328,3 +328,55 @@ fn damaged_filter_blocks_are_errors_not_answers() {
     eprintln!("flipped bytes: {caught} caught, {same} not read");
     assert!(caught > 100 && same > 10, "{caught} / {same}");
 }
+
+#[test]
+fn nested_payloads_filter_by_their_declared_paths() {
+    // Qdrant's collections: any JSON payload, filter keys are paths; the declared ones have
+    // columns. A filter on declared paths whose values the columns hold reads no document.
+    let schema = Collection::parse_nested_schema(&json!({"meta.tag": "keyword", "meta.n": "integer"})).unwrap();
+    let mut col = Collection::with_schema(CollectionConfig { dim: DIM, metric: Metric::Cosine }, schema).unwrap();
+    for s in 0..2u64 {
+        let data = clustered_vectors(60 + s, 2500, DIM, 16);
+        let ids: Vec<u64> = (0..2500).map(|i| s * 2500 + i).collect();
+        let payloads: Vec<Value> = (0..2500)
+            .map(|i| {
+                // Segment 1: a few `meta.n` that are not integers (strays of that path).
+                let n = if s == 1 && i % 97 == 5 { json!("many") } else { json!(i) };
+                json!({"meta": {"tag": format!("t{}", i % 3), "n": n}, "note": {"x": i % 2}})
+            })
+            .collect();
+        col.insert_with_payloads(&ids, &data, &payloads).unwrap();
+        let params = IvfParams { partitions: Some(20), seed: 4, bits: 2, codes_only: false };
+        col.set_index_kind(IndexKind::IvfRabitq(params)).unwrap();
+        col.seal();
+    }
+    let p = publish(&col);
+    let (set, opened) = open_set(&p);
+    let q = clustered_vectors(9, 1, DIM, 16);
+    let tag = |t: &str| json!({"key": "meta.tag", "match": {"value": t}});
+    for filter in [
+        json!({"must": [tag("t1")]}),
+        json!({"must_not": [tag("t0")]}),
+        json!({"should": [tag("t2"), {"is_empty": {"key": "meta.tag"}}]}),
+    ] {
+        for body in
+            [json!({"limit": 10, "filter": filter}), json!({"limit": 3, "with_payload": true, "filter": filter})]
+        {
+            let req = request(body.clone(), Some(&q));
+            let want = p.local.search(&req).unwrap();
+            let (got, _) = drive(&set, &p.files, &mut opened.clone(), &req).unwrap();
+            assert_eq!((seen(&got), &got.stats), (seen(&want), &want.stats), "{body}");
+        }
+    }
+    // What needs documents: a path without a column, `nested`, a path with strays.
+    for filter in [
+        json!({"must": [{"key": "note.x", "match": {"value": 1}}]}),
+        json!({"must": [{"nested": {"key": "meta", "filter": {"must": [tag("t1")]}}}]}),
+        json!({"must": [{"key": "meta.n", "range": {"lt": 50}}]}),
+    ] {
+        let req = request(json!({"limit": 5, "filter": filter}), Some(&q));
+        assert!(p.local.search(&req).is_ok(), "{filter} locally");
+        let err = drive(&set, &p.files, &mut opened.clone(), &req).unwrap_err();
+        assert_eq!(err.code(), "unsupported", "{filter}: {err}");
+    }
+}

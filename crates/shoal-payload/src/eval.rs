@@ -652,6 +652,13 @@ impl<'v, 'a> CompiledFilter<'v, 'a> {
             }
     }
 
+    /// Whether evaluating the filter reads stored documents (nested payloads: a path the
+    /// segment has no column for, a `nested` condition, or rows whose values at a named path
+    /// no column holds): a reader without the documents cannot evaluate it.
+    pub fn reads_documents(&self) -> bool {
+        self.doc.is_some() && self.strays.as_ref().is_none_or(|s| !s.is_empty())
+    }
+
     /// Bounds on the number of matching rows, from the index sizes alone (no scan).
     pub fn estimate_cardinality(&self) -> Cardinality {
         let rows = u64::from(self.view.rows());

@@ -356,8 +356,9 @@ impl RemoteSegment {
 
     /// Searches the segment with `req` over the bytes fetched so far: the results, or the
     /// ranges to fetch first. `req` ranks by the segment's dense vector, by text (a segment
-    /// with a text index), or both fused, with or without payloads and a filter (no `has_id`,
-    /// no nested payloads) — no `sparse`, `prefetch`, `exact` or text deadline; its settings
+    /// with a text index), or both fused, with or without payloads and a filter (no `has_id`;
+    /// over nested payloads, none that reads documents) — no `sparse`, `prefetch`, `exact` or
+    /// text deadline; its settings
     /// mean what they mean locally, and
     /// the answer is the local one, bit for bit. Bytes that fail their CRC give
     /// [`FormatError::ChecksumMismatch`] (a host may drop its cache and search once more: a

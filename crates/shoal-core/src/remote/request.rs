@@ -56,8 +56,8 @@ impl Wants {
 }
 
 /// Checks what a request over segments read by ranges may ask: a vector and/or text ranking,
-/// a filter (checked against `schema`, the collection's; not over nested payloads, no
-/// `has_id`), no prefetch, sparse vector, exact search or text deadline. Returns the filter.
+/// a filter (checked against `schema`, the collection's; no `has_id`), no prefetch, sparse
+/// vector, exact search or text deadline. Returns the filter.
 fn check(
     req: &SearchRequest,
     (dim, metric): (usize, Metric),
@@ -75,9 +75,6 @@ fn check(
             let invalid = |e: shoal_payload::FilterError| Error::InvalidRequest(alloc::format!("{e}"));
             let f = Filter::from_value(v).map_err(invalid)?;
             f.validate(schema).map_err(invalid)?;
-            if schema.is_nested() {
-                return Err(Error::Unsupported("filters over nested payloads in a set read by ranges"));
-            }
             if super::filter::has_id(&f) {
                 return Err(Error::Unsupported("`has_id` in a filter of a set read by ranges"));
             }

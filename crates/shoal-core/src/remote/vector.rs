@@ -126,6 +126,11 @@ impl RemoteSegment {
                 let c = view
                     .compile_for(filter, schema, &|_| None)
                     .map_err(|e| Error::InvalidRequest(alloc::format!("{e}")))?;
+                if c.reads_documents() {
+                    return Err(Error::Unsupported(
+                        "a filter on nested payloads that reads documents (a path without a payload index, `nested`, or values no column holds) in a set read by ranges",
+                    ));
+                }
                 body(Some(&c))
             }
             None if self.payload => Err(NO_FILTER_INDEX),
