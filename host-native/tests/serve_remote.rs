@@ -34,6 +34,13 @@ fn searches(queries: &[f32]) -> Vec<(&'static str, Value)> {
         out.push(("points/query", json!({"query": {"nearest": q}, "limit": 7, "offset": i % 3, "with_payload": true})));
         out.push(("points/search", json!({"vector": q, "limit": 5, "score_threshold": 9.0 + i as f64})));
         out.push(("search", json!({"vector": q, "limit": 12, "params": {"nprobe": nprobe, "rerank": 2}})));
+        // Filters on the indexed path `a` (read by ranges: its column and value -> rows lists).
+        let filter = if i % 2 == 0 {
+            json!({"must": [{"key": "a", "match": {"value": i % 4}}]})
+        } else {
+            json!({"must": [{"key": "a", "range": {"gte": 2}}], "must_not": [{"key": "a", "match": {"value": 3}}]})
+        };
+        out.push(("points/query", json!({"query": q, "limit": 6, "filter": filter, "with_payload": i % 3 == 0})));
     }
     let two: Vec<Value> = queries.chunks_exact(DIM).take(2).map(|q| json!({"query": q, "limit": 4})).collect();
     out.push(("points/query/batch", json!({"searches": two})));
@@ -60,13 +67,14 @@ fn readers_of_one_published_copy_answer_as_the_writer() {
     let writer_data = dir.path("writer");
     let writer = Server::start(&writer_data, &["--merge-factor", "100", "--seal-rows", "100000"]);
     okj(&writer, "PUT", "/collections/docs", json!({"vectors": {"size": DIM, "distance": "Euclid"}}));
+    okj(&writer, "PUT", "/collections/docs/index", json!({"field_name": "a", "field_schema": "integer"}));
     let n = 2_000;
     for s in 0..3u64 {
         let data = clustered_vectors(40 + s, n, DIM, 24);
         let points: Vec<Value> = data
             .chunks_exact(DIM)
             .enumerate()
-            .map(|(i, v)| json!({"id": (s * n as u64 + i as u64) * 7 + 3, "vector": v}))
+            .map(|(i, v)| json!({"id": (s * n as u64 + i as u64) * 7 + 3, "vector": v, "payload": {"a": i % 5, "b": {"c": i % 2}}}))
             .collect();
         okj(&writer, "PUT", "/collections/docs/points?wait=true", json!({"points": points}));
         okj(&writer, "POST", "/collections/docs/seal", json!({}));
@@ -128,7 +136,13 @@ fn readers_of_one_published_copy_answer_as_the_writer() {
     // Bad requests are typed 400s.
     let bad = [
         ("points/query", json!({"query": [1.0, 2.0], "limit": 3}), "dimension_mismatch"),
-        ("points/query", json!({"query": q, "filter": {"must": [{"key": "a", "match": {"value": 1}}]}}), "unsupported"),
+        ("points/query", json!({"query": q, "filter": {"must": [{"has_id": [3]}]}}), "unsupported"),
+        // (A path without a payload index: its documents would be read.)
+        (
+            "points/query",
+            json!({"query": q, "filter": {"must": [{"key": "b.c", "match": {"value": 1}}]}}),
+            "unsupported",
+        ),
         ("points/query", json!({"query": q, "with_vector": true}), "bad_request"),
         ("points/query", json!({"query": q, "params": {"exact": true}}), "unsupported"),
         ("search", json!({"vector": q, "limit": -1}), "invalid_request"),

@@ -380,3 +380,107 @@ fn nested_payloads_filter_by_their_declared_paths() {
         assert_eq!(err.code(), "unsupported", "{filter}: {err}");
     }
 }
+
+/// Segments of `per` rows of `dim` dimensions (a tag, a number, a title when `text`), point `i`
+/// of segment `s` with id `id(s, i)`.
+fn collection_dim(dim: usize, segments: usize, per: usize, text: bool, id: &dyn Fn(usize, usize) -> u64) -> Collection {
+    let schema = if text {
+        json!({"title": "text", "tag": "keyword", "n": "integer"})
+    } else {
+        json!({"tag": "keyword", "n": "integer"})
+    };
+    let config = CollectionConfig { dim, metric: Metric::L2 };
+    let mut col = Collection::with_schema(config, Collection::parse_schema(&schema).unwrap()).unwrap();
+    let words = words();
+    let mut rng = Rng(7);
+    for s in 0..segments {
+        let data = clustered_vectors(40 + s as u64, per, dim, 16);
+        let ids: Vec<u64> = (0..per).map(|i| id(s, i)).collect();
+        let payloads: Vec<Value> = (0..per)
+            .map(|i| {
+                if i % 23 == 7 {
+                    return Value::Null;
+                }
+                let title: Vec<&str> = (0..1 + rng.next() % 4).map(|_| rng.word(&words)).collect();
+                let mut doc = json!({"tag": format!("t{}", i % 4), "n": i});
+                if text {
+                    doc["title"] = json!(title.join(" "));
+                }
+                doc
+            })
+            .collect();
+        col.insert_with_payloads(&ids, &data, &payloads).unwrap();
+        let params = IvfParams { partitions: Some(24), seed: 4, bits: 2 + s as u32 % 3, codes_only: false };
+        col.set_index_kind(IndexKind::IvfRabitq(params)).unwrap();
+        col.seal();
+    }
+    col
+}
+
+/// Filters of a few matches: exact scans.
+fn exact_filters() -> Vec<Value> {
+    let key = |k: &str, m: Value| json!({"key": k, "match": m});
+    vec![
+        json!({"must": [{"key": "n", "range": {"lt": 90}}]}),
+        json!({"must": [{"key": "n", "range": {"gte": 1000, "lt": 1300}}]}),
+        json!({"must": [key("tag", json!({"value": "t2"})), {"key": "n", "range": {"gte": 2500, "lt": 2700}}]}),
+        json!({"should": [{"key": "n", "range": {"lt": 40}}, {"key": "n", "range": {"gte": 2950}}, {"key": "n", "range": {"gte": 1500, "lt": 1540}}]}),
+        json!({"must": [{"is_empty": {"key": "tag"}}]}),
+    ]
+}
+
+/// Exact scans of `col` published, against the local set; `expect_waves` without payloads.
+fn check(col: &Collection, dim: usize, expect_waves: Option<usize>) -> usize {
+    let p = publish(col);
+    let head = shoal_format::SegmentHead::read(AlignedBytes::from_slice(&p.files[0][..4096]).as_slice()).unwrap();
+    assert!([69, 70].iter().all(|&k| head.entry(k).is_some()), "vector CRCs");
+    let (set, opened) = open_set(&p);
+    let queries = clustered_vectors(91, 4, dim, 16);
+    let mut exact = 0;
+    for q in queries.chunks_exact(dim) {
+        for filter in exact_filters() {
+            for body in [
+                json!({"limit": 10, "filter": filter}),
+                json!({"limit": 4, "offset": 3, "filter": filter}),
+                json!({"limit": 7, "with_payload": true, "filter": filter}),
+            ] {
+                let req = request(body.clone(), Some(q));
+                let want = p.local.search(&req).unwrap();
+                let (got, waves) = drive(&set, &p.files, &mut opened.clone(), &req).unwrap();
+                assert_eq!((seen(&got), &got.stats), (seen(&want), &want.stats), "dim {dim}: {body}");
+                if want.stats.exact {
+                    exact += 1;
+                    if let (Some(w), None) = (expect_waves, body.get("with_payload")) {
+                        assert_eq!(waves, w, "dim {dim}: {body}");
+                    }
+                }
+            }
+        }
+    }
+    assert!(exact > 0, "dim {dim}: some exact scans");
+    exact
+}
+
+#[test]
+fn exact_scans_by_vector_crcs_at_every_block_shape() {
+    // One row a vector block (dim >= 64), several CRC chunks; many rows a block (dim 9).
+    for dim in [128usize, 64, 9] {
+        for text in [true, false] {
+            let col = collection_dim(dim, 2, 3000, text, &|s, i| (s * 3000 + i) as u64 * 3 + 1);
+            let n = check(&col, dim, Some(if text { 2 } else { 3 }));
+            eprintln!("dim {dim} text {text}: {n} exact");
+        }
+    }
+}
+
+#[test]
+fn exact_scans_with_ids_in_row_id_blocks() {
+    let col = collection_dim(24, 1, 33_000, true, &|_, i| (i as u64) << 48 | 1);
+    let p = publish(&col);
+    let head = shoal_format::SegmentHead::read(AlignedBytes::from_slice(&p.files[0][..4096]).as_slice()).unwrap();
+    assert!(head.entry(67).is_some() && head.entry(68).is_none(), "ids in blocks");
+    drop(p);
+    // The fields, the vectors with their CRCs, the results' id blocks.
+    let n = check(&col, 24, Some(3));
+    eprintln!("row id blocks: {n} exact");
+}

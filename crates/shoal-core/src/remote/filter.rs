@@ -68,8 +68,8 @@ pub(super) struct FilterHot {
     spans: Vec<[Span; 3]>,
 }
 
-/// The filter index read so far: the three sections at their lengths, the fetched tables and
-/// fields in place (the rest zero).
+/// The filter index of some fields, read: each of the three sections laid out anew with its
+/// table and those fields' spans only (`FilterHot::compact`).
 pub(super) struct FilterBytes {
     sections: [AlignedBytes; 3],
 }
@@ -204,27 +204,25 @@ impl FilterHot {
         if table.len() != 16 + entries * 16 {
             return Err(wrong());
         }
-        // Where each wanted field's span goes.
-        let mut base = alloc::vec![u64::MAX; groups];
+        // Where each wanted field's span goes (`None`: not wanted).
+        let mut base: Vec<Option<u64>> = alloc::vec![None; groups];
         let mut size = shoal_format::align_up(table.len() as u64);
         for &f in fields {
-            let span = self.spans[f][s];
-            if span.length > 0 {
-                base[f] = size;
-                size = shoal_format::align_up(size + u64::from(span.length));
-            }
+            base[f] = Some(size);
+            size = shoal_format::align_up(size + u64::from(self.spans[f][s].length));
         }
         let mut out = AlignedBytes::zeroed(usize::try_from(size).map_err(|_| wrong())?);
         let buf = out.as_mut_slice();
         buf[..16].copy_from_slice(&table[..16]);
         for (g, &at_base) in base.iter().enumerate() {
+            let Some(at_base) = at_base else { continue }; // (entries left zero: empty arrays)
             let span = self.spans[g][s];
             for a in 0..arrays {
                 let e = 16 + (g * arrays + a) * 16;
                 let off = u64::from_le_bytes(table[e..e + 8].try_into().expect("8 bytes"));
                 let len = u64::from_le_bytes(table[e + 8..e + 16].try_into().expect("8 bytes"));
-                if at_base == u64::MAX || len == 0 {
-                    continue; // (left zero: an empty array)
+                if len == 0 {
+                    continue;
                 }
                 let end = span.offset + u64::from(span.length);
                 if off < span.offset || off.checked_add(len).is_none_or(|x| x > end) {
@@ -233,7 +231,7 @@ impl FilterHot {
                 buf[e..e + 8].copy_from_slice(&(at_base + off - span.offset).to_le_bytes());
                 buf[e + 8..e + 16].copy_from_slice(&len.to_le_bytes());
             }
-            if at_base != u64::MAX {
+            if span.length > 0 {
                 let at = self.sections[s].0 + span.offset;
                 let bytes = cache.get(at..at + u64::from(span.length)).expect("checked by the caller");
                 check_block(bytes, span.crc, "PAYLOAD_FILTER_DIR", KINDS[s])?;
@@ -420,6 +418,35 @@ mod tests {
         let fb = fetched(&h, &named, &bytes).unwrap();
         let rows = h.view(&fb, 300, &named).unwrap().compile(&other, &|_| None).unwrap().matching_points().count();
         assert_eq!(rows, 75);
+    }
+
+    /// A named field whose span the directory gives as empty while its table lists arrays: an
+    /// error at once (not arrays quietly emptied).
+    #[test]
+    fn an_empty_span_for_arrays_is_an_error() {
+        let b = built();
+        for section in 0..3 {
+            let (bytes, head) = file(&b, &|dir| {
+                let at = 32 + section * 16; // field 0 (`n`), this section
+                dir[at + 8..at + 16].copy_from_slice(&[0; 8]);
+            });
+            let h = hot(&bytes, &head);
+            let filter = Filter::from_json(r#"{"must": [{"key": "n", "range": {"lt": 5}}]}"#).unwrap();
+            let named = h.named(&filter);
+            let mut cache = RangeCache::new(u64::MAX);
+            let err = loop {
+                match h.fetch(&named, &cache) {
+                    Err(e) => break e,
+                    Ok(Ok(_)) => panic!("section {section}: an empty span for arrays was accepted"),
+                    Ok(Err(lacking)) => {
+                        for r in lacking {
+                            cache.insert(r.start, &bytes[r.start as usize..(r.end as usize).min(bytes.len())]);
+                        }
+                    }
+                }
+            };
+            assert_eq!(err.code(), "bad_segment", "section {section}: {err}");
+        }
     }
 
     /// A section length far beyond what is fetched (as a hostile head may say): the buffers are
