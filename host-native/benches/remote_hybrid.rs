@@ -216,6 +216,17 @@ fn main() {
         r.params.nprobe = Some(nprobe);
     }
 
+    // Filters: `pos` verb (28% of the rows: the IVF search checking each candidate), `letters`
+    // >= 12 ("rare", 2.5%: an exact scan of its ~650 rows), text (verbs) and hybrid (nouns, 45%)
+    // filtered.
+    let filtered = |reqs: &[SearchRequest], f: Value| -> Vec<SearchRequest> {
+        reqs.iter().map(|r| SearchRequest { filter: Some(f.clone()), ..r.clone() }).collect()
+    };
+    let verbs = json!({"must": [{"key": "pos", "match": {"value": "verb"}}]});
+    let long = json!({"must": [{"key": "letters", "range": {"gte": 12}}]});
+    let nouns = json!({"must": [{"key": "pos", "match": {"value": "noun"}}]});
+    let (fv, fl, ft, fh) =
+        (filtered(&vreqs, verbs.clone()), filtered(&vreqs, long), filtered(&treqs, verbs), filtered(&hreqs, nouns));
     // Files for the JavaScript benchmarks.
     let kept = cache().join("remote");
     std::fs::create_dir_all(&kept).unwrap();
@@ -229,6 +240,9 @@ fn main() {
             v["vector"] = json!(q.iter().map(|&x| f64::from(x)).collect::<Vec<f64>>());
             v["params"] = json!({"nprobe": r.params.nprobe});
         }
+        if let Some(f) = &r.filter {
+            v["filter"] = f.clone();
+        }
         v
     };
     let ids_of = |res: &[SearchResponse]| -> Vec<Vec<u64>> {
@@ -238,6 +252,9 @@ fn main() {
         ("vector", &vreqs, ids_of(&exact_truth)),
         ("text", &treqs, ids_of(&local_of(&treqs))),
         ("hybrid", &hreqs, ids_of(&local_of(&hreqs))),
+        // Filtered: the truth is the local answer (recall 1 means the same ids).
+        ("filter", &fv, ids_of(&local_of(&fv))),
+        ("rare", &fl, ids_of(&local_of(&fl))),
     ] {
         let name = format!("gcide-{kind}");
         let link = kept.join(format!("{name}.v2.shoal"));
@@ -251,17 +268,6 @@ fn main() {
     let nginx = Nginx::start();
     let proxy = Proxy::start_with_latency(&nginx.base, latency);
     let url = nginx.put("gcide.v2.shoal", v2.as_slice()).replace(&nginx.base, &proxy.base);
-    // Filters: `pos` verb (28% of the rows: the IVF search checking each candidate), `letters`
-    // >= 12 ("rare", 2.5%: an exact scan of its ~650 rows), text (verbs) and hybrid (nouns, 45%)
-    // filtered.
-    let filtered = |reqs: &[SearchRequest], f: Value| -> Vec<SearchRequest> {
-        reqs.iter().map(|r| SearchRequest { filter: Some(f.clone()), ..r.clone() }).collect()
-    };
-    let verbs = json!({"must": [{"key": "pos", "match": {"value": "verb"}}]});
-    let long = json!({"must": [{"key": "letters", "range": {"gte": 12}}]});
-    let nouns = json!({"must": [{"key": "pos", "match": {"value": "noun"}}]});
-    let (fv, fl, ft, fh) =
-        (filtered(&vreqs, verbs.clone()), filtered(&vreqs, long), filtered(&treqs, verbs), filtered(&hreqs, nouns));
     let cases: Vec<(&str, Vec<SearchRequest>, Vec<SearchResponse>, bool)> = vec![
         ("vector", vreqs.clone(), exact_truth.clone(), false),
         ("vector+filter", fv.clone(), local_of(&fv), true),
