@@ -273,7 +273,7 @@ bench-remote-hybrid: setup-nginx build-js setup-edge
 	npm ci --prefix bench/node --no-audit --no-fund
 	python3 bench/prepare_gcide.py
 	$(CARGO) bench -p shoal-host --bench remote_hybrid
-	node bench/node/remote.mjs --datasets gcide-vector,gcide-text,gcide-hybrid
+	node bench/node/remote.mjs --datasets gcide-vector,gcide-text,gcide-hybrid,gcide-filter,gcide-rare
 	node bench/node/pagefind.mjs
 
 # The 10M x 128-d segment set of bench/large.py, published with `shoal publish` and read by ranges
