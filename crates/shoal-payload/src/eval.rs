@@ -282,8 +282,7 @@ impl<'a> PayloadView<'a> {
 /// Nested payloads: whether every key of `f` is a path `schema` has a column for, with no
 /// `nested` condition (which only documents answer); the paths' fields are marked in `named`.
 fn column_paths(f: &Filter, schema: &Schema, named: &mut [bool]) -> bool {
-    let lists = [&f.must, &f.should, &f.must_not];
-    lists.into_iter().flatten().chain(f.min_should.iter().flat_map(|m| &m.conditions)).all(|c| match c {
+    f.conditions().all(|c| match c {
         Condition::Filter(inner) => column_paths(inner, schema, named),
         Condition::HasId(_) => true,
         Condition::Nested { .. } => false,
@@ -307,8 +306,7 @@ fn compile_filter(view: &PayloadView<'_>, f: &Filter, row_of: &dyn Fn(PointId) -
 /// stored documents the filter is evaluated on.
 fn has_id_rows(f: &Filter, row_of: &dyn Fn(PointId) -> Option<u32>) -> Vec<(PointId, u32)> {
     fn walk(f: &Filter, row_of: &dyn Fn(PointId) -> Option<u32>, out: &mut Vec<(PointId, u32)>) {
-        let lists = [&f.must, &f.should, &f.must_not];
-        for c in lists.into_iter().flatten().chain(f.min_should.iter().flat_map(|m| &m.conditions)) {
+        for c in f.conditions() {
             match c {
                 Condition::HasId(list) => out.extend(list.iter().filter_map(|&id| Some((id, row_of(id)?)))),
                 Condition::Filter(inner) => walk(inner, row_of, out),

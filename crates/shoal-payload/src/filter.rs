@@ -129,6 +129,13 @@ fn err(path: &str, kind: FilterErrorKind) -> FilterError {
 }
 
 impl Filter {
+    /// Every condition of this filter, one level deep: `must`, `should`, `must_not`, then
+    /// `min_should`'s.
+    pub fn conditions(&self) -> impl Iterator<Item = &Condition> {
+        let lists = [&self.must, &self.should, &self.must_not];
+        lists.into_iter().flatten().chain(self.min_should.iter().flat_map(|m| &m.conditions))
+    }
+
     /// Parses filter JSON text.
     ///
     /// ```
@@ -391,8 +398,7 @@ fn validate_filter(f: &Filter, schema: &Schema, path: &str) -> Result<(), Filter
 /// Nested mode: every key a path, no `has_id` inside `nested` (errors name the key at `path`).
 fn validate_paths(f: &Filter, path: &str, in_nested: bool) -> Result<(), FilterError> {
     let bad = |why: String| err(path, FilterErrorKind::BadPath(why));
-    let lists = [&f.must, &f.should, &f.must_not];
-    for c in lists.into_iter().flatten().chain(f.min_should.iter().flat_map(|m| &m.conditions)) {
+    for c in f.conditions() {
         let key = match c {
             Condition::Filter(inner) => {
                 validate_paths(inner, path, in_nested)?;

@@ -38,7 +38,7 @@ mod upsert;
 #[cfg(feature = "remote")]
 pub(crate) use query::cut;
 #[cfg(feature = "remote")]
-pub(crate) use search::{prepare_vector, push_exact};
+pub(crate) use search::{parse_filter, prepare_vector, push_exact};
 #[cfg(feature = "remote")]
 pub(crate) use text_search::best_first;
 pub(crate) use upsert::{check_payloads_against, first_non_finite};

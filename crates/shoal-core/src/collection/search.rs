@@ -108,11 +108,7 @@ impl Collection {
 
     /// Parses a request's filter and checks it against the schema (`null` means none).
     pub(super) fn parse_filter(&self, filter: Option<&Value>) -> Result<Option<Filter>, Error> {
-        let Some(v) = filter.filter(|v| !v.is_null()) else { return Ok(None) };
-        let invalid = |e: shoal_payload::FilterError| Error::InvalidRequest(format!("{e}"));
-        let f = Filter::from_value(v).map_err(invalid)?;
-        f.validate(self.schema.as_ref().unwrap_or(&Schema::default())).map_err(invalid)?;
-        Ok(Some(f))
+        parse_filter(filter, self.schema.as_ref().unwrap_or(&Schema::default()))
     }
 
     /// `filter` bound to a sealed segment's payload `view` (`has_id` ids resolved to its rows),
@@ -432,6 +428,16 @@ impl Collection {
         part.deleted.iter().for_each(|r| matching.remove(r as u32));
         matching
     }
+}
+
+/// Parses a request's filter and checks it against `schema` (`null` means none): what every
+/// reader of a collection does, local or by ranges.
+pub(crate) fn parse_filter(filter: Option<&Value>, schema: &Schema) -> Result<Option<Filter>, Error> {
+    let Some(v) = filter.filter(|v| !v.is_null()) else { return Ok(None) };
+    let invalid = |e: shoal_payload::FilterError| Error::InvalidRequest(format!("{e}"));
+    let f = Filter::from_value(v).map_err(invalid)?;
+    f.validate(schema).map_err(invalid)?;
+    Ok(Some(f))
 }
 
 /// Offers each `(internal id, vector)` to `topk` with its exact key of `metric` against `query`

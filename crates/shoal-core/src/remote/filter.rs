@@ -272,30 +272,33 @@ fn layout_reason(e: &shoal_payload::LayoutError) -> &'static str {
     }
 }
 
-/// Calls `f` with every field key `filter` names (`has_id` names none).
-pub(super) fn keys(filter: &Filter, f: &mut dyn FnMut(&str)) {
-    let lists = [&filter.must, &filter.should, &filter.must_not];
-    for c in lists.into_iter().flatten().chain(filter.min_should.iter().flat_map(|m| &m.conditions)) {
-        match c {
-            Condition::Field { key, .. } | Condition::IsEmpty(key) | Condition::IsNull(key) => f(key),
-            Condition::Nested { key, filter } => {
-                f(key);
-                keys(filter, f);
-            }
-            Condition::Filter(inner) => keys(inner, f),
-            Condition::HasId(_) => {}
+/// Calls `f` with every condition of `filter`, nested ones (inside inner filters and
+/// `nested`) included.
+fn each_condition(filter: &Filter, f: &mut dyn FnMut(&Condition)) {
+    for c in filter.conditions() {
+        f(c);
+        if let Condition::Filter(inner) | Condition::Nested { filter: inner, .. } = c {
+            each_condition(inner, f);
         }
     }
 }
 
+/// Calls `f` with every field key `filter` names (`has_id` names none).
+pub(super) fn keys(filter: &Filter, f: &mut dyn FnMut(&str)) {
+    each_condition(filter, &mut |c| match c {
+        Condition::Field { key, .. }
+        | Condition::IsEmpty(key)
+        | Condition::IsNull(key)
+        | Condition::Nested { key, .. } => f(key),
+        Condition::Filter(_) | Condition::HasId(_) => {}
+    });
+}
+
 /// Whether `filter` holds a `has_id` condition anywhere.
 pub(super) fn has_id(filter: &Filter) -> bool {
-    let lists = [&filter.must, &filter.should, &filter.must_not];
-    lists.into_iter().flatten().chain(filter.min_should.iter().flat_map(|m| &m.conditions)).any(|c| match c {
-        Condition::HasId(_) => true,
-        Condition::Filter(inner) | Condition::Nested { filter: inner, .. } => has_id(inner),
-        _ => false,
-    })
+    let mut found = false;
+    each_condition(filter, &mut |c| found |= matches!(c, Condition::HasId(_)));
+    found
 }
 
 #[cfg(test)]

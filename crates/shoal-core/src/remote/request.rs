@@ -69,18 +69,10 @@ fn check(
     if !req.prefetch.is_empty() || req.sparse.is_some() {
         return Err(Error::Unsupported("`prefetch` or `sparse` in a set read by ranges"));
     }
-    let filter = match req.filter.as_ref().filter(|f| !f.is_null()) {
-        None => None,
-        Some(v) => {
-            let invalid = |e: shoal_payload::FilterError| Error::InvalidRequest(alloc::format!("{e}"));
-            let f = Filter::from_value(v).map_err(invalid)?;
-            f.validate(schema).map_err(invalid)?;
-            if super::filter::has_id(&f) {
-                return Err(Error::Unsupported("`has_id` in a filter of a set read by ranges"));
-            }
-            Some(f)
-        }
-    };
+    let filter = crate::collection::parse_filter(req.filter.as_ref(), schema)?;
+    if filter.as_ref().is_some_and(super::filter::has_id) {
+        return Err(Error::Unsupported("`has_id` in a filter of a set read by ranges"));
+    }
     if req.params.exact {
         return Err(Error::Unsupported("exact search of a set read by ranges (it reads every vector)"));
     }

@@ -6,9 +6,9 @@
 use alloc::vec::Vec;
 use core::ops::Range;
 
-use shoal_index::TopK;
 use shoal_index::ivf::v2::PartitionBlock;
 use shoal_index::ivf::{IvfScratch, IvfSearch, IvfSubset, PartitionBytes, Prefetch, RerankReads};
+use shoal_index::{Candidate, TopK};
 use shoal_payload::{CompiledFilter, Filter, Schema};
 
 use super::{FilteredBody, Hits, NO_FILTER_INDEX, Parts, RangeCache, RemoteSegment, Step, at, coalesce};
@@ -448,12 +448,7 @@ impl RemoteSegment {
                 if lacking.is_empty() {
                     let pb: Vec<PartitionBlock<'_>> =
                         parts.iter().map(|&p| self.partition_block(p as usize, cache)).collect::<Result<_, _>>()?;
-                    for c in &best {
-                        let p = self.partition_of(c.id as usize);
-                        let block = &pb[parts.binary_search(&(p as u32)).expect("a result's partition")];
-                        let i = c.id as usize - self.ivf.offsets[p] as usize;
-                        ids.push(u64::from_le_bytes(block.ids[i * 8..i * 8 + 8].try_into().expect("8 bytes")));
-                    }
+                    ids = self.ids_in_partitions(&best, (&parts, &pb), cache);
                 }
             }
         }
@@ -477,22 +472,34 @@ impl RemoteSegment {
     ) -> Result<Hits, Error> {
         let mut best = Vec::new();
         topk.drain_sorted(&mut best);
-        let mut ids_of = Vec::with_capacity(best.len());
-        for c in &best {
-            let row = c.id as usize;
-            let p = self.partition_of(row);
-            let i = row - self.ivf.offsets[p] as usize;
-            let ids = match &self.parts {
-                Parts::V1 { ids, .. } => {
-                    cache.get(at(ids.start + row as u64 * 8, 8)).expect("fetched with its partition")
-                }
-                Parts::V2 { .. } => {
-                    let b = &blocks[parts.binary_search(&(p as u32)).expect("a probed partition")];
-                    &b.ids[i * 8..i * 8 + 8]
-                }
-            };
-            ids_of.push(u64::from_le_bytes(ids[..8].try_into().expect("8 bytes")));
-        }
+        let ids_of = self.ids_in_partitions(&best, (parts, blocks), cache);
         Ok(Hits { best: best.into_iter().zip(ids_of).collect(), stats })
+    }
+
+    /// The point ids of `best` (segment rows) from their partitions: in format 2 their blocks
+    /// (`blocks` of `parts`, sorted), in format 1 the runs of `IDS` fetched with them.
+    fn ids_in_partitions(
+        &self,
+        best: &[Candidate],
+        (parts, blocks): (&[u32], &[PartitionBlock<'_>]),
+        cache: &RangeCache,
+    ) -> Vec<u64> {
+        best.iter()
+            .map(|c| {
+                let row = c.id as usize;
+                let p = self.partition_of(row);
+                let i = row - self.ivf.offsets[p] as usize;
+                let ids = match &self.parts {
+                    Parts::V1 { ids, .. } => {
+                        cache.get(at(ids.start + row as u64 * 8, 8)).expect("fetched with its partition")
+                    }
+                    Parts::V2 { .. } => {
+                        let b = &blocks[parts.binary_search(&(p as u32)).expect("a fetched partition")];
+                        &b.ids[i * 8..i * 8 + 8]
+                    }
+                };
+                u64::from_le_bytes(ids[..8].try_into().expect("8 bytes"))
+            })
+            .collect()
     }
 }
