@@ -10,7 +10,7 @@ mod remote_common;
 use remote_common::*;
 use serde_json::{Value, json};
 use shoal_core::remote::{RangeCache, RemoteSegment, Step};
-use shoal_core::{AlignedBytes, Collection, CollectionConfig, Error, IndexKind, IvfParams, Metric};
+use shoal_core::{AlignedBytes, Collection, CollectionConfig, IndexKind, IvfParams, Metric};
 use shoal_testkit::{clustered_vectors, publish_with_twins as publish};
 
 /// `segments` segments of `per` points with a tag (keyword, 4 values), `n` (integer, the
@@ -287,43 +287,21 @@ fn damaged_filter_blocks_are_errors_not_answers() {
     );
     let (good, _) = drive(&set, &p.files, &mut opened.clone(), &req).unwrap();
     assert_eq!(good.points.len(), 10);
-    let head = shoal_format::SegmentHead::read(AlignedBytes::from_slice(&p.files[0][..4096]).as_slice()).unwrap();
     let (mut caught, mut same) = (0, 0);
     // The exact scan's vectors and their CRCs (most of both read by a range of `n`).
     let rare = request(json!({"limit": 10, "filter": {"must": [{"key": "n", "range": {"lt": 600}}]}}), Some(&q));
     let (rare_good, _) = drive(&set, &p.files, &mut opened.clone(), &rare).unwrap();
     assert!(rare_good.stats.exact, "an exact scan");
-    for kind in [69u32, 3] {
-        let e = head.entry(kind).unwrap();
-        let step = (e.length / 97).max(1);
-        for at in (e.offset..e.offset + e.length).step_by(step as usize) {
-            let mut files = p.files.clone();
-            files[0][at as usize] ^= 0x10;
-            match drive(&set, &files, &mut opened.clone(), &rare) {
-                Err(Error::Format(shoal_format::FormatError::ChecksumMismatch { .. })) => caught += 1,
-                Ok((res, _)) => {
-                    assert_eq!(seen(&res), seen(&rare_good), "kind {kind}: a flipped byte at {at} went unnoticed");
-                    same += 1;
-                }
-                Err(e) => panic!("kind {kind}, byte {at}: {e:?}"),
-            }
-        }
-    }
-    for kind in [33u32, 34, 35] {
-        let e = head.entry(kind).unwrap();
-        let step = (e.length / 61).max(1);
-        for at in (e.offset..e.offset + e.length).step_by(step as usize) {
-            let mut files = p.files.clone();
-            files[0][at as usize] ^= 0x10;
-            match drive(&set, &files, &mut opened.clone(), &req) {
-                Err(Error::Format(shoal_format::FormatError::ChecksumMismatch { .. })) => caught += 1,
-                Ok((res, _)) => {
-                    assert_eq!(seen(&res), seen(&good), "kind {kind}: a flipped byte at {at} went unnoticed");
-                    same += 1;
-                }
-                Err(e) => panic!("kind {kind}, byte {at}: {e:?}"),
-            }
-        }
+    for (kind, req, good, samples) in [
+        (69u32, &rare, &rare_good, 97),
+        (3, &rare, &rare_good, 97),
+        (33, &req, &good, 61),
+        (34, &req, &good, 61),
+        (35, &req, &good, 61),
+    ] {
+        let (c, s) = flip_each_byte_of(&set, &p, &opened, req, good, kind, samples, 0x10);
+        caught += c;
+        same += s;
     }
     eprintln!("flipped bytes: {caught} caught, {same} not read");
     assert!(caught > 100 && same > 10, "{caught} / {same}");

@@ -146,3 +146,37 @@ pub fn request(body: Value, q: Option<&[f32]>) -> SearchRequest {
     req.vector = q.map(<[f32]>::to_vec);
     req
 }
+
+/// Flips one byte (`^ mask`) of segment 0 at `samples` places spread over section `kind`, and
+/// searches `req` over each damaged copy from the caches of its open (`opened`): each search
+/// must fail its checksum or, the byte not read, answer `good`. Returns how many of each.
+#[allow(clippy::too_many_arguments)]
+pub fn flip_each_byte_of(
+    set: &RemoteSet,
+    p: &Published,
+    opened: &[RangeCache],
+    req: &SearchRequest,
+    good: &shoal_core::SearchResponse,
+    kind: u32,
+    samples: u64,
+    mask: u8,
+) -> (usize, usize) {
+    let aligned = shoal_core::AlignedBytes::from_slice(&p.files[0][..4096]);
+    let head = shoal_format::SegmentHead::read(aligned.as_slice()).unwrap();
+    let e = head.entry(kind).unwrap();
+    let step = (e.length / samples).max(1);
+    let (mut caught, mut same) = (0, 0);
+    for at in (e.offset..e.offset + e.length).step_by(step as usize) {
+        let mut files = p.files.clone();
+        files[0][at as usize] ^= mask;
+        match drive(set, &files, &mut opened.to_vec(), req) {
+            Err(Error::Format(shoal_format::FormatError::ChecksumMismatch { .. })) => caught += 1,
+            Ok((res, _)) => {
+                assert_eq!(seen(&res), seen(good), "kind {kind}: a flipped byte at {at} went unnoticed");
+                same += 1;
+            }
+            Err(e) => panic!("kind {kind}, byte {at}: {e:?}"),
+        }
+    }
+    (caught, same)
+}
