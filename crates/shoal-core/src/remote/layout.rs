@@ -11,6 +11,7 @@ use shoal_format::{
     KIND_VECTORS, Layout, SECTION_HOT, SECTION_OPTIONAL, SegmentWriter, crc32c,
 };
 use shoal_index::ivf::block_bytes;
+use shoal_index::ivf::codes::{KIND_IVF_CENTROID_CODES, lay_out_centroid_codes};
 use shoal_index::ivf::v2::{BlockLayout, partition_order, vector_block_rows};
 use shoal_index::rabitq::{ExFactors, Factors, ex_code_bytes};
 
@@ -34,8 +35,8 @@ use crate::{Error, SealedSegment};
 /// The most centroid bytes a format-2 segment keeps hot, read at open with the rest of the
 /// bootstrap region (8 MiB: 16,384 partitions at 128 dimensions), so that the whole region —
 /// centroids, partition directory, rotation, id directory — stays within what a manifest's
-/// bootstrap hint opens in one request (16 MiB). Beyond, groups would be hot and the centroids
-/// cold: not written yet.
+/// bootstrap hint opens in one request (16 MiB). Beyond, the centroids are cold and their
+/// 8-bit codes hot (`IVF_CENTROID_CODES`), up to as many bytes.
 pub const MAX_HOT_CENTROIDS: usize = 8 << 20;
 
 /// A segment's schema and its rows' documents (compact JSON) in the format-2 order.
@@ -71,9 +72,6 @@ impl<'s> Permuted<'s> {
             return refuse("a format-2 segment without an IVF index");
         };
         let dim = seg.dim();
-        if data.centroids.len() * 4 > MAX_HOT_CENTROIDS {
-            return refuse("more than 8 MiB of centroids in a format-2 segment (hot groups are not written yet)");
-        }
         let seed = match seg.index_kind() {
             crate::IndexKind::IvfRabitq(p) => p.seed,
             crate::IndexKind::Flat => unreachable!("an IVF index"),
@@ -236,8 +234,15 @@ fn no_payloads(seg: &SealedSegment) -> bool {
 
 /// `seg` (format 1, one dense vector with an IVF-RaBitQ index, integer ids, no sparse vectors)
 /// in format 2: the same index with its partitions in the format-2 order, its payloads (the
-/// schema and the documents) and its text index with the rows in that order.
+/// schema and the documents) and its text index with the rows in that order. Centroids over
+/// [`MAX_HOT_CENTROIDS`] are coded (a segment whose codes too take more is refused).
 pub fn write_for_ranges(seg: &SealedSegment) -> Result<AlignedBytes, Error> {
+    write_for_ranges_with(seg, MAX_HOT_CENTROIDS)
+}
+
+/// [`write_for_ranges`], coding centroids over `hot_centroids` bytes (smaller than the
+/// default: for tests and benchmarks of the coded layout on small indexes).
+pub fn write_for_ranges_with(seg: &SealedSegment, hot_centroids: usize) -> Result<AlignedBytes, Error> {
     let perm = Permuted::new(seg)?;
     let (_, data, _) = seg.ivf().expect("checked");
     let (dim, padded, bits) = (seg.dim(), perm.padded, perm.bits);
@@ -294,6 +299,12 @@ pub fn write_for_ranges(seg: &SealedSegment) -> Result<AlignedBytes, Error> {
     let section = |k: u32| reader.section(k).expect("a section of every IVF segment");
     let (meta, ivf_meta) = (section(KIND_META).to_vec(), perm.meta(reserved));
     let centroids = perm.per_partition(data.centroids, dim);
+    // Too many centroids to read at open: their codes are hot, the centroids cold.
+    let codes =
+        (centroids.len() > hot_centroids).then(|| lay_out_centroid_codes(bytemuck::cast_slice(&centroids), dim));
+    if codes.as_ref().is_some_and(|c| c.len() > MAX_HOT_CENTROIDS) {
+        return Err(Error::Unsupported("more than 8 MiB of centroid codes in a format-2 segment"));
+    }
     let permuted_vectors: Option<Vec<u8>> = vectors.map(|v| perm.rows_of(bytemuck::cast_slice(v), dim * 4));
     let id_index = perm.id_index();
     let (hot_payload, cold_payload) = payload_sections(&perm)?;
@@ -301,7 +312,10 @@ pub fn write_for_ranges(seg: &SealedSegment) -> Result<AlignedBytes, Error> {
     let mut sections: Vec<(u32, u32, &[u8])> = alloc::vec![
         (KIND_META, SECTION_HOT, &meta[..]),
         (KIND_IVF_META, hot, &ivf_meta[..]),
-        (KIND_IVF_CENTROIDS, hot, &centroids[..]),
+        match &codes {
+            None => (KIND_IVF_CENTROIDS, hot, &centroids[..]),
+            Some(c) => (KIND_IVF_CENTROID_CODES, hot, &c[..]),
+        },
         (KIND_RABITQ_ROTATION, hot, section(KIND_RABITQ_ROTATION)),
         (KIND_IVF_DIR, SECTION_HOT, bytemuck::cast_slice(&dir)),
     ];
@@ -311,6 +325,9 @@ pub fn write_for_ranges(seg: &SealedSegment) -> Result<AlignedBytes, Error> {
     let crcs = (filters && permuted_vectors.is_some()).then(|| lay_out_vector_crcs(&vector_crcs));
     if let Some((dir, _)) = &crcs {
         sections.push((KIND_VECTOR_CRC_DIR, hot, &dir[..]));
+    }
+    if codes.is_some() {
+        sections.push((KIND_IVF_CENTROIDS, 0, &centroids[..]));
     }
     sections.push((KIND_IVF_BLOCKS, 0, &blocks[..]));
     if let Some(v) = &permuted_vectors {

@@ -27,6 +27,7 @@ mod cache;
 pub mod docs;
 mod filter;
 mod layout;
+mod probes;
 mod request;
 mod set;
 pub mod text;
@@ -38,17 +39,18 @@ use core::ops::Range;
 
 use shoal_format::{
     FLAG_DENSE_VECTORS, FLAG_UUID_IDS, FormatError, KIND_ID_INDEX, KIND_IDS, KIND_IVF_BLOCKS, KIND_IVF_CENTROIDS,
-    KIND_IVF_DIR, KIND_IVF_META, KIND_META, KIND_RABITQ_ROTATION, KIND_VECTORS, SectionEntry, SegmentHead,
+    KIND_IVF_DIR, KIND_IVF_META, KIND_META, KIND_RABITQ_ROTATION, KIND_VECTORS, SECTION_HOT, SectionEntry, SegmentHead,
     VERSION_RANGES, crc32c,
 };
-use shoal_index::ivf::v2::{IvfHot, PartitionBlock};
+use shoal_index::ivf::codes::KIND_IVF_CENTROID_CODES;
+use shoal_index::ivf::v2::{HotCentroids, IvfHot, PartitionBlock};
 use shoal_index::ivf::{IvfSections, IvfSubset, PartitionBytes};
 use shoal_index::{Candidate, Metric};
 use shoal_kernels::Kernels;
 use shoal_payload::{CompiledFilter, Schema};
 
 pub use cache::{RangeCache, coalesce};
-pub use layout::{MAX_HOT_CENTROIDS, write_for_ranges, write_reordered_v1};
+pub use layout::{MAX_HOT_CENTROIDS, write_for_ranges, write_for_ranges_with, write_reordered_v1};
 pub use set::{MAX_BOOTSTRAP_HINT, RemoteSet, SetManifest, SetStep, check_publishable, lay_out_segment};
 
 use crate::collection::cut;
@@ -133,9 +135,10 @@ const NO_FILTER_INDEX: Error = Error::Unsupported(
 enum Parts {
     /// Format 1: a partition is a run of rows in each IVF section, its ids a run of `IDS`.
     V1 { sections: alloc::boxed::Box<IvfSections>, ids: Range<u64> },
-    /// Format 2: a partition is one block of `IVF_BLOCKS` (at this offset), ids and vector
-    /// block CRCs included.
-    V2 { blocks: u64 },
+    /// Format 2: a partition is one block of `IVF_BLOCKS` (at `blocks`), ids and vector
+    /// block CRCs included; `centroids`: where `IVF_CENTROIDS` lies (read by partition when
+    /// they are coded).
+    V2 { blocks: u64, centroids: u64 },
 }
 
 /// What a segment read by ranges keeps in memory: its table, and the parts every query reads.
@@ -237,8 +240,14 @@ impl RemoteSegment {
             return Err(Error::Unsupported("a segment without an IVF index, read by ranges (it would be read whole)"));
         }
         // The sections read whole at open, each checked against its CRC.
+        // Centroids too many for the bootstrap region are read when a query may probe them,
+        // not at open: their codes are.
+        let coded = version == VERSION_RANGES
+            && head.entry(KIND_IVF_CENTROID_CODES).is_some()
+            && head.entry(KIND_IVF_CENTROIDS).is_some_and(|e| e.flags & SECTION_HOT == 0);
+        let centroids_kind = if coded { KIND_IVF_CENTROID_CODES } else { KIND_IVF_CENTROIDS };
         let hot_kinds: Vec<u32> = if version == VERSION_RANGES {
-            let always = [KIND_META, KIND_IVF_META, KIND_IVF_CENTROIDS, KIND_RABITQ_ROTATION, KIND_IVF_DIR];
+            let always = [KIND_META, KIND_IVF_META, centroids_kind, KIND_RABITQ_ROTATION, KIND_IVF_DIR];
             let optional = text_query::OPTIONAL_HOT
                 .into_iter()
                 .chain([filter::KIND_PAYLOAD_FILTER_DIR, vector::KIND_VECTOR_CRC_DIR])
@@ -273,9 +282,14 @@ impl RemoteSegment {
         let payload = head.entry(shoal_payload::KIND_PAYLOAD_FIELDS).is_some();
         let (ivf, parts, text, docs, (filter, vector_crcs)) = if version == VERSION_RANGES {
             let blocks = head.entry(KIND_IVF_BLOCKS).ok_or(missing(KIND_IVF_BLOCKS))?;
-            let hot = [KIND_IVF_META, KIND_IVF_CENTROIDS, KIND_RABITQ_ROTATION, KIND_IVF_DIR].map(section);
-            let [m, c, r, d] = hot;
-            let ivf = IvfHot::open([m?, c?, r?, d?], (dim, rows), blocks.length, vectors.is_some())?;
+            let [m, r, d] = [KIND_IVF_META, KIND_RABITQ_ROTATION, KIND_IVF_DIR].map(section);
+            let c = section(centroids_kind)?;
+            let c = if coded { HotCentroids::Coded(c) } else { HotCentroids::All(c) };
+            let ivf = IvfHot::open([m?, r?, d?], c, (dim, rows), blocks.length, vectors.is_some())?;
+            let centroids = head.entry(KIND_IVF_CENTROIDS).ok_or(missing(KIND_IVF_CENTROIDS))?;
+            if Some(centroids.length) != (ivf.index.nlist as u64).checked_mul(dim as u64 * 4) {
+                return Err(bad("IVF_CENTROIDS", "length does not match nlist x dim"));
+            }
             let hot = |k: u32| section(k).map_err(Error::from);
             let (text, docs) = text_query::open_hot(&head, rows, &hot)?;
             let optional = |k: u32| head.entry(k).and_then(|e| cache.get(at(e.offset, e.length)));
@@ -288,7 +302,8 @@ impl RemoteSegment {
                 }
                 _ => return Err(bad("VECTOR_CRC_DIR", "kinds 69 and 70 come together, with VECTORS")),
             };
-            (ivf, Parts::V2 { blocks: blocks.offset }, text, docs, (filter, crcs))
+            let parts = Parts::V2 { blocks: blocks.offset, centroids: centroids.offset };
+            (ivf, parts, text, docs, (filter, crcs))
         } else {
             let (ivf, parts) = Self::open_v1(&head, cache, (dim, rows), vectors.is_some())?;
             (ivf, parts, None, None, (None, None))
@@ -347,6 +362,7 @@ impl RemoteSegment {
             rot_centroids: floats(rc),
             offsets: words(o),
             block_offsets: words(bo),
+            codes: None,
             dir: Vec::new(),
             vector_block_rows: 1,
             with_vectors,
@@ -394,7 +410,7 @@ impl RemoteSegment {
                 out.push(ids.start + r0 * 8..ids.start + r1 * 8);
                 out
             }
-            Parts::V2 { blocks } => {
+            Parts::V2 { blocks, .. } => {
                 let e = &self.ivf.dir[p];
                 alloc::vec![at(blocks + e.offset, u64::from(e.length))]
             }

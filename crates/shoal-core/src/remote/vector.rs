@@ -11,6 +11,7 @@ use shoal_index::ivf::{IvfScratch, IvfSearch, IvfSubset, PartitionBytes, Prefetc
 use shoal_index::{Candidate, TopK};
 use shoal_payload::{CompiledFilter, Filter, Schema};
 
+use super::probes::ProbePlan;
 use super::{FilteredBody, Hits, NO_FILTER_INDEX, Parts, RangeCache, RemoteSegment, Step, at, coalesce};
 use crate::collection::{FILTER_EXACT_DIVISOR, FILTER_EXACT_PER_RESULT, prepare_vector};
 use crate::sections::bad;
@@ -209,10 +210,7 @@ impl RemoteSegment {
         }
         let search = IvfSearch { kernels: self.kernels, metric: self.metric, query, params };
         let k = req.offset + req.limit;
-        let index = &self.ivf.index;
         let mut scratch = IvfScratch::default();
-        let mut order = Vec::new();
-        let nprobe = index.probe_order(&search, &self.ivf.centroids, &mut scratch, &mut order);
         // The search probes past `nprobe` only while it has fewer than `k` candidates (every row
         // that passes is one until the first cut, at twice the re-ranking depth): the partition
         // sizes (and the filter) say how far it goes.
@@ -223,13 +221,23 @@ impl RemoteSegment {
                 Some(f) => (r0..r1).filter(|&r| !f(r)).count() as u64,
             }
         };
-        let mut probed = nprobe;
-        let mut rows: u64 = order[..nprobe].iter().map(|&p| passes(p)).sum();
-        while rows < k as u64 && probed < order.len() {
-            rows += passes(order[probed]);
-            probed += 1;
-        }
+        let count = |order: &[u32], nprobe: usize| {
+            let mut probed = nprobe;
+            let mut rows: u64 = order[..nprobe].iter().map(|&p| passes(p)).sum();
+            while rows < k as u64 && probed < order.len() {
+                rows += passes(order[probed]);
+                probed += 1;
+            }
+            (probed, rows >= k as u64)
+        };
+        let mut at_least = 0;
         loop {
+            let ProbePlan { probes, order, probed } = match self.probe_plan(&search, &count, at_least, cache)? {
+                Step::Fetch(ranges) => return Ok(Step::Fetch(ranges)),
+                Step::Done(plan) => plan,
+            };
+            let index = &*probes.index;
+            let all = self.ivf.index.nlist;
             // Wave 1: the probed partitions (in the segment's order, as the subset keeps them).
             let mut parts: Vec<u32> = order[..probed].to_vec();
             shoal_format::sort_u32(&mut parts);
@@ -245,11 +253,13 @@ impl RemoteSegment {
                 parts.iter().map(|&p| self.partition_block(p as usize, cache)).collect::<Result<_, _>>()?;
             let bytes: Vec<PartitionBytes<'_>> = blocks.iter().map(|b| b.bytes).collect();
             let shape = (self.dim, index.padded, self.ivf.bits);
-            let mut subset = IvfSubset::new(shape, &self.ivf.offsets, &bytes, self.vectors.is_some())
-                .map_err(|_| bad("RABITQ_CODES", "a partition's bytes are not its length"))?;
-            let (centroids, rot) = (&self.ivf.centroids[..], &self.ivf.rot_centroids[..]);
+            let mut subset =
+                IvfSubset::among(shape, &self.ivf.offsets, &probes.members(), &bytes, self.vectors.is_some())
+                    .map_err(|_| bad("RABITQ_CODES", "a partition's bytes are not its length"))?;
+            let (centroids, rot) = (&probes.centroids[..], &probes.rot_centroids[..]);
             let mut topk = TopK::new(k);
-            let short = |found: usize| found < k && probed < order.len();
+            // Short of `k`: probe twice as many (more groups' centroids first, if grouped).
+            let short = |found: usize| found < k && probed < all;
             let stats = match &self.vectors {
                 None => {
                     let data = subset.data(centroids, rot, None);
@@ -257,7 +267,7 @@ impl RemoteSegment {
                     // (Never, by the count above; kept so that a miscount costs a wave, not a
                     // wrong answer.)
                     if short(topk.len()) {
-                        probed = (probed * 2).min(order.len());
+                        at_least = (probed * 2).min(all);
                         continue;
                     }
                     st
@@ -268,7 +278,7 @@ impl RemoteSegment {
                     let mut plan = RerankReads::new(k, self.ivf.bits);
                     let st = index.search_refined(&search, &data, skip, 0, &mut scratch, k, &mut plan);
                     if short(st.refined as usize) {
-                        probed = (probed * 2).min(order.len());
+                        at_least = (probed * 2).min(all);
                         continue;
                     }
                     let missing: Vec<Range<u64>> = plan
@@ -325,6 +335,17 @@ impl RemoteSegment {
             missing.extend(matching.iter().map(|r| self.vector_block(r as usize).0));
         }
         missing.retain(|r| r.start < r.end && !cache.contains(r));
+        // Codes-only, the estimates need the partitions' centroids: grouped, their groups'.
+        let probes = match self.vectors {
+            Some(_) => None,
+            None => match self.probes_for(&parts, cache)? {
+                Ok(probes) => Some(probes),
+                Err(groups) => {
+                    missing.extend(groups);
+                    None
+                }
+            },
+        };
         if !missing.is_empty() {
             missing.sort_unstable_by_key(|r| (r.start, r.end));
             return Ok(Step::Fetch(coalesce(&missing, self.merge_gap)));
@@ -352,17 +373,17 @@ impl RemoteSegment {
                 SearchStats { scanned: count, estimated: 0, segments: 1, exact: true }
             }
             None => {
+                let probes = probes.expect("codes-only");
                 let bytes: Vec<PartitionBytes<'_>> = blocks.iter().map(|b| b.bytes).collect();
                 let shape = (self.dim, self.ivf.index.padded, self.ivf.bits);
-                let subset = IvfSubset::new(shape, &self.ivf.offsets, &bytes, false)
+                let subset = IvfSubset::among(shape, &self.ivf.offsets, &probes.members(), &bytes, false)
                     .map_err(|_| bad("RABITQ_CODES", "a partition's bytes are not its length"))?;
-                let data = subset.data(&self.ivf.centroids, &self.ivf.rot_centroids, None);
+                let data = subset.data(&probes.centroids, &probes.rot_centroids, None);
                 let params = Collection::ivf_query(req, self.ivf.defaults);
                 let search = IvfSearch { kernels: self.kernels, metric: self.metric, query, params };
                 let mut positions = matching.iter().map(|r| subset.position(r).expect("a row of a fetched partition"));
                 let mut scratch = IvfScratch::default();
-                let estimated =
-                    self.ivf.index.estimate_rows(&search, &data, &mut positions, 0, &mut scratch, &mut topk);
+                let estimated = probes.index.estimate_rows(&search, &data, &mut positions, 0, &mut scratch, &mut topk);
                 SearchStats { scanned: 0, estimated, segments: 1, exact: false }
             }
         };

@@ -16,6 +16,7 @@ use crate::rotation::Rotation;
 use crate::{Candidate, Metric, TopK};
 
 mod build;
+pub mod codes;
 pub mod sections;
 mod subset;
 pub mod v2;

@@ -69,12 +69,26 @@ impl IvfSubset {
     /// are the row ranges `offsets` (`nlist + 1` entries), with room for full vectors when
     /// `with_vectors`.
     pub fn new(
-        (dim, padded, bits): (usize, usize, u32),
+        shape: (usize, usize, u32),
         offsets: &[u32],
         parts: &[PartitionBytes<'_>],
         with_vectors: bool,
     ) -> Result<IvfSubset, WrongLength> {
-        let nlist = offsets.len() - 1;
+        let all: Vec<u32> = (0..offsets.len() as u32 - 1).collect();
+        Self::among(shape, offsets, &all, parts, with_vectors)
+    }
+
+    /// [`new`](Self::new) for an index of the partitions `members` alone (ascending: its
+    /// partition `i` is the segment's `members[i]`), whose centroids are those of `members`:
+    /// `parts` name the segment's partitions, each one of `members`.
+    pub fn among(
+        (dim, padded, bits): (usize, usize, u32),
+        offsets: &[u32],
+        members: &[u32],
+        parts: &[PartitionBytes<'_>],
+        with_vectors: bool,
+    ) -> Result<IvfSubset, WrongLength> {
+        let nlist = members.len();
         let (bb, exb) = (block_bytes(padded), if bits > 1 { ex_code_bytes(padded, bits) } else { 0 });
         let mut s = IvfSubset {
             dim,
@@ -91,7 +105,8 @@ impl IvfSubset {
             missed: Vec::new(),
         };
         let mut next = parts.iter().peekable();
-        for p in 0..nlist {
+        for (i, &p) in members.iter().enumerate() {
+            let p = p as usize;
             let (mut rows, mut blocks) = (0, 0);
             if let Some(part) = next.next_if(|b| b.partition == p) {
                 let (r0, r1) = (offsets[p] as usize, offsets[p + 1] as usize);
@@ -111,8 +126,8 @@ impl IvfSubset {
                 s.rows.extend(r0 as u32..r1 as u32);
                 (rows, blocks) = (n as u32, n.div_ceil(32) as u32);
             }
-            s.offsets[p + 1] = s.offsets[p] + rows;
-            s.block_offsets[p + 1] = s.block_offsets[p] + blocks;
+            s.offsets[i + 1] = s.offsets[i] + rows;
+            s.block_offsets[i + 1] = s.block_offsets[i] + blocks;
         }
         if let Some(extra) = next.next() {
             return Err(WrongLength { partition: extra.partition });

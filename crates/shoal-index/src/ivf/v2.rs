@@ -9,6 +9,7 @@ use core::ops::Range;
 use shoal_format::{FormatError, IvfDirEntry, cast_records, crc32c};
 use shoal_kernels::Kernels;
 
+use super::codes::CentroidCodes;
 use super::sections::{defaults_of, read_meta};
 use super::{IvfIndex, IvfQuery, PartitionBytes, block_bytes};
 use crate::kmeans::{KMeans, nearest};
@@ -156,10 +157,13 @@ pub struct IvfHot {
     pub bits: u32,
     /// Its calibrated default query settings.
     pub defaults: IvfQuery,
-    /// Centroids (`nlist x dim`) and rotated centroids (`nlist x padded`, computed).
+    /// Centroids (`nlist x dim`; empty when coded).
     pub centroids: Vec<f32>,
-    /// Rotated centroids, computed from the centroids as the build computes them.
+    /// Rotated centroids (`nlist x padded`; empty when coded), computed from the centroids as
+    /// the build computes them.
     pub rot_centroids: Vec<f32>,
+    /// The coded centroids, when the centroids are cold (`IVF_CENTROID_CODES`).
+    pub codes: Option<CentroidCodes>,
     /// Row offsets and FastScan block offsets (`nlist + 1` each), from the directory.
     pub offsets: Vec<u32>,
     /// FastScan block offsets.
@@ -170,6 +174,16 @@ pub struct IvfHot {
     pub vector_block_rows: usize,
     /// Whether blocks hold vector block CRCs (the segment has `VECTORS`).
     pub with_vectors: bool,
+}
+
+/// A format-2 index's hot centroids: `IVF_CENTROIDS`, or, when they are cold,
+/// `IVF_CENTROID_CODES`.
+#[derive(Clone, Copy, Debug)]
+pub enum HotCentroids<'a> {
+    /// `IVF_CENTROIDS`' bytes.
+    All(&'a [u8]),
+    /// `IVF_CENTROID_CODES`' bytes.
+    Coded(&'a [u8]),
 }
 
 /// The arrays of one partition's block, checked against its CRC.
@@ -184,12 +198,13 @@ pub struct PartitionBlock<'a> {
 }
 
 impl IvfHot {
-    /// Opens the hot sections of a format-2 index (`IVF_META`, `IVF_CENTROIDS`,
-    /// `RABITQ_ROTATION`, `IVF_DIR`) for `rows` vectors of dimension `dim`, whose
-    /// `IVF_BLOCKS` holds `blocks_len` bytes: every length and offset checked, so that every
-    /// block a search takes lies where the directory says.
+    /// Opens the hot sections of a format-2 index (`IVF_META`, `RABITQ_ROTATION`, `IVF_DIR`,
+    /// and `IVF_CENTROIDS` or `IVF_CENTROID_CODES`) for `rows` vectors of dimension `dim`,
+    /// whose `IVF_BLOCKS` holds `blocks_len` bytes: every length and offset checked, so that
+    /// every block a search takes lies where the directory says.
     pub fn open(
-        [meta, centroids, rotation, dir]: [&[u8]; 4],
+        [meta, rotation, dir]: [&[u8]; 3],
+        centroids: HotCentroids<'_>,
         (dim, rows): (usize, usize),
         blocks_len: u64,
         with_vectors: bool,
@@ -201,8 +216,11 @@ impl IvfHot {
         if vbr != vector_block_rows(dim) || groups != group_count(nlist) {
             return Err(bad("IVF_META", "groups or vector block rows differ from the format's"));
         }
-        let centroids = cast_records::<f32>("IVF_CENTROIDS", centroids)?.to_vec();
-        if Some(centroids.len()) != nlist.checked_mul(dim) {
+        let (centroids, codes) = match centroids {
+            HotCentroids::All(bytes) => (cast_records::<f32>("IVF_CENTROIDS", bytes)?.to_vec(), None),
+            HotCentroids::Coded(bytes) => (Vec::new(), Some(CentroidCodes::open(bytes, nlist, dim)?)),
+        };
+        if codes.is_none() && Some(centroids.len()) != nlist.checked_mul(dim) {
             return Err(bad("IVF_CENTROIDS", "length does not match nlist x dim"));
         }
         let signs = cast_records::<u64>("RABITQ_ROTATION", rotation)?;
@@ -233,7 +251,7 @@ impl IvfHot {
             return Err(bad("IVF_DIR", "partitions do not cover the rows and IVF_BLOCKS"));
         }
         let rotation = Rotation::from_signs(padded, signs.to_vec());
-        let mut rot_centroids = vec![0f32; nlist * padded];
+        let mut rot_centroids = vec![0f32; centroids.len() / dim.max(1) * padded];
         for (c, out) in centroids.chunks_exact(dim).zip(rot_centroids.chunks_exact_mut(padded)) {
             rotation.apply(c, out);
         }
@@ -243,6 +261,7 @@ impl IvfHot {
             defaults: defaults_of(meta),
             centroids,
             rot_centroids,
+            codes,
             offsets,
             block_offsets,
             dir,

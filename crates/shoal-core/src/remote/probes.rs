@@ -1,0 +1,197 @@
+//! The centroids a vector search of a segment read by ranges probes with: all of them when
+//! they are hot, else those it fetched, chosen by their codes (`docs/format.md`, "IVF +
+//! RaBitQ, v2", `IVF_CENTROID_CODES`) until the partitions it probes are proven to be the ones
+//! the local search probes, in the same order.
+//!
+//! Over coded centroids the search runs on an index of the fetched partitions alone (its
+//! *members*), renumbered in the segment's order: partitions tie by number, so the members keep
+//! the order the local search gives them, and a partition left out is one the local search
+//! does not reach before them.
+
+use alloc::borrow::Cow;
+use alloc::vec::Vec;
+use core::ops::Range;
+
+use shoal_index::Metric;
+use shoal_index::ivf::codes::CentroidCodes;
+use shoal_index::ivf::{IvfIndex, IvfScratch, IvfSearch, WIDEN_BELOW};
+
+use super::{Parts, RangeCache, RemoteSegment, Step, coalesce};
+use crate::Error;
+
+/// The centroids a search runs over: the index's, or the members of some of its groups.
+pub(super) struct Probes<'s> {
+    /// The index searched: the segment's, or one over `members` alone.
+    pub(super) index: Cow<'s, IvfIndex>,
+    /// The segment's partitions it holds, ascending (`None`: every one).
+    pub(super) members: Option<Vec<u32>>,
+    /// Their centroids and rotated centroids.
+    pub(super) centroids: Cow<'s, [f32]>,
+    pub(super) rot_centroids: Cow<'s, [f32]>,
+}
+
+/// A search's probes: the centroids, and the segment's partitions in probe order, of which it
+/// probes `nprobe` and, it is predicted, `probed`.
+pub(super) struct ProbePlan<'s> {
+    pub(super) probes: Probes<'s>,
+    pub(super) order: Vec<u32>,
+    pub(super) probed: usize,
+}
+
+/// How many partitions of a probe order (the segment's partitions, of which the search probes
+/// the first `nprobe`) a search probes, and whether they hold the `k` candidates it stops at
+/// (if not, it probes every one it has).
+pub(super) type CountProbes<'a> = dyn Fn(&[u32], usize) -> (usize, bool) + 'a;
+
+impl Probes<'_> {
+    /// The members, every partition of the segment if `None`: the partitions a subset of the
+    /// index is made over.
+    pub(super) fn members(&self) -> Cow<'_, [u32]> {
+        match &self.members {
+            Some(m) => Cow::Borrowed(&m[..]),
+            None => Cow::Owned((0..self.index.nlist as u32).collect()),
+        }
+    }
+}
+
+impl RemoteSegment {
+    /// Partition `p`'s centroid in the file.
+    fn centroid_range(&self, p: usize) -> Range<u64> {
+        let Parts::V2 { centroids, .. } = self.parts else { unreachable!("coded centroids are format 2") };
+        let row = self.dim as u64 * 4;
+        centroids + p as u64 * row..centroids + (p as u64 + 1) * row
+    }
+
+    /// The ranges of the centroids of `partitions` not in `cache`, merged.
+    fn centroid_fetch(&self, partitions: &[usize], cache: &RangeCache) -> Vec<Range<u64>> {
+        let missing: Vec<Range<u64>> =
+            partitions.iter().map(|&p| self.centroid_range(p)).filter(|r| !cache.contains(r)).collect();
+        coalesce(&missing, self.merge_gap)
+    }
+
+    /// The probes over every partition when the centroids are hot, else over `partitions`
+    /// (ascending): `Err` with the ranges of their centroids to fetch first.
+    pub(super) fn probes_for(
+        &self,
+        partitions: &[u32],
+        cache: &RangeCache,
+    ) -> Result<Result<Probes<'_>, Vec<Range<u64>>>, Error> {
+        let Some(codes) = &self.ivf.codes else { return Ok(Ok(self.all_probes())) };
+        let wanted: Vec<usize> = partitions.iter().map(|&p| p as usize).collect();
+        let missing = self.centroid_fetch(&wanted, cache);
+        if !missing.is_empty() {
+            return Ok(Err(missing));
+        }
+        self.probes_over(codes, &wanted, cache).map(Ok)
+    }
+
+    /// The probes over every centroid (hot).
+    fn all_probes(&self) -> Probes<'_> {
+        Probes {
+            index: Cow::Borrowed(&self.ivf.index),
+            members: None,
+            centroids: Cow::Borrowed(&self.ivf.centroids),
+            rot_centroids: Cow::Borrowed(&self.ivf.rot_centroids),
+        }
+    }
+
+    /// The probes over the partitions `wanted` (ascending, their centroids fetched): the
+    /// centroids checked against their CRCs, and rotated as the build rotates them.
+    fn probes_over(&self, codes: &CentroidCodes, wanted: &[usize], cache: &RangeCache) -> Result<Probes<'_>, Error> {
+        let (dim, padded) = (self.dim, self.ivf.index.padded);
+        let mut centroids: Vec<f32> = Vec::with_capacity(wanted.len() * dim);
+        for &p in wanted {
+            let bytes = cache.get(self.centroid_range(p)).expect("fetched");
+            codes.check(p, bytes)?;
+            centroids.extend(bytes.chunks_exact(4).map(|w| f32::from_le_bytes([w[0], w[1], w[2], w[3]])));
+        }
+        let index = &self.ivf.index;
+        let mut rot_centroids = alloc::vec![0f32; wanted.len() * padded];
+        for (c, out) in centroids.chunks_exact(dim).zip(rot_centroids.chunks_exact_mut(padded)) {
+            index.rotation.apply(c, out);
+        }
+        Ok(Probes {
+            index: Cow::Owned(IvfIndex { nlist: wanted.len(), padded, rotation: index.rotation.clone() }),
+            members: Some(wanted.iter().map(|&p| p as u32).collect()),
+            centroids: Cow::Owned(centroids),
+            rot_centroids: Cow::Owned(rot_centroids),
+        })
+    }
+
+    /// The probes of `search`, which probes (per `count`) at least `at_least` partitions when
+    /// there are that many: over hot centroids at once; over coded ones, once the centroids
+    /// fetched are proven to hold every one it probes and every one it compares them with
+    /// (`docs/format.md`), else the ranges of more centroids.
+    pub(super) fn probe_plan(
+        &self,
+        search: &IvfSearch<'_>,
+        count: &CountProbes<'_>,
+        at_least: usize,
+        cache: &RangeCache,
+    ) -> Result<Step<ProbePlan<'_>>, Error> {
+        let mut scratch = IvfScratch::default();
+        let mut order = Vec::new();
+        let Some(codes) = &self.ivf.codes else {
+            let probes = self.all_probes();
+            let nprobe = probes.index.probe_order(search, &probes.centroids, &mut scratch, &mut order);
+            let probed = count(&order, nprobe).0.max(at_least).min(order.len());
+            return Ok(Step::Done(ProbePlan { probes, order, probed }));
+        };
+        let q = &search.params;
+        let nlist = codes.len();
+        let bounds = codes.bounds(self.metric, search.query);
+        let fetched: Vec<bool> = (0..nlist).map(|p| cache.contains(&self.centroid_range(p))).collect();
+        // A first guess of how many partitions it probes (the proof below decides), and one
+        // more: the proof needs a partition past them.
+        let widen = if q.passing < WIDEN_BELOW { libm::sqrtf(WIDEN_BELOW / q.passing.max(1e-6)) } else { 1.0 };
+        let guess = ((q.nprobe.max(1) as f32 * widen) as usize).max(at_least).max(1) + 1;
+        let wanted = CentroidCodes::wanted(&bounds, &fetched, guess);
+        if !wanted.is_empty() {
+            return Ok(Step::Fetch(self.centroid_fetch(&wanted, cache)));
+        }
+        let have: Vec<usize> = (0..nlist).filter(|&p| fetched[p]).collect();
+        let probes = self.probes_over(codes, &have, cache)?;
+        let nprobe = probes.index.probe_order(search, &probes.centroids, &mut scratch, &mut order);
+        for p in order.iter_mut() {
+            *p = have[*p as usize] as u32;
+        }
+        let (probed, enough) = count(&order, nprobe);
+        let probed = probed.max(at_least).min(order.len());
+        if have.len() == nlist {
+            return Ok(Step::Done(ProbePlan { probes, order, probed }));
+        }
+        // The partitions it compares or probes are the local search's first `need` when the
+        // `need`-th one's key is below every partition left out's lower bound; and when it
+        // probes fewer than it has (else the local search, with more, might probe more).
+        let need = probed.max(q.nprobe.max(1));
+        let key = (enough && at_least <= order.len() && need < order.len()).then(|| {
+            let p = have.partition_point(|&m| m < order[need - 1] as usize);
+            self.probe_key(search.query, &probes.centroids[p * self.dim..(p + 1) * self.dim])
+        });
+        if let Some(key) = key
+            && CentroidCodes::proven(&bounds, &fetched, key)
+        {
+            return Ok(Step::Done(ProbePlan { probes, order, probed }));
+        }
+        // More centroids: those that may precede the `need`-th, or enough for twice as many
+        // partitions; all that are left if neither adds one.
+        let mut more = match key {
+            Some(key) if key.is_finite() => CentroidCodes::below(&bounds, &fetched, f64::from(key)),
+            _ => CentroidCodes::wanted(&bounds, &fetched, 2 * need.max(at_least).max(order.len())),
+        };
+        if more.is_empty() {
+            more = (0..nlist).filter(|&p| !fetched[p]).collect();
+        }
+        Ok(Step::Fetch(self.centroid_fetch(&more, cache)))
+    }
+
+    /// A centroid's probe key, as the search computes it.
+    fn probe_key(&self, query: &[f32], centroid: &[f32]) -> f32 {
+        let mut key = [0f32];
+        match self.metric {
+            Metric::Dot => self.metric.keys(&self.kernels, query, centroid, &mut key),
+            Metric::L2 | Metric::Cosine => self.kernels.l2_sq_batch(query, centroid, &mut key),
+        }
+        key[0]
+    }
+}
