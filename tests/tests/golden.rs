@@ -42,6 +42,7 @@ golden_files![
     "v1-named",
     "v1-nested",
     "v2-ivf",
+    "v2-coded",
     "v2-payload",
     "v2-payload-vcrc",
 ];
@@ -647,14 +648,28 @@ fn v1_nested_golden_file_reads_verifies_and_filters_the_same() {
 /// Searches a segment read by ranges from `bytes` (every range served from them, as a server
 /// would), as `results` searches a collection (no exact searches: not read by ranges).
 fn ranges_results(bytes: &[u8], dim: usize) -> serde_json::Value {
+    ranges_results_from(bytes, dim, false)
+}
+
+/// [`ranges_results`]; with `narrow`, each search from the bytes its open read alone, its
+/// ranges fetched as asked (not merged), and the open reading its first 64 bytes first (not
+/// the whole of a small file).
+fn ranges_results_from(bytes: &[u8], dim: usize, narrow: bool) -> serde_json::Value {
     use shoal_core::remote::{RangeCache, RemoteSegment};
     use shoal_testkit::read_by_ranges as drive;
-    let mut cache = RangeCache::new(u64::MAX);
-    let seg = drive(bytes, &mut cache, RemoteSegment::open);
+    let mut opened = RangeCache::new(u64::MAX);
+    let mut seg = drive(bytes, &mut opened, |c| RemoteSegment::open_with(c, if narrow { 64 } else { 256 << 10 }));
+    if narrow {
+        seg.set_merge_gap(0);
+    }
+    let mut cache = opened.clone();
     let out: Vec<serde_json::Value> = uniform_vectors(0xfeed, 5, dim)
         .chunks_exact(dim)
         .map(|q| {
             let req = SearchRequest::nearest(q.to_vec(), 5);
+            if narrow {
+                cache = opened.clone();
+            }
             let res = drive(bytes, &mut cache, |c| seg.search(&req, c));
             serde_json::json!(res.points.iter().map(|p| (p.id, p.score.to_bits())).collect::<Vec<_>>())
         })
@@ -685,6 +700,40 @@ fn v2_golden_file_reads_by_ranges_and_searches_as_its_v1_twin() {
     let twin = Collection::from_bytes(shoal_core::remote::write_reordered_v1(seg).unwrap().as_slice()).unwrap();
     let queries = uniform_vectors(0xfeed, 5, dim);
     let local: Vec<serde_json::Value> = queries
+        .chunks_exact(dim)
+        .map(|q| {
+            let res = twin.search(&SearchRequest::nearest(q.to_vec(), 5)).unwrap();
+            serde_json::json!(res.points.iter().map(|p| (p.id, p.score.to_bits())).collect::<Vec<_>>())
+        })
+        .collect();
+    assert_eq!(serde_json::Value::from(local), expected);
+}
+
+#[test]
+fn v2_coded_golden_file_fetches_the_centroids_it_probes_and_searches_as_its_v1_twin() {
+    // The golden input with an IVF index of 16 partitions (seed 7, 2 bits), its centroids
+    // coded (IVF_CENTROID_CODES, kind 71) as a writer codes those over 8 MiB: each search
+    // reads the centroids it may probe, proves it has the local search's, and answers as the
+    // same index in format 1.
+    let (dim, _, _, _) = golden_v1_input();
+    let index = IndexKind::IvfRabitq(IvfParams { partitions: Some(16), seed: 7, bits: 2, codes_only: false });
+    let col = build(index);
+    let seg = col.segment(0).unwrap();
+    let written = shoal_core::remote::write_for_ranges_with(seg, 0).unwrap();
+    if std::env::var_os("SHOAL_WRITE_GOLDEN").is_some() {
+        std::fs::write(golden("v2-coded.shoal"), written.as_slice()).unwrap();
+        let expected = serde_json::to_vec_pretty(&ranges_results_from(written.as_slice(), dim, true)).unwrap();
+        std::fs::write(golden("v2-coded.expected.json"), expected).unwrap();
+    }
+    let bytes = read_golden("v2-coded.shoal");
+    let head = shoal_format::SegmentHead::read(shoal_core::AlignedBytes::from_slice(&bytes).as_slice()).unwrap();
+    assert!(head.entry(71).is_some_and(|e| e.flags & shoal_format::SECTION_HOT != 0), "coded centroids");
+    assert!(written.as_slice() == &bytes[..], "the writer no longer reproduces v2-coded's bytes");
+    let expected: serde_json::Value = serde_json::from_slice(&read_golden("v2-coded.expected.json")).unwrap();
+    assert_eq!(ranges_results_from(&bytes, dim, true), expected, "v2-coded: results changed");
+    assert_eq!(ranges_results_from(&bytes, dim, false), expected, "v2-coded: read whole");
+    let twin = Collection::from_bytes(shoal_core::remote::write_reordered_v1(seg).unwrap().as_slice()).unwrap();
+    let local: Vec<serde_json::Value> = uniform_vectors(0xfeed, 5, dim)
         .chunks_exact(dim)
         .map(|q| {
             let res = twin.search(&SearchRequest::nearest(q.to_vec(), 5)).unwrap();
