@@ -10,7 +10,7 @@ import { Collection, init } from "../js/index.js";
 import { startNginx, startProxy } from "./servers.mjs";
 
 const dir = join(import.meta.dirname, "../../target/conformance/remote");
-export const NAMES = ["l2-1", "cosine-2", "dot-4", "l2-3-codes"];
+export const NAMES = ["l2-1", "cosine-2", "dot-4", "l2-3-codes", "l2-2-coded"];
 export const fixture = (name) => JSON.parse(readFileSync(join(dir, `${name}.json`), "utf8"));
 export const file = (name, v) => readFileSync(join(dir, `${name}.v${v}.shoal`));
 

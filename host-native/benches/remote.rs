@@ -2,7 +2,9 @@
 //! lies on a static server — requests, dependent round trips (waves), bytes and time per query,
 //! just after open (cold) and with a cache (warm), format 1 against format 2
 //! (`--layout ranges`), and format 2 with each wave's ranges in one multipart request
-//! (`--multipart-ranges`), with recall@10 against the exact neighbours.
+//! (`--multipart-ranges`), with recall@10 against the exact neighbours; and format 2 with its
+//! centroids coded (`IVF_CENTROID_CODES`, what a writer does past 8 MiB of centroids, forced
+//! here by a zero budget: each query first fetches the centroids it may probe).
 //!
 //! Per dataset (`SHOAL_REMOTE_DATASETS`, default `glove-400k,synthetic-1m-128`): one IVF-RaBitQ
 //! index (1 bit, default build and search settings) written in both formats to nginx's folder,
@@ -108,6 +110,7 @@ fn main() {
         drop(base);
         col.seal_with(IndexKind::IvfRabitq(IvfParams::default())).unwrap();
         let v2 = shoal_core::remote::write_for_ranges(col.segment(0).unwrap()).unwrap();
+        let coded = shoal_core::remote::write_for_ranges_with(col.segment(0).unwrap(), 0).unwrap();
         let v1 = col.to_bytes().unwrap().to_vec();
         drop(col);
         println!(
@@ -117,6 +120,7 @@ fn main() {
             v2.as_slice().len() / 1_000_000
         );
         let hint = u64::from_le_bytes(v2.as_slice()[40..48].try_into().unwrap());
+        let coded_hint = u64::from_le_bytes(coded.as_slice()[40..48].try_into().unwrap());
         // The format-2 file and the queries with their neighbours, for the JavaScript benchmark
         // (bench/node/remote.mjs: the same reads from Node and Chromium).
         let kept = cache().join("remote");
@@ -134,11 +138,20 @@ fn main() {
             ("v1", shoal_core::remote::OPEN_PREFIX),
             ("v2", hint),
             ("v2-multipart", hint),
+            ("v2-coded", coded_hint),
+            ("v2-coded-multipart", coded_hint),
         ]);
         let (u1, u2) = (nginx.put("v1.shoal", &v1), nginx.put("v2.shoal", v2.as_slice()));
+        let u3 = nginx.put("v2-coded.shoal", coded.as_slice());
         // Format 2 also with each wave's ranges in one multipart request (nginx answers them).
-        let urls = [("v1", u1), ("v2", u2.clone()), ("v2-multipart", u2)];
-        drop((v1, v2));
+        let urls = [
+            ("v1", u1),
+            ("v2", u2.clone()),
+            ("v2-multipart", u2),
+            ("v2-coded", u3.clone()),
+            ("v2-coded-multipart", u3),
+        ];
+        drop((v1, v2, coded));
         let reqs: Vec<SearchRequest> =
             queries.chunks_exact(dim).take(nq).map(|q| SearchRequest::nearest(q.to_vec(), k)).collect();
         let mut layouts = serde_json::Map::new();
@@ -146,7 +159,7 @@ fn main() {
             let url = url.replace(&nginx.base, &proxy.base);
             let t = Instant::now();
             // Opened as a set manifest's entry would open it: with the bootstrap hint (format 2).
-            let multipart = layout == "v2-multipart";
+            let multipart = layout.ends_with("-multipart");
             let source = || Box::new(HttpRanges::new(&url).with_multipart(multipart));
             // (With multipart requests the default gap is MULTIPART_MERGE_GAP, as in `shoal search`.)
             let gap = if multipart && !gap_set { shoal_host::remote::MULTIPART_MERGE_GAP } else { gap };

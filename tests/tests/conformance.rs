@@ -432,32 +432,39 @@ fn a_large_ivf_build_gives_the_committed_bytes() {
 #[test]
 fn remote_fixtures_read_by_ranges_as_locally() {
     use serde_json::json;
-    use shoal_core::remote::{RangeCache, RemoteSegment, write_for_ranges, write_reordered_v1};
+    use shoal_core::remote::{RangeCache, RemoteSegment, write_for_ranges_with, write_reordered_v1};
     use shoal_core::{Collection, CollectionConfig, IndexKind, Metric, SearchRequest};
 
     use shoal_testkit::read_by_ranges as drive;
     let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../target/conformance/remote");
     std::fs::create_dir_all(&dir).unwrap();
-    // (name, metric, dim, bits, codes only): every metric, 1 to 4 bits, a dimension below 64
-    // (several rows per vector block) and one above, and a codes-only segment.
+    // (name, metric, dim, bits, codes only, coded centroids): every metric, 1 to 4 bits, a
+    // dimension below 64 (several rows per vector block) and one above, a codes-only segment,
+    // and one whose centroids are coded (`IVF_CENTROID_CODES`, as a writer lays out those over
+    // 8 MiB: each search fetches those it may probe).
     let cases = [
-        ("l2-1", Metric::L2, 48, 1, false),
-        ("cosine-2", Metric::Cosine, 72, 2, false),
-        ("dot-4", Metric::Dot, 33, 4, false),
-        ("l2-3-codes", Metric::L2, 40, 3, true),
+        ("l2-1", Metric::L2, 48, 1, false, false),
+        ("cosine-2", Metric::Cosine, 72, 2, false, false),
+        ("dot-4", Metric::Dot, 33, 4, false, false),
+        ("l2-3-codes", Metric::L2, 40, 3, true, false),
+        ("l2-2-coded", Metric::L2, 160, 2, false, true),
     ];
-    for (c, &(name, metric, dim, bits, codes_only)) in cases.iter().enumerate() {
+    for (c, &(name, metric, dim, bits, codes_only, coded)) in cases.iter().enumerate() {
         let n = 6_000;
         let data = shoal_testkit::clustered_vectors(40 + c as u64, n, dim, 50);
         // Ids out of row order, some beyond 2^53 (BigInts in JavaScript).
         let ids: Vec<u64> = (0..n as u64).map(|i| if i % 97 == 5 { (1 << 60) + i } else { i * 7 + 3 }).collect();
         let mut col = Collection::new(CollectionConfig { dim, metric }).unwrap();
         col.insert(&ids, &data).unwrap();
-        let index =
-            format!(r#"{{"index": "ivf-rabitq", "partitions": 40, "bits": {bits}, "codes_only": {codes_only}}}"#);
+        let partitions = if coded { 90 } else { 40 };
+        let index = format!(
+            r#"{{"index": "ivf-rabitq", "partitions": {partitions}, "bits": {bits}, "codes_only": {codes_only}}}"#
+        );
         col.seal_with(IndexKind::from_json(&index).unwrap()).unwrap();
         let seg = col.segment(0).unwrap();
-        let v2 = write_for_ranges(seg).unwrap();
+        let v2 = write_for_ranges_with(seg, if coded { 0 } else { shoal_core::remote::MAX_HOT_CENTROIDS }).unwrap();
+        let head = shoal_format::SegmentHead::read(v2.as_slice()).unwrap();
+        assert_eq!(head.entry(71).is_some(), coded, "{name}: IVF_CENTROID_CODES");
         let v1 = write_reordered_v1(seg).unwrap();
         let twin = Collection::from_bytes(v1.as_slice()).unwrap();
         let queries = shoal_testkit::clustered_vectors(900 + c as u64, 30, dim, 50);

@@ -347,7 +347,7 @@ async function remoteInChromium(browser, version) {
     serve("");
     const page = (name, extra = "") =>
       pageResult(context, `${proxy.base}/shoal/test/edge/remote.html?segment=/remote/${name}.v2.shoal&fixture=/remote/${name}.json${extra}`);
-    for (const name of ["l2-1", "cosine-2", "dot-4", "l2-3-codes"]) {
+    for (const name of ["l2-1", "cosine-2", "dot-4", "l2-3-codes", "l2-2-coded"]) {
       const f = JSON.parse(readFileSync(join(dir, `${name}.json`), "utf8"));
       for (const [simd, kernels] of [["1", "simd128"], ["0", "scalar"]]) {
         const r = await page(name, `&simd=${simd}&bootstrap=${f.bootstrapLen}&repeat=2`);
