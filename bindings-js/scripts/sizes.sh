@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Prints the raw and gzipped (gzip -9) size of each build of the npm package's wasm module,
 # against the budget: <= 250 KB (250,000 bytes) gzipped (SHOAL_WASM_GZIP_BUDGET overrides it),
-# and of the remote module (`Collection.openRemote`) against its own, 215 KB
+# and of the remote module (`Collection.openRemote`) against its own, 220 KB
 # (SHOAL_REMOTE_GZIP_BUDGET),
 # and where the SIMD build's bytes go: the largest functions and data segments (twiggy, over the
 # same optimisation with names kept, which build.sh leaves in target/js-sizes/). Exits 1 when a
@@ -11,7 +11,7 @@ set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 budget=${SHOAL_WASM_GZIP_BUDGET:-250000}
 status=0
-remote_budget=${SHOAL_REMOTE_GZIP_BUDGET:-215000}
+remote_budget=${SHOAL_REMOTE_GZIP_BUDGET:-220000}
 for variant in simd scalar remote-simd remote-scalar; do
   wasm="$here/pkg/$variant/shoal_js_bg.wasm"
   budget=${SHOAL_WASM_GZIP_BUDGET:-250000}

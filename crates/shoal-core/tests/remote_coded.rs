@@ -157,15 +157,20 @@ fn a_search_short_of_k_probes_on_through_more_centroids() {
     // past `nprobe`, fetching centroids as it goes.
     let params = IvfParams { partitions: Some(150), seed: 8, bits: 2, codes_only: false };
     let (coded, _, local) = layouts(Metric::L2, 12, 300, params, 0);
-    let (seg, opened, _) = open(&coded);
+    let (mut seg, opened, _) = open(&coded);
+    seg.set_merge_gap(0);
+    let mut most = 0;
     for (i, q) in clustered_vectors(5, 8, 12, 40).chunks_exact(12).enumerate() {
         for body in [json!({"limit": 60, "params": {"nprobe": 2}}), json!({"limit": 299}), json!({"limit": 1000})] {
             let req = request(body.clone(), q);
             let want = local.search(&req).unwrap();
-            let (got, _) = drive(&coded, &mut opened.clone(), |c| seg.search(&req, c)).unwrap();
+            let (got, waves) = drive(&coded, &mut opened.clone(), |c| seg.search(&req, c)).unwrap();
             assert_eq!(bits(&got), bits(&want), "query {i}, {body}");
+            most = most.max(waves);
         }
     }
+    // Centroids, partitions, vectors: past 3 waves, a first set of centroids was proven short.
+    assert!(most > 3, "at most {most} waves");
 }
 
 #[test]

@@ -62,7 +62,7 @@ impl RemoteSegment {
         centroids + p as u64 * row..centroids + (p as u64 + 1) * row
     }
 
-    /// The ranges of the centroids of `partitions` not in `cache`, merged.
+    /// The ranges of the centroids of `partitions` (ascending) not in `cache`, merged.
     fn centroid_fetch(&self, partitions: &[usize], cache: &RangeCache) -> Vec<Range<u64>> {
         let missing: Vec<Range<u64>> =
             partitions.iter().map(|&p| self.centroid_range(p)).filter(|r| !cache.contains(r)).collect();
@@ -119,9 +119,10 @@ impl RemoteSegment {
     }
 
     /// The probes of `search`, which probes (per `count`) at least `at_least` partitions when
-    /// there are that many: over hot centroids at once; over coded ones, once the centroids
-    /// fetched are proven to hold every one it probes and every one it compares them with
-    /// (`docs/format.md`), else the ranges of more centroids.
+    /// there are that many: over hot centroids at once; over coded ones, over the centroids
+    /// whose bounds say they may be among those it probes, once fetched and proven to hold
+    /// every one it probes and every one it compares them with (`docs/format.md`) — else the
+    /// ranges of those it lacks.
     pub(super) fn probe_plan(
         &self,
         search: &IvfSearch<'_>,
@@ -140,49 +141,49 @@ impl RemoteSegment {
         let q = &search.params;
         let nlist = codes.len();
         let bounds = codes.bounds(self.metric, search.query);
-        let fetched: Vec<bool> = (0..nlist).map(|p| cache.contains(&self.centroid_range(p))).collect();
         // A first guess of how many partitions it probes (the proof below decides), and one
-        // more: the proof needs a partition past them.
+        // more: the proof needs a partition past them. The members: every partition whose
+        // bounds say it may be among them.
         let widen = if q.passing < WIDEN_BELOW { libm::sqrtf(WIDEN_BELOW / q.passing.max(1e-6)) } else { 1.0 };
         let guess = ((q.nprobe.max(1) as f32 * widen) as usize).max(at_least).max(1) + 1;
-        let wanted = CentroidCodes::wanted(&bounds, &fetched, guess);
-        if !wanted.is_empty() {
-            return Ok(Step::Fetch(self.centroid_fetch(&wanted, cache)));
+        let mut reach = CentroidCodes::reach(&bounds, guess);
+        loop {
+            let members = CentroidCodes::below(&bounds, reach);
+            let missing = self.centroid_fetch(&members, cache);
+            if !missing.is_empty() {
+                return Ok(Step::Fetch(missing));
+            }
+            let probes = self.probes_over(codes, &members, cache)?;
+            let nprobe = probes.index.probe_order(search, &probes.centroids, &mut scratch, &mut order);
+            for p in order.iter_mut() {
+                *p = members[*p as usize] as u32;
+            }
+            let (probed, enough) = count(&order, nprobe);
+            let probed = probed.max(at_least).min(order.len());
+            if members.len() == nlist {
+                return Ok(Step::Done(ProbePlan { probes, order, probed }));
+            }
+            // The partitions it compares or probes are the local search's first `need` when
+            // the `need`-th one's key is below every partition left out's lower bound; and
+            // when it probes fewer than the members (else the local search, with more, might
+            // probe more).
+            let need = probed.max(q.nprobe.max(1));
+            let key = (enough && at_least <= order.len() && need < order.len()).then(|| {
+                let p = members.partition_point(|&m| m < order[need - 1] as usize);
+                self.probe_key(search.query, &probes.centroids[p * self.dim..(p + 1) * self.dim])
+            });
+            let least = CentroidCodes::left_out(&bounds, &members);
+            if key.is_some_and(|key| f64::from(key) < least) {
+                return Ok(Step::Done(ProbePlan { probes, order, probed }));
+            }
+            // More members: those that may precede the `need`-th, or enough for twice as many
+            // partitions; at least the nearest left out (members only grow: this ends).
+            let wider = match key {
+                Some(key) if key.is_finite() => f64::from(key),
+                _ => CentroidCodes::reach(&bounds, 2 * need.max(at_least).max(order.len())),
+            };
+            reach = wider.max(least);
         }
-        let have: Vec<usize> = (0..nlist).filter(|&p| fetched[p]).collect();
-        let probes = self.probes_over(codes, &have, cache)?;
-        let nprobe = probes.index.probe_order(search, &probes.centroids, &mut scratch, &mut order);
-        for p in order.iter_mut() {
-            *p = have[*p as usize] as u32;
-        }
-        let (probed, enough) = count(&order, nprobe);
-        let probed = probed.max(at_least).min(order.len());
-        if have.len() == nlist {
-            return Ok(Step::Done(ProbePlan { probes, order, probed }));
-        }
-        // The partitions it compares or probes are the local search's first `need` when the
-        // `need`-th one's key is below every partition left out's lower bound; and when it
-        // probes fewer than it has (else the local search, with more, might probe more).
-        let need = probed.max(q.nprobe.max(1));
-        let key = (enough && at_least <= order.len() && need < order.len()).then(|| {
-            let p = have.partition_point(|&m| m < order[need - 1] as usize);
-            self.probe_key(search.query, &probes.centroids[p * self.dim..(p + 1) * self.dim])
-        });
-        if let Some(key) = key
-            && CentroidCodes::proven(&bounds, &fetched, key)
-        {
-            return Ok(Step::Done(ProbePlan { probes, order, probed }));
-        }
-        // More centroids: those that may precede the `need`-th, or enough for twice as many
-        // partitions; all that are left if neither adds one.
-        let mut more = match key {
-            Some(key) if key.is_finite() => CentroidCodes::below(&bounds, &fetched, f64::from(key)),
-            _ => CentroidCodes::wanted(&bounds, &fetched, 2 * need.max(at_least).max(order.len())),
-        };
-        if more.is_empty() {
-            more = (0..nlist).filter(|&p| !fetched[p]).collect();
-        }
-        Ok(Step::Fetch(self.centroid_fetch(&more, cache)))
     }
 
     /// A centroid's probe key, as the search computes it.

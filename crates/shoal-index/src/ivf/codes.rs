@@ -5,9 +5,10 @@
 //!
 //! A partition's probe key (what a search computes with the f32 kernels) is bounded from the
 //! query's distance to the decoded point and the radius, with room for the kernels' rounding;
-//! a reader fetches the centroids whose bounds say they may be among those it probes, and
-//! proves it has them all by comparing the exact keys it computed with the bounds of those it
-//! left out ([`CentroidCodes::proven`]).
+//! a reader fetches the centroids whose bounds say they may be among those it probes
+//! ([`CentroidCodes::reach`], [`CentroidCodes::below`]), and proves it has them all by
+//! comparing the exact keys it computed with the bounds of those it left out
+//! ([`CentroidCodes::left_out`]).
 
 use alloc::vec::Vec;
 
@@ -51,6 +52,23 @@ fn f32_up(x: f64) -> f32 {
     if f64::from(r) < x { f32::from_bits(r.to_bits() + 1) } else { r }
 }
 
+/// `x` as an integer whose order is `f64::total_cmp`'s.
+fn order_key(x: f64) -> u64 {
+    let b = x.to_bits();
+    if b >> 63 == 1 { !b } else { b | 1 << 63 }
+}
+
+/// The `f64` of an [`order_key`].
+fn of_order_key(k: u64) -> f64 {
+    f64::from_bits(if k >> 63 == 1 { k & !(1 << 63) } else { !k })
+}
+
+/// `x²`.
+#[inline]
+fn sq(x: f64) -> f64 {
+    x * x
+}
+
 /// The decoded coordinate of `code` under `[lo, step]`.
 #[inline]
 fn decode([lo, step]: [f32; 2], code: u8) -> f64 {
@@ -78,7 +96,7 @@ pub fn lay_out_centroid_codes(centroids: &[f32], dim: usize) -> Vec<u8> {
             }
         }));
         let radius =
-            libm::sqrt(c.iter().zip(&codes[start..]).map(|(&x, &q)| (f64::from(x) - decode(scale, q)).powi(2)).sum());
+            libm::sqrt(c.iter().zip(&codes[start..]).map(|(&x, &q)| sq(f64::from(x) - decode(scale, q))).sum());
         records.extend_from_slice(&lo.to_le_bytes());
         records.extend_from_slice(&step.to_le_bytes());
         records.extend_from_slice(&f32_up(radius).to_le_bytes());
@@ -157,15 +175,14 @@ impl CentroidCodes {
             let r = f64::from(radius);
             let [lo, hi] = match metric {
                 Metric::L2 | Metric::Cosine => {
-                    let sq: f64 =
-                        query.iter().zip(codes).map(|(&q, &c)| (f64::from(q) - decode(scale, c)).powi(2)).sum();
+                    let sq: f64 = query.iter().zip(codes).map(|(&q, &c)| sq(f64::from(q) - decode(scale, c))).sum();
                     let d = libm::sqrt(sq);
                     let near = (d * (1.0 - 1e-12) - r).max(0.0);
                     [near * near * (1.0 - delta), (d + r) * (d + r) * (1.0 + delta)]
                 }
                 Metric::Dot => {
                     let ip: f64 = query.iter().zip(codes).map(|(&q, &c)| f64::from(q) * decode(scale, c)).sum();
-                    let norm = libm::sqrt(codes.iter().map(|&c| decode(scale, c).powi(2)).sum());
+                    let norm = libm::sqrt(codes.iter().map(|&c| sq(decode(scale, c))).sum());
                     let reach = qn * (norm + r);
                     let room = qn * r + delta * reach + 1e-12 * (ip.abs() + reach);
                     [-ip - room, -ip + room]
@@ -178,28 +195,35 @@ impl CentroidCodes {
         out
     }
 
-    /// The partitions to fetch (not yet `fetched`) so that the first `n` in probe order are
-    /// likely among those fetched: every one whose lower bound is at most the `n`-th smallest
-    /// upper bound.
-    pub fn wanted(bounds: &[[f64; 2]], fetched: &[bool], n: usize) -> Vec<usize> {
-        let mut upper: Vec<f64> = bounds.iter().map(|b| b[1]).collect();
-        let reach = match n.min(upper.len()) {
+    /// The `n`-th smallest upper bound (`n` from 1; `-inf` for 0, `+inf` past the last): the
+    /// key below which, by their bounds, the first `n` partitions in probe order lie.
+    pub fn reach(bounds: &[[f64; 2]], n: usize) -> f64 {
+        // (Sorted as integers: the routine the index already has, not one more copy in wasm.)
+        let mut upper: Vec<u64> = bounds.iter().map(|b| order_key(b[1])).collect();
+        shoal_format::sort_u64(&mut upper);
+        match n {
             0 => f64::NEG_INFINITY,
-            n => *upper.select_nth_unstable_by(n - 1, f64::total_cmp).1,
-        };
-        Self::below(bounds, fetched, reach)
+            n if n > upper.len() => f64::INFINITY,
+            n => of_order_key(upper[n - 1]),
+        }
     }
 
-    /// The partitions not yet `fetched` whose lower bound is at most `key`.
-    pub fn below(bounds: &[[f64; 2]], fetched: &[bool], key: f64) -> Vec<usize> {
-        (0..bounds.len()).filter(|&p| !fetched[p] && bounds[p][0].total_cmp(&key).is_le()).collect()
+    /// The partitions whose lower bound is at most `key`, ascending.
+    pub fn below(bounds: &[[f64; 2]], key: f64) -> Vec<usize> {
+        (0..bounds.len()).filter(|&p| bounds[p][0].total_cmp(&key).is_le()).collect()
     }
 
-    /// Whether a partition of probe key `key` is proven to precede every partition not
-    /// `fetched` in probe order: `key` is below each one's lower bound.
-    pub fn proven(bounds: &[[f64; 2]], fetched: &[bool], key: f32) -> bool {
-        let key = f64::from(key);
-        bounds.iter().zip(fetched).all(|(b, &f)| f || key < b[0])
+    /// The smallest lower bound of a partition not among `members` (ascending; `+inf` if every
+    /// one is): a partition of a smaller probe key precedes every partition left out.
+    pub fn left_out(bounds: &[[f64; 2]], members: &[usize]) -> f64 {
+        let mut next = members.iter().peekable();
+        let mut least = f64::INFINITY;
+        for (p, b) in bounds.iter().enumerate() {
+            if next.next_if(|&&m| m == p).is_none() {
+                least = least.min(b[0]);
+            }
+        }
+        least
     }
 }
 
@@ -268,23 +292,37 @@ mod tests {
         let (dim, nlist) = (48, 2000);
         let c = centroids(&mut rng, nlist, dim, 1.0);
         let codes = CentroidCodes::open(&lay_out_centroid_codes(&c, dim), nlist, dim).unwrap();
-        let none = vec![false; nlist];
         for qi in 0..10 {
             let q = &c[qi * 31 * dim..(qi * 31 + 1) * dim];
             let bounds = codes.bounds(Metric::L2, q);
-            let want = CentroidCodes::wanted(&bounds, &none, 20);
-            assert!(want.len() >= 20 && want.len() < 60, "query {qi}: {} for 20", want.len());
-            let mut fetched = none.clone();
-            want.iter().for_each(|&p| fetched[p] = true);
-            // The 20 nearest are among them, and the 20th is proven.
+            let members = CentroidCodes::below(&bounds, CentroidCodes::reach(&bounds, 21));
+            assert!(members.len() > 20 && members.len() < 60, "query {qi}: {} for 20", members.len());
+            // The 20 nearest are among them, and the 20th precedes every one left out.
             let keys = keys(&Kernels::scalar(), Metric::L2, q, &c);
             let mut order: Vec<usize> = (0..nlist).collect();
             order.sort_by(|&a, &b| keys[a].total_cmp(&keys[b]).then(a.cmp(&b)));
-            assert!(order[..20].iter().all(|&p| fetched[p]));
-            assert!(CentroidCodes::proven(&bounds, &fetched, keys[order[19]]));
-            assert!(!CentroidCodes::proven(&bounds, &none, keys[order[0]]), "nothing fetched, nothing proven");
+            assert!(order[..20].iter().all(|p| members.contains(p)));
+            assert!(f64::from(keys[order[19]]) < CentroidCodes::left_out(&bounds, &members));
         }
-        assert!(CentroidCodes::proven(&[[0.0, 1.0]], &[true], f32::INFINITY), "all fetched");
+        let bounds = [[1.0, 2.0], [0.5, 3.0], [4.0, 5.0]];
+        assert_eq!(CentroidCodes::left_out(&bounds, &[0, 1, 2]), f64::INFINITY, "none left out");
+        assert_eq!(CentroidCodes::left_out(&bounds, &[1]), 1.0);
+        assert_eq!(
+            (CentroidCodes::reach(&bounds, 0), CentroidCodes::reach(&bounds, 4)),
+            (f64::NEG_INFINITY, f64::INFINITY)
+        );
+        assert_eq!(CentroidCodes::reach(&bounds, 2), 3.0);
+        assert_eq!(CentroidCodes::below(&bounds, 1.0), [0, 1]);
+    }
+
+    #[test]
+    fn order_keys_sort_as_total_cmp() {
+        let mut xs = vec![0.0, -0.0, 1.5, -1.5, f64::INFINITY, f64::NEG_INFINITY, 1e-300, -1e300, 3.0];
+        let mut keys: Vec<u64> = xs.iter().map(|&x| order_key(x)).collect();
+        keys.sort_unstable();
+        xs.sort_by(f64::total_cmp);
+        let back: Vec<u64> = keys.iter().map(|&k| of_order_key(k).to_bits()).collect();
+        assert_eq!(back, xs.iter().map(|x| x.to_bits()).collect::<Vec<_>>());
     }
 
     #[test]
