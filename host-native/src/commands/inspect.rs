@@ -173,6 +173,10 @@ fn section_name(kind: u32) -> &'static str {
         docs::KIND_ROW_IDS_DIR => "ROW_IDS_DIR",
         docs::KIND_ROW_IDS => "ROW_IDS",
         docs::KIND_ROW_IDS_PACKED => "ROW_IDS_PACKED",
+        shoal_core::remote::KIND_PAYLOAD_FILTER_DIR => "PAYLOAD_FILTER_DIR",
+        shoal_core::remote::KIND_VECTOR_CRCS => "VECTOR_CRCS",
+        shoal_core::remote::KIND_VECTOR_CRC_DIR => "VECTOR_CRC_DIR",
+        shoal_core::remote::KIND_IVF_CENTROID_CODES => "IVF_CENTROID_CODES",
         other => kind_name(other),
     }
 }

@@ -42,7 +42,6 @@ use shoal_format::{
     KIND_IVF_DIR, KIND_IVF_META, KIND_META, KIND_RABITQ_ROTATION, KIND_VECTORS, SECTION_HOT, SectionEntry, SegmentHead,
     VERSION_RANGES, crc32c,
 };
-use shoal_index::ivf::codes::KIND_IVF_CENTROID_CODES;
 use shoal_index::ivf::v2::{HotCentroids, IvfHot, PartitionBlock};
 use shoal_index::ivf::{IvfSections, IvfSubset, PartitionBytes};
 use shoal_index::{Candidate, Metric};
@@ -50,8 +49,11 @@ use shoal_kernels::Kernels;
 use shoal_payload::{CompiledFilter, Schema};
 
 pub use cache::{RangeCache, coalesce};
+pub use filter::KIND_PAYLOAD_FILTER_DIR;
 pub use layout::{MAX_HOT_CENTROIDS, write_for_ranges, write_for_ranges_with, write_reordered_v1};
 pub use set::{MAX_BOOTSTRAP_HINT, RemoteSet, SetManifest, SetStep, check_publishable, lay_out_segment};
+pub use shoal_index::ivf::codes::KIND_IVF_CENTROID_CODES;
+pub use vector::{KIND_VECTOR_CRC_DIR, KIND_VECTOR_CRCS};
 
 use crate::collection::cut;
 use crate::sections::bad;
