@@ -224,3 +224,68 @@ fn the_layout_is_deterministic_and_keeps_everything_else() {
     assert!(entry(&layouts(Metric::Cosine, 20, 2000, params, bytes).0, KIND_CODES).is_none());
     assert!(entry(&layouts(Metric::Cosine, 20, 2000, params, bytes - 1).0, KIND_CODES).is_some());
 }
+
+#[test]
+fn filters_that_widen_the_probes_answer_as_locally() {
+    // 5-10% of the rows pass (below the 10% at which a search widens its probes): the IVF
+    // search checking rows, its probes widened, over coded centroids.
+    for (metric, dim, bits_per, codes_only, partitions) in
+        [(Metric::L2, 40, 1, false, 90), (Metric::Cosine, 96, 4, false, 120), (Metric::Dot, 24, 3, false, 70)]
+    {
+        let params = IvfParams { partitions: Some(partitions), seed: 3, bits: bits_per, codes_only };
+        let (coded, _, local) = layouts(metric, dim, 6000, params, 0);
+        let (mut seg, opened, _) = open(&coded);
+        seg.set_merge_gap(0);
+        let mut widened = 0;
+        for (i, q) in clustered_vectors(91, 12, dim, 40).chunks_exact(dim).enumerate() {
+            for (lt, limit) in [(310, 1), (420, 3), (590, 2)] {
+                let body = json!({"limit": limit, "filter": {"must": [{"key": "n", "range": {"lt": lt}}]}});
+                let req = request(body.clone(), q);
+                let want = local.search(&req).unwrap();
+                let (got, _) = drive(&coded, &mut opened.clone(), |c| seg.search(&req, c)).unwrap();
+                assert_eq!(bits(&got), bits(&want), "{metric:?} query {i}, {body}");
+                assert_eq!(got.stats, want.stats, "{metric:?} query {i}, {body}");
+                widened += usize::from(!want.stats.exact);
+            }
+        }
+        assert!(widened > 0, "{metric:?}: some searches ran the IVF search with widened probes");
+    }
+}
+
+#[test]
+fn a_filter_whose_rows_lie_far_costs_a_wave_or_two_more_not_one_per_doubling() {
+    // 6% of the rows pass, all far from the query, `nprobe` 1: the local search probes on
+    // through most partitions. The centroids it needs are found by the rows their partitions
+    // hold, not by doubling a guess a wave at a time.
+    let (dim, n) = (8, 20_000);
+    let data = clustered_vectors(5, n, dim, 400);
+    let mut xs: Vec<f32> = data.chunks_exact(dim).map(|v| v[0]).collect();
+    xs.sort_by(f32::total_cmp);
+    let cut = xs[n * 94 / 100];
+    let schema = json!({"tag": "keyword"});
+    let config = CollectionConfig { dim, metric: Metric::L2 };
+    let mut col = Collection::with_schema(config, Collection::parse_schema(&schema).unwrap()).unwrap();
+    let payloads: Vec<Value> =
+        data.chunks_exact(dim).map(|v| json!({"tag": if v[0] > cut { "far" } else { "near" }})).collect();
+    col.insert_with_payloads(&(0..n as u64).collect::<Vec<_>>(), &data, &payloads).unwrap();
+    let params = IvfParams { partitions: Some(1000), seed: 3, bits: 1, codes_only: false };
+    col.seal_with(IndexKind::IvfRabitq(params)).unwrap();
+    let seg = col.segment(0).unwrap();
+    let coded = write_for_ranges_with(seg, 0).unwrap().as_slice().to_vec();
+    let flat = write_for_ranges_with(seg, usize::MAX).unwrap().as_slice().to_vec();
+    let local = Collection::from_bytes(write_reordered_v1(seg).unwrap().as_slice()).unwrap();
+    let ((cseg, copened, _), (fseg, fopened, _)) = (open(&coded), open(&flat));
+    let lowest = data.chunks_exact(dim).min_by(|a, b| a[0].total_cmp(&b[0])).unwrap().to_vec();
+    let filter = json!({"must": [{"key": "tag", "match": {"value": "far"}}]});
+    for body in
+        [json!({"limit": 10, "params": {"nprobe": 1}, "filter": filter}), json!({"limit": 10, "filter": filter})]
+    {
+        let req = request(body.clone(), &lowest);
+        let want = local.search(&req).unwrap();
+        assert!(!want.stats.exact, "{body}: the IVF search");
+        let (got, coded_waves) = drive(&coded, &mut copened.clone(), |c| cseg.search(&req, c)).unwrap();
+        let (_, hot_waves) = drive(&flat, &mut fopened.clone(), |c| fseg.search(&req, c)).unwrap();
+        assert_eq!(bits(&got), bits(&want), "{body}");
+        assert!(coded_waves <= hot_waves + 2, "{body}: {coded_waves} waves, {hot_waves} with hot centroids");
+    }
+}

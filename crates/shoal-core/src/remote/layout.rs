@@ -11,7 +11,7 @@ use shoal_format::{
     KIND_VECTORS, Layout, SECTION_HOT, SECTION_OPTIONAL, SegmentWriter, crc32c,
 };
 use shoal_index::ivf::block_bytes;
-use shoal_index::ivf::codes::{KIND_IVF_CENTROID_CODES, lay_out_centroid_codes};
+use shoal_index::ivf::codes::{CentroidCodes, KIND_IVF_CENTROID_CODES, lay_out_centroid_codes};
 use shoal_index::ivf::v2::{BlockLayout, partition_order, vector_block_rows};
 use shoal_index::rabitq::{ExFactors, Factors, ex_code_bytes};
 
@@ -300,11 +300,20 @@ pub fn write_for_ranges_with(seg: &SealedSegment, hot_centroids: usize) -> Resul
     let (meta, ivf_meta) = (section(KIND_META).to_vec(), perm.meta(reserved));
     let centroids = perm.per_partition(data.centroids, dim);
     // Too many centroids to read at open: their codes are hot, the centroids cold.
-    let codes =
-        (centroids.len() > hot_centroids).then(|| lay_out_centroid_codes(bytemuck::cast_slice(&centroids), dim));
-    if codes.as_ref().is_some_and(|c| c.len() > MAX_HOT_CENTROIDS) {
-        return Err(Error::Unsupported("more than 8 MiB of centroid codes in a format-2 segment"));
-    }
+    let codes = if centroids.len() > hot_centroids {
+        let floats: Vec<f32> =
+            centroids.chunks_exact(4).map(|w| f32::from_le_bytes([w[0], w[1], w[2], w[3]])).collect();
+        let codes = lay_out_centroid_codes(&floats, dim);
+        if codes.len() > MAX_HOT_CENTROIDS {
+            return Err(Error::Unsupported("more than 8 MiB of centroid codes in a format-2 segment"));
+        }
+        // (Centroids too large to code — scales or radii that are not finite — are refused as a
+        // reader would refuse them.)
+        CentroidCodes::open(&codes, perm.order.len(), dim)?;
+        Some(codes)
+    } else {
+        None
+    };
     let permuted_vectors: Option<Vec<u8>> = vectors.map(|v| perm.rows_of(bytemuck::cast_slice(v), dim * 4));
     let id_index = perm.id_index();
     let (hot_payload, cold_payload) = payload_sections(&perm)?;

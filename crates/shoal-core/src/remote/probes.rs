@@ -38,11 +38,6 @@ pub(super) struct ProbePlan<'s> {
     pub(super) probed: usize,
 }
 
-/// How many partitions of a probe order (the segment's partitions, of which the search probes
-/// the first `nprobe`) a search probes, and whether they hold the `k` candidates it stops at
-/// (if not, it probes every one it has).
-pub(super) type CountProbes<'a> = dyn Fn(&[u32], usize) -> (usize, bool) + 'a;
-
 impl Probes<'_> {
     /// The members, every partition of the segment if `None`: the partitions a subset of the
     /// index is made over.
@@ -118,35 +113,54 @@ impl RemoteSegment {
         })
     }
 
-    /// The probes of `search`, which probes (per `count`) at least `at_least` partitions when
-    /// there are that many: over hot centroids at once; over coded ones, over the centroids
-    /// whose bounds say they may be among those it probes, once fetched and proven to hold
-    /// every one it probes and every one it compares them with (`docs/format.md`) — else the
-    /// ranges of those it lacks.
+    /// The probes of `search` for the top `k` (`passes(p)`: the rows of partition `p` it may
+    /// take), which probes at least `at_least` partitions when there are that many: over hot
+    /// centroids at once; over coded ones, over the centroids whose bounds say they may be among
+    /// those it probes, once fetched and proven to hold every one it probes and every one it
+    /// compares them with (`docs/format.md`) — else the ranges of those it lacks.
     pub(super) fn probe_plan(
         &self,
         search: &IvfSearch<'_>,
-        count: &CountProbes<'_>,
+        (passes, k): (&dyn Fn(u32) -> u64, usize),
         at_least: usize,
         cache: &RangeCache,
     ) -> Result<Step<ProbePlan<'_>>, Error> {
+        // The search probes past `nprobe` only while it has fewer than `k` candidates (every
+        // row that passes is one until the first cut, at twice the re-ranking depth): how far
+        // it goes in `order`, and whether it finds `k` there.
+        let count = |order: &[u32], nprobe: usize| {
+            let mut probed = nprobe;
+            let mut rows: u64 = order[..nprobe].iter().map(|&p| passes(p)).sum();
+            while rows < k as u64 && probed < order.len() {
+                rows += passes(order[probed]);
+                probed += 1;
+            }
+            (probed.max(at_least).min(order.len()), rows >= k as u64)
+        };
         let mut scratch = IvfScratch::default();
         let mut order = Vec::new();
         let Some(codes) = &self.ivf.codes else {
             let probes = self.all_probes();
             let nprobe = probes.index.probe_order(search, &probes.centroids, &mut scratch, &mut order);
-            let probed = count(&order, nprobe).0.max(at_least).min(order.len());
+            let probed = count(&order, nprobe).0;
             return Ok(Step::Done(ProbePlan { probes, order, probed }));
         };
         let q = &search.params;
         let nlist = codes.len();
         let bounds = codes.bounds(self.metric, search.query);
-        // A first guess of how many partitions it probes (the proof below decides), and one
-        // more: the proof needs a partition past them. The members: every partition whose
-        // bounds say it may be among them.
+        // The members: the partitions that, by their bounds, may come before `n` partitions
+        // holding `k` rows that pass — at first `n` a guess of how many it probes and one more
+        // (the proof below needs a partition past them).
+        let reach_for = |n: usize| {
+            let (mut taken, mut rows) = (0, 0u64);
+            CentroidCodes::reach(&bounds, &mut |p| {
+                taken += 1;
+                rows += passes(p as u32);
+                taken >= n && rows >= k as u64
+            })
+        };
         let widen = if q.passing < WIDEN_BELOW { libm::sqrtf(WIDEN_BELOW / q.passing.max(1e-6)) } else { 1.0 };
-        let guess = ((q.nprobe.max(1) as f32 * widen) as usize).max(at_least).max(1) + 1;
-        let mut reach = CentroidCodes::reach(&bounds, guess);
+        let mut reach = reach_for(((q.nprobe.max(1) as f32 * widen) as usize).max(at_least) + 1);
         loop {
             let members = CentroidCodes::below(&bounds, reach);
             let missing = self.centroid_fetch(&members, cache);
@@ -159,7 +173,6 @@ impl RemoteSegment {
                 *p = members[*p as usize] as u32;
             }
             let (probed, enough) = count(&order, nprobe);
-            let probed = probed.max(at_least).min(order.len());
             if members.len() == nlist {
                 return Ok(Step::Done(ProbePlan { probes, order, probed }));
             }
@@ -177,10 +190,11 @@ impl RemoteSegment {
                 return Ok(Step::Done(ProbePlan { probes, order, probed }));
             }
             // More members: those that may precede the `need`-th, or enough for twice as many
-            // partitions; at least the nearest left out (members only grow: this ends).
+            // partitions holding `k` rows; at least the nearest left out (members only grow:
+            // this ends).
             let wider = match key {
                 Some(key) if key.is_finite() => f64::from(key),
-                _ => CentroidCodes::reach(&bounds, 2 * need.max(at_least).max(order.len())),
+                _ => reach_for(2 * need.max(at_least).max(order.len())),
             };
             reach = wider.max(least);
         }

@@ -211,9 +211,7 @@ impl RemoteSegment {
         let search = IvfSearch { kernels: self.kernels, metric: self.metric, query, params };
         let k = req.offset + req.limit;
         let mut scratch = IvfScratch::default();
-        // The search probes past `nprobe` only while it has fewer than `k` candidates (every row
-        // that passes is one until the first cut, at twice the re-ranking depth): the partition
-        // sizes (and the filter) say how far it goes.
+        // The rows of a partition the search may take (those that pass the filter).
         let passes = |p: u32| -> u64 {
             let (r0, r1) = (self.ivf.offsets[p as usize] as usize, self.ivf.offsets[p as usize + 1] as usize);
             match skip {
@@ -221,18 +219,9 @@ impl RemoteSegment {
                 Some(f) => (r0..r1).filter(|&r| !f(r)).count() as u64,
             }
         };
-        let count = |order: &[u32], nprobe: usize| {
-            let mut probed = nprobe;
-            let mut rows: u64 = order[..nprobe].iter().map(|&p| passes(p)).sum();
-            while rows < k as u64 && probed < order.len() {
-                rows += passes(order[probed]);
-                probed += 1;
-            }
-            (probed, rows >= k as u64)
-        };
         let mut at_least = 0;
         loop {
-            let ProbePlan { probes, order, probed } = match self.probe_plan(&search, &count, at_least, cache)? {
+            let ProbePlan { probes, order, probed } = match self.probe_plan(&search, (&passes, k), at_least, cache)? {
                 Step::Fetch(ranges) => return Ok(Step::Fetch(ranges)),
                 Step::Done(plan) => plan,
             };

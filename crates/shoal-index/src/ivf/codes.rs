@@ -15,6 +15,7 @@ use alloc::vec::Vec;
 use shoal_format::{FormatError, crc32c};
 
 use crate::Metric;
+use crate::order::{f32_key, f32_of};
 
 /// `IVF_CENTROID_CODES`: the coded centroids of a format-2 index whose centroids are cold.
 pub const KIND_IVF_CENTROID_CODES: u32 = 71;
@@ -49,18 +50,7 @@ fn slack(dim: usize) -> f64 {
 /// `x` rounded up to an f32.
 fn f32_up(x: f64) -> f32 {
     let r = x as f32;
-    if f64::from(r) < x { f32::from_bits(r.to_bits() + 1) } else { r }
-}
-
-/// `x` as an integer whose order is `f64::total_cmp`'s.
-fn order_key(x: f64) -> u64 {
-    let b = x.to_bits();
-    if b >> 63 == 1 { !b } else { b | 1 << 63 }
-}
-
-/// The `f64` of an [`order_key`].
-fn of_order_key(k: u64) -> f64 {
-    f64::from_bits(if k >> 63 == 1 { k & !(1 << 63) } else { !k })
+    if f64::from(r) < x { r.next_up() } else { r }
 }
 
 /// `x²`.
@@ -73,6 +63,11 @@ fn sq(x: f64) -> f64 {
 #[inline]
 fn decode([lo, step]: [f32; 2], code: u8) -> f64 {
     f64::from(lo) + f64::from(step) * f64::from(code)
+}
+
+/// The distance from `centroid` to the point `codes` decode to under `scale`, in f64.
+fn radius(centroid: impl Iterator<Item = f32>, codes: &[u8], scale: [f32; 2]) -> f64 {
+    libm::sqrt(centroid.zip(codes).map(|(x, &q)| sq(f64::from(x) - decode(scale, q))).sum())
 }
 
 /// `IVF_CENTROID_CODES` for `centroids` (`nlist x dim`, in the format-2 order).
@@ -95,8 +90,7 @@ pub fn lay_out_centroid_codes(centroids: &[f32], dim: usize) -> Vec<u8> {
                 0
             }
         }));
-        let radius =
-            libm::sqrt(c.iter().zip(&codes[start..]).map(|(&x, &q)| sq(f64::from(x) - decode(scale, q))).sum());
+        let radius = radius(c.iter().copied(), &codes[start..], scale);
         records.extend_from_slice(&lo.to_le_bytes());
         records.extend_from_slice(&step.to_le_bytes());
         records.extend_from_slice(&f32_up(radius).to_le_bytes());
@@ -114,10 +108,11 @@ impl CentroidCodes {
         if word(0) != Some(nlist as u32) || word(4) != Some(0) {
             return Err(bad("not one record per partition"));
         }
-        let codes_at = 8 + nlist * RECORD;
-        if Some(bytes.len()) != nlist.checked_mul(dim).and_then(|n| n.checked_add(codes_at)) {
+        let codes_at = nlist.checked_mul(RECORD).and_then(|n| n.checked_add(8));
+        let len = codes_at.and_then(|at| nlist.checked_mul(dim).and_then(|n| n.checked_add(at)));
+        let Some(codes_at) = codes_at.filter(|_| len == Some(bytes.len())) else {
             return Err(bad("length does not match nlist x dim"));
-        }
+        };
         let mut c = CentroidCodes {
             dim,
             scale: Vec::with_capacity(nlist),
@@ -148,7 +143,9 @@ impl CentroidCodes {
         self.radius.is_empty()
     }
 
-    /// Checks partition `p`'s centroid (its `IVF_CENTROIDS` bytes) against its CRC.
+    /// Checks partition `p`'s centroid (its `IVF_CENTROIDS` bytes) against its CRC, and its
+    /// code's radius against it: the decoded point must lie within the radius of the centroid
+    /// (the distance computed as the writer computes it), or the bounds would not hold.
     pub fn check(&self, p: usize, bytes: &[u8]) -> Result<(), FormatError> {
         let actual = crc32c(bytes);
         if bytes.len() != self.dim * 4 || actual != self.crcs[p] {
@@ -158,6 +155,12 @@ impl CentroidCodes {
                 stored: self.crcs[p],
                 actual,
             });
+        }
+        let (scale, codes) = (self.scale[p], &self.codes[p * self.dim..(p + 1) * self.dim]);
+        let centroid = bytes.chunks_exact(4).map(|w| f32::from_le_bytes([w[0], w[1], w[2], w[3]]));
+        let distance = radius(centroid, codes, scale);
+        if distance.is_nan() || distance > f64::from(self.radius[p]) {
+            return Err(bad("a radius smaller than its centroid's distance from its code"));
         }
         Ok(())
     }
@@ -169,6 +172,9 @@ impl CentroidCodes {
         let dim = self.dim;
         let delta = slack(dim);
         let qn = libm::sqrt(query.iter().map(|&x| f64::from(x) * f64::from(x)).sum());
+        // Underflow: a square or a product in the subnormals rounds with an absolute error (up
+        // to half the least subnormal each); twice that per term.
+        let tiny = (dim as f64 + 8.0) * f64::from(f32::from_bits(1));
         let mut out = Vec::with_capacity(self.len());
         for (p, &radius) in self.radius.iter().enumerate() {
             let (scale, codes) = (self.scale[p], &self.codes[p * dim..(p + 1) * dim]);
@@ -178,34 +184,44 @@ impl CentroidCodes {
                     let sq: f64 = query.iter().zip(codes).map(|(&q, &c)| sq(f64::from(q) - decode(scale, c))).sum();
                     let d = libm::sqrt(sq);
                     let near = (d * (1.0 - 1e-12) - r).max(0.0);
-                    [near * near * (1.0 - delta), (d + r) * (d + r) * (1.0 + delta)]
+                    [near * near * (1.0 - delta) - tiny, (d + r) * (d + r) * (1.0 + delta) + tiny]
                 }
                 Metric::Dot => {
                     let ip: f64 = query.iter().zip(codes).map(|(&q, &c)| f64::from(q) * decode(scale, c)).sum();
                     let norm = libm::sqrt(codes.iter().map(|&c| sq(decode(scale, c))).sum());
+                    // `reach` bounds every partial sum of the products' magnitudes.
                     let reach = qn * (norm + r);
-                    let room = qn * r + delta * reach + 1e-12 * (ip.abs() + reach);
-                    [-ip - room, -ip + room]
+                    let room = qn * r + delta * reach + 1e-12 * (ip.abs() + reach) + tiny;
+                    if reach * (1.0 + delta) >= 1e37 {
+                        [f64::NEG_INFINITY, f64::INFINITY]
+                    } else {
+                        [-ip - room, -ip + room]
+                    }
                 }
             };
-            // Keys this large may overflow an f32 sum on the way: no bound then.
+            // Keys this large may overflow an f32 sum on the way (l2's terms are at most the
+            // key): no bound then.
             let sane = lo.abs() < 1e37 && hi.abs() < 1e37;
             out.push(if sane { [lo, hi] } else { [f64::NEG_INFINITY, f64::INFINITY] });
         }
         out
     }
 
-    /// The `n`-th smallest upper bound (`n` from 1; `-inf` for 0, `+inf` past the last): the
-    /// key below which, by their bounds, the first `n` partitions in probe order lie.
-    pub fn reach(bounds: &[[f64; 2]], n: usize) -> f64 {
-        // (Sorted as integers: the routine the index already has, not one more copy in wasm.)
-        let mut upper: Vec<u64> = bounds.iter().map(|b| order_key(b[1])).collect();
+    /// The upper bound at which, taking partitions by upper bound (rounded up to an f32), `take`
+    /// — called with each in turn — first says it has enough (`+inf` if it never does): the key
+    /// below which, by their bounds, the partitions it took lie.
+    pub fn reach(bounds: &[[f64; 2]], take: &mut dyn FnMut(usize) -> bool) -> f64 {
+        // (Sorted as integers, with the partition: the routine the index already has, not one
+        // more copy in wasm.)
+        let mut upper: Vec<u64> =
+            bounds.iter().enumerate().map(|(p, b)| u64::from(f32_key(f32_up(b[1]))) << 32 | p as u64).collect();
         shoal_format::sort_u64(&mut upper);
-        match n {
-            0 => f64::NEG_INFINITY,
-            n if n > upper.len() => f64::INFINITY,
-            n => of_order_key(upper[n - 1]),
+        for key in upper {
+            if take(key as u32 as usize) {
+                return f64::from(f32_of((key >> 32) as u32));
+            }
         }
+        f64::INFINITY
     }
 
     /// The partitions whose lower bound is at most `key`, ascending.
@@ -260,7 +276,19 @@ mod tests {
     fn every_key_lies_within_its_bounds_under_every_kernel() {
         let mut rng = Rng::new(11);
         let kernels = [Kernels::scalar(), Kernels::best()];
-        let cases = [(1, 30, 1.0f32), (9, 200, 1e-3), (64, 150, 1.0), (300, 120, 40.0), (1536, 40, 1.0), (7, 20, 0.0)];
+        // Scales from subnormal squares (1e-21: products near 1e-42) to sums that overflow an
+        // f32 on the way (1e19 at 64 dimensions).
+        let cases = [
+            (1, 30, 1.0f32),
+            (9, 200, 1e-3),
+            (64, 150, 1.0),
+            (300, 120, 40.0),
+            (1536, 40, 1.0),
+            (7, 20, 0.0),
+            (16, 60, 1e-21),
+            (16, 60, 1e-23),
+            (64, 40, 1e19),
+        ];
         for (dim, nlist, scale) in cases {
             let c = centroids(&mut rng, nlist, dim, scale);
             let codes = CentroidCodes::open(&lay_out_centroid_codes(&c, dim), nlist, dim).unwrap();
@@ -271,17 +299,37 @@ mod tests {
                 // Queries near the centroids, far from them, at their scale or not.
                 let far = if qi % 3 == 0 { 10.0 } else { 1.0 };
                 let q: Vec<f32> = (0..dim)
-                    .map(|i| c[(qi * 7 % nlist) * dim + i] * far + ((rng.next_u64() % 101) as f32 - 50.0) / 500.0)
+                    .map(|i| {
+                        c[(qi * 7 % nlist) * dim + i] * far + ((rng.next_u64() % 101) as f32 - 50.0) / 500.0 * scale
+                    })
                     .collect();
-                for metric in [Metric::L2, Metric::Dot] {
+                for metric in [Metric::L2, Metric::Cosine, Metric::Dot] {
                     let bounds = codes.bounds(metric, &q);
                     for k in &kernels {
                         for (p, (b, key)) in bounds.iter().zip(keys(k, metric, &q, &c)).enumerate() {
-                            let key = f64::from(key);
+                            // (A NaN key probes as +inf.)
+                            let key = if key.is_nan() { f64::INFINITY } else { f64::from(key) };
                             assert!(b[0] <= key && key <= b[1], "dim {dim} {metric:?} partition {p}: {b:?} {key}");
                         }
                     }
                 }
+            }
+        }
+    }
+
+    #[test]
+    fn dot_bounds_give_up_where_partial_sums_overflow() {
+        // Products of 1e38 whose sum is 0: a lane's partial sum overflows to inf (the key is
+        // -inf or NaN, probed as +inf), though the inner product is small.
+        let dim = 64;
+        let c: Vec<f32> = (0..2 * dim).map(|i| if i < dim { 1e19 } else { -1e19 }).collect();
+        let q: Vec<f32> = (0..dim).map(|i| if (i / 8) % 2 == 0 { 1e19 } else { -1e19 }).collect();
+        let codes = CentroidCodes::open(&lay_out_centroid_codes(&c, dim), 2, dim).unwrap();
+        let bounds = codes.bounds(Metric::Dot, &q);
+        for k in [Kernels::scalar(), Kernels::best()] {
+            for (b, key) in bounds.iter().zip(keys(&k, Metric::Dot, &q, &c)) {
+                let key = if key.is_nan() { f64::INFINITY } else { f64::from(key) };
+                assert!(b[0] <= key && key <= b[1], "{b:?} {key}");
             }
         }
     }
@@ -295,7 +343,14 @@ mod tests {
         for qi in 0..10 {
             let q = &c[qi * 31 * dim..(qi * 31 + 1) * dim];
             let bounds = codes.bounds(Metric::L2, q);
-            let members = CentroidCodes::below(&bounds, CentroidCodes::reach(&bounds, 21));
+            let mut n = 0;
+            let members = CentroidCodes::below(
+                &bounds,
+                CentroidCodes::reach(&bounds, &mut |_| {
+                    n += 1;
+                    n == 21
+                }),
+            );
             assert!(members.len() > 20 && members.len() < 60, "query {qi}: {} for 20", members.len());
             // The 20 nearest are among them, and the 20th precedes every one left out.
             let keys = keys(&Kernels::scalar(), Metric::L2, q, &c);
@@ -307,22 +362,15 @@ mod tests {
         let bounds = [[1.0, 2.0], [0.5, 3.0], [4.0, 5.0]];
         assert_eq!(CentroidCodes::left_out(&bounds, &[0, 1, 2]), f64::INFINITY, "none left out");
         assert_eq!(CentroidCodes::left_out(&bounds, &[1]), 1.0);
-        assert_eq!(
-            (CentroidCodes::reach(&bounds, 0), CentroidCodes::reach(&bounds, 4)),
-            (f64::NEG_INFINITY, f64::INFINITY)
-        );
-        assert_eq!(CentroidCodes::reach(&bounds, 2), 3.0);
+        let mut taken = Vec::new();
+        let mut take = |p: usize| {
+            taken.push(p);
+            taken.len() == 2
+        };
+        assert_eq!(CentroidCodes::reach(&bounds, &mut take), 3.0);
+        assert_eq!(taken, [0, 1], "by upper bound");
+        assert_eq!(CentroidCodes::reach(&bounds, &mut |_| false), f64::INFINITY, "never enough");
         assert_eq!(CentroidCodes::below(&bounds, 1.0), [0, 1]);
-    }
-
-    #[test]
-    fn order_keys_sort_as_total_cmp() {
-        let mut xs = vec![0.0, -0.0, 1.5, -1.5, f64::INFINITY, f64::NEG_INFINITY, 1e-300, -1e300, 3.0];
-        let mut keys: Vec<u64> = xs.iter().map(|&x| order_key(x)).collect();
-        keys.sort_unstable();
-        xs.sort_by(f64::total_cmp);
-        let back: Vec<u64> = keys.iter().map(|&k| of_order_key(k).to_bits()).collect();
-        assert_eq!(back, xs.iter().map(|x| x.to_bits()).collect::<Vec<_>>());
     }
 
     #[test]
@@ -339,8 +387,24 @@ mod tests {
             b[at..at + 4].copy_from_slice(&v.to_le_bytes());
             assert!(CentroidCodes::open(&b, nlist, dim).is_err(), "{v} at {at}");
         }
-        let mut b = good;
+        let mut b = good.clone();
         b[4] = 1;
         assert!(CentroidCodes::open(&b, nlist, dim).is_err(), "a reserved word set");
+        // A radius smaller than the truth (a writer's bug, CRCs intact) is caught when the
+        // centroid is checked: the bounds would not hold.
+        let c: Vec<f32> = (0..nlist * dim).map(|i| (i * i % 97) as f32 * 0.013).collect();
+        let good = lay_out_centroid_codes(&c, dim);
+        let centroid = |p: usize| bytemuck::cast_slice::<f32, u8>(&c[p * dim..(p + 1) * dim]).to_vec();
+        let codes = CentroidCodes::open(&good, nlist, dim).unwrap();
+        assert!((0..nlist).all(|p| codes.check(p, &centroid(p)).is_ok()));
+        let p = 3;
+        assert!(codes.radius[p] > 0.0);
+        let mut b = good;
+        b[8 + p * RECORD + 8..8 + p * RECORD + 12].copy_from_slice(&0f32.to_le_bytes());
+        let codes = CentroidCodes::open(&b, nlist, dim).unwrap();
+        assert!(matches!(codes.check(p, &centroid(p)), Err(FormatError::BadSection { .. })), "radius 0");
+        let mut other = centroid(p);
+        other[0] ^= 1;
+        assert!(matches!(codes.check(p, &other), Err(FormatError::ChecksumMismatch { .. })), "a flipped byte");
     }
 }
