@@ -19,7 +19,7 @@ use shoal_index::ivf::{IvfIndex, IvfScratch, IvfSearch, WIDEN_BELOW};
 use super::{Parts, RangeCache, RemoteSegment, Step, coalesce};
 use crate::Error;
 
-/// The centroids a search runs over: the index's, or the members of some of its groups.
+/// The centroids a search runs over: the index's, or those of some of its partitions (its members).
 pub(super) struct Probes<'s> {
     /// The index searched: the segment's, or one over `members` alone.
     pub(super) index: Cow<'s, IvfIndex>,

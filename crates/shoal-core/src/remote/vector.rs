@@ -247,7 +247,7 @@ impl RemoteSegment {
                     .map_err(|_| bad("RABITQ_CODES", "a partition's bytes are not its length"))?;
             let (centroids, rot) = (&probes.centroids[..], &probes.rot_centroids[..]);
             let mut topk = TopK::new(k);
-            // Short of `k`: probe twice as many (more groups' centroids first, if grouped).
+            // Short of `k`: probe twice as many (over coded centroids, more of them first).
             let short = |found: usize| found < k && probed < all;
             let stats = match &self.vectors {
                 None => {
@@ -324,13 +324,13 @@ impl RemoteSegment {
             missing.extend(matching.iter().map(|r| self.vector_block(r as usize).0));
         }
         missing.retain(|r| r.start < r.end && !cache.contains(r));
-        // Codes-only, the estimates need the partitions' centroids: grouped, their groups'.
+        // Codes-only, the estimates need the partitions' centroids (coded: fetched with them).
         let probes = match self.vectors {
             Some(_) => None,
             None => match self.probes_for(&parts, cache)? {
                 Ok(probes) => Some(probes),
-                Err(groups) => {
-                    missing.extend(groups);
+                Err(centroids) => {
+                    missing.extend(centroids);
                     None
                 }
             },
