@@ -147,6 +147,7 @@ fn coded_centroids_answer_as_the_local_index_at_every_nprobe_and_filter() {
              at most {most} of {partitions}"
         );
         assert!(extra[1] > 0, "{what}: the centroids cost a wave");
+        assert_eq!(extra[2] + extra[3], 0, "{what}: never more than one (the first members proven enough)");
         assert!(partial >= 20, "{what}: the searches that read some centroids only, proven enough: {partial}");
     }
 }
