@@ -1,6 +1,7 @@
 //! Shoal's IVF + RaBitQ index on the benchmark datasets of `bench/datasets.py`: build time,
 //! index memory, and recall@10 / QPS over a sweep of `nprobe` x `rerank`, single-threaded, one
-//! query at a time. Writes `~/.cache/shoal/results/shoal-<dataset>.json` in the shape of
+//! query at a time, with what a query does at each point (the mean rows estimated from codes and
+//! vectors re-ranked exactly, from the search's stats). Writes `~/.cache/shoal/results/shoal-<dataset>.json` in the shape of
 //! `bench/peers.py`'s results (the tables of `docs/benchmarks.md` put both side by side).
 //!
 //! `SHOAL_ANN_DATASETS=glove-100k,gcide-256 SHOAL_ANN_BITS=1,4 cargo bench -p shoal-host --bench ann`
@@ -117,8 +118,8 @@ fn main() {
                 }
             }
             println!(
-                "{:>7} {:>7} {:>9} {:>10} {:>10} {:>10}",
-                "nprobe", "rerank", "recall@10", "QPS", "QPS best", "ms/query"
+                "{:>7} {:>7} {:>9} {:>10} {:>10} {:>10} {:>10} {:>9}",
+                "nprobe", "rerank", "recall@10", "QPS", "QPS best", "ms/query", "estimated", "reranked"
             );
             for (nprobe, rerank) in settings {
                 let reqs: Vec<SearchRequest> = requests
@@ -130,15 +131,20 @@ fn main() {
                         r
                     })
                     .collect();
-                let mut hits = 0;
+                // Recall, and what a query does (rows estimated, vectors re-ranked exactly): from
+                // an untimed pass.
+                let (mut hits, mut estimated, mut scanned) = (0, 0u64, 0u64);
                 for (q, r) in reqs.iter().enumerate() {
-                    col.search_into(r, &mut out).unwrap();
+                    let res = col.search(r).unwrap();
+                    estimated += res.stats.estimated;
+                    scanned += res.stats.scanned;
                     let truth = &gt[q * gt_k..q * gt_k + 10];
                     let skip = own.as_ref().map(|o| u64::from(o[q]));
-                    let results = out.iter().filter(|p| p.id.as_num() != skip).take(10);
+                    let results = res.points.iter().filter(|p| p.id.as_num() != skip).take(10);
                     hits += results.filter(|p| p.id.as_num().is_some_and(|id| truth.contains(&(id as u32)))).count();
                 }
                 let recall = hits as f64 / (10 * nq) as f64;
+                let (estimated, scanned) = (estimated as f64 / nq as f64, scanned as f64 / nq as f64);
                 let repeats = std::env::var("SHOAL_ANN_REPEATS").ok().and_then(|r| r.parse().ok()).unwrap_or(3);
                 let times = pass_seconds(&col, &reqs, &mut out, repeats);
                 let best = times.iter().copied().fold(f64::INFINITY, f64::min);
@@ -167,12 +173,13 @@ fn main() {
                 let parallel: String =
                     qps_threads.iter().map(|(t, q)| format!("  x{t} {:.0}", q.as_f64().unwrap())).collect();
                 println!(
-                    "{np:>7} {rr:>7} {recall:>9.4} {qps:>10.0} {qps_best:>10.0} {:>10.3}{parallel}{label}",
+                    "{np:>7} {rr:>7} {recall:>9.4} {qps:>10.0} {qps_best:>10.0} {:>10.3} {estimated:>10.0} {scanned:>9.0}{parallel}{label}",
                     1e3 * secs / nq as f64
                 );
                 let mut point = serde_json::json!({
                     "params": {"nprobe": np, "rerank": rr, "defaults": nprobe.is_none()},
                     "recall": recall, "qps": qps, "qps_best": qps_best,
+                    "estimated_per_query": estimated, "reranked_per_query": scanned,
                 });
                 if !qps_threads.is_empty() {
                     point["qps_threads"] = qps_threads.into();
