@@ -52,6 +52,16 @@ impl Rotation {
         &self.signs
     }
 
+    /// Rotates each row of `rows` (`dim` floats each, `dim` at least 1): `padded` floats per
+    /// row, as an index keeps its rotated centroids.
+    pub fn apply_rows(&self, rows: &[f32], dim: usize) -> Vec<f32> {
+        let mut out = alloc::vec![0f32; rows.len() / dim * self.padded];
+        for (x, o) in rows.chunks_exact(dim).zip(out.chunks_exact_mut(self.padded)) {
+            self.apply(x, o);
+        }
+        out
+    }
+
     /// Rotates `x` (zero-padded to `padded`) into `out` (`padded` floats).
     pub fn apply(&self, x: &[f32], out: &mut [f32]) {
         assert!(x.len() <= self.padded && out.len() == self.padded);

@@ -190,6 +190,11 @@ fn at(start: u64, len: u64) -> Range<u64> {
     start..start + len
 }
 
+/// The little-endian f32 values of `bytes` (fetched ranges: at any alignment).
+fn le_f32s(bytes: &[u8]) -> impl Iterator<Item = f32> + '_ {
+    bytes.chunks_exact(4).map(|w| f32::from_le_bytes([w[0], w[1], w[2], w[3]]))
+}
+
 /// Checks a section read whole against its table CRC.
 fn check_crc(e: &SectionEntry, bytes: &[u8]) -> Result<(), Error> {
     check_block(bytes, e.crc, shoal_format::kind_name(e.kind), e.kind)
@@ -354,7 +359,7 @@ impl RemoteSegment {
         let sections = IvfSections::open_parts((dim, 0), rows, entry, hot)?;
         let [c, rc, o, bo] = sections.hot_ranges();
         let copy = |r: Range<usize>| cache.get(r.start as u64..r.end as u64).expect("a hot section");
-        let floats = |r| copy(r).chunks_exact(4).map(|w| f32::from_le_bytes([w[0], w[1], w[2], w[3]])).collect();
+        let floats = |r| le_f32s(copy(r)).collect();
         let words = |r| copy(r).chunks_exact(4).map(|w| u32::from_le_bytes([w[0], w[1], w[2], w[3]])).collect();
         let ivf = IvfHot {
             index: sections.index.clone(),

@@ -12,11 +12,10 @@ use alloc::borrow::Cow;
 use alloc::vec::Vec;
 use core::ops::Range;
 
-use shoal_index::Metric;
 use shoal_index::ivf::codes::CentroidCodes;
-use shoal_index::ivf::{IvfIndex, IvfScratch, IvfSearch, WIDEN_BELOW};
+use shoal_index::ivf::{IvfIndex, IvfScratch, IvfSearch, probe_keys, widening};
 
-use super::{Parts, RangeCache, RemoteSegment, Step, coalesce};
+use super::{Parts, RangeCache, RemoteSegment, Step, coalesce, le_f32s};
 use crate::Error;
 
 /// The centroids a search runs over: the index's, or those of some of its partitions (its members).
@@ -93,20 +92,16 @@ impl RemoteSegment {
     /// The probes over the partitions `wanted` (ascending, their centroids fetched): the
     /// centroids checked against their CRCs, and rotated as the build rotates them.
     fn probes_over(&self, codes: &CentroidCodes, wanted: &[usize], cache: &RangeCache) -> Result<Probes<'_>, Error> {
-        let (dim, padded) = (self.dim, self.ivf.index.padded);
-        let mut centroids: Vec<f32> = Vec::with_capacity(wanted.len() * dim);
+        let mut centroids: Vec<f32> = Vec::with_capacity(wanted.len() * self.dim);
         for &p in wanted {
             let bytes = cache.get(self.centroid_range(p)).expect("fetched");
             codes.check(p, bytes)?;
-            centroids.extend(bytes.chunks_exact(4).map(|w| f32::from_le_bytes([w[0], w[1], w[2], w[3]])));
+            centroids.extend(le_f32s(bytes));
         }
         let index = &self.ivf.index;
-        let mut rot_centroids = alloc::vec![0f32; wanted.len() * padded];
-        for (c, out) in centroids.chunks_exact(dim).zip(rot_centroids.chunks_exact_mut(padded)) {
-            index.rotation.apply(c, out);
-        }
+        let rot_centroids = index.rotation.apply_rows(&centroids, self.dim);
         Ok(Probes {
-            index: Cow::Owned(IvfIndex { nlist: wanted.len(), padded, rotation: index.rotation.clone() }),
+            index: Cow::Owned(IvfIndex { nlist: wanted.len(), padded: index.padded, rotation: index.rotation.clone() }),
             members: Some(wanted.iter().map(|&p| p as u32).collect()),
             centroids: Cow::Owned(centroids),
             rot_centroids: Cow::Owned(rot_centroids),
@@ -159,8 +154,8 @@ impl RemoteSegment {
                 taken >= n && rows >= k as u64
             })
         };
-        let widen = if q.passing < WIDEN_BELOW { libm::sqrtf(WIDEN_BELOW / q.passing.max(1e-6)) } else { 1.0 };
-        let mut reach = reach_for(((q.nprobe.max(1) as f32 * widen) as usize).max(at_least) + 1);
+        let guess = (q.nprobe.max(1) as f32 * widening(q.passing)) as usize;
+        let mut reach = reach_for(guess.max(at_least).saturating_add(1));
         loop {
             let members = CentroidCodes::below(&bounds, reach);
             let missing = self.centroid_fetch(&members, cache);
@@ -203,10 +198,7 @@ impl RemoteSegment {
     /// A centroid's probe key, as the search computes it.
     fn probe_key(&self, query: &[f32], centroid: &[f32]) -> f32 {
         let mut key = [0f32];
-        match self.metric {
-            Metric::Dot => self.metric.keys(&self.kernels, query, centroid, &mut key),
-            Metric::L2 | Metric::Cosine => self.kernels.l2_sq_batch(query, centroid, &mut key),
-        }
+        probe_keys(&self.kernels, self.metric, query, centroid, &mut key);
         key[0]
     }
 }

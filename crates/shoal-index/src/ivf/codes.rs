@@ -265,10 +265,7 @@ mod tests {
     /// The probe keys of every centroid, as a search computes them with `k`.
     fn keys(k: &Kernels, metric: Metric, q: &[f32], c: &[f32]) -> Vec<f32> {
         let mut keys = vec![0f32; c.len() / q.len()];
-        match metric {
-            Metric::Dot => metric.keys(k, q, c, &mut keys),
-            _ => k.l2_sq_batch(q, c, &mut keys),
-        }
+        crate::ivf::probe_keys(k, metric, q, c, &mut keys);
         keys
     }
 

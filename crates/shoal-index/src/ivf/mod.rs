@@ -172,6 +172,24 @@ pub struct IvfQuery {
 /// recall@10; with 1% it fell from 0.966 to 0.902 and took 2.5-3x the probes to recover.
 pub const WIDEN_BELOW: f32 = 0.1;
 
+/// How many times its `nprobe` a filtered search probes when `passing` of the rows pass:
+/// `sqrt(WIDEN_BELOW / passing)` below [`WIDEN_BELOW`], else 1.
+#[inline(always)]
+pub fn widening(passing: f32) -> f32 {
+    if passing < WIDEN_BELOW { libm::sqrtf(WIDEN_BELOW / passing.max(f32::MIN_POSITIVE)) } else { 1.0 }
+}
+
+/// The probe keys of `query` against `centroids` (`out.len()` of them) under `metric`, with
+/// `kernels`: what a search orders partitions by (squared l2 for l2 and cosine, minus the inner
+/// product for dot; NaN probes as +inf).
+#[inline(always)]
+pub fn probe_keys(kernels: &Kernels, metric: Metric, query: &[f32], centroids: &[f32], out: &mut [f32]) {
+    match metric {
+        Metric::Dot => metric.keys(kernels, query, centroids, out),
+        Metric::L2 | Metric::Cosine => kernels.l2_sq_batch(query, centroids, out),
+    }
+}
+
 /// Fewest partitions an adaptive search probes (fewer when the index has fewer).
 pub const MIN_PROBES: usize = 4;
 
@@ -413,13 +431,9 @@ impl IvfIndex {
         s.probes.clear();
         s.centroid_keys.resize(nlist, 0.0);
         let keys = &mut s.centroid_keys[..];
-        match metric {
-            Metric::Dot => metric.keys(kernels, query, centroids, keys),
-            Metric::L2 | Metric::Cosine => kernels.l2_sq_batch(query, centroids, keys),
-        }
+        probe_keys(kernels, metric, query, centroids, keys);
         s.probes.extend(keys.iter().enumerate().map(|(p, &k)| probe_key(k, p as u32)));
-        let factor =
-            if q.passing < WIDEN_BELOW { libm::sqrtf(WIDEN_BELOW / q.passing.max(f32::MIN_POSITIVE)) } else { 1.0 };
+        let factor = widening(q.passing);
         let widen = |n: usize| ((n as f32 * factor) as usize).clamp(1, nlist);
         let mut nprobe = widen(q.nprobe.max(1));
         if nprobe < nlist {

@@ -251,10 +251,7 @@ impl IvfHot {
             return Err(bad("IVF_DIR", "partitions do not cover the rows and IVF_BLOCKS"));
         }
         let rotation = Rotation::from_signs(padded, signs.to_vec());
-        let mut rot_centroids = vec![0f32; centroids.len() / dim.max(1) * padded];
-        for (c, out) in centroids.chunks_exact(dim).zip(rot_centroids.chunks_exact_mut(padded)) {
-            rotation.apply(c, out);
-        }
+        let rot_centroids = rotation.apply_rows(&centroids, dim);
         Ok(IvfHot {
             index: IvfIndex { nlist, padded, rotation },
             bits,
