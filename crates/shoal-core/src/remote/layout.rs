@@ -116,10 +116,8 @@ impl<'s> Permuted<'s> {
     }
 
     /// Partitions' `per`-float records (centroids), in new order.
-    fn per_partition(&self, array: &[f32], per: usize) -> Vec<u8> {
-        let floats: Vec<f32> =
-            self.order.iter().flat_map(|&p| array[p as usize * per..(p as usize + 1) * per].iter().copied()).collect();
-        bytemuck::cast_slice(&floats).to_vec()
+    fn per_partition(&self, array: &[f32], per: usize) -> Vec<f32> {
+        self.order.iter().flat_map(|&p| array[p as usize * per..(p as usize + 1) * per].iter().copied()).collect()
     }
 
     /// `ID_INDEX` with new rows (the same order: by id).
@@ -298,11 +296,10 @@ pub fn write_for_ranges_with(seg: &SealedSegment, hot_centroids: usize) -> Resul
     let reader = seg.reader();
     let section = |k: u32| reader.section(k).expect("a section of every IVF segment");
     let (meta, ivf_meta) = (section(KIND_META).to_vec(), perm.meta(reserved));
-    let centroids = perm.per_partition(data.centroids, dim);
+    let floats = perm.per_partition(data.centroids, dim);
+    let centroids: &[u8] = bytemuck::cast_slice(&floats);
     // Too many centroids to read at open: their codes are hot, the centroids cold.
     let codes = if centroids.len() > hot_centroids {
-        let floats: Vec<f32> =
-            centroids.chunks_exact(4).map(|w| f32::from_le_bytes([w[0], w[1], w[2], w[3]])).collect();
         let codes = lay_out_centroid_codes(&floats, dim);
         if codes.len() > MAX_HOT_CENTROIDS {
             return Err(Error::Unsupported("more than 8 MiB of centroid codes in a format-2 segment"));
@@ -322,7 +319,7 @@ pub fn write_for_ranges_with(seg: &SealedSegment, hot_centroids: usize) -> Resul
         (KIND_META, SECTION_HOT, &meta[..]),
         (KIND_IVF_META, hot, &ivf_meta[..]),
         match &codes {
-            None => (KIND_IVF_CENTROIDS, hot, &centroids[..]),
+            None => (KIND_IVF_CENTROIDS, hot, centroids),
             Some(c) => (KIND_IVF_CENTROID_CODES, hot, &c[..]),
         },
         (KIND_RABITQ_ROTATION, hot, section(KIND_RABITQ_ROTATION)),
@@ -336,7 +333,7 @@ pub fn write_for_ranges_with(seg: &SealedSegment, hot_centroids: usize) -> Resul
         sections.push((KIND_VECTOR_CRC_DIR, hot, &dir[..]));
     }
     if codes.is_some() {
-        sections.push((KIND_IVF_CENTROIDS, 0, &centroids[..]));
+        sections.push((KIND_IVF_CENTROIDS, 0, centroids));
     }
     sections.push((KIND_IVF_BLOCKS, 0, &blocks[..]));
     if let Some(v) = &permuted_vectors {
@@ -385,8 +382,8 @@ pub fn write_reordered_v1(seg: &SealedSegment) -> Result<AlignedBytes, Error> {
         (KIND_IDS, ids),
         (KIND_ID_INDEX, perm.id_index()),
         (KIND_IVF_META, perm.meta([0; 24])),
-        (KIND_IVF_CENTROIDS, perm.per_partition(data.centroids, dim)),
-        (KIND_IVF_ROT_CENTROIDS, perm.per_partition(data.rot_centroids, index.padded)),
+        (KIND_IVF_CENTROIDS, bytemuck::cast_slice(&perm.per_partition(data.centroids, dim)).to_vec()),
+        (KIND_IVF_ROT_CENTROIDS, bytemuck::cast_slice(&perm.per_partition(data.rot_centroids, index.padded)).to_vec()),
         (KIND_IVF_OFFSETS, bytemuck::cast_slice(&offsets).to_vec()),
         (KIND_RABITQ_BLOCK_OFFSETS, bytemuck::cast_slice(&block_offsets).to_vec()),
         (KIND_RABITQ_CODES, codes),
