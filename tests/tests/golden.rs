@@ -677,6 +677,19 @@ fn ranges_results_from(bytes: &[u8], dim: usize, narrow: bool) -> serde_json::Va
     serde_json::Value::from(out)
 }
 
+/// [`ranges_results`]' searches of `seg`'s format-1 twin (`write_reordered_v1`), read whole.
+fn twin_results(seg: &shoal_core::SealedSegment, dim: usize) -> serde_json::Value {
+    let twin = Collection::from_bytes(shoal_core::remote::write_reordered_v1(seg).unwrap().as_slice()).unwrap();
+    let out: Vec<serde_json::Value> = uniform_vectors(0xfeed, 5, dim)
+        .chunks_exact(dim)
+        .map(|q| {
+            let res = twin.search(&SearchRequest::nearest(q.to_vec(), 5)).unwrap();
+            serde_json::json!(res.points.iter().map(|p| (p.id, p.score.to_bits())).collect::<Vec<_>>())
+        })
+        .collect();
+    serde_json::Value::from(out)
+}
+
 #[test]
 fn v2_golden_file_reads_by_ranges_and_searches_as_its_v1_twin() {
     // The golden input with an IVF index of 4 partitions (seed 7, 2 bits), laid out for ranges:
@@ -697,16 +710,7 @@ fn v2_golden_file_reads_by_ranges_and_searches_as_its_v1_twin() {
     let expected: serde_json::Value = serde_json::from_slice(&read_golden("v2-ivf.expected.json")).unwrap();
     assert_eq!(ranges_results(&bytes, dim), expected, "v2-ivf: results changed");
     // The same index in format 1 answers the same, bit for bit.
-    let twin = Collection::from_bytes(shoal_core::remote::write_reordered_v1(seg).unwrap().as_slice()).unwrap();
-    let queries = uniform_vectors(0xfeed, 5, dim);
-    let local: Vec<serde_json::Value> = queries
-        .chunks_exact(dim)
-        .map(|q| {
-            let res = twin.search(&SearchRequest::nearest(q.to_vec(), 5)).unwrap();
-            serde_json::json!(res.points.iter().map(|p| (p.id, p.score.to_bits())).collect::<Vec<_>>())
-        })
-        .collect();
-    assert_eq!(serde_json::Value::from(local), expected);
+    assert_eq!(twin_results(seg, dim), expected);
 }
 
 #[test]
@@ -732,15 +736,7 @@ fn v2_coded_golden_file_fetches_the_centroids_it_probes_and_searches_as_its_v1_t
     let expected: serde_json::Value = serde_json::from_slice(&read_golden("v2-coded.expected.json")).unwrap();
     assert_eq!(ranges_results_from(&bytes, dim, true), expected, "v2-coded: results changed");
     assert_eq!(ranges_results_from(&bytes, dim, false), expected, "v2-coded: read whole");
-    let twin = Collection::from_bytes(shoal_core::remote::write_reordered_v1(seg).unwrap().as_slice()).unwrap();
-    let local: Vec<serde_json::Value> = uniform_vectors(0xfeed, 5, dim)
-        .chunks_exact(dim)
-        .map(|q| {
-            let res = twin.search(&SearchRequest::nearest(q.to_vec(), 5)).unwrap();
-            serde_json::json!(res.points.iter().map(|p| (p.id, p.score.to_bits())).collect::<Vec<_>>())
-        })
-        .collect();
-    assert_eq!(serde_json::Value::from(local), expected);
+    assert_eq!(twin_results(seg, dim), expected);
 }
 
 #[test]
