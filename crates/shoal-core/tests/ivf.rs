@@ -136,6 +136,38 @@ fn extra_bits_keep_recall_with_fewer_exact_distances() {
     }
 }
 
+#[test]
+fn extra_bits_choose_the_candidates() {
+    // With extra bits the candidates for exact distances are the best extended-bit estimates,
+    // not the best 1-bit ones: a shallow re-ranking keeps the recall the deep one had with 1
+    // bit, where 1-bit codes at the same depth lose it.
+    let (dim, n) = (64, 20_000);
+    let data = clustered_vectors(23, n, dim, 64);
+    let queries = clustered_vectors(24, 100, dim, 64);
+    let row_ids: Vec<u64> = (0..n as u64).collect();
+    let mut recalls = Vec::new();
+    for bits in [1u32, 4] {
+        let mut col = Collection::new(CollectionConfig { dim, metric: Metric::L2 }).unwrap();
+        col.insert(&row_ids, &data).unwrap();
+        col.seal_with(IndexKind::IvfRabitq(IvfParams { partitions: Some(140), seed: 3, bits, codes_only: false }))
+            .unwrap();
+        for rerank in [2, 4, 32] {
+            let params = format!(r#"{{"nprobe": 16, "rerank": {rerank}}}"#);
+            recalls.push((bits, rerank, recall(&col, &queries, dim, &params)));
+        }
+    }
+    eprintln!("(bits, rerank, recall): {recalls:?}");
+    let at = |bits: u32, rerank: usize| recalls.iter().find(|r| r.0 == bits && r.1 == rerank).unwrap().2;
+    // At a depth of 2 or 4 per result, 1-bit codes lose recall; 4-bit codes keep the deep
+    // re-ranking's.
+    for rerank in [2, 4] {
+        assert!(at(1, rerank) < at(1, 32) - 0.1, "1 bit: rerank {rerank} {}, rerank 32 {}", at(1, rerank), at(1, 32));
+    }
+    assert!(at(4, 4) >= at(1, 32) - 0.01, "4 bits at rerank 4 {}; 1 bit at rerank 32 {}", at(4, 4), at(1, 32));
+    assert!(at(4, 2) > at(1, 2) + 0.2, "rerank 2: 4 bits {}, 1 bit {}", at(4, 2), at(1, 2));
+    assert!(at(4, 32) >= at(1, 32) - 0.005, "rerank 32: 4 bits {}, 1 bit {}", at(4, 32), at(1, 32));
+}
+
 /// Integer point ids.
 fn nums(ids: &[u64]) -> Vec<PointId> {
     ids.iter().map(|&id| PointId::Num(id)).collect()

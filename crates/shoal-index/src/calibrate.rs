@@ -41,16 +41,16 @@ pub fn nprobe_steps(nlist: usize) -> Vec<usize> {
     steps
 }
 
-/// Modelled cost of a search from its counters: the FastScan work per estimated code grows with
-/// the padded dimension; an exact distance costs a (likely uncached) row read plus its kernel.
-pub fn work(stats: &IvfStats, padded: usize, dim: usize) -> u64 {
-    stats.estimated * (padded as u64 / 32 + 8) + stats.reranked * (dim as u64 / 8 + 100)
-}
-
-/// Modelled cost of a codes-only search: no exact distances, but every candidate's extra bits
-/// are decoded and dotted with the query.
-fn work_codes_only(stats: &IvfStats, padded: usize, bits: u32) -> u64 {
-    stats.estimated * (padded as u64 / 32 + 8) + stats.refined * (padded as u64 * bits as u64 / 16 + 20)
+/// Modelled cost of a search from its counters, in units of about a third of a nanosecond:
+/// the FastScan work per estimated code grows with the padded dimension; refining a row with
+/// its extra bits reads codes the scan did not and decodes them; an exact distance reads a
+/// (likely uncached) full vector. Fitted to GloVe 400k (400,000 rows, 50-d padded to 64, one
+/// core): about 3.5 ns a row estimated, 130 ns a row refined with 4-bit codes, 290 ns an exact
+/// distance.
+pub fn work(stats: &IvfStats, padded: usize, dim: usize, bits: u32) -> u64 {
+    stats.estimated * (padded as u64 / 32 + 8)
+        + stats.refined * (padded as u64 * u64::from(bits) / 16 + 300)
+        + stats.reranked * (dim as u64 / 8 + 800)
 }
 
 /// Chooses the default `nprobe` and `rerank` of a built index. `vectors` are the rows in the
@@ -124,7 +124,7 @@ pub fn calibrate(
             let mut topk = TopK::new(K + 1);
             let mut scratch = IvfScratch::default();
             let stats = index.search(&search, &data, None, 0, &mut scratch, &mut topk);
-            let work = if codes_only { work_codes_only(&stats, padded, bits) } else { work(&stats, padded, dim) };
+            let work = work(&stats, padded, dim, bits);
             let mut sorted = Vec::with_capacity(K + 1);
             topk.drain_sorted(&mut sorted);
             let hits = sorted.iter().filter(|c| c.id != skip).take(K).filter(|c| t.contains(&c.id)).count();

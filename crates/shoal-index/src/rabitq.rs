@@ -273,19 +273,33 @@ pub fn encode_ex(r: &[f32], norm_sq: f32, bits: u32, levels: &mut [u8], out: &mu
 /// Reconstructs `x̄` of code `j` (0..32) of a FastScan `block` (its signs) and its extra bits
 /// `ex` into `out` (`D` floats, each `±(m_i + 1/2)`; `D` a multiple of 8).
 pub fn decode_ex(block: &[u8], j: usize, ex: &[u8], bits: u32, out: &mut [f32]) {
-    let width = (bits - 1) as usize;
-    let mask = (1u64 << width) - 1;
+    match bits - 1 {
+        1 => decode_ex_w::<1>(block, j, ex, out),
+        2 => decode_ex_w::<2>(block, j, ex, out),
+        3 => decode_ex_w::<3>(block, j, ex, out),
+        4 => decode_ex_w::<4>(block, j, ex, out),
+        5 => decode_ex_w::<5>(block, j, ex, out),
+        6 => decode_ex_w::<6>(block, j, ex, out),
+        _ => decode_ex_w::<7>(block, j, ex, out),
+    }
+}
+
+/// [`decode_ex`] for `W = bits - 1` extra bits per coordinate.
+#[inline(always)]
+fn decode_ex_w<const W: usize>(block: &[u8], j: usize, ex: &[u8], out: &mut [f32]) {
+    let mask = (1u64 << W) - 1;
     let shift = if j < 16 { 0 } else { 4 };
-    // Eight coordinates take exactly `width` bytes, and two sign nibbles.
-    for (c, (eight, bytes)) in out.chunks_exact_mut(8).zip(ex.chunks_exact(width)).enumerate() {
+    // Eight coordinates take exactly `W` bytes, and two sign nibbles.
+    for (c, (eight, bytes)) in out.chunks_exact_mut(8).zip(ex.chunks_exact(W)).enumerate() {
         let mut word = [0u8; 8];
-        word[..width].copy_from_slice(bytes);
+        word[..W].copy_from_slice(bytes);
         let levels = u64::from_le_bytes(word);
         let signs =
             ((block[2 * c * 16 + j % 16] >> shift) & 0xf) | (((block[(2 * c + 1) * 16 + j % 16] >> shift) & 0xf) << 4);
         for (t, o) in eight.iter_mut().enumerate() {
-            let m = ((levels >> (t * width)) & mask) as f32 + 0.5;
-            *o = if signs >> t & 1 == 1 { m } else { -m };
+            let m = ((levels >> (t * W)) & mask) as u32 as f32 + 0.5;
+            // A clear sign bit negates: the sign bit of the float set, branch-free.
+            *o = f32::from_bits(m.to_bits() | (u32::from(!signs >> t & 1) << 31));
         }
     }
 }
@@ -360,19 +374,22 @@ mod tests {
         let mut prev_err = f64::INFINITY;
         for bits in 2..=MAX_BITS {
             let mut total_err = 0f64;
-            for _ in 0..200 {
+            for t in 0..200 {
                 let r: Vec<f32> = (0..d).map(|_| gauss(&mut rng)).collect();
                 let y: Vec<f32> = (0..d).map(|_| gauss(&mut rng)).collect();
                 let norm_sq = k.dot(&r, &r);
                 let mut code = vec![0u64; d / 64];
                 encode(&k, &r, &mut code);
+                // At every place of a block, among other codes (all signs set).
+                let (j, others) = (t % 32, vec![u64::MAX; d / 64]);
+                let refs: Vec<&[u64]> = (0..32).map(|i| if i == j { &code[..] } else { &others[..] }).collect();
                 let mut block = vec![0u8; d / 4 * 16];
-                pack_block(&[&code], d / 64, &mut block);
+                pack_block(&refs, d / 64, &mut block);
                 let mut levels = vec![0u8; d];
                 let mut ex = vec![0u8; ex_code_bytes(d, bits)];
                 let f = encode_ex(&r, norm_sq, bits, &mut levels, &mut ex);
                 let mut xbar = vec![0f32; d];
-                decode_ex(&block, 0, &ex, bits, &mut xbar);
+                decode_ex(&block, j, &ex, bits, &mut xbar);
                 for i in 0..d {
                     // The signs and levels survive packing.
                     assert_eq!(xbar[i] > 0.0, r[i] > 0.0, "bits {bits} coordinate {i}");

@@ -264,7 +264,7 @@ impl RemoteSegment {
                 Some(_) => {
                     // Wave 2: the vectors the exact re-ranking reads, as the bounds predict.
                     let data = subset.data(centroids, rot, None);
-                    let mut plan = RerankReads::new(k, self.ivf.bits);
+                    let mut plan = RerankReads::new(k);
                     let st = index.search_refined(&search, &data, skip, 0, &mut scratch, k, &mut plan);
                     if short(st.refined as usize) {
                         at_least = (probed * 2).min(all);
