@@ -112,7 +112,10 @@ fn main() {
                 let nlist = index.nlist as u32;
                 let steps = [8u32, 12, 16, 24, 32, 48, 64, 96, 128, 160, 192, 256, 384, 512, 768, 1024];
                 for nprobe in steps.into_iter().filter(|&p| p < nlist).chain([nlist]) {
-                    for rerank in [8u32, 16, 32, 64, 128, 256] {
+                    // With extra bits the candidates are chosen by the extended-bit estimates:
+                    // shallow depths reach the recall 1-bit codes need deep ones for.
+                    let reranks = if bits > 1 { [1u32, 2, 4, 8, 16, 32] } else { [8u32, 16, 32, 64, 128, 256] };
+                    for rerank in reranks {
                         settings.push((Some(nprobe), Some(rerank)));
                     }
                 }

@@ -273,31 +273,37 @@ pub fn encode_ex(r: &[f32], norm_sq: f32, bits: u32, levels: &mut [u8], out: &mu
 /// Reconstructs `x̄` of code `j` (0..32) of a FastScan `block` (its signs) and its extra bits
 /// `ex` into `out` (`D` floats, each `±(m_i + 1/2)`; `D` a multiple of 8).
 pub fn decode_ex(block: &[u8], j: usize, ex: &[u8], bits: u32, out: &mut [f32]) {
-    match bits - 1 {
-        1 => decode_ex_w::<1>(block, j, ex, out),
-        2 => decode_ex_w::<2>(block, j, ex, out),
-        3 => decode_ex_w::<3>(block, j, ex, out),
-        4 => decode_ex_w::<4>(block, j, ex, out),
-        5 => decode_ex_w::<5>(block, j, ex, out),
-        6 => decode_ex_w::<6>(block, j, ex, out),
-        _ => decode_ex_w::<7>(block, j, ex, out),
+    let width = (bits - 1) as usize;
+    // Natively one copy per width, each with its width a constant (it sits in the search's
+    // inner loop); in wasm one copy (the package's bytes count more there).
+    #[cfg(not(target_family = "wasm"))]
+    match width {
+        1 => decode_ex_in(block, j, ex, 1, out),
+        2 => decode_ex_in(block, j, ex, 2, out),
+        3 => decode_ex_in(block, j, ex, 3, out),
+        4 => decode_ex_in(block, j, ex, 4, out),
+        5 => decode_ex_in(block, j, ex, 5, out),
+        6 => decode_ex_in(block, j, ex, 6, out),
+        _ => decode_ex_in(block, j, ex, 7, out),
     }
+    #[cfg(target_family = "wasm")]
+    decode_ex_in(block, j, ex, width, out)
 }
 
-/// [`decode_ex`] for `W = bits - 1` extra bits per coordinate.
+/// [`decode_ex`] with `width = bits - 1` extra bits per coordinate.
 #[inline(always)]
-fn decode_ex_w<const W: usize>(block: &[u8], j: usize, ex: &[u8], out: &mut [f32]) {
-    let mask = (1u64 << W) - 1;
+fn decode_ex_in(block: &[u8], j: usize, ex: &[u8], width: usize, out: &mut [f32]) {
+    let mask = (1u64 << width) - 1;
     let shift = if j < 16 { 0 } else { 4 };
-    // Eight coordinates take exactly `W` bytes, and two sign nibbles.
-    for (c, (eight, bytes)) in out.chunks_exact_mut(8).zip(ex.chunks_exact(W)).enumerate() {
+    // Eight coordinates take exactly `width` bytes, and two sign nibbles.
+    for (c, (eight, bytes)) in out.chunks_exact_mut(8).zip(ex.chunks_exact(width)).enumerate() {
         let mut word = [0u8; 8];
-        word[..W].copy_from_slice(bytes);
+        word[..width].copy_from_slice(bytes);
         let levels = u64::from_le_bytes(word);
         let signs =
             ((block[2 * c * 16 + j % 16] >> shift) & 0xf) | (((block[(2 * c + 1) * 16 + j % 16] >> shift) & 0xf) << 4);
         for (t, o) in eight.iter_mut().enumerate() {
-            let m = ((levels >> (t * W)) & mask) as u32 as f32 + 0.5;
+            let m = ((levels >> (t * width)) & mask) as u32 as f32 + 0.5;
             // A clear sign bit negates: the sign bit of the float set, branch-free.
             *o = f32::from_bits(m.to_bits() | (u32::from(!signs >> t & 1) << 31));
         }

@@ -242,23 +242,16 @@ fn keep_best(cands: &mut Vec<Estimate>, order: &mut Vec<u64>, depth: usize) -> f
     crate::order::f32_of((cut >> 32) as u32)
 }
 
-/// Sorts `cands` (distinct rows) by lower bound (`f32::total_cmp` order, NaN as `+inf`), then
-/// row — with the plain integer sort only (a comparator's sort is one more sort routine in the
-/// wasm package): `(lower, row)` keys sorted, each candidate found again by its row in the
-/// sorted `(row, index)` keys. `order`, `by_row` and `sorted` are scratch.
-fn sort_by_lower(cands: &mut Vec<Estimate>, order: &mut Vec<u64>, by_row: &mut Vec<u64>, sorted: &mut Vec<Estimate>) {
+/// Sorts `cands` by lower bound (`f32::total_cmp` order, NaN as `+inf`), ties in the order
+/// they are in (the scan's), with the plain integer sort only (a comparator's sort is one more
+/// sort routine in the wasm package): `(lower, index)` keys. `order` and `sorted` are scratch.
+fn sort_by_lower(cands: &mut Vec<Estimate>, order: &mut Vec<u64>, sorted: &mut Vec<Estimate>) {
     let lower = |e: &Estimate| if e.lower.is_nan() { f32::INFINITY } else { e.lower };
     order.clear();
-    order.extend(cands.iter().map(|e| u64::from(crate::order::f32_key(lower(e))) << 32 | u64::from(e.row)));
+    order.extend(cands.iter().enumerate().map(|(i, e)| u64::from(crate::order::f32_key(lower(e))) << 32 | i as u64));
     shoal_format::sort_u64(order);
-    by_row.clear();
-    by_row.extend(cands.iter().enumerate().map(|(i, e)| u64::from(e.row) << 32 | i as u64));
-    shoal_format::sort_u64(by_row);
     sorted.clear();
-    sorted.extend(order.iter().map(|&k| {
-        let at = by_row.partition_point(|&r| r >> 32 < k & 0xFFFF_FFFF);
-        cands[(by_row[at] & 0xFFFF_FFFF) as usize]
-    }));
+    sorted.extend(order.iter().map(|&k| cands[(k & 0xFFFF_FFFF) as usize]));
     core::mem::swap(cands, sorted);
 }
 
@@ -277,11 +270,10 @@ pub struct IvfScratch {
     /// A partition's rows (by index in it) under the candidates' bound.
     passing: Vec<u32>,
     cands: Vec<Estimate>,
-    /// `(key, row)` of the candidates as integers, for selecting the best.
+    /// `(key, row)` of the candidates as integers, for selecting the best, then their
+    /// `(lower, index)` ([`sort_by_lower`]).
     order: Vec<u64>,
-    /// `(row, index)` of the candidates as integers, and the candidates in their final order
-    /// ([`sort_by_lower`]).
-    by_row: Vec<u64>,
+    /// The candidates in their final order.
     sorted: Vec<Estimate>,
     xbar: Vec<f32>,
     part_terms: Vec<f32>,
@@ -661,7 +653,7 @@ impl IvfIndex {
         if s.cands.len() > depth {
             keep_best(&mut s.cands, &mut s.order, depth);
         }
-        sort_by_lower(&mut s.cands, &mut s.order, &mut s.by_row, &mut s.sorted);
+        sort_by_lower(&mut s.cands, &mut s.order, &mut s.sorted);
         let (topk, vectors) = match (finish, data.vectors) {
             (Finish::Best(topk), Some(vectors)) => (topk, vectors),
             (finish, _) => {
