@@ -255,61 +255,6 @@ fn sort_by_lower(cands: &mut Vec<Estimate>, order: &mut Vec<u64>, sorted: &mut V
     core::mem::swap(cands, sorted);
 }
 
-/// A row of a scanned partition under the candidates' bound: its 1-bit key (with extra bits,
-/// less [`SCREEN_ERR`] of its error bound) and its 1-bit error bound.
-#[derive(Clone, Copy, Debug)]
-struct Pending {
-    row: u32,
-    key: f32,
-    err: f32,
-}
-
-/// Gathers the rows of partition `p` in `s.pending` (emptied) among the candidates: each still
-/// under `bound` and not skipped is refined with its extra bits (codes of more than one bit;
-/// kept if its refined key is under `bound` too) or taken with its 1-bit estimate. Whenever
-/// twice `depth` candidates have gathered, the best `depth` are kept and `bound` falls to the
-/// worst of them.
-#[inline(never)]
-fn gather(
-    s: &mut IvfScratch,
-    p: usize,
-    ex: &ExQuery<'_, '_>,
-    skip: Option<&dyn Fn(usize) -> bool>,
-    depth: usize,
-    bound: &mut f32,
-    stats: &mut IvfStats,
-) {
-    let IvfScratch { pending, cands, order, qrot, part_terms, xbar, .. } = s;
-    let spill = depth.saturating_mul(2);
-    for e in pending.iter() {
-        // `<=`: a tie on the key is decided by the row (`estimate_order`).
-        if e.key > *bound {
-            continue;
-        }
-        let row = e.row as usize;
-        if skip.is_some_and(|f| f(ex.data.row_of(row))) {
-            continue;
-        }
-        let (key, err) = if ex.data.bits > 1 {
-            // The candidates are the `depth` best extended-bit estimates.
-            stats.refined += 1;
-            let (key, err) = ex.refine_in(row, p, qrot, part_terms, xbar);
-            let key = if key.is_nan() { f32::INFINITY } else { key };
-            if key > *bound {
-                continue;
-            }
-            (key, err)
-        } else {
-            (e.key, e.err)
-        };
-        cands.push(Estimate { key, lower: key - err, row: e.row });
-        if cands.len() >= spill {
-            *bound = keep_best(cands, order, depth);
-        }
-    }
-    pending.clear();
-}
-
 /// Reusable buffers of one query; sized on first use, then reused without allocating.
 #[derive(Debug, Default)]
 pub struct IvfScratch {
@@ -322,8 +267,8 @@ pub struct IvfScratch {
     probes: Vec<u64>,
     centroid_keys: Vec<f32>,
     keys: Vec<f32>,
-    /// The last scanned partition's rows under the candidates' bound, not yet gathered.
-    pending: Vec<Pending>,
+    /// A partition's rows (by index in it) under the candidates' bound.
+    passing: Vec<u32>,
     cands: Vec<Estimate>,
     /// `(key, row)` of the candidates as integers, for selecting the best, then their
     /// `(lower, index)` ([`sort_by_lower`]).
@@ -581,6 +526,7 @@ impl IvfIndex {
         // amortised per candidate instead of a sift per replacement.
         s.cands.clear();
         let mut bound = f32::INFINITY;
+        let spill = depth.saturating_mul(2);
         let bb = block_bytes(padded);
         // Inner-product metrics quantize the query once; l2 per partition (residual to it).
         let bits = data.bits;
@@ -594,14 +540,9 @@ impl IvfIndex {
         }
         // Probe `nprobe` partitions; if they hold fewer than `k` live candidates (tiny or
         // mostly deleted partitions), keep probing in order until `k` are found or none is left.
-        s.pending.clear();
-        let mut pending_p = 0;
         for pi in 0..nlist {
-            if pi >= nprobe {
-                gather(s, pending_p, &ex, skip, depth, &mut bound, &mut stats);
-                if s.cands.len() >= k {
-                    break;
-                }
+            if pi >= nprobe && s.cands.len() >= k {
+                break;
             }
             if pi == nprobe {
                 shoal_format::sort_u64(&mut s.probes[nprobe..]);
@@ -612,16 +553,6 @@ impl IvfIndex {
                 continue;
             }
             stats.probed += 1;
-            // The next partition's codes and factors are requested while this one is scanned
-            // (a hint: the scan waits on them otherwise; prefetching is x86-only).
-            #[cfg(target_arch = "x86_64")]
-            if let Some(&next) = s.probes[..nprobe].get(pi + 1) {
-                let n = next as u32 as usize;
-                let (f0, f1) = (data.offsets[n] as usize, data.offsets[n + 1] as usize);
-                let (c0, c1) = (data.block_offsets[n] as usize, data.block_offsets[n + 1] as usize);
-                shoal_kernels::prefetch(&data.factors[f0..f1]);
-                shoal_kernels::prefetch(&data.codes[c0 * bb..c1 * bb]);
-            }
             let mut centroid_ip = 0.0;
             if metric == Metric::L2 {
                 for ((y, x), c) in s.y.iter_mut().zip(&s.qrot).zip(&data.rot_centroids[p * padded..(p + 1) * padded]) {
@@ -663,12 +594,9 @@ impl IvfIndex {
                     *key -= SCREEN_ERR * err;
                 }
             }
-            // The previous partition's rows under the bound, refined now: their extra bits were
-            // requested before this partition's scan, which their reads overlapped.
-            gather(s, pending_p, &ex, skip, depth, &mut bound, &mut stats);
-            let keys = &s.keys[..n];
-            // This partition's rows under `bound` as it stands, gathered after the next one's
-            // scan (`bound` only falls until then: the same rows and order as gathering now).
+            // The rows under `bound` as it stands, their extra bits requested ahead (refining
+            // them reads codes the scan did not: the reads overlap instead of waiting in turn).
+            s.passing.clear();
             for (c, chunk) in keys.chunks(KEY_CHUNK).enumerate() {
                 let mut any = false;
                 for &key in chunk {
@@ -679,24 +607,48 @@ impl IvfIndex {
                 }
                 for (j, &key) in chunk.iter().enumerate() {
                     if key <= bound {
-                        let i = c * KEY_CHUNK + j;
-                        let err =
-                            if metric == Metric::L2 { terms.l2_err(&factors[i]) } else { terms.ip_err(&factors[i]) };
-                        s.pending.push(Pending { row: (r0 + i) as u32, key, err });
+                        s.passing.push((c * KEY_CHUNK + j) as u32);
                     }
                 }
             }
             if bits > 1 {
-                for e in &s.pending {
-                    let row = e.row as usize;
+                for &i in &s.passing {
+                    let row = r0 + i as usize;
                     shoal_kernels::prefetch(&data.ex_codes[row * exb..(row + 1) * exb]);
                     shoal_kernels::prefetch(core::slice::from_ref(&data.ex_factors[row]));
                 }
             }
-            pending_p = p;
+            for &i in &s.passing {
+                let (i, key) = (i as usize, keys[i as usize]);
+                // `<=`: a tie on the key is decided by the row (`estimate_order`). (`bound` only
+                // falls: these are the rows under it now.)
+                if key > bound {
+                    continue;
+                }
+                let row = r0 + i;
+                if skip.is_some_and(|f| f(data.row_of(row))) {
+                    continue;
+                }
+                let (key, err) = if bits > 1 {
+                    // The candidates are the `depth` best extended-bit estimates, refined while
+                    // the row's codes are in cache.
+                    stats.refined += 1;
+                    let (key, err) = ex.refine_in(row, p, &s.qrot, &s.part_terms, &mut s.xbar);
+                    let key = finite(key);
+                    if key > bound {
+                        continue;
+                    }
+                    (key, err)
+                } else {
+                    (key, if metric == Metric::L2 { terms.l2_err(&factors[i]) } else { terms.ip_err(&factors[i]) })
+                };
+                s.cands.push(Estimate { key, lower: key - err, row: row as u32 });
+                if s.cands.len() >= spill {
+                    bound = keep_best(&mut s.cands, &mut s.order, depth);
+                }
+            }
             stats.estimated += (r1 - r0) as u64;
         }
-        gather(s, pending_p, &ex, skip, depth, &mut bound, &mut stats);
         // Exact distances in order of lower bounds, until no remaining bound can beat the k-th.
         if s.cands.len() > depth {
             keep_best(&mut s.cands, &mut s.order, depth);
