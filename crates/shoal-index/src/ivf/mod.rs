@@ -591,7 +591,7 @@ impl IvfIndex {
                 // error bound is under `bound` (an extended-bit estimate).
                 for (key, f) in keys.iter_mut().zip(factors) {
                     let err = if metric == Metric::L2 { terms.l2_err(f) } else { terms.ip_err(f) };
-                    *key -= SCREEN_ERR * err;
+                    *key = finite(*key - SCREEN_ERR * err);
                 }
             }
             // The rows under `bound` as it stands, their extra bits requested ahead (refining
