@@ -342,7 +342,8 @@ export interface SealOptions {
   /** Seed of k-means and the rotation (builds are deterministic for a seed). */
   seed?: number;
   /** Bits per dimension of the codes, 1..=8 (default 1): the sign bit scanned with FastScan plus
-   * extra bits (extended RaBitQ) that refine candidates before exact re-ranking. */
+   * extra bits (extended RaBitQ) that refine the rows the sign bits find near: the candidates for
+   * exact re-ranking are chosen by those refined estimates. */
   bits?: number;
   /** Keep only the codes, not the full vectors (needs bits 2..=8): a much smaller collection,
    * ranked by the codes' estimates, that refuses changes and exact search (`codes_only` errors). */

@@ -63,7 +63,7 @@ pub struct BuildArgs {
     #[arg(long, value_name = "SEED")]
     pub seed: Option<u64>,
     /// Bits per coordinate of the RaBitQ codes, 1..=8 (1 sign bit + extra bits that refine the
-    /// candidates' estimates; extended RaBitQ).
+    /// estimates of nearby rows, from which the candidates are chosen; extended RaBitQ).
     #[arg(long, value_name = "BITS")]
     pub bits: Option<u32>,
     /// Keep only the index codes, not the full vectors: a much smaller, read-only segment whose
