@@ -172,3 +172,38 @@ fn extra_bits_choose_the_candidates() {
 fn nums(ids: &[u64]) -> Vec<PointId> {
     ids.iter().map(|&id| PointId::Num(id)).collect()
 }
+
+#[test]
+fn queries_whose_distances_overflow_still_find_results() {
+    // A query far enough out that its residuals' squares overflow f32 gives every row an
+    // infinite 1-bit key and an infinite or NaN error bound. Every code width must still
+    // return `limit` results (a NaN screened key once kept every row out with extra bits), and
+    // a codes-only segment must rank them and name at least `limit` rows to re-rank.
+    let (dim, n) = (16, 2_000);
+    let data = clustered_vectors(31, n, dim, 8);
+    let row_ids: Vec<u64> = (0..n as u64).collect();
+    let mut query = clustered_vectors(32, 1, dim, 8);
+    query[0] = 2e19;
+    for bits in [1u32, 2, 4, 8] {
+        let mut col = Collection::new(CollectionConfig { dim, metric: Metric::L2 }).unwrap();
+        col.insert(&row_ids, &data).unwrap();
+        col.seal_with(IndexKind::IvfRabitq(IvfParams { partitions: Some(8), seed: 5, bits, codes_only: false }))
+            .unwrap();
+        let body = r#"{"limit": 5, "params": {"nprobe": 2, "rerank": 4}}"#;
+        let found = ids(&col, body, &query);
+        assert_eq!(found.len(), 5, "bits {bits}: {found:?}");
+        if bits > 1 {
+            // Codes only: ranked by the estimates, and the rows a lazy re-ranking would read.
+            let mut codes = Collection::new(CollectionConfig { dim, metric: Metric::L2 }).unwrap();
+            codes.insert(&row_ids, &data).unwrap();
+            codes
+                .seal_with(IndexKind::IvfRabitq(IvfParams { partitions: Some(8), seed: 5, bits, codes_only: true }))
+                .unwrap();
+            assert_eq!(ids(&codes, body, &query).len(), 5, "bits {bits}, codes only");
+            let mut req = SearchRequest::from_json(body).unwrap();
+            req.vector = Some(query.clone());
+            let rows = codes.rerank_rows(&req, None).unwrap();
+            assert!(rows.len() >= 5, "bits {bits}, rows to re-rank: {rows:?}");
+        }
+    }
+}

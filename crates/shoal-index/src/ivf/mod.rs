@@ -287,7 +287,11 @@ pub struct IvfStats {
     pub estimated: u64,
     /// Vectors whose exact distance was computed.
     pub reranked: u64,
-    /// Candidates whose estimate was refined with the extra bits.
+    /// Estimates refined with the extra bits: with extra bits, every row refined while its
+    /// partition was scanned; without, the candidates handed to a [`Refined`] sink. From
+    /// [`IvfIndex::search_refined`] with a sink that wants its first `k`, it is below `k`
+    /// exactly when the search found fewer than `k` candidates (a host reading by ranges then
+    /// probes more partitions).
     pub refined: u64,
     /// Partitions probed.
     pub probed: u32,
@@ -310,7 +314,8 @@ pub trait Refined {
     /// come in order of their lower bounds, so the first refused ends the search).
     fn wants(&self, lower: f32) -> bool;
     /// A refined candidate: its internal id, estimate and error bound (the distance lies in
-    /// `key ± err` at the index's confidence).
+    /// `key ± err` at the index's confidence). A search hands over `err` as its estimate less
+    /// the lower bound it sorted by, which can differ from the refined bound by a rounding.
     fn offer(&mut self, id: u64, key: f32, err: f32);
 }
 
@@ -365,7 +370,10 @@ impl Refined for Bounds {
     fn offer(&mut self, id: u64, key: f32, err: f32) {
         let err = if err.is_nan() { f32::INFINITY } else { err.abs() };
         self.uppers.offer(id, key + err, 0.0);
-        self.cands.push((key, if key.is_nan() { f32::NEG_INFINITY } else { key - err }, id));
+        // An undefined lower bound (a NaN estimate, or an infinite one less an infinite error)
+        // rules nothing out.
+        let lower = key - err;
+        self.cands.push((key, if lower.is_nan() { f32::NEG_INFINITY } else { lower }, id));
     }
 }
 
@@ -634,7 +642,6 @@ impl IvfIndex {
                     // the row's codes are in cache.
                     stats.refined += 1;
                     let (key, err) = ex.refine_in(row, p, &s.qrot, &s.part_terms, &mut s.xbar);
-                    let key = finite(key);
                     if key > bound {
                         continue;
                     }
@@ -793,7 +800,7 @@ struct ExQuery<'d, 'a> {
 
 impl ExQuery<'_, '_> {
     /// The extra-bit estimate of `row`, which lies in partition `p`, and its error bound:
-    /// `(key, err)`.
+    /// `(key, err)`. A NaN estimate is `+inf` (as every key of a search is).
     fn refine_in(&self, row: usize, p: usize, qrot: &[f32], part_terms: &[f32], xbar: &mut [f32]) -> (f32, f32) {
         let (data, bb, exb) = (self.data, self.bb, self.exb);
         let i = row - data.offsets[p] as usize;
@@ -801,13 +808,14 @@ impl ExQuery<'_, '_> {
         decode_ex(&data.codes[block..block + bb], i % 32, &data.ex_codes[row * exb..(row + 1) * exb], data.bits, xbar);
         let ex = &data.ex_factors[row];
         let xq = self.kernels.dot(xbar, qrot);
-        if self.metric == Metric::L2 {
+        let (key, err) = if self.metric == Metric::L2 {
             let ny = part_terms[p];
             let ip = ex.scale * (xq - ex.centroid_dot);
             (data.factors[row].norm_sq + ny - 2.0 * ip, 2.0 * ex.err * libm::sqrtf(ny) * self.epsilon)
         } else {
             (-(part_terms[p] + ex.scale * xq), ex.err * self.qnorm * self.epsilon)
-        }
+        };
+        (if key.is_nan() { f32::INFINITY } else { key }, err)
     }
 }
 
