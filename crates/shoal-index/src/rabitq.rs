@@ -290,18 +290,44 @@ pub fn decode_ex(block: &[u8], j: usize, ex: &[u8], bits: u32, out: &mut [f32]) 
     decode_ex_in(block, j, ex, width, out)
 }
 
+/// The signs of coordinates `8c .. 8c + 8` of vector `j` of a FastScan block, bit `t` set when
+/// coordinate `8c + t` is positive (two nibbles of the block's 1-bit codes).
+#[inline(always)]
+fn sign_byte(block: &[u8], j: usize, c: usize) -> u8 {
+    let shift = if j < 16 { 0 } else { 4 };
+    ((block[2 * c * 16 + j % 16] >> shift) & 0xf) | (((block[(2 * c + 1) * 16 + j % 16] >> shift) & 0xf) << 4)
+}
+
+/// `<x̄, q>` for the extended code `ex` (`bits - 1` extra bits) of vector `j` of a FastScan
+/// block: [`decode_ex`] into `buf` then `dot`, in wasm; natively one fused kernel
+/// ([`Kernels::ex_dot`]) with the same bits. `buf` is scratch of `q.len()` floats.
+pub fn ex_dot(kernels: &Kernels, block: &[u8], j: usize, ex: &[u8], bits: u32, q: &[f32], buf: &mut [f32]) -> f32 {
+    #[cfg(not(target_family = "wasm"))]
+    {
+        // The sign bytes (one per 8 coordinates) in the scratch's first bytes.
+        let signs = &mut bytemuck::cast_slice_mut::<f32, u8>(buf)[..q.len() / 8];
+        for (c, s) in signs.iter_mut().enumerate() {
+            *s = sign_byte(block, j, c);
+        }
+        kernels.ex_dot(signs, ex, (bits - 1) as usize, q)
+    }
+    #[cfg(target_family = "wasm")]
+    {
+        decode_ex(block, j, ex, bits, buf);
+        kernels.dot(buf, q)
+    }
+}
+
 /// [`decode_ex`] with `width = bits - 1` extra bits per coordinate.
 #[inline(always)]
 fn decode_ex_in(block: &[u8], j: usize, ex: &[u8], width: usize, out: &mut [f32]) {
     let mask = (1u64 << width) - 1;
-    let shift = if j < 16 { 0 } else { 4 };
     // Eight coordinates take exactly `width` bytes, and two sign nibbles.
     for (c, (eight, bytes)) in out.chunks_exact_mut(8).zip(ex.chunks_exact(width)).enumerate() {
         let mut word = [0u8; 8];
         word[..width].copy_from_slice(bytes);
         let levels = u64::from_le_bytes(word);
-        let signs =
-            ((block[2 * c * 16 + j % 16] >> shift) & 0xf) | (((block[(2 * c + 1) * 16 + j % 16] >> shift) & 0xf) << 4);
+        let signs = sign_byte(block, j, c);
         for (t, o) in eight.iter_mut().enumerate() {
             let m = ((levels >> (t * width)) & mask) as u32 as f32 + 0.5;
             // A clear sign bit negates: the sign bit of the float set, branch-free.
@@ -400,6 +426,13 @@ mod tests {
                     // The signs and levels survive packing.
                     assert_eq!(xbar[i] > 0.0, r[i] > 0.0, "bits {bits} coordinate {i}");
                     assert_eq!(xbar[i].abs(), levels[i] as f32 + 0.5, "bits {bits} coordinate {i}");
+                }
+                // The search's `ex_dot` (natively a fused kernel) is `dot` of the decoded code,
+                // bit for bit, with every kernel variant.
+                let mut buf = vec![0f32; d];
+                for v in Kernels::available() {
+                    let (fused, by_dot) = (ex_dot(&v, &block, j, &ex, bits, &y, &mut buf), v.dot(&xbar, &y));
+                    assert_eq!(fused.to_bits(), by_dot.to_bits(), "{} bits {bits}", v.name());
                 }
                 let exact = k.dot(&r, &y);
                 let est = f.scale * k.dot(&xbar, &y);

@@ -48,6 +48,8 @@ type FloatBatch = unsafe fn(&[f32], &[f32], &mut [f32]);
 type BitPair = unsafe fn(&[u64], &[u64]) -> u32;
 type BitOne = unsafe fn(&[u64]) -> u32;
 type FastScan = unsafe fn(&[u8], &[u8], &mut [u32]);
+#[cfg(not(target_family = "wasm"))]
+type ExDot = unsafe fn(&[u8], &[u8], usize, &[f32]) -> f32;
 
 /// A set of kernel implementations that is valid on the running CPU.
 ///
@@ -64,6 +66,9 @@ pub struct Kernels {
     popcount: BitOne,
     hamming: BitPair,
     fastscan: FastScan,
+    /// Natively only: wasm builds decode and call `dot` (the same bits, fewer bytes).
+    #[cfg(not(target_family = "wasm"))]
+    ex_dot: ExDot,
 }
 
 impl core::fmt::Debug for Kernels {
@@ -85,6 +90,8 @@ impl Kernels {
             popcount: all::popcount,
             hamming: all::hamming,
             fastscan: all::fastscan,
+            #[cfg(not(target_family = "wasm"))]
+            ex_dot: all::ex_dot,
         }
     }
 
@@ -169,6 +176,7 @@ impl Kernels {
                 hamming,
                 // pshufb needs SSSE3, which x86_64's baseline lacks.
                 fastscan: arch::all::fastscan,
+                ex_dot: arch::all::ex_dot,
             })
         }
         #[cfg(not(target_arch = "x86_64"))]
@@ -193,6 +201,7 @@ impl Kernels {
                 popcount: avx2::popcount,
                 hamming: avx2::hamming,
                 fastscan: avx2::fastscan,
+                ex_dot: avx2::ex_dot,
             })
         }
         #[cfg(not(target_arch = "x86_64"))]
@@ -227,6 +236,7 @@ impl Kernels {
                 popcount,
                 hamming,
                 fastscan: if arch::x86_64::has_avx512bw() { avx512::fastscan } else { avx2::fastscan },
+                ex_dot: avx2::ex_dot,
             })
         }
         #[cfg(not(target_arch = "x86_64"))]
@@ -249,6 +259,7 @@ impl Kernels {
                 popcount: neon::popcount,
                 hamming: neon::hamming,
                 fastscan: neon::fastscan,
+                ex_dot: arch::all::ex_dot,
             })
         }
         #[cfg(not(all(target_arch = "aarch64", target_feature = "neon")))]
@@ -324,6 +335,16 @@ impl Kernels {
     pub fn fastscan(&self, luts: &[u8], blocks: &[u8], out: &mut [u32]) {
         // SAFETY: a `Kernels` is only constructed with functions whose CPU features are present.
         unsafe { (self.fastscan)(luts, blocks, out) }
+    }
+
+    /// Dot product of an extended RaBitQ code (`signs`, `width`-bit `levels`) and `q`; see
+    /// [`arch::all::ex_dot`] for the layout. The same bits as [`dot`](Self::dot) of the decoded
+    /// vector and `q`. Native builds only.
+    #[cfg(not(target_family = "wasm"))]
+    #[inline]
+    pub fn ex_dot(&self, signs: &[u8], levels: &[u8], width: usize, q: &[f32]) -> f32 {
+        // SAFETY: a `Kernels` is only constructed with functions whose CPU features are present.
+        unsafe { (self.ex_dot)(signs, levels, width, q) }
     }
 
     /// Number of set bits.

@@ -197,6 +197,59 @@ fn fastscan_blocks(k: Kernels) {
     }
 }
 
+/// `ex_dot` equals the reference, and the reference equals `dot` of the decoded vector, for
+/// every width, lengths around the 4 accumulator registers, plain and adversarial queries, and
+/// codes that end the buffer (the last 8-byte read cannot overrun) or sit inside a larger one.
+/// Native only: wasm builds have no `ex_dot` (they decode and call `dot`).
+#[cfg(not(target_family = "wasm"))]
+fn ex_dot_codes(k: Kernels) {
+    let mut rng = Rng::new(0x5eed_0006);
+    for width in 1..=7usize {
+        for chunks in [0usize, 1, 2, 3, 4, 5, 7, 8, 9, 16, 33, 128] {
+            for adversarial in [false, true] {
+                let signs: Vec<u8> = (0..chunks).map(|_| rng.next_u64() as u8).collect();
+                let padded: Vec<u8> = (0..chunks * width + 9).map(|_| rng.next_u64() as u8).collect();
+                let q = if adversarial { rng.adversarial_vec(8 * chunks) } else { rng.floats(8 * chunks) };
+                let mask = (1u64 << width) - 1;
+                for levels in [&padded[..chunks * width], &padded[9..]] {
+                    let want = all::ex_dot(&signs, levels, width, &q);
+                    let got = k.ex_dot(&signs, levels, width, &q);
+                    assert!(
+                        same_bits(got, want),
+                        "{}: ex_dot width {width}, {chunks} chunks: {got} vs {want}",
+                        k.name()
+                    );
+                    let decoded: Vec<f32> = (0..8 * chunks)
+                        .map(|i| {
+                            let (c, t) = (i / 8, i % 8);
+                            let mut word = [0u8; 8];
+                            word[..width].copy_from_slice(&levels[c * width..(c + 1) * width]);
+                            let m = ((u64::from_le_bytes(word) >> (t * width)) & mask) as f32 + 0.5;
+                            if signs[c] >> t & 1 == 1 { m } else { -m }
+                        })
+                        .collect();
+                    let by_dot = all::dot(&decoded, &q);
+                    assert!(
+                        same_bits(want, by_dot) || (want.is_nan() && by_dot.is_nan()),
+                        "width {width}: {want} vs dot {by_dot}"
+                    );
+                }
+            }
+        }
+    }
+    let panics = |f: &dyn Fn()| catch_unwind(AssertUnwindSafe(f)).is_err();
+    let q = [1.0f32; 16];
+    assert!(panics(&|| {
+        k.ex_dot(&[0, 0], &[0; 6], 3, &q[..8]);
+    }));
+    assert!(panics(&|| {
+        k.ex_dot(&[0, 0], &[0; 5], 3, &q);
+    }));
+    assert!(panics(&|| {
+        k.ex_dot(&[0, 0], &[0; 16], 8, &q);
+    }));
+}
+
 /// Length mismatches panic (no out-of-bounds reads) in every variant. Native only: wasm
 /// builds abort on a panic, which `catch_unwind` cannot observe.
 #[cfg(not(target_family = "wasm"))]
@@ -318,6 +371,12 @@ macro_rules! variant_tests {
             #[test]
             fn length_mismatch_panics() {
                 kernels().map(mismatches_panic);
+            }
+
+            #[cfg(not(target_family = "wasm"))]
+            #[test]
+            fn ex_dot_equals_reference() {
+                kernels().map(ex_dot_codes);
             }
 
             #[test]

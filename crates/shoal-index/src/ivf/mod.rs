@@ -15,7 +15,7 @@ use alloc::vec::Vec;
 
 use shoal_kernels::Kernels;
 
-use crate::rabitq::{self, EPSILON0, ExFactors, Factors, QueryTerms, decode_ex, ex_code_bytes};
+use crate::rabitq::{self, EPSILON0, ExFactors, Factors, QueryTerms, ex_code_bytes};
 use crate::rotation::Rotation;
 use crate::{Candidate, Metric, TopK};
 
@@ -805,9 +805,9 @@ impl ExQuery<'_, '_> {
         let (data, bb, exb) = (self.data, self.bb, self.exb);
         let i = row - data.offsets[p] as usize;
         let block = (data.block_offsets[p] as usize + i / 32) * bb;
-        decode_ex(&data.codes[block..block + bb], i % 32, &data.ex_codes[row * exb..(row + 1) * exb], data.bits, xbar);
+        let (codes, ex_code) = (&data.codes[block..block + bb], &data.ex_codes[row * exb..(row + 1) * exb]);
+        let xq = rabitq::ex_dot(self.kernels, codes, i % 32, ex_code, data.bits, qrot, xbar);
         let ex = &data.ex_factors[row];
-        let xq = self.kernels.dot(xbar, qrot);
         let (key, err) = if self.metric == Metric::L2 {
             let ny = part_terms[p];
             let ip = ex.scale * (xq - ex.centroid_dot);

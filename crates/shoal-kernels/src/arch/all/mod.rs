@@ -134,6 +134,42 @@ pub fn fastscan(luts: &[u8], blocks: &[u8], out: &mut [u32]) {
     }
 }
 
+/// Dot product of a vector coded with extended RaBitQ levels and a float query, in the
+/// canonical order: `sum over i of x[i] * q[i]` where coordinate `i = 8c + t` is
+/// `x[i] = ±(level + 0.5)`, `level` the `width`-bit field `t` (lowest bits first) of the
+/// little-endian bytes `levels[c * width .. (c + 1) * width]` and the sign `+` when bit `t` of
+/// `signs[c]` is set. The decoded values are exact, so this equals [`dot`] of the decoded
+/// vector and `q` bit for bit.
+///
+/// Panics unless `width` is 1..=7, `q.len() == 8 * signs.len()` and
+/// `levels.len() == width * signs.len()`.
+pub fn ex_dot(signs: &[u8], levels: &[u8], width: usize, q: &[f32]) -> f32 {
+    check_ex_dot(signs, levels, width, q);
+    let mask = (1u64 << width) - 1;
+    let mut acc = [0.0f32; LANES];
+    for (c, ((&s, bytes), q8)) in signs.iter().zip(levels.chunks_exact(width)).zip(q.chunks_exact(8)).enumerate() {
+        let mut word = [0u8; 8];
+        word[..width].copy_from_slice(bytes);
+        let l = u64::from_le_bytes(word);
+        for (t, &y) in q8.iter().enumerate() {
+            let m = ((l >> (t * width)) & mask) as f32 + 0.5;
+            let x = if s >> t & 1 == 1 { m } else { -m };
+            acc[(8 * c + t) % LANES] += x * y;
+        }
+    }
+    fold_lanes(acc)
+}
+
+/// Shared precondition of the [`ex_dot`] kernels.
+#[inline]
+pub(crate) fn check_ex_dot(signs: &[u8], levels: &[u8], width: usize, q: &[f32]) {
+    assert!((1..=7).contains(&width), "ex_dot: width must be 1..=7");
+    assert!(
+        q.len() == 8 * signs.len() && levels.len() == width * signs.len(),
+        "ex_dot: q must hold 8 floats and levels `width` bytes per sign byte"
+    );
+}
+
 /// Shared precondition of the FastScan kernels; returns the number of groups.
 #[inline]
 pub(crate) fn check_fastscan(luts: &[u8], blocks: &[u8], out: &[u32]) -> usize {

@@ -19,7 +19,7 @@ use crate::LANES;
 use crate::arch::all::check_batch;
 
 /// Upper bound of `32 / W` over all vector types (`W = 4` for 128-bit registers).
-const MAX_REGS: usize = 8;
+pub(crate) const MAX_REGS: usize = 8;
 
 /// One SIMD register of `f32` lanes.
 ///
@@ -135,7 +135,7 @@ unsafe fn load_upto<V: F32Vector>(ptr: *const f32, len: usize) -> V {
 /// # Safety
 /// `V`'s target feature must be available.
 #[inline(always)]
-unsafe fn finish<V: F32Vector>(mut acc: [V; MAX_REGS]) -> f32 {
+pub(crate) unsafe fn finish<V: F32Vector>(mut acc: [V; MAX_REGS]) -> f32 {
     // SAFETY: the caller guarantees `V`'s target feature; indices stay below `REGS`.
     unsafe {
         let mut regs = V::REGS;

@@ -108,6 +108,72 @@ pub unsafe fn l2_sq_batch(query: &[f32], rows: &[f32], out: &mut [f32]) {
     unsafe { generic::batch::<__m256, L2, 2>(query, rows, out) }
 }
 
+/// Dot product of an extended RaBitQ code and a query in the canonical order (see
+/// [`crate::arch::all::ex_dot`]): eight coordinates decoded per step with variable shifts,
+/// into the accumulator register that owns their canonical lanes (four steps per round, so the
+/// registers stay registers).
+///
+/// # Safety
+///
+/// The CPU must support AVX2.
+#[target_feature(enable = "avx2")]
+pub unsafe fn ex_dot(signs: &[u8], levels: &[u8], width: usize, q: &[f32]) -> f32 {
+    crate::arch::all::check_ex_dot(signs, levels, width, q);
+    let (w, len, n) = (width as i32, levels.len(), signs.len());
+    // The 8 bytes of `levels` from `off` (the code's own `width` bytes first; what follows
+    // is never used): one load, from `len - 8` shifted down where fewer than 8 remain.
+    let word = |off: usize| -> u64 {
+        if off + 8 <= len {
+            // SAFETY: `off .. off + 8` lies in `levels`.
+            u64::from_le(unsafe { levels.as_ptr().add(off).cast::<u64>().read_unaligned() })
+        } else if len >= 8 {
+            // SAFETY: `len - 8 .. len` lies in `levels`; `off + 8 - len` is 1..=7 because
+            // `off + width <= len` and `width >= 1`.
+            let tail = u64::from_le(unsafe { levels.as_ptr().add(len - 8).cast::<u64>().read_unaligned() });
+            tail >> (8 * (off + 8 - len))
+        } else {
+            levels[off..].iter().rev().fold(0u64, |acc, &b| acc << 8 | u64::from(b))
+        }
+    };
+    // SAFETY: AVX2 is enabled here. Step `c < n` reads `q[8c .. 8c + 8]`, inside `q`
+    // (`q.len() == 8 * n`).
+    unsafe {
+        // Lanes 0-3 take fields 0-3 of the low 32 bits, lanes 4-7 fields 4-7 of the bits from
+        // `4 * width` (at most 28 bits each side, as `width <= 7`).
+        let shifts = _mm256_setr_epi32(0, w, 2 * w, 3 * w, 0, w, 2 * w, 3 * w);
+        let mask = _mm256_set1_epi32((1 << w) - 1);
+        let bit = _mm256_setr_epi32(1, 2, 4, 8, 16, 32, 64, 128);
+        let (half, sign) = (_mm256_set1_ps(0.5), _mm256_set1_epi32(i32::MIN));
+        let pq = q.as_ptr();
+        let step = |c: usize| -> __m256 {
+            let l = word(c * width);
+            let (lo, hi) = (l as u32 as i32, (l >> (4 * width)) as u32 as i32);
+            let level =
+                _mm256_and_si256(_mm256_srlv_epi32(_mm256_setr_epi32(lo, lo, lo, lo, hi, hi, hi, hi), shifts), mask);
+            let m = _mm256_add_ps(_mm256_cvtepi32_ps(level), half);
+            // A clear sign bit negates: the float's sign bit set where `signs[c] & bit == 0`.
+            let s = _mm256_set1_epi32(i32::from(signs[c]));
+            let clear = _mm256_cmpeq_epi32(_mm256_and_si256(s, bit), _mm256_setzero_si256());
+            let x = _mm256_or_ps(m, _mm256_castsi256_ps(_mm256_and_si256(clear, sign)));
+            _mm256_mul_ps(x, _mm256_loadu_ps(pq.add(8 * c)))
+        };
+        let mut acc = [_mm256_setzero_ps(); generic::MAX_REGS];
+        let full = n - n % 4;
+        let mut c = 0;
+        while c < full {
+            acc[0] = _mm256_add_ps(acc[0], step(c));
+            acc[1] = _mm256_add_ps(acc[1], step(c + 1));
+            acc[2] = _mm256_add_ps(acc[2], step(c + 2));
+            acc[3] = _mm256_add_ps(acc[3], step(c + 3));
+            c += 4;
+        }
+        for (r, a) in acc.iter_mut().enumerate().take(n - full) {
+            *a = _mm256_add_ps(*a, step(full + r));
+        }
+        generic::finish(acc)
+    }
+}
+
 /// Shortest input (in 64-bit words) counted with the nibble table rather than `popcnt`.
 pub const MULA_MIN_WORDS: usize = 32;
 
