@@ -85,11 +85,12 @@ def save(fig, name):
 
 # ---- recall / QPS ---------------------------------------------------------------------------
 
-def engines(dataset):
-    """Every configuration measured on ``dataset``: (label, index MB, [(recall, qps)], params)."""
+def engines(dataset, prefix=""):
+    """Every configuration measured on ``dataset``: (label, index MB, [(recall, qps)], params),
+    from ``<prefix>shoal-<dataset>*.json`` and ``<prefix>peers-<dataset>.json``."""
     out = []
     # (The queries-in-parallel runs have their own table, written by hand.)
-    runs = [json.loads(p.read_text()) for p in RESULTS.glob(f"shoal-{dataset}*.json")
+    runs = [json.loads(p.read_text()) for p in RESULTS.glob(f"{prefix}shoal-{dataset}*.json")
             if not p.name.endswith("-queries-parallel.json")]
     for r in sorted(runs, key=lambda r: (r.get("codes_only", False), r.get("bits", 1))):
         if r.get("dataset") != dataset or r.get("threads", 1) != 1 or r.get("segments", 1) != 1:
@@ -99,7 +100,7 @@ def engines(dataset):
         # The peers' driver reports each point's fastest pass: Shoal's fastest pass beside it.
         pts = [(p["recall"], p["qps_best"]) for p in r["points"]]
         out.append((f"Shoal IVF-RaBitQ {kind}", memory, pts, "shoal"))
-    peers = RESULTS / f"peers-{dataset}.json"
+    peers = RESULTS / f"{prefix}peers-{dataset}.json"
     if peers.exists():
         for cfg in json.loads(peers.read_text())["configs"]:
             if "error" in cfg:
@@ -172,6 +173,63 @@ def recall_qps_tables(measured):
     full.append("QPS at a recall target: read off each configuration's frontier, interpolated between "
                 "the two sweep points around the target (`bench/frontier.py`); one thread, one query "
                 "per call. Memory: the index (Shoal: plus the full vectors it re-ranks with, memory-mapped).")
+    return "\n".join(full), "\n".join(readme)
+
+
+# ---- Shoal against hnswlib, one run -----------------------------------------------------------
+
+# ``same-run-{shoal,peers}-<dataset>*.json``: Shoal (1- and 4-bit) and hnswlib measured one after
+# another on one pinned core (the head-to-head the QPS targets are set against).
+SAME_RUN = "same-run-"
+
+
+def same_run_plot(measured):
+    plt = pyplot()
+    fig, axes = plt.subplots(1, len(measured), figsize=(4.2 * len(measured), 4.2), squeeze=False)
+    for ax, (dataset, rows) in zip(axes[0], measured.items()):
+        styles = iter(["-", "--", ":"])
+        for label, memory, pts, engine in rows:
+            f = frontier.frontier(pts)
+            style = dict(lw=2.4, color="#1f3b8f", ls=next(styles, "-")) if engine == "shoal" else dict(lw=1.4, color="tab:orange")
+            ax.plot([r for r, _ in f], [q for _, q in f], marker="o", ms=3, label=f"{label} ({memory:,.0f} MB)", **style)
+        for t in TARGETS:
+            ax.axvline(t, color="grey", lw=0.6, ls=":")
+        ax.set_yscale("log")
+        ax.set_xlim(0.85, 1.0)
+        ax.set_xlabel("recall@10")
+        ax.set_title(dataset, fontsize=9)
+        ax.grid(True, which="both", lw=0.3, alpha=0.5)
+        ax.legend(fontsize=6.5, loc="lower left")
+    axes[0][0].set_ylabel("queries per second, one thread (log)")
+    save(fig, "same-run-hnswlib.png")
+
+
+def same_run_tables(measured):
+    """The same-run table (benchmarks.md) and the README's summary, as Markdown."""
+    full = ["![Shoal against hnswlib, one run](img/same-run-hnswlib.png)", "",
+            "| dataset | engine / configuration | memory MB | " + " | ".join(f"QPS at {t:.2f}" for t in TARGETS)
+            + " | / hnswlib at 0.95 | / hnswlib at 0.99 |",
+            "|---|---|---:|" + "---:|" * len(TARGETS) + "---:|---:|"]
+    readme = ["| dataset | Shoal QPS at recall 0.95 | hnswlib QPS at 0.95 | ratio | Shoal at 0.99 | hnswlib at 0.99 | ratio |",
+              "|---|---:|---:|---:|---:|---:|---:|"]
+    for dataset, rows in measured.items():
+        hnsw = next(r for r in rows if r[3] == "hnswlib")
+        h = [qps(hnsw[2], t) for t in TARGETS]
+        for label, memory, pts, engine in rows:
+            got = [qps(pts, t) for t in TARGETS]
+            if engine == "shoal":
+                ratios = " | ".join(f"{g / b:.2f}x" if g and b else "-" for g, b in zip(got[1:], h[1:]))
+            else:
+                ratios = " | "
+            full.append(f"| {dataset} | {label} | {memory:,.0f} | " + " | ".join(fmt(q) for q in got) + f" | {ratios} |")
+        best = [max((q for q in (qps(r[2], t) for r in rows if r[3] == "shoal") if q is not None), default=None)
+                for t in (0.95, 0.99)]
+        ratio = [f"{s / b:.2f}x" if s and b else "-" for s, b in zip(best, h[1:])]
+        readme.append(f"| {dataset} | {fmt(best[0])} | {fmt(h[1])} | {ratio[0]} | {fmt(best[1])} | {fmt(h[2])} | {ratio[1]} |")
+    full.append("")
+    full.append("QPS read off each configuration's frontier, interpolated between the two sweep points around "
+                "the target (`bench/frontier.py`); each engine's fastest pass per sweep point; one thread, one "
+                "query per call. Memory: the index (Shoal: plus the full vectors it re-ranks with).")
     return "\n".join(full), "\n".join(readme)
 
 
@@ -339,8 +397,12 @@ def check_tables():
     """The tables of docs/benchmarks.md and the README against the committed results (make test)."""
     measured = {d: rows for d in DATASETS if (rows := engines(d))}
     if measured:
-        full, readme = recall_qps_tables(measured)
+        full, _ = recall_qps_tables(measured)
         replace_between(ROOT / "docs" / "benchmarks.md", "recall-qps", full, check=True)
+    same = {d: rows for d in DATASETS if (rows := engines(d, SAME_RUN))}
+    if same:
+        full, readme = same_run_tables(same)
+        replace_between(ROOT / "docs" / "benchmarks.md", "same-run", full, check=True)
         replace_between(ROOT / "README.md", "readme", readme, check=True)
     text = text_engines()
     if text:
@@ -369,8 +431,13 @@ def main():
             recall_qps_plot(dataset, rows)
             measured[dataset] = rows
     if measured:
-        full, readme = recall_qps_tables(measured)
+        full, _ = recall_qps_tables(measured)
         replace_between(ROOT / "docs" / "benchmarks.md", "recall-qps", full)
+    same = {d: rows for d in DATASETS if (rows := engines(d, SAME_RUN))}
+    if same:
+        same_run_plot(same)
+        full, readme = same_run_tables(same)
+        replace_between(ROOT / "docs" / "benchmarks.md", "same-run", full)
         replace_between(ROOT / "README.md", "readme", readme)
     text = text_engines()
     if text:
