@@ -2,11 +2,14 @@
 // process, on the same data and queries, one query at a time (single thread):
 //   hnswlib-wasm (HNSW in wasm), usearch (HNSW, native Node addon), @orama/orama (exhaustive
 //   vector search in JS). Each engine's documented settings; HNSW: M = 16, efConstruction 200
-//   (hnswlib) / expansion_add 128 (usearch), swept over ef / expansion_search.
+//   (hnswlib) / expansion_add 128 (usearch), swept over ef / expansion_search. Shoal: 1-bit and
+//   4-bit codes, swept over nprobe x rerank.
 //
 //   npm ci --prefix bench/node && node bench/node/peers.mjs [dataset]   (default glove-100k)
 //
-// Prints QPS at recall@10 >= 0.90 / 0.95 / 0.99 per engine and the ratios to Shoal, and writes
+// Prints QPS at recall@10 0.90 / 0.95 / 0.99 per engine, read off its recall/QPS frontier and
+// interpolated between the two sweep points around each target (as bench/frontier.py does),
+// and the ratios of Shoal's best configuration to each engine; writes
 // ~/.cache/shoal/results/node-peers-<dataset>.json.
 import { readFile, writeFile, mkdir } from "node:fs/promises";
 import { createRequire } from "node:module";
@@ -41,29 +44,51 @@ function measure(search, count = nq, passes = 3) {
 const engines = [];
 // `NODE_PEERS=shoal,hnswlib,usearch,orama` (default: all) runs a subset.
 const only = new Set((process.env.NODE_PEERS ?? "shoal,hnswlib,usearch,orama").split(","));
+/** QPS at `target` recall on the frontier of `points` (no point beats another on both recall
+ * and QPS), interpolated linearly between the frontier points around the target; null when
+ * no point reaches it. */
+function qpsAt(points, target) {
+  const byRecall = [...points].sort((a, b) => b.recall - a.recall || b.qps - a.qps);
+  const frontier = [];
+  let best = -Infinity;
+  for (const p of byRecall) {
+    if (p.qps > best) {
+      frontier.push(p);
+      best = p.qps;
+    }
+  }
+  frontier.reverse();
+  const i = frontier.findIndex((p) => p.recall >= target);
+  if (i < 0) return null;
+  if (i === 0 || frontier[i].recall === target) return frontier[i].qps;
+  const [a, b] = [frontier[i - 1], frontier[i]];
+  return a.qps + ((b.qps - a.qps) * (target - a.recall)) / (b.recall - a.recall);
+}
+
 function report(engine, config, buildS, points) {
-  const summary = [0.9, 0.95, 0.99].map((target) => {
-    const ok = points.filter((p) => p.recall >= target);
-    return ok.length ? Math.max(...ok.map((p) => p.qps)) : null;
-  });
+  const summary = [0.9, 0.95, 0.99].map((target) => qpsAt(points, target));
   engines.push({ engine, config, build_seconds: buildS, points, summary });
   for (const p of points) console.log(`  ${engine} ${JSON.stringify(p.params)}: recall ${p.recall.toFixed(4)}, ${p.qps.toFixed(0)} QPS`);
 }
 
 // --- Shoal (wasm) ---
 const info = await init();
-if (only.has("shoal")) {
+// `SHOAL_BITS=1,4` (default): the code widths Shoal is built with, one configuration each.
+for (const bits of only.has("shoal") ? (process.env.SHOAL_BITS ?? "1,4").split(",").map(Number) : []) {
   const col = new Collection({ dim, metric: meta.metric });
   const t = performance.now();
   col.insert({ ids: Float64Array.from({ length: n }, (_, i) => i), vectors: base.data });
-  col.seal({ index: "ivf-rabitq" });
+  col.seal({ index: "ivf-rabitq", bits });
   const buildS = (performance.now() - t) / 1000;
   const points = [];
-  for (const params of [{}, ...[16, 32, 64, 128, 256].flatMap((nprobe) => [8, 16, 32, 64].map((rerank) => ({ nprobe, rerank })))]) {
+  // With extra bits the candidates are chosen by the extended-bit estimates: shallow depths.
+  const reranks = bits > 1 ? [1, 2, 4, 8] : [8, 16, 32, 64];
+  const nprobes = [8, 12, 16, 24, 32, 48, 64, 96, 128, 192, 256];
+  for (const params of [{}, ...nprobes.flatMap((nprobe) => reranks.map((rerank) => ({ nprobe, rerank })))]) {
     const m = measure((q) => col.search({ vector: qs[q], limit: K, params }).points.map((p) => p.id));
     points.push({ params, ...m });
   }
-  report("shoal-wasm", `IVF-RaBitQ 1-bit, ${info.kernels}`, buildS, points);
+  report("shoal-wasm", `IVF-RaBitQ ${bits}-bit, ${info.kernels}`, buildS, points);
   col.free();
 }
 
@@ -85,7 +110,7 @@ if (only.has("hnswlib")) {
   for (let i = 0; i < n; i++) index.addPoint(rows[i], i, false);
   const buildS = (performance.now() - t) / 1000;
   const points = [];
-  for (const ef of [10, 20, 40, 80, 160, 320]) {
+  for (const ef of [10, 16, 24, 32, 48, 64, 96, 128, 192, 256, 384, 512]) {
     index.setEfSearch(ef);
     points.push({ params: { ef }, ...measure((q) => index.searchKnn(qs[q], K, undefined).neighbors) });
   }
@@ -99,7 +124,7 @@ if (only.has("usearch")) {
   const keys = BigUint64Array.from({ length: n }, (_, i) => BigInt(i));
   const points = [];
   let buildS = 0;
-  for (const expansion of [16, 32, 64, 128, 256]) {
+  for (const expansion of [16, 32, 48, 64, 96, 128, 192, 256, 384]) {
     const index = new usearch.Index({ dimensions: dim, metric, connectivity: 16, expansion_add: 128, expansion_search: expansion });
     const t = performance.now();
     index.add(keys, base.data, 1);
@@ -126,7 +151,11 @@ if (only.has("orama")) {
   report("orama", `exhaustive vector search (${count} queries)`, buildS, [{ params: {}, ...m }]);
 }
 
-const shoal = engines.find((e) => e.engine === "shoal-wasm")?.summary ?? [null, null, null];
+// Shoal's best configuration at each target.
+const shoal = [0, 1, 2].map((i) => {
+  const qps = engines.filter((e) => e.engine === "shoal-wasm" && e.summary[i] != null).map((e) => e.summary[i]);
+  return qps.length ? Math.max(...qps) : null;
+});
 console.log(`\n== ${name} (${n} x ${dim}-d ${meta.metric}), Node ${process.version}, one query at a time`);
 console.log("| engine | config | build s | QPS @0.90 | @0.95 | @0.99 | Shoal / engine @0.90 | @0.95 |");
 console.log("|---|---|---:|---:|---:|---:|---:|---:|");
