@@ -22,7 +22,7 @@ DEMO_PORT ?= 6333
 .PHONY: demo test bench setup setup-rust setup-js setup-deb setup-nginx setup-minio setup-edge setup-demo build-js lint test-rust test-js test-edge test-demo \
         test-aarch64 test-wasm check-targets \
         bench-kernels bench-search bench-node bench-ann bench-filtered bench-text bench-ingest bench-codes-only bench-build bench-remote \
-        bench-remote-set bench-remote-hybrid test-qdrant fuzz bench-plots bench-ram bench-sparse bench-query-threads
+        bench-remote-set bench-remote-hybrid test-qdrant fuzz bench-plots bench-ram bench-sparse bench-query-threads bench-same-run
 
 ## ---- setup ---------------------------------------------------------------------------
 
@@ -300,6 +300,12 @@ bench-ann:
 
 # Queries in parallel natively: the ANN sweep on glove-100k and gcide-256 with queries answered by
 # 1 and by 2 threads at once (each one query at a time), QPS of both per sweep point.
+# Shoal (1- and 4-bit) against hnswlib, one after another on CPU 0 (docs/benchmarks.md, "Shoal
+# against hnswlib in one run"); SAME_RUN_DATASETS narrows it.
+SAME_RUN_DATASETS ?= glove-100k,gcide-256,glove-400k
+bench-same-run:
+	bash bench/same_run.sh $(SAME_RUN_DATASETS) 0
+
 bench-query-threads:
 	pip install -q -r bench/requirements-bench.txt
 	python3 bench/datasets.py --only $(ANN_DATASETS)

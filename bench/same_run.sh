@@ -1,0 +1,37 @@
+#!/usr/bin/env bash
+# Shoal (1- and 4-bit codes) and hnswlib, one after another on one pinned core, per dataset: the
+# head-to-head of docs/benchmarks.md ("Shoal against hnswlib in one run"). Copies the results to
+# bench/results/same-run-{shoal,peers}-<dataset>*.json, then redraws the table and plot.
+#
+#   bash bench/same_run.sh [datasets, default glove-100k,gcide-256,glove-400k] [cpu, default 0]
+#
+# The sets of 400k rows and more sweep only the points around their frontiers (a full sweep runs
+# to every partition).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+DATASETS=${1:-glove-100k,gcide-256,glove-400k}
+CPU=${2:-0}
+RESULTS=${SHOAL_CACHE:-$HOME/.cache/shoal}/results
+pip install -q -r bench/requirements-bench.txt
+python3 bench/datasets.py --only "$DATASETS"
+for ds in ${DATASETS//,/ }; do
+  case $ds in
+    glove-400k)
+      sweep1=32:32,64:64,96:64,128:64,160:128,192:128,192:256,256:128,256:256
+      sweep4=32:2,48:2,64:2,64:4,96:2,96:4,128:4,160:4,192:4,192:8,256:4,256:8 ;;
+    synthetic-1m-128)
+      sweep1=16:16,32:16,32:64,64:16,64:64,64:256,128:64,128:256,256:64,256:256
+      sweep4=16:2,32:2,32:4,64:2,64:4,64:8,128:4,128:8,256:4,256:8 ;;
+    *) sweep1=; sweep4= ;;
+  esac
+  for bits in 1 4; do
+    sweep=$([ "$bits" = 1 ] && echo "$sweep1" || echo "$sweep4")
+    env SHOAL_ANN_DATASETS="$ds" SHOAL_ANN_BITS="$bits" ${sweep:+SHOAL_ANN_SWEEP=$sweep} \
+      taskset -c "$CPU" cargo bench -p shoal-host --bench ann
+  done
+  python3 bench/peers.py "$ds" --peers hnswlib --pin "$CPU"
+  cp "$RESULTS/shoal-$ds.json" "bench/results/same-run-shoal-$ds.json"
+  cp "$RESULTS/shoal-$ds-b4.json" "bench/results/same-run-shoal-$ds-b4.json"
+  cp "$RESULTS/peers-$ds.json" "bench/results/same-run-peers-$ds.json"
+done
+python3 bench/plots.py
