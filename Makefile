@@ -302,7 +302,7 @@ bench-ann:
 # 1 and by 2 threads at once (each one query at a time), QPS of both per sweep point.
 # Shoal (1- and 4-bit) against hnswlib, one after another on CPU 0 (docs/benchmarks.md, "Shoal
 # against hnswlib in one run"); SAME_RUN_DATASETS narrows it.
-SAME_RUN_DATASETS ?= glove-100k,gcide-256,glove-400k
+SAME_RUN_DATASETS ?= glove-100k,gcide-256,glove-400k,synthetic-1m-128
 bench-same-run:
 	bash bench/same_run.sh $(SAME_RUN_DATASETS) 0
 

@@ -9,7 +9,7 @@
 # to every partition).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-DATASETS=${1:-glove-100k,gcide-256,glove-400k}
+DATASETS=${1:-glove-100k,gcide-256,glove-400k,synthetic-1m-128}
 CPU=${2:-0}
 RESULTS=${SHOAL_CACHE:-$HOME/.cache/shoal}/results
 pip install -q -r bench/requirements-bench.txt
@@ -20,8 +20,8 @@ for ds in ${DATASETS//,/ }; do
       sweep1=32:32,64:64,96:64,128:64,160:128,192:128,192:256,256:128,256:256
       sweep4=32:2,48:2,64:2,64:4,96:2,96:4,128:4,160:4,192:4,192:8,256:4,256:8 ;;
     synthetic-1m-128)
-      sweep1=16:16,32:16,32:64,64:16,64:64,64:256,128:64,128:256,256:64,256:256
-      sweep4=16:2,32:2,32:4,64:2,64:4,64:8,128:4,128:8,256:4,256:8 ;;
+      sweep1=1:16,2:16,2:32,4:16,4:32,4:64,8:32,8:64,16:64,16:128
+      sweep4=1:2,2:2,2:4,4:2,4:4,4:8,8:4,8:8,16:8,16:16 ;;
     *) sweep1=; sweep4= ;;
   esac
   for bits in 1 4; do
