@@ -30,8 +30,11 @@ for ds in ${DATASETS//,/ }; do
       taskset -c "$CPU" cargo bench -p shoal-host --bench ann
   done
   python3 bench/peers.py "$ds" --peers hnswlib --pin "$CPU"
-  cp "$RESULTS/shoal-$ds.json" "bench/results/same-run-shoal-$ds.json"
-  cp "$RESULTS/shoal-$ds-b4.json" "bench/results/same-run-shoal-$ds-b4.json"
-  cp "$RESULTS/peers-$ds.json" "bench/results/same-run-peers-$ds.json"
+  # Renamed in the cache too: `plots.py --collect` must not take these (hnswlib alone, short
+  # sweeps) for the full peers run's files.
+  for f in "shoal-$ds" "shoal-$ds-b4" "peers-$ds"; do
+    mv "$RESULTS/$f.json" "$RESULTS/same-run-$f.json"
+    cp "$RESULTS/same-run-$f.json" "bench/results/same-run-$f.json"
+  done
 done
 python3 bench/plots.py

@@ -370,10 +370,9 @@ impl Refined for Bounds {
     fn offer(&mut self, id: u64, key: f32, err: f32) {
         let err = if err.is_nan() { f32::INFINITY } else { err.abs() };
         self.uppers.offer(id, key + err, 0.0);
-        // An undefined lower bound (a NaN estimate, or an infinite one less an infinite error)
-        // rules nothing out.
-        let lower = key - err;
-        self.cands.push((key, if lower.is_nan() { f32::NEG_INFINITY } else { lower }, id));
+        // An undefined lower bound (an infinite estimate less an infinite error, or a NaN
+        // estimate from a sink's other callers) rules nothing out.
+        self.cands.push((key, lower_bound(key, err), id));
     }
 }
 
@@ -649,7 +648,7 @@ impl IvfIndex {
                 } else {
                     (key, if metric == Metric::L2 { terms.l2_err(&factors[i]) } else { terms.ip_err(&factors[i]) })
                 };
-                s.cands.push(Estimate { key, lower: key - err, row: row as u32 });
+                s.cands.push(Estimate { key, lower: lower_bound(key, err), row: row as u32 });
                 if s.cands.len() >= spill {
                     bound = keep_best(&mut s.cands, &mut s.order, depth);
                 }
@@ -817,6 +816,14 @@ impl ExQuery<'_, '_> {
         };
         (if key.is_nan() { f32::INFINITY } else { key }, err)
     }
+}
+
+/// `key - err`, the lower bound of an estimate; an undefined one (an infinite key less an
+/// infinite or NaN error) is `-inf`: it rules nothing out, in every path that reads it (the
+/// exact re-ranking, [`RerankReads`], [`Bounds`]).
+fn lower_bound(key: f32, err: f32) -> f32 {
+    let lower = key - err;
+    if lower.is_nan() { f32::NEG_INFINITY } else { lower }
 }
 
 /// The partition holding `row`, from the `nlist + 1` row offsets (`offsets[0]` is 0).
