@@ -193,17 +193,27 @@ fn queries_whose_distances_overflow_still_find_results() {
         let found = ids(&col, body, &query);
         assert_eq!(found.len(), 5, "bits {bits}: {found:?}");
         if bits > 1 {
-            // Codes only: ranked by the estimates, and the rows a lazy re-ranking would read.
-            let mut codes = Collection::new(CollectionConfig { dim, metric: Metric::L2 }).unwrap();
-            codes.insert(&row_ids, &data).unwrap();
+            // Codes only: ranked by the estimates, and the rows a lazy re-ranking would read;
+            // also through a filter few rows match (each match estimated on its own).
+            let schema = Collection::parse_schema(&serde_json::json!({ "group": "integer" })).unwrap();
+            let mut codes = Collection::with_schema(CollectionConfig { dim, metric: Metric::L2 }, schema).unwrap();
+            let payloads: Vec<_> = row_ids.iter().map(|id| serde_json::json!({ "group": id % 100 })).collect();
+            codes.insert_with_payloads(&row_ids, &data, &payloads).unwrap();
             codes
                 .seal_with(IndexKind::IvfRabitq(IvfParams { partitions: Some(8), seed: 5, bits, codes_only: true }))
                 .unwrap();
-            assert_eq!(ids(&codes, body, &query).len(), 5, "bits {bits}, codes only");
-            let mut req = SearchRequest::from_json(body).unwrap();
-            req.vector = Some(query.clone());
-            let rows = codes.rerank_rows(&req, None).unwrap();
-            assert!(rows.len() >= 5, "bits {bits}, rows to re-rank: {rows:?}");
+            let filtered = r#"{"limit": 5, "filter": {"must": [{"key": "group", "match": {"value": 7}}]}}"#;
+            for body in [body, filtered] {
+                let found = ids(&codes, body, &query);
+                assert_eq!(found.len(), 5, "bits {bits}, codes only, {body}: {found:?}");
+                if body == filtered {
+                    assert!(found.iter().all(|id| id % 100 == 7), "bits {bits}: {found:?} outside the filter");
+                }
+                let mut req = SearchRequest::from_json(body).unwrap();
+                req.vector = Some(query.clone());
+                let rows = codes.rerank_rows(&req, None).unwrap();
+                assert!(rows.len() >= 5, "bits {bits}, {body}, rows to re-rank: {rows:?}");
+            }
         }
     }
 }
