@@ -110,30 +110,39 @@ def engines(dataset, prefix=""):
     return out
 
 
+def frontier_axes(ax, lines, xlim, legend_size):
+    """Each ``(label, pts, style)`` as its frontier on ``ax``, the recall targets marked, QPS on a
+    log scale."""
+    for label, pts, style in lines:
+        f = frontier.frontier(pts)
+        ax.plot([r for r, _ in f], [q for _, q in f], marker="o", ms=3, label=label, **style)
+    for t in TARGETS:
+        ax.axvline(t, color="grey", lw=0.6, ls=":")
+    ax.set_yscale("log")
+    ax.set_xlim(xlim, 1.0)
+    ax.set_xlabel("recall@10")
+    ax.grid(True, which="both", lw=0.3, alpha=0.5)
+    ax.legend(fontsize=legend_size, loc="lower left")
+
+
 def recall_qps_plot(dataset, rows):
     plt = pyplot()
     fig, ax = plt.subplots(figsize=(7.5, 4.8))
     peer_colors = iter(["tab:orange", "tab:green", "tab:red", "tab:purple", "tab:brown", "tab:pink", "tab:gray",
                         "tab:olive", "tab:cyan"])
     shoal_styles = iter(["-", "--", ":", "-."])
+    lines = []
     for label, memory, pts, engine in rows:
-        f = frontier.frontier(pts)
         if engine == "shoal":
             style = dict(lw=2.6, color="#1f3b8f", ls=next(shoal_styles, "-"))
         else:
             style = dict(lw=1.2, color=next(peer_colors, "black"))
         top = max(r for r, _ in pts)
         note = f", max recall {top:.2f}" if top < 0.8 else ""
-        ax.plot([r for r, _ in f], [q for _, q in f], marker="o", ms=3, label=f"{label} ({memory:,.0f} MB{note})", **style)
-    for t in TARGETS:
-        ax.axvline(t, color="grey", lw=0.6, ls=":")
-    ax.set_yscale("log")
-    ax.set_xlim(0.80, 1.0)
-    ax.set_xlabel("recall@10")
+        lines.append((f"{label} ({memory:,.0f} MB{note})", pts, style))
+    frontier_axes(ax, lines, 0.80, 7)
     ax.set_ylabel("queries per second, one thread (log)")
     ax.set_title(f"{dataset}: recall against speed (frontier of each engine's sweep; memory in brackets)", fontsize=9)
-    ax.grid(True, which="both", lw=0.3, alpha=0.5)
-    ax.legend(fontsize=7, loc="lower left")
     save(fig, f"recall-qps-{dataset}.png")
 
 
@@ -188,18 +197,11 @@ def same_run_plot(measured):
     fig, axes = plt.subplots(1, len(measured), figsize=(4.2 * len(measured), 4.2), squeeze=False)
     for ax, (dataset, rows) in zip(axes[0], measured.items()):
         styles = iter(["-", "--", ":"])
-        for label, memory, pts, engine in rows:
-            f = frontier.frontier(pts)
-            style = dict(lw=2.4, color="#1f3b8f", ls=next(styles, "-")) if engine == "shoal" else dict(lw=1.4, color="tab:orange")
-            ax.plot([r for r, _ in f], [q for _, q in f], marker="o", ms=3, label=f"{label} ({memory:,.0f} MB)", **style)
-        for t in TARGETS:
-            ax.axvline(t, color="grey", lw=0.6, ls=":")
-        ax.set_yscale("log")
-        ax.set_xlim(0.85, 1.0)
-        ax.set_xlabel("recall@10")
+        lines = [(f"{label} ({memory:,.0f} MB)", pts,
+                  dict(lw=2.4, color="#1f3b8f", ls=next(styles, "-")) if engine == "shoal" else dict(lw=1.4, color="tab:orange"))
+                 for label, memory, pts, engine in rows]
+        frontier_axes(ax, lines, 0.85, 6.5)
         ax.set_title(dataset, fontsize=9)
-        ax.grid(True, which="both", lw=0.3, alpha=0.5)
-        ax.legend(fontsize=6.5, loc="lower left")
     axes[0][0].set_ylabel("queries per second, one thread (log)")
     save(fig, "same-run-hnswlib.png")
 

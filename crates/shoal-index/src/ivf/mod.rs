@@ -242,13 +242,13 @@ fn keep_best(cands: &mut Vec<Estimate>, order: &mut Vec<u64>, depth: usize) -> f
     crate::order::f32_of((cut >> 32) as u32)
 }
 
-/// Sorts `cands` by lower bound (`f32::total_cmp` order, NaN as `+inf`), ties in the order
+/// Sorts `cands` by lower bound (`f32::total_cmp` order; never NaN), ties in the order
 /// they are in (the scan's), with the plain integer sort only (a comparator's sort is one more
 /// sort routine in the wasm package): `(lower, index)` keys. `order` and `sorted` are scratch.
 fn sort_by_lower(cands: &mut Vec<Estimate>, order: &mut Vec<u64>, sorted: &mut Vec<Estimate>) {
-    let lower = |e: &Estimate| if e.lower.is_nan() { f32::INFINITY } else { e.lower };
+    // (Every lower bound comes from `lower_bound`.)
     order.clear();
-    order.extend(cands.iter().enumerate().map(|(i, e)| u64::from(crate::order::f32_key(lower(e))) << 32 | i as u64));
+    order.extend(cands.iter().enumerate().map(|(i, e)| u64::from(crate::order::f32_key(e.lower)) << 32 | i as u64));
     shoal_format::sort_u64(order);
     sorted.clear();
     sorted.extend(order.iter().map(|&k| cands[(k & 0xFFFF_FFFF) as usize]));
@@ -583,7 +583,6 @@ impl IvfIndex {
             s.keys.resize(s.keys.len().max(n), 0.0);
             let keys = &mut s.keys[..n];
             let factors = &data.factors[r0..r1];
-            let finite = |k: f32| if k.is_nan() { f32::INFINITY } else { k };
             if metric == Metric::L2 {
                 for ((key, &sum), f) in keys.iter_mut().zip(&sums[..n]).zip(factors) {
                     *key = finite(terms.l2_key(f, sum));
@@ -814,8 +813,14 @@ impl ExQuery<'_, '_> {
         } else {
             (-(part_terms[p] + ex.scale * xq), ex.err * self.qnorm * self.epsilon)
         };
-        (if key.is_nan() { f32::INFINITY } else { key }, err)
+        (finite(key), err)
     }
+}
+
+/// A key with NaN as `+inf` (a search's keys are never NaN).
+#[inline(always)]
+fn finite(key: f32) -> f32 {
+    if key.is_nan() { f32::INFINITY } else { key }
 }
 
 /// `key - err`, the lower bound of an estimate; an undefined one (an infinite key less an
