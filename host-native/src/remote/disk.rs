@@ -45,9 +45,9 @@ const STALE_TMP: std::time::Duration = std::time::Duration::from_secs(3600);
 pub struct DiskCache {
     dir: PathBuf,
     budget: u64,
+    /// The extents known and the count, locked while a trim counts and deletes: a write that
+    /// lands meanwhile is added to the count the trim leaves, never lost from it.
     state: Mutex<State>,
-    /// Held while trimming (one trim at a time; a write over budget meanwhile skips its own).
-    evicting: Mutex<()>,
     /// A counter for temporary file names.
     seq: AtomicU64,
 }
@@ -85,16 +85,10 @@ impl DiskCache {
         std::fs::create_dir_all(dir).map_err(|e| HostError::io(dir, "create the cache folder", e))?;
         let total = extents_on_disk(dir).iter().map(|x| x.len).sum();
         let state = State { total, ..State::default() };
-        let cache = DiskCache {
-            dir: dir.to_path_buf(),
-            budget,
-            state: Mutex::new(state),
-            evicting: Mutex::new(()),
-            seq: AtomicU64::new(0),
-        };
+        let cache = DiskCache { dir: dir.to_path_buf(), budget, state: Mutex::new(state), seq: AtomicU64::new(0) };
         // A folder left over its budget (a smaller one given now): trimmed at once.
         if total > budget {
-            cache.evict();
+            cache.evict(true);
         }
         Ok(Arc::new(cache))
     }
@@ -165,12 +159,13 @@ impl DiskCache {
         Some(data)
     }
 
-    /// Deletes the extent of `folder` at `start` (its file and its entry).
+    /// Deletes the extent of `folder` at `start` (its file and its entry; under the lock, so
+    /// that a trim never counts a file this has taken out of the count).
     fn remove_extent(&self, folder: &str, start: u64) {
+        let mut state = self.lock();
         let path = self.dir.join(folder).join(start.to_string());
         let len = std::fs::metadata(&path).map_or(0, |m| m.len());
         let _ = std::fs::remove_file(&path);
-        let mut state = self.lock();
         if let Some(Some(extents)) = state.objects.get_mut(folder) {
             extents.remove(&start);
         }
@@ -194,7 +189,7 @@ impl DiskCache {
         bytes.extend_from_slice(&extent_crc(spelled, start, data).to_le_bytes());
         if write_atomic(&self.dir.join(folder), &start.to_string(), self.next_seq(), &bytes).is_err() {
             // A full disk: room made for the next one.
-            self.evict();
+            self.evict(true);
             return;
         }
         let over = {
@@ -207,20 +202,27 @@ impl DiskCache {
             state.total > self.budget
         };
         if over {
-            self.evict();
+            self.evict(false);
         }
     }
 
     /// Deletes the extents least recently read until the cache holds [`KEEP_PERCENT`] of its
-    /// budget (every process's extents: the folder is counted again).
-    fn evict(&self) {
-        let Ok(_one) = self.evicting.try_lock() else { return };
+    /// budget (every process's extents: the folder is counted again). Unless `force`d, only
+    /// while the count is still over the budget (another write's trim may have run first).
+    ///
+    /// The count and the deletions happen under the state lock: a write whose file lands
+    /// after the count adds its bytes after the trim has set the total (a file that lands
+    /// before and is counted twice makes the next trim come early, never late).
+    fn evict(&self, force: bool) {
+        let mut state = self.lock();
+        if !force && state.total <= self.budget {
+            return;
+        }
         remove_stale(&self.dir);
         let mut all = extents_on_disk(&self.dir);
         all.sort_by_key(|x| x.read);
         let mut total: u64 = all.iter().map(|x| x.len).sum();
         let keep = self.budget / 100 * KEEP_PERCENT;
-        let mut state = self.lock();
         for x in all {
             if total <= keep {
                 break;
@@ -507,6 +509,32 @@ mod tests {
                 proptest::prop_assert_eq!(&again, &want);
                 proptest::prop_assert_eq!(src.requests(), before, "all from disk");
             }
+        }
+    }
+
+    /// Objects read through one small cache from many threads at once (as a set's segments
+    /// are): once the reads are done, the extents on disk stay within the budget — a trim
+    /// running beside a write must not lose the write from the count.
+    #[test]
+    fn concurrent_writes_keep_the_cache_within_its_budget() {
+        let dir = shoal_testkit::TempDir::new("disk", "concurrent");
+        let budget = 60_000;
+        for round in 0..300 {
+            let cache = DiskCache::open(&dir.path("c"), budget).unwrap();
+            std::thread::scope(|s| {
+                for t in 0..8 {
+                    let cache = cache.clone();
+                    s.spawn(move || {
+                        let src = DiskCached::new(object(200_000, &format!("v{round}-{t}")), cache);
+                        for i in 0..10u64 {
+                            let start = (i * 6_007 + t * 131) % 190_000;
+                            src.read_counted(std::slice::from_ref(&(start..start + 5_000)), false).unwrap();
+                        }
+                    });
+                }
+            });
+            let total: u64 = extents_on_disk(&dir.path("c")).iter().map(|x| x.len).sum();
+            assert!(total <= budget, "round {round}: {total} bytes on disk, budget {budget}");
         }
     }
 
