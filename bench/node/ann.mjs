@@ -21,7 +21,7 @@ const { meta, base, queries, gt, n, dim, nq, gtK } = await loadDataset(dir);
 const col = new Collection({ dim, metric: meta.metric });
 let t = performance.now();
 col.insert({ ids: Float64Array.from({ length: n }, (_, i) => i), vectors: base.data });
-col.seal({ index: "ivf-rabitq" });
+col.seal({ index: "ivf-rabitq", bits: 1 });
 const buildS = (performance.now() - t) / 1000;
 console.log(`== ${name}: ${n} x ${dim}-d ${meta.metric}, wasm ${info.kernels}; build ${buildS.toFixed(2)} s (native ${native.build_seconds.toFixed(2)} s)`);
 

@@ -38,7 +38,7 @@ if (!existsSync(seg)) {
   const n = 50_000;
   const col = new Collection({ dim, metric: meta.metric });
   col.insert({ ids: Float64Array.from({ length: n }, (_, i) => i), vectors: base.data.subarray(0, n * dim) });
-  col.seal({ index: "ivf-rabitq" });
+  col.seal({ index: "ivf-rabitq", bits: 1 });
   writeFileSync(seg, col.toBytes());
 }
 const runs = [];

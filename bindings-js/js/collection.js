@@ -427,7 +427,7 @@ export class Collection {
   /**
    * Merges everything into one sealed segment. Without options the collection keeps its index;
    * `{ index: "ivf-rabitq", partitions?, seed?, bits?, codesOnly? }` builds an IVF + RaBitQ
-   * index (bits: 1) and `{ index: "flat" }` drops it. `codesOnly: true` (with bits 2..=8)
+   * index (bits by default 4 up to 128 dimensions, 1 above) and `{ index: "flat" }` drops it. `codesOnly: true` (with bits 2..=8)
    * drops the full vectors: a far smaller, read-only collection ranked by the codes' estimates.
    * @param {{ index?: "flat" | "ivf-rabitq", partitions?: number, seed?: number, bits?: number, codesOnly?: boolean }} [opts]
    */

@@ -341,7 +341,7 @@ export interface SealOptions {
   partitions?: number;
   /** Seed of k-means and the rotation (builds are deterministic for a seed). */
   seed?: number;
-  /** Bits per dimension of the codes, 1..=8 (default 1): the sign bit scanned with FastScan plus
+  /** Bits per dimension of the codes, 1..=8 (default: 4 up to 128 dimensions, 1 above): the sign bit scanned with FastScan plus
    * extra bits (extended RaBitQ) that refine the rows the sign bits find near: the candidates for
    * exact re-ranking are chosen by those refined estimates. */
   bits?: number;

@@ -53,7 +53,7 @@ fn main() {
             let ids: Vec<u64> = (0..n as u64).collect();
             let mut col = Collection::new(CollectionConfig { dim, metric }).unwrap();
             let t = Instant::now();
-            let mut params = IvfParams { bits, codes_only, ..IvfParams::default() };
+            let mut params = IvfParams { bits: Some(bits), codes_only, ..IvfParams::default() };
             if let Some(p) = std::env::var("SHOAL_ANN_PARTITIONS").ok().and_then(|p| p.parse().ok()) {
                 params.partitions = Some(p);
             }

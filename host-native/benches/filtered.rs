@@ -69,7 +69,7 @@ fn main() {
     let t = Instant::now();
     let ids: Vec<u64> = (0..n as u64).collect();
     col.insert_with_payloads(&ids, &base, &payloads).unwrap();
-    col.seal_with(IndexKind::IvfRabitq(IvfParams::default())).unwrap();
+    col.seal_with(IndexKind::IvfRabitq(IvfParams { bits: Some(1), ..IvfParams::default() })).unwrap();
     let build_s = t.elapsed().as_secs_f64();
     println!("build {build_s:.2} s (1 core, vectors + payload columns + IVF)");
     {

@@ -108,7 +108,7 @@ fn main() {
         let ids: Vec<u64> = (0..n as u64).collect();
         col.insert(&ids, &base).unwrap();
         drop(base);
-        col.seal_with(IndexKind::IvfRabitq(IvfParams::default())).unwrap();
+        col.seal_with(IndexKind::IvfRabitq(IvfParams { bits: Some(1), ..IvfParams::default() })).unwrap();
         let v2 = shoal_core::remote::write_for_ranges(col.segment(0).unwrap()).unwrap();
         let coded = shoal_core::remote::write_for_ranges_with(col.segment(0).unwrap(), 0).unwrap();
         let v1 = col.to_bytes().unwrap().to_vec();

@@ -134,7 +134,7 @@ fn main() {
     let mut col = Collection::with_schema(CollectionConfig { dim, metric: Metric::Cosine }, schema).unwrap();
     let ids: Vec<u64> = (0..n as u64).collect();
     col.insert_with_payloads(&ids, &vectors, &payloads).unwrap();
-    col.seal_with(IndexKind::IvfRabitq(IvfParams { bits, ..IvfParams::default() })).unwrap();
+    col.seal_with(IndexKind::IvfRabitq(IvfParams { bits: Some(bits), ..IvfParams::default() })).unwrap();
     let seg = col.segment(0).unwrap();
     let v2 = shoal_core::remote::write_for_ranges(seg).unwrap();
     // The local answers: the same rows in the same order, read whole.

@@ -31,7 +31,7 @@ fn main() {
     rayon::ThreadPoolBuilder::new().num_threads(1).build_global().expect("the first use of rayon's pool");
     let (dim, base) = load_vectors(&cache().join("datasets/synthetic-1m-128/base.npy"));
     let kernels = Kernels::best();
-    let params = IvfParams::default();
+    let params = IvfParams { bits: Some(1), ..IvfParams::default() };
     println!("{:>9} {:>7} {:>10} {:>10} {:>8}", "points", "nlist", "k-means", "build", "share");
     for n in [200_000usize, 1_000_000] {
         let rows = &base[..n * dim];

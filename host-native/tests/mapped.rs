@@ -17,7 +17,7 @@ fn mapped_ivf_search_equals_in_memory_bit_for_bit() {
         for bits in [1, 4] {
             let mut col = Collection::new(CollectionConfig { dim, metric }).unwrap();
             col.insert(&ids, &data).unwrap();
-            col.seal_with(IndexKind::IvfRabitq(IvfParams { bits, ..IvfParams::default() })).unwrap();
+            col.seal_with(IndexKind::IvfRabitq(IvfParams { bits: Some(bits), ..IvfParams::default() })).unwrap();
             let path = dir.path(&format!("{metric:?}-{bits}.shoal"));
             write_atomic(&path, col.to_bytes().unwrap()).unwrap();
             let in_memory = Collection::from_bytes(col.to_bytes().unwrap()).unwrap();

@@ -31,7 +31,7 @@ fn remote_code(e: &HostError) -> String {
 }
 
 fn ivf(partitions: usize, seed: u64) -> IndexKind {
-    IndexKind::IvfRabitq(IvfParams { partitions: Some(partitions), seed, bits: 1, codes_only: false })
+    IndexKind::IvfRabitq(IvfParams { partitions: Some(partitions), seed, bits: Some(1), codes_only: false })
 }
 
 /// A collection of three sealed IVF segments (`n` clustered points each, ids `5i + 2`).

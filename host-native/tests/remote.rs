@@ -44,9 +44,9 @@ fn http_and_file_ranges_answer_as_the_local_segment() {
         .iter()
         .map(|g| (format!("{g}.shoal"), std::fs::read(root().join(format!("tests/golden/{g}.shoal"))).unwrap()))
         .collect();
-    let l2 = IvfParams { partitions: Some(100), seed: 3, bits: 1, codes_only: false };
+    let l2 = IvfParams { partitions: Some(100), seed: 3, bits: Some(1), codes_only: false };
     files.push(("l2-20k.shoal".into(), segment(Metric::L2, 48, 20_000, l2)));
-    let codes = IvfParams { partitions: Some(60), seed: 4, bits: 4, codes_only: true };
+    let codes = IvfParams { partitions: Some(60), seed: 4, bits: Some(4), codes_only: true };
     files.push(("cosine-codes.shoal".into(), segment(Metric::Cosine, 32, 8_000, codes)));
     for (name, bytes) in &files {
         let local = Collection::from_bytes(bytes).unwrap();
@@ -82,7 +82,8 @@ fn http_and_file_ranges_answer_as_the_local_segment() {
 fn faults_give_typed_errors_or_the_right_answer() {
     let nginx = Nginx::start();
     let proxy = Proxy::start(&nginx.base);
-    let bytes = segment(Metric::L2, 32, 6_000, IvfParams { partitions: Some(50), seed: 8, bits: 1, codes_only: false });
+    let bytes =
+        segment(Metric::L2, 32, 6_000, IvfParams { partitions: Some(50), seed: 8, bits: Some(1), codes_only: false });
     let local = Collection::from_bytes(&bytes).unwrap();
     let url = nginx.put("seg.shoal", &bytes).replace(&nginx.base, &proxy.base);
     let queries = clustered_vectors(5, 40, 32, 40);
@@ -144,7 +145,8 @@ fn faults_give_typed_errors_or_the_right_answer() {
     let col = open(None);
     let req = q.next().unwrap();
     right(&col, &req);
-    let other = segment(Metric::L2, 32, 6_000, IvfParams { partitions: Some(50), seed: 9, bits: 1, codes_only: false });
+    let other =
+        segment(Metric::L2, 32, 6_000, IvfParams { partitions: Some(50), seed: 9, bits: Some(1), codes_only: false });
     nginx.put("seg.shoal", &other);
     let err = col.search(&q.next().unwrap()).unwrap_err();
     assert_eq!(remote_code(&err), "object_changed", "{err}");
@@ -153,8 +155,12 @@ fn faults_give_typed_errors_or_the_right_answer() {
 #[test]
 fn shoal_search_reads_a_segment_over_http_and_https() {
     let dir = TempDir::new("remote", "cli");
-    let bytes =
-        segment(Metric::Cosine, 24, 5_000, IvfParams { partitions: Some(40), seed: 1, bits: 1, codes_only: false });
+    let bytes = segment(
+        Metric::Cosine,
+        24,
+        5_000,
+        IvfParams { partitions: Some(40), seed: 1, bits: Some(1), codes_only: false },
+    );
     let path = dir.path("seg.shoal");
     std::fs::write(&path, &bytes).unwrap();
     let q: Vec<String> = clustered_vectors(2, 1, 24, 40).iter().map(|x| x.to_string()).collect();
@@ -230,7 +236,7 @@ fn both_layouts(metric: Metric, dim: usize, n: usize, params: IvfParams) -> (Vec
 fn format_2_over_http_answers_as_format_1_and_checks_what_arrives() {
     let nginx = Nginx::start();
     let proxy = Proxy::start(&nginx.base);
-    let params = IvfParams { partitions: Some(120), seed: 5, bits: 1, codes_only: false };
+    let params = IvfParams { partitions: Some(120), seed: 5, bits: Some(1), codes_only: false };
     let (v2, local) = both_layouts(Metric::L2, 64, 20_000, params);
     let url = nginx.put("v2.shoal", &v2).replace(&nginx.base, &proxy.base);
     let col = RemoteCollection::open(Box::new(HttpRanges::new(&url)), 0).unwrap();
@@ -342,7 +348,7 @@ fn shoal_build_lays_out_for_ranges_and_search_reads_it_anywhere() {
 fn multipart_ranges_fetch_each_wave_in_one_request_and_answer_the_same() {
     let nginx = Nginx::start();
     let proxy = Proxy::start(&nginx.base);
-    let params = IvfParams { partitions: Some(120), seed: 9, bits: 2, codes_only: false };
+    let params = IvfParams { partitions: Some(120), seed: 9, bits: Some(2), codes_only: false };
     let (v2, local) = both_layouts(Metric::Cosine, 48, 20_000, params);
     let url = nginx.put("v2.shoal", &v2).replace(&nginx.base, &proxy.base);
     let boot = u64::from_le_bytes(v2[40..48].try_into().unwrap());
@@ -399,8 +405,13 @@ fn a_disk_cache_serves_a_restarted_reader_and_never_a_replaced_object() {
     use shoal_host::remote::{DiskCache, ReadOptions, RemoteSetReader};
     let dim = 32;
     let mut col = Collection::new(CollectionConfig { dim, metric: Metric::L2 }).unwrap();
-    col.set_index_kind(IndexKind::IvfRabitq(IvfParams { partitions: Some(30), seed: 2, bits: 2, codes_only: false }))
-        .unwrap();
+    col.set_index_kind(IndexKind::IvfRabitq(IvfParams {
+        partitions: Some(30),
+        seed: 2,
+        bits: Some(2),
+        codes_only: false,
+    }))
+    .unwrap();
     for s in 0..2u64 {
         let ids: Vec<u64> = (0..4000).map(|i| s * 10_000 + i).collect();
         col.insert(&ids, &clustered_vectors(60 + s, 4000, dim, 30)).unwrap();
@@ -533,7 +544,7 @@ fn shoal_search_filters_a_published_set_over_http() {
         col.set_index_kind(IndexKind::IvfRabitq(IvfParams {
             partitions: Some(16),
             seed: 3,
-            bits: 2,
+            bits: Some(2),
             codes_only: false,
         }))
         .unwrap();

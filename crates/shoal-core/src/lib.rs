@@ -57,7 +57,7 @@ pub use request::{
 pub use sealed::{IndexKind, PayloadInput, SealedSegment, SegmentBytes};
 pub use shoal_format::{AlignedBytes, FormatError, MAX_DENSE_VECTORS, MAX_SPARSE_VECTORS, PointId, SparseEntry};
 pub use shoal_index::Metric;
-pub use shoal_index::ivf::IvfParams;
+pub use shoal_index::ivf::{IvfParams, default_bits};
 pub use shoal_index::progress::{Progress, Quiet};
 pub use shoal_kernels::Kernels;
 pub use shoal_payload::{FieldType, Filter, FilterError, LayoutError, PayloadError, Schema, point_id_from_json};

@@ -38,7 +38,9 @@ impl IndexKind {
                 let mut o = serde_json::Map::new();
                 o.insert("index".into(), "ivf-rabitq".into());
                 o.insert("seed".into(), p.seed.into());
-                o.insert("bits".into(), p.bits.into());
+                if let Some(b) = p.bits {
+                    o.insert("bits".into(), b.into());
+                }
                 if let Some(n) = p.partitions {
                     o.insert("partitions".into(), n.into());
                 }
@@ -108,7 +110,7 @@ impl IndexKind {
                 Ok(IndexKind::IvfRabitq(IvfParams {
                     partitions: partitions.map(|p| p as usize),
                     seed: seed.unwrap_or(d.seed),
-                    bits: bits.map_or(d.bits, |b| b as u32),
+                    bits: bits.map(|b| b as u32),
                     codes_only,
                 }))
             }
@@ -400,7 +402,7 @@ impl SealedSegment {
             Some(ivf) => IndexKind::IvfRabitq(IvfParams {
                 partitions: Some(ivf.index.nlist),
                 seed: ivf.seed,
-                bits: ivf.bits,
+                bits: Some(ivf.bits),
                 codes_only: self.codes_only(),
             }),
             None => IndexKind::Flat,

@@ -130,7 +130,10 @@ fn prepare(
     let n = src.len();
     // Codes only: ranked by the extra bits, so at least 2 of them.
     let index = match index {
-        IndexKind::IvfRabitq(p) if p.codes_only => IndexKind::IvfRabitq(IvfParams { bits: p.bits.max(2), ..p }),
+        IndexKind::IvfRabitq(p) if p.codes_only => {
+            let bits = p.bits.unwrap_or_else(|| shoal_index::ivf::default_bits(dim)).max(2);
+            IndexKind::IvfRabitq(IvfParams { bits: Some(bits), ..p })
+        }
         other => other,
     };
     let codes_only = matches!(index, IndexKind::IvfRabitq(p) if p.codes_only);

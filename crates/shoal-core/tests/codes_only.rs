@@ -19,7 +19,7 @@ fn pair(metric: Metric, dim: usize, bits: u32) -> (Collection, Collection, Vec<f
     let ids: Vec<u64> = (0..N as u64).map(|i| i * 5 + 2).collect();
     let payloads: Vec<_> = ids.iter().map(|id| json!({ "group": id % 100 })).collect();
     let schema = Collection::parse_schema(&json!({ "group": "integer" })).unwrap();
-    let params = IvfParams { partitions: Some(40), seed: 11, bits, codes_only: false };
+    let params = IvfParams { partitions: Some(40), seed: 11, bits: Some(bits), codes_only: false };
     let cols = [false, true].map(|codes_only| {
         let mut col = Collection::with_schema(CollectionConfig { dim, metric }, schema.clone()).unwrap();
         col.insert_with_payloads(&ids, &data, &payloads).unwrap();
@@ -133,7 +133,7 @@ fn codes_only_needs_extra_bits_and_a_consistent_file() {
     assert!(IndexKind::from_json(r#"{"codes_only": true, "bits": 4}"#).is_err());
     assert!(matches!(
         IndexKind::from_json(r#"{"index": "ivf-rabitq", "bits": 4, "codes_only": true}"#),
-        Ok(IndexKind::IvfRabitq(IvfParams { bits: 4, codes_only: true, .. }))
+        Ok(IndexKind::IvfRabitq(IvfParams { bits: Some(4), codes_only: true, .. }))
     ));
     // META's vector type (offset 16 of the META payload) must agree with the sections.
     let (mut full, mut codes, _, _) = pair(Metric::L2, 16, 2);

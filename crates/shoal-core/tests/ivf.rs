@@ -33,7 +33,8 @@ fn recall(col: &Collection, queries: &[f32], dim: usize, params: &str) -> f64 {
 
 #[test]
 fn default_settings_reach_recall_095() {
-    for (metric, dim) in [(Metric::L2, 64), (Metric::Cosine, 50), (Metric::Dot, 96)] {
+    // (4-bit codes by default up to 128 dimensions, 1-bit above.)
+    for (metric, dim) in [(Metric::L2, 64), (Metric::Cosine, 50), (Metric::Dot, 96), (Metric::L2, 160)] {
         let (col, queries) = build(metric, dim, 20_000, dim as u64);
         let r = recall(&col, &queries, dim, "{}");
         eprintln!("{metric:?} {dim}-d: recall@10 {r:.4}");
@@ -53,8 +54,13 @@ fn builds_are_deterministic_across_kernels() {
         let mut col = Collection::new(CollectionConfig { dim: 40, metric: Metric::Cosine }).unwrap();
         col.set_kernels(k);
         col.insert(&ids, &data).unwrap();
-        col.seal_with(IndexKind::IvfRabitq(IvfParams { partitions: Some(30), seed: 9, bits: 1, codes_only: false }))
-            .unwrap();
+        col.seal_with(IndexKind::IvfRabitq(IvfParams {
+            partitions: Some(30),
+            seed: 9,
+            bits: Some(1),
+            codes_only: false,
+        }))
+        .unwrap();
         segments.push((k.name(), col.to_bytes().unwrap().to_vec()));
     }
     for (name, bytes) in &segments[1..] {
@@ -111,7 +117,7 @@ fn extra_bits_keep_recall_with_fewer_exact_distances() {
         col.seal_with(IndexKind::from_json(&opts).unwrap()).unwrap();
         assert_eq!(
             col.index_kind(),
-            IndexKind::IvfRabitq(IvfParams { partitions: Some(140), seed: 3, bits, codes_only: false })
+            IndexKind::IvfRabitq(IvfParams { partitions: Some(140), seed: 3, bits: Some(bits), codes_only: false })
         );
         // The bytes open again with the same index.
         let reopened = Collection::from_bytes(col.to_bytes().unwrap()).unwrap();
@@ -149,8 +155,13 @@ fn extra_bits_choose_the_candidates() {
     for bits in [1u32, 4] {
         let mut col = Collection::new(CollectionConfig { dim, metric: Metric::L2 }).unwrap();
         col.insert(&row_ids, &data).unwrap();
-        col.seal_with(IndexKind::IvfRabitq(IvfParams { partitions: Some(140), seed: 3, bits, codes_only: false }))
-            .unwrap();
+        col.seal_with(IndexKind::IvfRabitq(IvfParams {
+            partitions: Some(140),
+            seed: 3,
+            bits: Some(bits),
+            codes_only: false,
+        }))
+        .unwrap();
         for rerank in [2, 4, 32] {
             let params = format!(r#"{{"nprobe": 16, "rerank": {rerank}}}"#);
             recalls.push((bits, rerank, recall(&col, &queries, dim, &params)));
@@ -187,8 +198,13 @@ fn queries_whose_distances_overflow_still_find_results() {
     for bits in [1u32, 2, 4, 8] {
         let mut col = Collection::new(CollectionConfig { dim, metric: Metric::L2 }).unwrap();
         col.insert(&row_ids, &data).unwrap();
-        col.seal_with(IndexKind::IvfRabitq(IvfParams { partitions: Some(8), seed: 5, bits, codes_only: false }))
-            .unwrap();
+        col.seal_with(IndexKind::IvfRabitq(IvfParams {
+            partitions: Some(8),
+            seed: 5,
+            bits: Some(bits),
+            codes_only: false,
+        }))
+        .unwrap();
         let body = r#"{"limit": 5, "params": {"nprobe": 2, "rerank": 4}}"#;
         let found = ids(&col, body, &query);
         assert_eq!(found.len(), 5, "bits {bits}: {found:?}");
@@ -200,7 +216,12 @@ fn queries_whose_distances_overflow_still_find_results() {
             let payloads: Vec<_> = row_ids.iter().map(|id| serde_json::json!({ "group": id % 100 })).collect();
             codes.insert_with_payloads(&row_ids, &data, &payloads).unwrap();
             codes
-                .seal_with(IndexKind::IvfRabitq(IvfParams { partitions: Some(8), seed: 5, bits, codes_only: true }))
+                .seal_with(IndexKind::IvfRabitq(IvfParams {
+                    partitions: Some(8),
+                    seed: 5,
+                    bits: Some(bits),
+                    codes_only: true,
+                }))
                 .unwrap();
             let filtered = r#"{"limit": 5, "filter": {"must": [{"key": "group", "match": {"value": 7}}]}}"#;
             for body in [body, filtered] {
@@ -216,4 +237,38 @@ fn queries_whose_distances_overflow_still_find_results() {
             }
         }
     }
+}
+
+/// Without `bits`, a seal picks the dimension's default (4 up to 128 dimensions, 1 above) and
+/// the segment says which; given bits are kept; codes only takes at least 2; the seal options
+/// without bits stay without them (each seal picks again).
+#[test]
+fn code_bits_default_by_dimension() {
+    use shoal_core::default_bits;
+    assert_eq!((default_bits(50), default_bits(128), default_bits(129), default_bits(256)), (4, 4, 1, 1));
+    let bits_of = |dim: usize, params: IvfParams| {
+        let mut col = Collection::new(CollectionConfig { dim, metric: Metric::L2 }).unwrap();
+        let ids: Vec<u64> = (0..300).collect();
+        col.insert(&ids, &clustered_vectors(dim as u64, 300, dim, 4)).unwrap();
+        col.seal_with(IndexKind::IvfRabitq(params)).unwrap();
+        match col.segment(0).unwrap().index_kind() {
+            IndexKind::IvfRabitq(p) => (p.bits, p.codes_only),
+            IndexKind::Flat => panic!("{dim}-d: no IVF index"),
+        }
+    };
+    let auto = IvfParams { partitions: Some(4), ..IvfParams::default() };
+    assert_eq!(auto.bits, None);
+    assert_eq!(bits_of(16, auto), (Some(4), false));
+    assert_eq!(bits_of(128, auto), (Some(4), false));
+    assert_eq!(bits_of(129, auto), (Some(1), false));
+    assert_eq!(bits_of(200, IvfParams { bits: Some(3), ..auto }), (Some(3), false));
+    assert_eq!(bits_of(16, IvfParams { bits: Some(1), ..auto }), (Some(1), false));
+    assert_eq!(bits_of(200, IvfParams { codes_only: true, ..auto }), (Some(2), true));
+    assert_eq!(bits_of(16, IvfParams { codes_only: true, ..auto }), (Some(4), true));
+    // The options as JSON: bits only when given, and read back the same.
+    let json = IndexKind::IvfRabitq(auto).to_json();
+    assert_eq!(json.get("bits"), None, "{json}");
+    assert_eq!(IndexKind::from_json(&json.to_string()).unwrap(), IndexKind::IvfRabitq(auto));
+    let three = IndexKind::IvfRabitq(IvfParams { bits: Some(3), ..auto });
+    assert_eq!(IndexKind::from_json(&three.to_json().to_string()).unwrap(), three);
 }

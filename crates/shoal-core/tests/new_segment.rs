@@ -61,7 +61,7 @@ fn same_bytes_as_a_sealed_collection() {
         for index in [
             IndexKind::Flat,
             IndexKind::IvfRabitq(ivf),
-            IndexKind::IvfRabitq(IvfParams { bits: 4, codes_only: true, ..ivf }),
+            IndexKind::IvfRabitq(IvfParams { bits: Some(4), codes_only: true, ..ivf }),
         ] {
             for with_payloads in [false, true] {
                 let config = CollectionConfig { dim, metric };
@@ -185,7 +185,7 @@ fn a_reporting_build_names_its_phases_and_counts_them_out_with_the_same_bytes() 
     let seg = NewSegment {
         config: CollectionConfig { dim, metric: Metric::Cosine },
         schema: Some(&schema),
-        index: IndexKind::IvfRabitq(IvfParams { bits: 3, ..IvfParams::default() }),
+        index: IndexKind::IvfRabitq(IvfParams { bits: Some(3), ..IvfParams::default() }),
         first_id: 0,
         vectors: &vectors,
         payloads: Some(&docs),

@@ -253,11 +253,11 @@ fn filtered_search_equals_reference_flat() {
 
 #[test]
 fn filtered_search_equals_reference_ivf() {
-    let ivf = IndexKind::IvfRabitq(IvfParams { partitions: Some(24), seed: 3, bits: 1, codes_only: false });
+    let ivf = IndexKind::IvfRabitq(IvfParams { partitions: Some(24), seed: 3, bits: Some(1), codes_only: false });
     scenario(Metric::L2, ivf);
     scenario(
         Metric::Dot,
-        IndexKind::IvfRabitq(IvfParams { partitions: Some(16), seed: 5, bits: 4, codes_only: false }),
+        IndexKind::IvfRabitq(IvfParams { partitions: Some(16), seed: 5, bits: Some(4), codes_only: false }),
     );
 }
 
@@ -347,9 +347,10 @@ fn with_payload_round_trips() {
     ];
     let ids = [10u64, 11, 12, 13, 14];
     let vectors: Vec<f32> = (0..10).map(|i| i as f32).collect();
-    for index in
-        [IndexKind::Flat, IndexKind::IvfRabitq(IvfParams { partitions: Some(2), seed: 1, bits: 1, codes_only: false })]
-    {
+    for index in [
+        IndexKind::Flat,
+        IndexKind::IvfRabitq(IvfParams { partitions: Some(2), seed: 1, bits: Some(1), codes_only: false }),
+    ] {
         let mut col = Collection::with_schema(CollectionConfig { dim: 2, metric: Metric::L2 }, schema()).unwrap();
         col.insert_with_payloads(&ids, &vectors, &docs).unwrap();
         let expect = |id: u64| {
@@ -429,7 +430,7 @@ fn selective_filters_always_return_limit_on_ivf() {
         ids.iter().map(|&i| json!({"bucket": i % 1000, "tag": format!("t{}", i % 100)})).collect();
     let mut col = Collection::with_schema(CollectionConfig { dim, metric: Metric::L2 }, schema()).unwrap();
     col.insert_with_payloads(&ids, &data, &payloads).unwrap();
-    col.seal_with(IndexKind::IvfRabitq(IvfParams { partitions: Some(128), seed: 2, bits: 1, codes_only: false }))
+    col.seal_with(IndexKind::IvfRabitq(IvfParams { partitions: Some(128), seed: 2, bits: Some(1), codes_only: false }))
         .unwrap();
     let queries = clustered_vectors(12, 20, dim, 64);
     let mut model = Model::default();

@@ -99,7 +99,7 @@ fn remote_equals_local_bit_for_bit() {
         json!({"limit": 20, "params": {"rerank": 1}}),
     ];
     for (metric, bits_per, codes_only) in cases {
-        let params = IvfParams { partitions: Some(60), seed: 5, bits: bits_per, codes_only };
+        let params = IvfParams { partitions: Some(60), seed: 5, bits: Some(bits_per), codes_only };
         let file = segment(metric, dim, n, params);
         let local = Collection::from_bytes(&file).unwrap();
         let mut cache = RangeCache::new(u64::MAX);
@@ -139,7 +139,8 @@ fn few_points_per_partition_probe_on_as_locally() {
     // search probes on in order — and a reader by ranges fetches the next ones.
     for (metric, code_bits, codes_only) in [(Metric::L2, 1, false), (Metric::Dot, 1, false), (Metric::Cosine, 3, true)]
     {
-        let file = segment(metric, 16, 300, IvfParams { partitions: Some(150), seed: 2, bits: code_bits, codes_only });
+        let file =
+            segment(metric, 16, 300, IvfParams { partitions: Some(150), seed: 2, bits: Some(code_bits), codes_only });
         let local = Collection::from_bytes(&file).unwrap();
         let mut cache = RangeCache::new(u64::MAX);
         let (seg, _) = open(&file, &mut cache);
@@ -155,7 +156,8 @@ fn few_points_per_partition_probe_on_as_locally() {
 
 #[test]
 fn a_cache_trimmed_between_searches_gives_the_same_answers() {
-    let file = segment(Metric::L2, 32, 3000, IvfParams { partitions: Some(40), seed: 9, bits: 1, codes_only: false });
+    let file =
+        segment(Metric::L2, 32, 3000, IvfParams { partitions: Some(40), seed: 9, bits: Some(1), codes_only: false });
     let local = Collection::from_bytes(&file).unwrap();
     let mut cache = RangeCache::new(64 * 1024);
     let (seg, _) = open(&file, &mut cache);
@@ -170,7 +172,8 @@ fn a_cache_trimmed_between_searches_gives_the_same_answers() {
 
 #[test]
 fn open_checks_what_it_reads_and_refuses_what_it_cannot_search() {
-    let file = segment(Metric::L2, 16, 500, IvfParams { partitions: Some(10), seed: 1, bits: 1, codes_only: false });
+    let file =
+        segment(Metric::L2, 16, 500, IvfParams { partitions: Some(10), seed: 1, bits: Some(1), codes_only: false });
     let reader = shoal_format::SegmentReader::open(shoal_format::AlignedBytes::from_slice(&file).as_slice())
         .unwrap()
         .sections()
@@ -197,7 +200,8 @@ fn open_checks_what_it_reads_and_refuses_what_it_cannot_search() {
 
 #[test]
 fn requests_it_cannot_answer_are_refused_before_any_fetch() {
-    let file = segment(Metric::Cosine, 8, 400, IvfParams { partitions: Some(8), seed: 1, bits: 1, codes_only: false });
+    let file =
+        segment(Metric::Cosine, 8, 400, IvfParams { partitions: Some(8), seed: 1, bits: Some(1), codes_only: false });
     let mut cache = RangeCache::new(u64::MAX);
     let (seg, _) = open(&file, &mut cache);
     let q = [0.5f32; 8];
@@ -236,7 +240,7 @@ fn format_2_answers_as_the_same_index_in_format_1() {
         (Metric::L2, 64, 4, true),
     ];
     for (metric, dim, bits_per, codes_only) in cases {
-        let params = IvfParams { partitions: Some(70), seed: 6, bits: bits_per, codes_only };
+        let params = IvfParams { partitions: Some(70), seed: 6, bits: Some(bits_per), codes_only };
         let (v2, reordered) = both_layouts(metric, dim, 5000, params);
         let local = Collection::from_bytes(&reordered).unwrap();
         local.segment(0).unwrap().verify().unwrap();
@@ -274,8 +278,12 @@ fn format_2_answers_as_the_same_index_in_format_1() {
 
 #[test]
 fn format_2_checks_every_block_it_reads() {
-    let (v2, _) =
-        both_layouts(Metric::L2, 64, 3000, IvfParams { partitions: Some(30), seed: 2, bits: 1, codes_only: false });
+    let (v2, _) = both_layouts(
+        Metric::L2,
+        64,
+        3000,
+        IvfParams { partitions: Some(30), seed: 2, bits: Some(1), codes_only: false },
+    );
     let mut cache = RangeCache::new(u64::MAX);
     let (seg, _) = open(&v2, &mut cache);
     let reader_table =
@@ -326,7 +334,7 @@ fn format_2_refuses_what_it_cannot_hold() {
     assert!(matches!(err, Error::Unsupported(_)), "{err:?}");
     // A format-2 file is not opened whole: the reader names the version.
     let (v2, _) =
-        both_layouts(Metric::L2, 8, 400, IvfParams { partitions: Some(4), seed: 1, bits: 1, codes_only: false });
+        both_layouts(Metric::L2, 8, 400, IvfParams { partitions: Some(4), seed: 1, bits: Some(1), codes_only: false });
     let err = Collection::from_bytes(&v2).unwrap_err();
     assert!(
         matches!(err, Error::Format(shoal_format::FormatError::UnsupportedVersion { found: 2, newest: 1 })),
@@ -339,7 +347,7 @@ fn a_payload_schema_without_payloads_is_laid_out_without_payload_sections() {
     // A collection with a payload schema (a Qdrant one is nested) whose points carry none: its
     // segment has payload sections of empty documents, which format 2 leaves out — the same
     // file as the same points without a schema. One payload, and the documents are kept.
-    let params = IvfParams { partitions: Some(5), seed: 1, bits: 1, codes_only: false };
+    let params = IvfParams { partitions: Some(5), seed: 1, bits: Some(1), codes_only: false };
     let data = clustered_vectors(3, 500, 8, 10);
     let ids: Vec<u64> = (0..500).collect();
     let build = |schema: Option<(serde_json::Value, bool)>, payload_of: &dyn Fn(u64) -> serde_json::Value| {
@@ -375,7 +383,7 @@ fn a_payload_schema_without_payloads_is_laid_out_without_payload_sections() {
 fn format_2_answers_as_the_original_format_1_build() {
     // The partitions renumbered, the rows reordered: the same index, so the same answers
     // (unless two keys tie exactly, which these queries do not).
-    let params = IvfParams { partitions: Some(50), seed: 3, bits: 1, codes_only: false };
+    let params = IvfParams { partitions: Some(50), seed: 3, bits: Some(1), codes_only: false };
     let original = segment(Metric::L2, 32, 4000, params);
     let local = Collection::from_bytes(&original).unwrap();
     let v2 = shoal_core::remote::write_for_ranges(local.segment(0).unwrap()).unwrap().as_slice().to_vec();
@@ -395,7 +403,7 @@ proptest::proptest! {
     /// the damage, answers as before.
     #[test]
     fn damaged_format_2_bytes_are_typed_errors(at in 0usize..40_000, xor in 1u8..=255, cut in proptest::option::of(0usize..40_000)) {
-        let params = IvfParams { partitions: Some(12), seed: 4, bits: 2, codes_only: false };
+        let params = IvfParams { partitions: Some(12), seed: 4, bits: Some(2), codes_only: false };
         let v1 = Collection::from_bytes(&segment(Metric::L2, 16, 600, params)).unwrap();
         let good = shoal_core::remote::write_for_ranges(v1.segment(0).unwrap()).unwrap().as_slice().to_vec();
         let mut bad = good.clone();
@@ -431,7 +439,7 @@ proptest::proptest! {
 fn many_bit_segments_settle_in_two_waves_at_any_nprobe() {
     let (n, dim) = (60_000, 128);
     for (metric, bits_per) in [(Metric::L2, 4), (Metric::Cosine, 3)] {
-        let params = IvfParams { partitions: Some(240), seed: 8, bits: bits_per, codes_only: false };
+        let params = IvfParams { partitions: Some(240), seed: 8, bits: Some(bits_per), codes_only: false };
         let (v2, reordered) = both_layouts(metric, dim, n, params);
         let local = Collection::from_bytes(&reordered).unwrap();
         let mut cache = RangeCache::new(u64::MAX);

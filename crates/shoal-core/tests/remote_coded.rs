@@ -90,7 +90,7 @@ fn coded_centroids_answer_as_the_local_index_at_every_nprobe_and_filter() {
         (Metric::Dot, 16, 2, true, 60),
     ];
     for (metric, dim, bits_per, codes_only, partitions) in cases {
-        let params = IvfParams { partitions: Some(partitions), seed: 3, bits: bits_per, codes_only };
+        let params = IvfParams { partitions: Some(partitions), seed: 3, bits: Some(bits_per), codes_only };
         let (coded, flat, local) = layouts(metric, dim, 6000, params, 0);
         let what = format!("{metric:?} {dim}-d {bits_per} bits codes only {codes_only}");
         // The writer coded the centroids: the codes hot, the centroids cold; with hot room for
@@ -156,7 +156,7 @@ fn coded_centroids_answer_as_the_local_index_at_every_nprobe_and_filter() {
 fn a_search_short_of_k_probes_on_through_more_centroids() {
     // 300 points in 150 partitions, 4 points each on average: a search for 60 probes on far
     // past `nprobe`, fetching centroids as it goes.
-    let params = IvfParams { partitions: Some(150), seed: 8, bits: 2, codes_only: false };
+    let params = IvfParams { partitions: Some(150), seed: 8, bits: Some(2), codes_only: false };
     let (coded, _, local) = layouts(Metric::L2, 12, 300, params, 0);
     let (mut seg, opened, _) = open(&coded);
     seg.set_merge_gap(0);
@@ -176,7 +176,7 @@ fn a_search_short_of_k_probes_on_through_more_centroids() {
 
 #[test]
 fn damaged_centroids_or_codes_are_errors_never_answers() {
-    let params = IvfParams { partitions: Some(80), seed: 1, bits: 1, codes_only: false };
+    let params = IvfParams { partitions: Some(80), seed: 1, bits: Some(1), codes_only: false };
     let (coded, _, local) = layouts(Metric::L2, 32, 4000, params, 0);
     let (mut seg, opened, _) = open(&coded);
     seg.set_merge_gap(0);
@@ -211,7 +211,7 @@ fn damaged_centroids_or_codes_are_errors_never_answers() {
 
 #[test]
 fn the_layout_is_deterministic_and_keeps_everything_else() {
-    let params = IvfParams { partitions: Some(40), seed: 2, bits: 3, codes_only: false };
+    let params = IvfParams { partitions: Some(40), seed: 2, bits: Some(3), codes_only: false };
     let (a, flat, _) = layouts(Metric::Cosine, 20, 2000, params, 0);
     let (b, _, _) = layouts(Metric::Cosine, 20, 2000, params, 0);
     assert!(a == b, "the same segment, the same bytes");
@@ -233,7 +233,7 @@ fn filters_that_widen_the_probes_answer_as_locally() {
     for (metric, dim, bits_per, codes_only, partitions) in
         [(Metric::L2, 40, 1, false, 90), (Metric::Cosine, 96, 4, false, 120), (Metric::Dot, 24, 3, false, 70)]
     {
-        let params = IvfParams { partitions: Some(partitions), seed: 3, bits: bits_per, codes_only };
+        let params = IvfParams { partitions: Some(partitions), seed: 3, bits: Some(bits_per), codes_only };
         let (coded, _, local) = layouts(metric, dim, 6000, params, 0);
         let (mut seg, opened, _) = open(&coded);
         seg.set_merge_gap(0);
@@ -269,7 +269,7 @@ fn a_filter_whose_rows_lie_far_costs_a_wave_or_two_more_not_one_per_doubling() {
     let payloads: Vec<Value> =
         data.chunks_exact(dim).map(|v| json!({"tag": if v[0] > cut { "far" } else { "near" }})).collect();
     col.insert_with_payloads(&(0..n as u64).collect::<Vec<_>>(), &data, &payloads).unwrap();
-    let params = IvfParams { partitions: Some(1000), seed: 3, bits: 1, codes_only: false };
+    let params = IvfParams { partitions: Some(1000), seed: 3, bits: Some(1), codes_only: false };
     col.seal_with(IndexKind::IvfRabitq(params)).unwrap();
     let seg = col.segment(0).unwrap();
     let coded = write_for_ranges_with(seg, 0).unwrap().as_slice().to_vec();

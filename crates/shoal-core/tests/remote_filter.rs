@@ -48,7 +48,8 @@ fn collection_with(segments: usize, per: usize, codes: Option<usize>, text: bool
             })
             .collect();
         col.insert_with_payloads(&ids, &data, &payloads).unwrap();
-        let params = IvfParams { partitions: Some(24), seed: 4, bits: 2 + s as u32 % 3, codes_only: codes == Some(s) };
+        let params =
+            IvfParams { partitions: Some(24), seed: 4, bits: Some(2 + s as u32 % 3), codes_only: codes == Some(s) };
         col.set_index_kind(IndexKind::IvfRabitq(params)).unwrap();
         col.seal();
     }
@@ -324,7 +325,7 @@ fn nested_payloads_filter_by_their_declared_paths() {
             })
             .collect();
         col.insert_with_payloads(&ids, &data, &payloads).unwrap();
-        let params = IvfParams { partitions: Some(20), seed: 4, bits: 2, codes_only: false };
+        let params = IvfParams { partitions: Some(20), seed: 4, bits: Some(2), codes_only: false };
         col.set_index_kind(IndexKind::IvfRabitq(params)).unwrap();
         col.seal();
     }
@@ -388,7 +389,7 @@ fn collection_dim(dim: usize, segments: usize, per: usize, text: bool, id: &dyn 
             })
             .collect();
         col.insert_with_payloads(&ids, &data, &payloads).unwrap();
-        let params = IvfParams { partitions: Some(24), seed: 4, bits: 2 + s as u32 % 3, codes_only: false };
+        let params = IvfParams { partitions: Some(24), seed: 4, bits: Some(2 + s as u32 % 3), codes_only: false };
         col.set_index_kind(IndexKind::IvfRabitq(params)).unwrap();
         col.seal();
     }

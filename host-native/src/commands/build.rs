@@ -64,6 +64,7 @@ pub struct BuildArgs {
     pub seed: Option<u64>,
     /// Bits per coordinate of the RaBitQ codes, 1..=8 (1 sign bit + extra bits that refine the
     /// estimates of nearby rows, from which the candidates are chosen; extended RaBitQ).
+    /// Default: 4 up to 128 dimensions, 1 above.
     #[arg(long, value_name = "BITS")]
     pub bits: Option<u32>,
     /// Keep only the index codes, not the full vectors: a much smaller, read-only segment whose
@@ -266,7 +267,7 @@ fn index_kind(args: &BuildArgs) -> Result<IndexKind, HostError> {
             IndexKind::IvfRabitq(IvfParams {
                 partitions: args.partitions.map(|p| p as usize),
                 seed: args.seed.unwrap_or(d.seed),
-                bits: args.bits.unwrap_or(d.bits),
+                bits: args.bits,
                 // With a vectors file, built with the vectors and stripped of them afterwards.
                 codes_only: args.codes_only && args.vectors_out.is_none(),
             })

@@ -63,7 +63,7 @@ pub fn collection_of(
             })
             .collect();
         col.insert_with_payloads(&ids, &data, &payloads).unwrap();
-        let params = IvfParams { partitions: Some(12), seed: 4, bits: 1 + s as u32 % 3, codes_only: false };
+        let params = IvfParams { partitions: Some(12), seed: 4, bits: Some(1 + s as u32 % 3), codes_only: false };
         // Each segment its own index (`seal_with` another would rebuild the set as one).
         col.set_index_kind(IndexKind::IvfRabitq(params)).unwrap();
         col.seal();

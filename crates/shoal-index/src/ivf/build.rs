@@ -8,7 +8,7 @@ use alloc::vec::Vec;
 
 use shoal_kernels::Kernels;
 
-use super::{IvfParams, block_bytes, default_partitions};
+use super::{IvfParams, block_bytes, default_bits, default_partitions};
 use crate::Rows;
 use crate::kmeans::KMeans;
 use crate::progress::Progress;
@@ -134,7 +134,7 @@ pub fn plan(
         rot_centroids,
         rotation,
         block_offsets,
-        bits: params.bits.clamp(1, MAX_BITS),
+        bits: params.bits.unwrap_or_else(|| default_bits(dim)).clamp(1, MAX_BITS),
     }
 }
 

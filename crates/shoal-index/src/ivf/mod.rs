@@ -38,7 +38,8 @@ pub struct IvfParams {
     /// Bits per coordinate of the codes, 1..=[`MAX_BITS`](crate::rabitq::MAX_BITS): the sign bit searched with FastScan,
     /// plus `bits - 1` extra bits that refine the estimates of the rows the sign bits find
     /// near, from which the candidates for exact distances are chosen (extended RaBitQ).
-    pub bits: u32,
+    /// `None` picks [`default_bits`] for the dimension.
+    pub bits: Option<u32>,
     /// Keep only the codes (no full vectors): searches rank by the extended-bit estimates, so
     /// it needs `bits >= 2`. A segment written so is read-only (nothing to rebuild it from).
     pub codes_only: bool,
@@ -46,8 +47,17 @@ pub struct IvfParams {
 
 impl Default for IvfParams {
     fn default() -> Self {
-        IvfParams { partitions: None, seed: 0x5ea1, bits: 1, codes_only: false }
+        IvfParams { partitions: None, seed: 0x5ea1, bits: None, codes_only: false }
     }
+}
+
+/// Bits per coordinate for `dim`-dimensional vectors: 4 up to 128 dimensions, 1 above. With
+/// few dimensions the sign bits alone estimate distances loosely, and the extra bits' tighter
+/// estimates cut the rows re-ranked by more than they cost (measured: 1.2-1.7x the QPS at
+/// recall 0.95-0.99 on 50-d GloVe, 1.2x at 0.95 on 128-d); at 256 dimensions the sign bits
+/// are close enough and the extra bits cost more than they save (0.84x).
+pub fn default_bits(dim: usize) -> u32 {
+    if dim <= 128 { 4 } else { 1 }
 }
 
 /// Partitions for `n` vectors: about `2 √n` (at least 1, at most `n`).

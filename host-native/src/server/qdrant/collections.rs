@@ -32,7 +32,7 @@ pub(super) async fn exists(State(app): Shared, Path(name): Path<String>) -> Resp
 
 /// `PUT /collections/{name}`: Qdrant's `{"vectors": {"size", "distance", "on_disk"}}`, or
 /// Shoal's `{"dim", "metric", "fields", "index", "on_disk"}` (`index`: seal options, default
-/// IVF-RaBitQ with 4-bit codes when mapped, 1-bit in RAM). Qdrant's tuning settings (HNSW,
+/// IVF-RaBitQ with 4-bit codes when mapped, the dimension's default in RAM). Qdrant's tuning settings (HNSW,
 /// optimizers, sharding factors) are accepted and have no effect; the rest is refused
 /// (`bodies::CreateCollection`).
 pub(super) async fn create(State(app): Shared, Path(name): Path<String>, body: Body) -> Response {
@@ -107,8 +107,11 @@ fn create_meta(body: bodies::CreateCollection) -> Result<Meta, ApiError> {
     let on_disk = on_disk.unwrap_or(true);
     // The default index: IVF-RaBitQ with 4-bit codes when the full vectors are mapped (the extra
     // bits settle most candidates without reading their vector from disk: ~4x fewer reads on
-    // the RAM experiment's data), 1-bit codes when they are in RAM.
-    let index = body.index.unwrap_or_else(|| json!({"index": "ivf-rabitq", "bits": if on_disk { 4 } else { 1 }}));
+    // the RAM experiment's data); in RAM, the dimension's default (`default_bits`: 4 bits up to
+    // 128 dimensions, 1 above), chosen at each seal.
+    let index = body.index.unwrap_or_else(|| {
+        if on_disk { json!({"index": "ivf-rabitq", "bits": 4}) } else { json!({"index": "ivf-rabitq"}) }
+    });
     // Qdrant's shape makes a collection as Qdrant does: nested payloads (any JSON object,
     // filters by path, indexes declared with `PUT .../index`); Shoal's shape declares flat
     // fields (or, without them, takes new top-level fields as they come).
