@@ -17,7 +17,7 @@ exec {pause}<> "$out/pause"
 for r in $(seq "$runs"); do
   for t in 1 2; do
     /usr/bin/time -f "%e %M" -o "$out/time" "$root/target/release/shoal" --threads "$t" build "$data" \
-      --metric l2 --index ivf-rabitq --quiet --out "$out/t$t.shoal" &
+      --metric l2 --index ivf-rabitq --bits 1 --quiet --out "$out/t$t.shoal" &
     timer=$!
     # The sampler forks nothing (bash builtins only, `read -t` as its sleep): a process per
     # sample would take CPU from the two-thread build.

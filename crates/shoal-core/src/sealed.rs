@@ -52,6 +52,19 @@ impl IndexKind {
         }
     }
 
+    /// The options with the code width a `dim`-dimensional vector is built with: when none is
+    /// given, [`default_bits`](shoal_index::ivf::default_bits); codes only, at least 2. Two
+    /// options build the same index for it when their resolved forms are equal.
+    pub fn resolved(self, dim: usize) -> IndexKind {
+        match self {
+            IndexKind::IvfRabitq(p) => {
+                let bits = p.bits.unwrap_or(shoal_index::ivf::default_bits(dim));
+                IndexKind::IvfRabitq(IvfParams { bits: Some(if p.codes_only { bits.max(2) } else { bits }), ..p })
+            }
+            flat => flat,
+        }
+    }
+
     /// Parses seal options (`{}` means flat). Errors name the offending option.
     ///
     /// ```

@@ -16,7 +16,7 @@ use shoal_format::{
     KIND_META, KIND_VECTORS, Layout, PointId, SECTION_OPTIONAL, SegmentMeta, VECTOR_TYPE_CODES_ONLY, VECTOR_TYPE_F32,
     dense_kind,
 };
-use shoal_index::ivf::{IvfParams, IvfPlan};
+use shoal_index::ivf::IvfPlan;
 use shoal_index::progress::{Progress, Quiet};
 use shoal_index::{Flat, Metric, Rows};
 use shoal_kernels::Kernels;
@@ -130,10 +130,7 @@ fn prepare(
     let n = src.len();
     // Codes only: ranked by the extra bits, so at least 2 of them.
     let index = match index {
-        IndexKind::IvfRabitq(p) if p.codes_only => {
-            let bits = p.bits.unwrap_or_else(|| shoal_index::ivf::default_bits(dim)).max(2);
-            IndexKind::IvfRabitq(IvfParams { bits: Some(bits), ..p })
-        }
+        IndexKind::IvfRabitq(p) if p.codes_only => index.resolved(dim),
         other => other,
     };
     let codes_only = matches!(index, IndexKind::IvfRabitq(p) if p.codes_only);

@@ -271,4 +271,22 @@ fn code_bits_default_by_dimension() {
     assert_eq!(IndexKind::from_json(&json.to_string()).unwrap(), IndexKind::IvfRabitq(auto));
     let three = IndexKind::IvfRabitq(IvfParams { bits: Some(3), ..auto });
     assert_eq!(IndexKind::from_json(&three.to_json().to_string()).unwrap(), three);
+    // Reopened, a segment with its dimension's default width leaves the width to each seal;
+    // sealing with the default, or with that width given, seals the new rows on their own (no
+    // rebuild); another width rebuilds the set as one segment.
+    let (dim, seeds) = (16, [1u64, 2, 3]);
+    let mut col = Collection::new(CollectionConfig { dim, metric: Metric::L2 }).unwrap();
+    col.insert(&(0..300).collect::<Vec<u64>>(), &clustered_vectors(seeds[0], 300, dim, 4)).unwrap();
+    col.seal_with(IndexKind::IvfRabitq(auto)).unwrap();
+    let mut col = Collection::from_bytes(col.to_bytes().unwrap()).unwrap();
+    assert_eq!(col.index_kind(), IndexKind::IvfRabitq(IvfParams { partitions: None, ..auto }));
+    // (No merges: the segment count tells a seal from a rebuild.)
+    col.set_merge_policy(shoal_core::set::MergePolicy { merge_factor: 1000, ..Default::default() });
+    for (i, (bits, segments)) in [(None, 2), (Some(4), 3), (Some(2), 1)].into_iter().enumerate() {
+        let ids: Vec<u64> = (0..100).map(|r| 1000 * (i as u64 + 1) + r).collect();
+        col.insert(&ids, &clustered_vectors(seeds[i], 100, dim, 4)).unwrap();
+        col.seal_with(IndexKind::IvfRabitq(IvfParams { partitions: None, bits, ..auto })).unwrap();
+        assert_eq!(col.segment_count(), segments, "sealed with bits {bits:?}");
+    }
+    assert!(matches!(col.segment(0).unwrap().index_kind(), IndexKind::IvfRabitq(p) if p.bits == Some(2)));
 }

@@ -45,7 +45,13 @@ pub fn run(args: &ImportArgs) -> Result<(), HostError> {
     }
     let fields = col.schema().map_or_else(|| json!({}), schema_json);
     let index = match col.index_kind() {
-        IndexKind::IvfRabitq(p) => json!({"index": "ivf-rabitq", "seed": p.seed, "bits": p.bits}),
+        IndexKind::IvfRabitq(p) => {
+            let mut o = json!({"index": "ivf-rabitq", "seed": p.seed});
+            if let Some(b) = p.bits {
+                o["bits"] = b.into();
+            }
+            o
+        }
         _ => json!({}),
     };
     let meta = Meta {

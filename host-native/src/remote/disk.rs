@@ -187,9 +187,15 @@ impl DiskCache {
         let mut bytes = Vec::with_capacity(data.len() + TRAILER as usize);
         bytes.extend_from_slice(data);
         bytes.extend_from_slice(&extent_crc(spelled, start, data).to_le_bytes());
-        if write_atomic(&self.dir.join(folder), &start.to_string(), self.next_seq(), &bytes).is_err() {
-            // A full disk: room made for the next one.
-            self.evict(true);
+        if let Err(e) = write_atomic(&self.dir.join(folder), &start.to_string(), self.next_seq(), &bytes) {
+            if e.kind() == std::io::ErrorKind::NotFound {
+                // The folder went (another process's trim found it empty): claimed again at
+                // the next read.
+                self.lock().objects.remove(folder);
+            } else {
+                // A full disk: room made for the next one.
+                self.evict(true);
+            }
             return;
         }
         let over = {
@@ -218,7 +224,7 @@ impl DiskCache {
         if !force && state.total <= self.budget {
             return;
         }
-        remove_stale(&self.dir);
+        remove_stale(&self.dir, &state);
         let mut all = extents_on_disk(&self.dir);
         all.sort_by_key(|x| x.read);
         let mut total: u64 = all.iter().map(|x| x.len).sum();
@@ -244,10 +250,12 @@ impl DiskCache {
 }
 
 /// Deletes temporary files older than [`STALE_TMP`] (a writer that died) and the folders of
-/// object versions with no extent left.
-fn remove_stale(dir: &Path) {
+/// object versions with no extent left that this process does not read (`state`: a folder it
+/// claimed may be empty only until its first write).
+fn remove_stale(dir: &Path, state: &State) {
     let Ok(folders) = std::fs::read_dir(dir) else { return };
     for folder in folders.flatten() {
+        let ours = folder.file_name().to_str().is_some_and(|name| state.objects.contains_key(name));
         let Ok(entries) = std::fs::read_dir(folder.path()) else { continue };
         let mut extents = 0;
         for e in entries.flatten() {
@@ -262,7 +270,7 @@ fn remove_stale(dir: &Path) {
                 extents += 1;
             }
         }
-        if extents == 0 {
+        if extents == 0 && !ours {
             let _ = std::fs::remove_file(folder.path().join("object"));
             // (Fails, harmlessly, while another process writes there.)
             let _ = std::fs::remove_dir(folder.path());
@@ -536,6 +544,26 @@ mod tests {
             let total: u64 = extents_on_disk(&dir.path("c")).iter().map(|x| x.len).sum();
             assert!(total <= budget, "round {round}: {total} bytes on disk, budget {budget}");
         }
+    }
+
+    /// An object whose extents were all trimmed (its folder empty, which a trim deletes when
+    /// no reader holds it) is still kept on disk when read again.
+    #[test]
+    fn an_object_trimmed_to_nothing_is_kept_again() {
+        let dir = shoal_testkit::TempDir::new("disk", "emptied");
+        let cache = DiskCache::open(&dir.path("c"), 10_000).unwrap();
+        let a = DiskCached::new(object(3000, "a"), cache.clone());
+        let b = DiskCached::new(object(20_000, "b"), cache);
+        a.read_counted(&[0..1000, 2000..2500], false).unwrap();
+        // `b`'s reads trim `a`'s extents (least recently read), then its emptied folder.
+        for start in (0..16_000).step_by(4000) {
+            b.read_counted(&[start..start + 2000, start + 2000..start + 4000], false).unwrap();
+        }
+        let (want, disk) = a.read_counted(&[0..1000, 2000..2500], false).unwrap();
+        assert_eq!(disk, 0, "trimmed: fetched again");
+        let reads = a.requests();
+        assert_eq!(a.read_counted(&[0..1000, 2000..2500], false).unwrap(), (want, 1500));
+        assert_eq!(a.requests(), reads, "kept on disk again");
     }
 
     #[test]

@@ -351,9 +351,14 @@ impl Collection {
         col.schema = seg.schema().filter(|s| !s.is_empty()).cloned();
         col.sparse = seg.sparse_specs();
         col.dense = seg.dense_specs().to_vec();
-        // Later seals build the same kind of index, sized for their own rows.
+        // Later seals build the same kind of index, sized for their own rows, with the
+        // dimension's default code width when the segment has it (each vector then gets its own).
         col.index = match seg.index_kind() {
-            IndexKind::IvfRabitq(p) => IndexKind::IvfRabitq(shoal_index::ivf::IvfParams { partitions: None, ..p }),
+            IndexKind::IvfRabitq(p) => IndexKind::IvfRabitq(shoal_index::ivf::IvfParams {
+                partitions: None,
+                bits: p.bits.filter(|&b| b != shoal_index::ivf::default_bits(seg.dim())),
+                ..p
+            }),
             flat => flat,
         };
         col.push_part(Arc::new(seg), Bitset::default(), None);
