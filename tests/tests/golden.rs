@@ -67,7 +67,7 @@ fn read_golden(file: &str) -> Vec<u8> {
 /// calibrated at build time (its fixed `default_nprobe` must keep working); `v1-ivf-calibrated`
 /// is what the writer produces now; `v1-ivf-codes-only` has no vectors (`vector_type` 1).
 fn v1_files() -> [(&'static str, IndexKind, bool); 4] {
-    let ivf = IndexKind::IvfRabitq(IvfParams { partitions: Some(4), seed: 7, bits: Some(1), codes_only: false });
+    let ivf = golden_ivf(1);
     let codes = IndexKind::IvfRabitq(IvfParams { partitions: Some(4), seed: 7, bits: Some(4), codes_only: true });
     [
         ("v1-flat", IndexKind::Flat, true),
@@ -103,6 +103,11 @@ fn build(index: IndexKind) -> Collection {
     col.insert(&ids, &vectors).unwrap();
     col.seal_with(index).unwrap();
     col
+}
+
+/// The IVF index the golden segments carry: 4 partitions, seed 7, `bits` per coordinate.
+fn golden_ivf(bits: u32) -> IndexKind {
+    IndexKind::IvfRabitq(IvfParams { partitions: Some(4), seed: 7, bits: Some(bits), codes_only: false })
 }
 
 #[test]
@@ -415,13 +420,7 @@ fn v1_uuid_golden_file_reads_verifies_and_searches_the_same() {
     let build = || {
         let mut col = Collection::new(CollectionConfig { dim, metric }).unwrap();
         col.upsert(&ids, &vectors, &[]).unwrap();
-        col.seal_with(IndexKind::IvfRabitq(IvfParams {
-            partitions: Some(4),
-            seed: 7,
-            bits: Some(1),
-            codes_only: false,
-        }))
-        .unwrap();
+        col.seal_with(golden_ivf(1)).unwrap();
         col
     };
     let (_, col) = check_feature_golden("v1-uuid", shoal_format::FLAG_UUID_IDS, &build, &|c| uuid_results(c, dim));
@@ -522,13 +521,7 @@ fn v1_sparse_golden_file_reads_verifies_and_searches_the_same() {
         ])
         .unwrap();
         col.upsert_sparse(&ids, &vectors, &[], &columns).unwrap();
-        col.seal_with(IndexKind::IvfRabitq(IvfParams {
-            partitions: Some(4),
-            seed: 7,
-            bits: Some(1),
-            codes_only: false,
-        }))
-        .unwrap();
+        col.seal_with(golden_ivf(1)).unwrap();
         col
     };
     let (bytes, col) =
@@ -571,13 +564,7 @@ fn v1_named_golden_file_reads_verifies_and_searches_the_same() {
         ])
         .unwrap();
         col.upsert_vectors(&ids, &[&vectors, &image, &text], &[], &[]).unwrap();
-        col.seal_with(IndexKind::IvfRabitq(IvfParams {
-            partitions: Some(4),
-            seed: 7,
-            bits: Some(2),
-            codes_only: false,
-        }))
-        .unwrap();
+        col.seal_with(golden_ivf(2)).unwrap();
         col
     };
     let named_results = |col: &Collection| {
@@ -637,13 +624,7 @@ fn v1_nested_golden_file_reads_verifies_and_filters_the_same() {
         let schema = Collection::parse_nested_schema(&paths).unwrap();
         let mut col = Collection::with_schema(CollectionConfig { dim, metric }, schema).unwrap();
         col.insert_with_payloads(&ids, &vectors, &docs).unwrap();
-        col.seal_with(IndexKind::IvfRabitq(IvfParams {
-            partitions: Some(4),
-            seed: 7,
-            bits: Some(2),
-            codes_only: false,
-        }))
-        .unwrap();
+        col.seal_with(golden_ivf(2)).unwrap();
         col
     };
     let nested_results = |col: &Collection| {
@@ -715,7 +696,7 @@ fn v2_golden_file_reads_by_ranges_and_searches_as_its_v1_twin() {
     // The golden input with an IVF index of 4 partitions (seed 7, 2 bits), laid out for ranges:
     // 12-d rows, so one vector block holds 85 rows (a partition's rows in one block).
     let (dim, _, _, _) = golden_v1_input();
-    let index = IndexKind::IvfRabitq(IvfParams { partitions: Some(4), seed: 7, bits: Some(2), codes_only: false });
+    let index = golden_ivf(2);
     let col = build(index);
     let seg = col.segment(0).unwrap();
     let written = shoal_core::remote::write_for_ranges(seg).unwrap();
@@ -769,8 +750,7 @@ fn v2_payload_golden_files_filter_by_ranges_as_their_v1_twin() {
     let schema = shoal_core::Schema::from_json(GOLDEN_FIELDS).unwrap();
     let mut col = Collection::with_schema(CollectionConfig { dim, metric }, schema).unwrap();
     col.insert_with_payloads(&ids, &vectors, &golden_payloads(ids.len())).unwrap();
-    col.seal_with(IndexKind::IvfRabitq(IvfParams { partitions: Some(4), seed: 7, bits: Some(2), codes_only: false }))
-        .unwrap();
+    col.seal_with(golden_ivf(2)).unwrap();
     let seg = col.segment(0).unwrap();
     let written = shoal_core::remote::write_for_ranges(seg).unwrap();
     if std::env::var_os("SHOAL_WRITE_GOLDEN").is_some() {

@@ -128,11 +128,8 @@ fn prepare(
     IndexSpec { kind: index, centroids, progress }: IndexSpec<'_>,
 ) -> Result<Prepared, Error> {
     let n = src.len();
-    // Codes only: ranked by the extra bits, so at least 2 of them.
-    let index = match index {
-        IndexKind::IvfRabitq(p) if p.codes_only => index.resolved(dim),
-        other => other,
-    };
+    // The code width this segment gets (codes only: ranked by the extra bits, so at least 2).
+    let index = index.resolved(dim);
     let codes_only = matches!(index, IndexKind::IvfRabitq(p) if p.codes_only);
     let mut meta = SegmentMeta::zeroed();
     meta.dim = dim as u32;
