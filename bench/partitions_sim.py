@@ -3,14 +3,15 @@
 assignments (SOAR)? A simulation of the partitioning alone, to choose what to build.
 
 For a dataset prepared by ``bench/datasets.py`` (cosine sets: rows and queries normalised), it
-trains k-means (FAISS, 20 iterations, seed 1) with each given partition count, assigns every row
-to its nearest centroid, and optionally gives each row a second, *spilled* partition chosen as
-SOAR does (Sun et al., "SOAR: Improved Indexing for Approximate Nearest Neighbor Search",
-NeurIPS 2023): with ``r = x - c1`` the residual to the first centroid, the second is the
-centroid ``c != c1`` minimising ``‖x - c‖² + λ ⟨x - c, r/‖r‖⟩²`` (λ = 0 is plain
-second-nearest spilling). A query probes partitions in order of its centroid distances; a true
-neighbour is found once a partition holding it (either assignment) is probed, and every row of
-every probed partition counts as scanned (spilled copies included).
+trains k-means (FAISS's: 20 iterations, seed 1; ``faiss-cpu`` from bench/requirements-bench.txt)
+with each given partition count, assigns every row to its nearest centroid, and optionally gives
+each row a second, *spilled* partition chosen as SOAR does (Sun et al., "SOAR: Improved Indexing
+for Approximate Nearest Neighbor Search", NeurIPS 2023): with ``r = x - c1`` the residual to the
+first centroid, the second is the centroid ``c != c1`` minimising ``‖x - c‖² + λ ⟨x - c,
+r/‖r‖⟩²`` (λ = 0 is plain second-nearest spilling). A query probes partitions in order of its
+squared distances to the centroids, as Shoal's search does for l2 and cosine; a true neighbour
+is found once a partition holding it (either assignment) is probed, and every row of every
+probed partition counts as scanned (spilled copies included).
 
 It prints, per configuration, the probes and rows scanned at which the mean recall@10 of the
 found rows reaches 0.90 / 0.95 / 0.99, interpolated linearly between the probe counts around
@@ -46,7 +47,8 @@ def curve(queries, gt, centroids, first, second):
     sizes = np.bincount(first, minlength=nlist)
     if second is not None:
         sizes = sizes + np.bincount(second, minlength=nlist)
-    order = np.argsort(-(queries @ centroids.T), axis=1, kind="stable")
+    # Probe order as Shoal's for l2 and cosine: squared distance to the centroid (ties by number).
+    order = np.argsort((centroids * centroids).sum(1)[None, :] - 2 * queries @ centroids.T, axis=1, kind="stable")
     rank = np.empty_like(order)
     rank[np.arange(len(queries))[:, None], order] = np.arange(nlist)[None, :]
     found_at = np.take_along_axis(rank, first[gt], axis=1)
