@@ -22,7 +22,7 @@ DEMO_PORT ?= 6333
 .PHONY: demo test bench setup setup-rust setup-js setup-deb setup-nginx setup-minio setup-edge setup-demo build-js lint test-rust test-js test-edge test-demo \
         test-aarch64 test-wasm check-targets \
         bench-kernels bench-search bench-node bench-ann bench-filtered bench-text bench-ingest bench-codes-only bench-build bench-remote \
-        bench-remote-set bench-remote-hybrid test-qdrant fuzz bench-plots bench-ram bench-sparse bench-query-threads bench-same-run
+        bench-remote-set bench-remote-hybrid test-qdrant fuzz bench-plots bench-ram bench-sparse bench-query-threads bench-same-run bench-partitions
 
 ## ---- setup ---------------------------------------------------------------------------
 
@@ -305,6 +305,12 @@ bench-ann:
 SAME_RUN_DATASETS ?= glove-100k,gcide-256,glove-400k,synthetic-1m-128
 bench-same-run:
 	bash bench/same_run.sh $(SAME_RUN_DATASETS) 0
+
+# Partition counts at equal recall (2√n, twice, four times), glove-400k and gcide-256, on CPU 0
+# (docs/benchmarks.md, "How many partitions, and would spilled assignments help?").
+bench-partitions:
+	pip install -q -r bench/requirements-bench.txt
+	bash bench/partitions.sh 0
 
 bench-query-threads:
 	pip install -q -r bench/requirements-bench.txt
