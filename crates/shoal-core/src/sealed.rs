@@ -55,6 +55,7 @@ impl IndexKind {
     /// The options with the code width a `dim`-dimensional vector is built with: when none is
     /// given, [`default_bits`](shoal_index::ivf::default_bits); codes only, at least 2. Two
     /// options build the same index for it when their resolved forms are equal.
+    #[inline(never)]
     pub fn resolved(self, dim: usize) -> IndexKind {
         match self {
             IndexKind::IvfRabitq(p) => {
@@ -291,6 +292,14 @@ impl SealedSegment {
             });
         }
         self.dense.get(d - 1).map(|r| r.space(self.bytes()))
+    }
+
+    /// Whether every dense vector's codes have its dimension's default width
+    /// ([`default_bits`](shoal_index::ivf::default_bits); vectors without an index count as such).
+    pub(crate) fn default_code_widths(&self) -> bool {
+        let default =
+            |dim, ivf: &Option<IvfSections>| ivf.as_ref().is_none_or(|i| i.bits == shoal_index::ivf::default_bits(dim));
+        default(self.dim, &self.ivf) && self.dense.iter().all(|d| default(d.spec.dim, &d.ivf))
     }
 
     /// The segment's sparse vectors, in collection order.

@@ -128,8 +128,9 @@ fn prepare(
     IndexSpec { kind: index, centroids, progress }: IndexSpec<'_>,
 ) -> Result<Prepared, Error> {
     let n = src.len();
-    // The code width this segment gets (codes only: ranked by the extra bits, so at least 2).
-    let index = index.resolved(dim);
+    // The code width each vector gets, for its own dimension (codes only: ranked by the extra
+    // bits, so at least 2).
+    let (options, index) = (index, index.resolved(dim));
     let codes_only = matches!(index, IndexKind::IvfRabitq(p) if p.codes_only);
     let mut meta = SegmentMeta::zeroed();
     meta.dim = dim as u32;
@@ -184,7 +185,7 @@ fn prepare(
         }
         let order = prepared.ivf.as_ref().map(|(p, _)| &p.order[..]);
         for (d, spec) in dense.iter().enumerate() {
-            let plan = match index {
+            let plan = match options.resolved(spec.dim) {
                 IndexKind::IvfRabitq(params) if d > 0 => {
                     let rows = DenseOf { src, d, order };
                     Some(shoal_index::ivf::plan(kernels, &rows, spec.dim, params, None, progress))

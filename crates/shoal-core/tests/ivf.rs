@@ -1,7 +1,9 @@
 //! The IVF + RaBitQ index: recall against exact search with default settings, determinism,
 //! and its interplay with deletes, upserts and re-sealing.
 
-use shoal_core::{Collection, CollectionConfig, IndexKind, IvfParams, Kernels, Metric, PointId, SearchRequest};
+use shoal_core::{
+    Collection, CollectionConfig, DenseSpec, IndexKind, IvfParams, Kernels, Metric, PointId, SearchRequest,
+};
 use shoal_testkit::clustered_vectors;
 
 fn build(metric: Metric, dim: usize, n: usize, seed: u64) -> (Collection, Vec<f32>) {
@@ -289,4 +291,29 @@ fn code_bits_default_by_dimension() {
         assert_eq!(col.segment_count(), segments, "sealed with bits {bits:?}");
     }
     assert!(matches!(col.segment(0).unwrap().index_kind(), IndexKind::IvfRabitq(p) if p.bits == Some(2)));
+    // With a second, 200-d vector the defaults differ by vector (4 bits and 1): 4 bits given is
+    // not the default for both, so it rebuilds, and a segment built with it reopens with it.
+    let named = |bits: Option<u32>| {
+        let mut col = Collection::new(CollectionConfig { dim, metric: Metric::L2 }).unwrap();
+        col.set_dense_vectors(vec![
+            DenseSpec { name: "".into(), dim, metric: Metric::L2 },
+            DenseSpec { name: "wide".into(), dim: 200, metric: Metric::L2 },
+        ])
+        .unwrap();
+        let ids: Vec<PointId> = (0..300).map(PointId::Num).collect();
+        let (main, wide) = (clustered_vectors(4, 300, dim, 4), clustered_vectors(5, 300, 200, 4));
+        col.upsert_vectors(&ids, &[&main, &wide], &[], &[]).unwrap();
+        col.seal_with(IndexKind::IvfRabitq(IvfParams { partitions: None, bits, ..auto })).unwrap();
+        Collection::from_bytes(col.to_bytes().unwrap()).unwrap()
+    };
+    let mut col = named(None);
+    assert_eq!(col.index_kind(), IndexKind::IvfRabitq(IvfParams { partitions: None, ..auto }));
+    col.set_merge_policy(shoal_core::set::MergePolicy { merge_factor: 1000, ..Default::default() });
+    let ids: Vec<PointId> = (1000..1100).map(PointId::Num).collect();
+    let (main, wide) = (clustered_vectors(6, 100, dim, 4), clustered_vectors(7, 100, 200, 4));
+    col.upsert_vectors(&ids, &[&main, &wide], &[], &[]).unwrap();
+    col.seal_with(IndexKind::IvfRabitq(IvfParams { partitions: None, bits: Some(4), ..auto })).unwrap();
+    assert_eq!(col.segment_count(), 1, "4 bits for the 200-d vector too: a rebuild");
+    let four = IndexKind::IvfRabitq(IvfParams { partitions: None, bits: Some(4), ..auto });
+    assert_eq!(named(Some(4)).index_kind(), four, "both vectors at 4 bits: reopened with 4");
 }

@@ -351,12 +351,14 @@ impl Collection {
         col.schema = seg.schema().filter(|s| !s.is_empty()).cloned();
         col.sparse = seg.sparse_specs();
         col.dense = seg.dense_specs().to_vec();
-        // Later seals build the same kind of index, sized for their own rows, with the
-        // dimension's default code width when the segment has it (each vector then gets its own).
+        // Later seals build the same kind of index, sized for their own rows; when every
+        // vector's codes have its dimension's default width, the width is left to each seal
+        // (each vector then gets its own default).
+        let default_widths = seg.default_code_widths();
         col.index = match seg.index_kind() {
             IndexKind::IvfRabitq(p) => IndexKind::IvfRabitq(shoal_index::ivf::IvfParams {
                 partitions: None,
-                bits: p.bits.filter(|&b| b != shoal_index::ivf::default_bits(seg.dim())),
+                bits: p.bits.filter(|_| !default_widths),
                 ..p
             }),
             flat => flat,

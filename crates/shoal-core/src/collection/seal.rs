@@ -309,8 +309,10 @@ impl Collection {
     /// error and nothing changes). A codes-only collection refuses a different index (it has
     /// no vectors to build one from).
     pub fn seal_with(&mut self, index: IndexKind) -> Result<(), Error> {
-        // (Bits left to the dimension's default and the same bits given build the same.)
-        if index.resolved(self.dim) == self.index.resolved(self.dim) && !self.reindex {
+        // (Bits left to the dimension's default and the same bits given build the same, for
+        // every dense vector's dimension.)
+        let same = self.dense.iter().all(|d| index.resolved(d.dim) == self.index.resolved(d.dim));
+        if same && !self.reindex {
             self.index = index;
             self.seal();
             return Ok(());
