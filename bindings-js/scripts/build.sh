@@ -83,9 +83,17 @@ base_features=(--enable-mutable-globals --enable-nontrapping-float-to-int --enab
 #   --reorder-functions-by-name  the functions in name order, so a crate's and a module's
 #                        functions sit next to each other for gzip (2.1 KB; the raw size barely
 #                        moves). The order of functions does not change what they compute.
-# (--low-memory-unused saves 1.5 KB more but changes the kernels' loads: in Node, dot_batch
-# 5% slower, l2_sq_batch 8% faster.)
-passes=(-Oz --gufa -Oz --converge --reorder-functions-by-name)
+#   --low-memory-unused  assume addresses below 1 KiB are never used, so constant offsets fold
+#                        into loads and stores (1.3 KB). That changes only an access whose
+#                        address wraps past 4 GiB into that KiB: the stack is placed first
+#                        (`__stack_pointer` starts at 1 MiB, the data above it), so only a stack
+#                        pointer that has overflowed below 0 does that, and it then traps
+#                        instead of corrupting memory. Its effect on the kernels is mixed (in
+#                        Node, dot_batch 5% slower, l2_sq_batch 8% faster); on whole searches
+#                        it is within this machine's noise (glove-100k in Node, 2026-11-29,
+#                        medians of 3 alternating runs: 1-bit 3,439 QPS with it, 2,989 without;
+#                        4-bit 3,774 and 3,689; one build's runs spread 2,196-3,407).
+passes=(-Oz --gufa -Oz --converge --reorder-functions-by-name --low-memory-unused)
 
 # --- one build ----------------------------------------------------------------------------
 # build CRATE_DIR NAME VARIANT RUSTFLAGS [wasm-opt flags]: the module NAME_bg.wasm of the crate

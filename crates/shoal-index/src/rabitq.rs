@@ -270,26 +270,6 @@ pub fn encode_ex(r: &[f32], norm_sq: f32, bits: u32, levels: &mut [u8], out: &mu
     }
 }
 
-/// Reconstructs `x̄` of code `j` (0..32) of a FastScan `block` (its signs) and its extra bits
-/// `ex` into `out` (`D` floats, each `±(m_i + 1/2)`; `D` a multiple of 8).
-pub fn decode_ex(block: &[u8], j: usize, ex: &[u8], bits: u32, out: &mut [f32]) {
-    let width = (bits - 1) as usize;
-    // Natively one copy per width, each with its width a constant (it sits in the search's
-    // inner loop); in wasm one copy (the package's bytes count more there).
-    #[cfg(not(target_family = "wasm"))]
-    match width {
-        1 => decode_ex_in(block, j, ex, 1, out),
-        2 => decode_ex_in(block, j, ex, 2, out),
-        3 => decode_ex_in(block, j, ex, 3, out),
-        4 => decode_ex_in(block, j, ex, 4, out),
-        5 => decode_ex_in(block, j, ex, 5, out),
-        6 => decode_ex_in(block, j, ex, 6, out),
-        _ => decode_ex_in(block, j, ex, 7, out),
-    }
-    #[cfg(target_family = "wasm")]
-    decode_ex_in(block, j, ex, width, out)
-}
-
 /// The signs of coordinates `8c .. 8c + 8` of vector `j` of a FastScan block, bit `t` set when
 /// coordinate `8c + t` is positive (two nibbles of the block's 1-bit codes).
 #[inline(always)]
@@ -299,28 +279,21 @@ fn sign_byte(block: &[u8], j: usize, c: usize) -> u8 {
 }
 
 /// `<x̄, q>` for the extended code `ex` (`bits - 1` extra bits) of vector `j` of a FastScan
-/// block: [`decode_ex`] into `buf` then `dot`, in wasm; natively one fused kernel
-/// ([`Kernels::ex_dot`]) with the same bits. `buf` is scratch of `q.len()` floats.
+/// block, by one fused kernel ([`Kernels::ex_dot`]: the same bits as [`decode_ex`] then `dot`).
+/// `buf` is scratch of `q.len()` floats.
 pub fn ex_dot(kernels: &Kernels, block: &[u8], j: usize, ex: &[u8], bits: u32, q: &[f32], buf: &mut [f32]) -> f32 {
-    #[cfg(not(target_family = "wasm"))]
-    {
-        // The sign bytes (one per 8 coordinates) in the scratch's first bytes.
-        let signs = &mut bytemuck::cast_slice_mut::<f32, u8>(buf)[..q.len() / 8];
-        for (c, s) in signs.iter_mut().enumerate() {
-            *s = sign_byte(block, j, c);
-        }
-        kernels.ex_dot(signs, ex, (bits - 1) as usize, q)
+    // The sign bytes (one per 8 coordinates) in the scratch's first bytes.
+    let signs = &mut bytemuck::cast_slice_mut::<f32, u8>(buf)[..q.len() / 8];
+    for (c, s) in signs.iter_mut().enumerate() {
+        *s = sign_byte(block, j, c);
     }
-    #[cfg(target_family = "wasm")]
-    {
-        decode_ex(block, j, ex, bits, buf);
-        kernels.dot(buf, q)
-    }
+    kernels.ex_dot(signs, ex, (bits - 1) as usize, q)
 }
 
-/// [`decode_ex`] with `width = bits - 1` extra bits per coordinate.
-#[inline(always)]
-fn decode_ex_in(block: &[u8], j: usize, ex: &[u8], width: usize, out: &mut [f32]) {
+/// Reconstructs `x̄` of code `j` (0..32) of a FastScan `block` (its signs) and its extra bits
+/// `ex` into `out` (`D` floats, each `±(m_i + 1/2)`; `D` a multiple of 8).
+pub fn decode_ex(block: &[u8], j: usize, ex: &[u8], bits: u32, out: &mut [f32]) {
+    let width = (bits - 1) as usize;
     let mask = (1u64 << width) - 1;
     // Eight coordinates take exactly `width` bytes, and two sign nibbles.
     for (c, (eight, bytes)) in out.chunks_exact_mut(8).zip(ex.chunks_exact(width)).enumerate() {
@@ -427,7 +400,7 @@ mod tests {
                     assert_eq!(xbar[i] > 0.0, r[i] > 0.0, "bits {bits} coordinate {i}");
                     assert_eq!(xbar[i].abs(), levels[i] as f32 + 0.5, "bits {bits} coordinate {i}");
                 }
-                // The search's `ex_dot` (natively a fused kernel) is `dot` of the decoded code,
+                // The search's `ex_dot` (a fused kernel) is `dot` of the decoded code,
                 // bit for bit, with every kernel variant.
                 let mut buf = vec![0f32; d];
                 for v in Kernels::available() {

@@ -48,7 +48,6 @@ type FloatBatch = unsafe fn(&[f32], &[f32], &mut [f32]);
 type BitPair = unsafe fn(&[u64], &[u64]) -> u32;
 type BitOne = unsafe fn(&[u64]) -> u32;
 type FastScan = unsafe fn(&[u8], &[u8], &mut [u32]);
-#[cfg(not(target_family = "wasm"))]
 type ExDot = unsafe fn(&[u8], &[u8], usize, &[f32]) -> f32;
 
 /// A set of kernel implementations that is valid on the running CPU.
@@ -66,8 +65,6 @@ pub struct Kernels {
     popcount: BitOne,
     hamming: BitPair,
     fastscan: FastScan,
-    /// Natively only: wasm builds decode and call `dot` (the same bits, fewer bytes).
-    #[cfg(not(target_family = "wasm"))]
     ex_dot: ExDot,
 }
 
@@ -90,7 +87,6 @@ impl Kernels {
             popcount: all::popcount,
             hamming: all::hamming,
             fastscan: all::fastscan,
-            #[cfg(not(target_family = "wasm"))]
             ex_dot: all::ex_dot,
         }
     }
@@ -283,6 +279,7 @@ impl Kernels {
                 popcount: simd128::popcount,
                 hamming: simd128::hamming,
                 fastscan: simd128::fastscan,
+                ex_dot: simd128::ex_dot,
             })
         }
         #[cfg(not(all(target_arch = "wasm32", target_feature = "simd128")))]
@@ -339,8 +336,7 @@ impl Kernels {
 
     /// Dot product of an extended RaBitQ code (`signs`, `width`-bit `levels`) and `q`; see
     /// [`arch::all::ex_dot`] for the layout. The same bits as [`dot`](Self::dot) of the decoded
-    /// vector and `q`. Native builds only.
-    #[cfg(not(target_family = "wasm"))]
+    /// vector and `q`.
     #[inline]
     pub fn ex_dot(&self, signs: &[u8], levels: &[u8], width: usize, q: &[f32]) -> f32 {
         // SAFETY: a `Kernels` is only constructed with functions whose CPU features are present.

@@ -12,7 +12,7 @@ use super::{IvfParams, block_bytes, default_bits, default_partitions};
 use crate::Rows;
 use crate::kmeans::KMeans;
 use crate::progress::Progress;
-use crate::rabitq::{self, ExFactors, Factors, MAX_BITS, decode_ex, ex_code_bytes};
+use crate::rabitq::{self, ExFactors, Factors, MAX_BITS, ex_code_bytes};
 use crate::rotation::{Rotation, padded_dim};
 
 /// The static part of a build: partitions, row order and centroids, enough to size and lay
@@ -205,8 +205,7 @@ pub fn encode(kernels: &Kernels, data: &dyn Rows, plan: &IvfPlan, out: IvfCodes<
                 for (j, new_row) in (chunk..end).enumerate() {
                     let local = new_row - first;
                     let ex = &ex_codes[local * exb..(local + 1) * exb];
-                    decode_ex(block, j, ex, bits, &mut rotated);
-                    ex_factors[local].centroid_dot = kernels.dot(&rotated, rc);
+                    ex_factors[local].centroid_dot = rabitq::ex_dot(kernels, block, j, ex, bits, rc, &mut rotated);
                 }
             }
         }

@@ -160,6 +160,28 @@ pub fn ex_dot(signs: &[u8], levels: &[u8], width: usize, q: &[f32]) -> f32 {
     fold_lanes(acc)
 }
 
+/// The 8 bytes of `levels` from `off`, little-endian (the code's own `width` bytes first; what
+/// follows them is never used): one load where 8 bytes remain, else one load from `len - 8`
+/// shifted down, else (`len < 8`) the bytes one by one with zeros above them. The vector
+/// [`ex_dot`] kernels read their codes with it. Meaningful for `off < len`, as `ex_dot`'s
+/// steps are; whatever `off`, it never reads outside `levels`.
+#[cfg(any(target_arch = "x86_64", all(target_arch = "wasm32", target_feature = "simd128")))]
+#[inline(always)]
+pub(crate) fn ex_word(levels: &[u8], off: usize) -> u64 {
+    let len = levels.len();
+    if len >= 8 && off <= len - 8 {
+        // SAFETY: `off .. off + 8` lies in `levels` (`off + 8 <= len`, without overflow).
+        u64::from_le(unsafe { levels.as_ptr().add(off).cast::<u64>().read_unaligned() })
+    } else if len >= 8 {
+        // SAFETY: `len - 8 .. len` lies in `levels`. (`off > len - 8`: the shift is below 64
+        // bits when `off < len`.)
+        let tail = u64::from_le(unsafe { levels.as_ptr().add(len - 8).cast::<u64>().read_unaligned() });
+        tail >> (8 * (off + 8 - len))
+    } else {
+        levels[off..].iter().rev().fold(0u64, |acc, &b| acc << 8 | u64::from(b))
+    }
+}
+
 /// Shared precondition of the [`ex_dot`] kernels.
 #[inline]
 pub(crate) fn check_ex_dot(signs: &[u8], levels: &[u8], width: usize, q: &[f32]) {

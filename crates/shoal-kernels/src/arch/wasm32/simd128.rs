@@ -7,7 +7,7 @@
 
 use core::arch::wasm32::*;
 
-use crate::arch::generic::{self, Dot, F32Vector, L2};
+use crate::arch::generic::{self, Dot, F32Vector, L2, MAX_REGS};
 
 impl F32Vector for v128 {
     const WIDTH: usize = 4;
@@ -100,6 +100,45 @@ pub unsafe fn dot_batch(query: &[f32], rows: &[f32], out: &mut [f32]) {
 pub unsafe fn l2_sq_batch(query: &[f32], rows: &[f32], out: &mut [f32]) {
     // SAFETY: SIMD128 is enabled here, the only requirement of the `v128` operations.
     unsafe { generic::batch::<v128, L2, 1>(query, rows, out) }
+}
+
+/// Dot product of an extended RaBitQ code and a query in the canonical order (see
+/// [`crate::arch::all::ex_dot`]). SIMD128 has no per-lane shifts: each half of a step's eight
+/// fields is moved to one bit position by a multiply (field `k` of a 32-bit word by
+/// `2^((3 - k) w)` to bit `3w`), then shifted and masked as one. Each half goes to the
+/// accumulator register that owns its canonical lanes.
+///
+/// # Safety
+///
+/// The engine must support SIMD128 (guaranteed by the module's compile-time target feature).
+#[target_feature(enable = "simd128")]
+pub unsafe fn ex_dot(signs: &[u8], levels: &[u8], width: usize, q: &[f32]) -> f32 {
+    crate::arch::all::check_ex_dot(signs, levels, width, q);
+    let w = width as u32;
+    let up = u32x4(1 << (3 * w), 1 << (2 * w), 1 << w, 1);
+    let mask = u32x4_splat((1 << w) - 1);
+    let (low_bits, high_bits) = (u32x4(1, 2, 4, 8), u32x4(16, 32, 64, 128));
+    // Four coordinates: their fields of `x` (at bits `0, w, 2w, 3w`) as `±(m + 1/2)` — a
+    // clear bit of `s & bits` sets the float's sign — times `q[at .. at + 4]`.
+    let four = |x: u32, s: v128, bits: v128, at: usize| -> v128 {
+        let level = v128_and(u32x4_shr(i32x4_mul(u32x4_splat(x), up), 3 * w), mask);
+        let m = f32x4_add(f32x4_convert_i32x4(level), f32x4_splat(0.5));
+        let clear = i32x4_eq(v128_and(s, bits), i32x4_splat(0));
+        // SAFETY: `at + 4 <= 8 n == q.len()` (a step `c < n` reads `q[8c .. 8c + 8]`).
+        let y = unsafe { v128_load(q.as_ptr().add(at).cast()) };
+        f32x4_mul(v128_or(m, v128_and(clear, u32x4_splat(1 << 31))), y)
+    };
+    let mut acc = [f32x4_splat(0.0); MAX_REGS];
+    // Step `c`: coordinates `8c .. 8c + 8`, canonical lanes `8 (c % 4) ..`, registers `2 (c % 4)`
+    // and `2 (c % 4) + 1` (one loop without unrolling: the package's bytes).
+    for (c, &sign) in signs.iter().enumerate() {
+        let l = crate::arch::all::ex_word(levels, c * width);
+        let (s, r) = (u32x4_splat(u32::from(sign)), 2 * (c % 4));
+        acc[r] = f32x4_add(acc[r], four(l as u32, s, low_bits, 8 * c));
+        acc[r + 1] = f32x4_add(acc[r + 1], four((l >> (4 * width)) as u32, s, high_bits, 8 * c + 4));
+    }
+    // SAFETY: SIMD128 is enabled here.
+    unsafe { generic::finish(acc) }
 }
 
 /// Number of set bits over all words.

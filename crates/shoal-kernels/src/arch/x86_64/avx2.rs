@@ -119,22 +119,8 @@ pub unsafe fn l2_sq_batch(query: &[f32], rows: &[f32], out: &mut [f32]) {
 #[target_feature(enable = "avx2")]
 pub unsafe fn ex_dot(signs: &[u8], levels: &[u8], width: usize, q: &[f32]) -> f32 {
     crate::arch::all::check_ex_dot(signs, levels, width, q);
-    let (w, len, n) = (width as i32, levels.len(), signs.len());
-    // The 8 bytes of `levels` from `off` (the code's own `width` bytes first; what follows
-    // is never used): one load, from `len - 8` shifted down where fewer than 8 remain.
-    let word = |off: usize| -> u64 {
-        if off + 8 <= len {
-            // SAFETY: `off .. off + 8` lies in `levels`.
-            u64::from_le(unsafe { levels.as_ptr().add(off).cast::<u64>().read_unaligned() })
-        } else if len >= 8 {
-            // SAFETY: `len - 8 .. len` lies in `levels`; `off + 8 - len` is 1..=7 because
-            // `off + width <= len` and `width >= 1`.
-            let tail = u64::from_le(unsafe { levels.as_ptr().add(len - 8).cast::<u64>().read_unaligned() });
-            tail >> (8 * (off + 8 - len))
-        } else {
-            levels[off..].iter().rev().fold(0u64, |acc, &b| acc << 8 | u64::from(b))
-        }
-    };
+    let (w, n) = (width as i32, signs.len());
+    let word = |off: usize| crate::arch::all::ex_word(levels, off);
     // SAFETY: AVX2 is enabled here. Step `c < n` reads `q[8c .. 8c + 8]`, inside `q`
     // (`q.len() == 8 * n`).
     unsafe {
