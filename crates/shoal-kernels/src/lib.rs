@@ -255,7 +255,7 @@ impl Kernels {
                 popcount: neon::popcount,
                 hamming: neon::hamming,
                 fastscan: neon::fastscan,
-                ex_dot: arch::all::ex_dot,
+                ex_dot: neon::ex_dot,
             })
         }
         #[cfg(not(all(target_arch = "aarch64", target_feature = "neon")))]

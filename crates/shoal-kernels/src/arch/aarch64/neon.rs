@@ -6,7 +6,7 @@
 
 use core::arch::aarch64::*;
 
-use crate::arch::generic::{self, Dot, F32Vector, L2};
+use crate::arch::generic::{self, Dot, F32Vector, L2, MAX_REGS};
 
 impl F32Vector for float32x4_t {
     const WIDTH: usize = 4;
@@ -164,6 +164,60 @@ unsafe fn count_bits<const XOR: bool>(a: &[u64], b: &[u64]) -> u32 {
         total = total.wrapping_add(w.count_ones());
     }
     total
+}
+
+/// Dot product of an extended RaBitQ code and a query in the canonical order (see
+/// [`crate::arch::all::ex_dot`]): each half of a step's eight fields decoded with per-lane
+/// shifts (`ushl` by negative counts), into the accumulator register that owns its canonical
+/// lanes (four steps per round, so the registers stay registers).
+///
+/// # Safety
+///
+/// The CPU must support NEON (every aarch64 CPU does).
+#[target_feature(enable = "neon")]
+pub unsafe fn ex_dot(signs: &[u8], levels: &[u8], width: usize, q: &[f32]) -> f32 {
+    crate::arch::all::check_ex_dot(signs, levels, width, q);
+    let (w, n) = (width as i32, signs.len());
+    // SAFETY: NEON is enabled here. Step `c < n` reads `q[8c .. 8c + 8]`, inside `q`
+    // (`q.len() == 8 * n`).
+    unsafe {
+        let lanes = |a: [i32; 4]| vld1q_s32(a.as_ptr());
+        let shifts = lanes([0, -w, -2 * w, -3 * w]);
+        let mask = vdupq_n_u32((1 << w) - 1);
+        let (low_bits, high_bits) =
+            (vreinterpretq_u32_s32(lanes([1, 2, 4, 8])), vreinterpretq_u32_s32(lanes([16, 32, 64, 128])));
+        let sign = vdupq_n_u32(1 << 31);
+        let pq = q.as_ptr();
+        // Four coordinates: the fields of `x` at bits `0, w, 2w, 3w` as `±(m + 1/2)` — a clear
+        // bit of `s & bits` sets the float's sign — times `q[at .. at + 4]`.
+        let four = |x: u32, s: uint32x4_t, bits: uint32x4_t, at: usize| -> float32x4_t {
+            let level = vandq_u32(vshlq_u32(vdupq_n_u32(x), shifts), mask);
+            let m = vaddq_f32(vcvtq_f32_u32(level), vdupq_n_f32(0.5));
+            let negative = vbicq_u32(sign, vtstq_u32(s, bits));
+            vmulq_f32(vreinterpretq_f32_u32(vorrq_u32(vreinterpretq_u32_f32(m), negative)), vld1q_f32(pq.add(at)))
+        };
+        let mut acc = [vdupq_n_f32(0.0); MAX_REGS];
+        // Step `c`: coordinates `8c .. 8c + 8`, into registers `r` and `r + 1` (`r = 2 (c % 4)`).
+        let mut step = |c: usize, r: usize| {
+            let l = crate::arch::all::ex_word(levels, c * width);
+            let s = vdupq_n_u32(u32::from(signs[c]));
+            acc[r] = vaddq_f32(acc[r], four(l as u32, s, low_bits, 8 * c));
+            acc[r + 1] = vaddq_f32(acc[r + 1], four((l >> (4 * width)) as u32, s, high_bits, 8 * c + 4));
+        };
+        let full = n - n % 4;
+        let mut c = 0;
+        while c < full {
+            step(c, 0);
+            step(c + 1, 2);
+            step(c + 2, 4);
+            step(c + 3, 6);
+            c += 4;
+        }
+        for r in 0..n - full {
+            step(full + r, 2 * r);
+        }
+        generic::finish(acc)
+    }
 }
 
 /// FastScan ([`crate::arch::all::fastscan`]) with `tbl`, widening adds into u16 flushed to u32
