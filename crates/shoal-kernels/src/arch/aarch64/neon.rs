@@ -178,8 +178,8 @@ unsafe fn count_bits<const XOR: bool>(a: &[u64], b: &[u64]) -> u32 {
 pub unsafe fn ex_dot(signs: &[u8], levels: &[u8], width: usize, q: &[f32]) -> f32 {
     crate::arch::all::check_ex_dot(signs, levels, width, q);
     let (w, n) = (width as i32, signs.len());
-    // SAFETY: NEON is enabled here. Step `c < n` reads `q[8c .. 8c + 8]`, inside `q`
-    // (`q.len() == 8 * n`).
+    // SAFETY: NEON is enabled here. `lanes` loads the 4 elements of its array; step `c < n`
+    // reads `q[8c .. 8c + 8]`, inside `q` (`q.len() == 8 * n`).
     unsafe {
         let lanes = |a: [i32; 4]| vld1q_s32(a.as_ptr());
         let shifts = lanes([0, -w, -2 * w, -3 * w]);

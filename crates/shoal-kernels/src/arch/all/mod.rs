@@ -165,11 +165,7 @@ pub fn ex_dot(signs: &[u8], levels: &[u8], width: usize, q: &[f32]) -> f32 {
 /// shifted down, else (`len < 8`) the bytes one by one with zeros above them. The vector
 /// [`ex_dot`] kernels read their codes with it. Meaningful for `off < len`, as `ex_dot`'s
 /// steps are; whatever `off`, it never reads outside `levels`.
-#[cfg(any(
-    target_arch = "x86_64",
-    all(target_arch = "aarch64", target_feature = "neon"),
-    all(target_arch = "wasm32", target_feature = "simd128")
-))]
+#[cfg(any(target_arch = "x86_64", target_arch = "aarch64", all(target_arch = "wasm32", target_feature = "simd128")))]
 #[inline(always)]
 pub(crate) fn ex_word(levels: &[u8], off: usize) -> u64 {
     let len = levels.len();
